@@ -1,0 +1,94 @@
+"""The shiftsim exception family and the problem collector readers use.
+
+Every error a user can cause derives from :class:`ShiftsimError`. Each carries
+an ``exit_code`` the command line returns: 2 for bad input (a model, a
+scenario, a command-line value), 1 for a run that could not finish.
+
+Readers do not stop at the first problem: they add every :class:`Problem` to a
+:class:`Problems` collector and raise once, so a user fixes a file in one pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from difflib import get_close_matches
+from typing import Iterable
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input: where it is, what is wrong, what was expected."""
+
+    file: str
+    where: str
+    what: str
+    expected: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.file}: {self.where}: {self.what}" if self.where else f"{self.file}: {self.what}"
+        return f"{text} (expected {self.expected})" if self.expected else text
+
+
+class ShiftsimError(Exception):
+    """Root of every error shiftsim raises on purpose."""
+
+    exit_code = 1
+
+
+class InputError(ShiftsimError):
+    """Bad input: one or more problems in a file or on the command line."""
+
+    exit_code = 2
+
+    def __init__(self, problems: Iterable[Problem] | str):
+        if isinstance(problems, str):
+            problems = [Problem(file="", where="", what=problems)]
+        self.problems: list[Problem] = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class ModelError(InputError):
+    """A model file (any format) is invalid."""
+
+
+class ScenarioError(InputError):
+    """A scenario file is invalid."""
+
+
+class SolveError(ShiftsimError):
+    """A computation could not finish (no equilibrium, loop that cannot close, ...)."""
+
+    exit_code = 1
+
+
+@dataclass
+class Problems:
+    """Collects problems found in one file and raises them together.
+
+    ``error_type`` is the :class:`InputError` subclass raised by :meth:`raise_if_any`.
+    """
+
+    file: str
+    error_type: type[InputError] = ModelError
+    items: list[Problem] = field(default_factory=list)
+
+    def add(self, where: str, what: str, expected: str = "") -> None:
+        self.items.append(Problem(self.file, where, what, expected))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise self.error_type(self.items)
+
+
+def suggest(name: str, valid: Iterable[str], limit: int = 8) -> str:
+    """Text listing the valid names closest to ``name``, for error messages."""
+    valid = sorted(set(valid))
+    if not valid:
+        return "none exist"
+    close = get_close_matches(name, valid, n=limit, cutoff=0.4)
+    shown = close or valid[:limit]
+    more = "" if len(valid) <= len(shown) else f" ({len(valid)} in all)"
+    return "one of " + ", ".join(shown) + more
