@@ -1,0 +1,1 @@
+"""Sub-commands of the ``shiftsim`` command line, one module each (see ``shiftsim.cli``)."""
