@@ -1,0 +1,235 @@
+"""Joint loads, deflections and poses of a solved equilibrium, as plain data.
+
+Wrench convention: ``[fx, fy, fz, mx, my, mz]``, the wrench the parent side
+(as written in the model file) exerts on the child side through the joint,
+moment about the origin of the child-side joint frame. ``wrench_world`` has
+world components, ``wrench_joint`` components in the child-side joint frame.
+``effort`` is the generalized force along each of the joint's own coordinates
+that the joint (restraints plus actuator) exerts on the child; positive pushes
+the child toward +q. For a free joint it equals the restraint force; for a
+prescribed joint it is what the actuator must carry (plus any restraint on it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import generalized as gen
+from .kinematics import closure_poses, state
+from .model import Model
+from .spatial import rotation_error
+
+
+def _external_wrenches(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
+                       loads: list[gen.AppliedLoad], closures: bool = True) -> np.ndarray:
+    """External wrench on every node (n_nodes, 6): [force, moment about the world origin], world axes.
+
+    Joint restraints and rate forces are internal to their joints and not included; closure
+    wrenches (the loads of loop-closing joints) are included when ``closures``.
+    """
+    s = state(model, q[None])
+    wrench = np.zeros((model.n_nodes, 6))
+
+    def add(node: int, point: np.ndarray, force: np.ndarray, torque: np.ndarray) -> None:
+        wrench[node, :3] += force
+        wrench[node, 3:] += np.cross(point, force) + torque
+
+    com = np.einsum("nij,nj->ni", s.rotation[0], model.node_com) + s.position[0]
+    for node in range(model.n_nodes):
+        if model.node_mass[node]:
+            add(node, com[node], model.node_mass[node] * gravity, np.zeros(3))
+    for load in loads:
+        rotation, point = gen.frame_point(model, s, load.frame)
+        force, torque = load.force[0], load.torque[0]
+        if load.follow:
+            force, torque = rotation[0] @ force, rotation[0] @ torque
+        add(model.frame_node[load.frame], point[0], force, torque)
+    for r in model.pair_restraints:
+        if r.kind != "spring":
+            continue
+        x, _, _ = gen.pair_distance(model, s, r)
+        f = float(r.law.force(x)[0])
+        rot_a, p_a = gen.frame_point(model, s, r.parent_frame)
+        _, p_c = gen.frame_point(model, s, r.child_frame)
+        d = p_c[0] - p_a[0]
+        if r.distance_type == "euclidean":
+            direction, torque_a = d / max(np.linalg.norm(d), 1e-300), np.zeros(3)
+        else:
+            direction = rot_a[0][:, "xyz".index(r.distance_type[1].lower())]
+            torque_a = -f * np.cross(direction, d)
+        add(model.frame_node[r.child_frame], p_c[0], -f * direction, np.zeros(3))
+        add(model.frame_node[r.parent_frame], p_a[0], f * direction, torque_a)
+    if closures and model.closures:
+        _, p_a, _, p_b = closure_poses(model, s)
+        lam = multipliers.reshape(-1, 6)
+        for k, c in enumerate(model.closures):
+            add(c.node_b, p_b[0, k], lam[k, :3], lam[k, 3:])
+            add(c.node_a, p_a[0, k], -lam[k, :3], -lam[k, 3:])
+    return wrench
+
+
+def _shift(wrench: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """Wrench about the world origin -> about ``point``."""
+    return np.concatenate([wrench[:3], wrench[3:] - np.cross(point, wrench[:3])])
+
+
+@dataclass
+class JointLoad:
+    """Loads of one joint: wrench (about the joint origin, world axes), its rotation, efforts per coordinate."""
+
+    wrench_world: np.ndarray
+    rotation: np.ndarray
+    effort: np.ndarray
+
+
+def joint_loads(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
+                loads: list[gen.AppliedLoad]) -> list[JointLoad]:
+    """The loads every joint carries at an equilibrium (see the module docstring)."""
+    external = _external_wrenches(model, q, multipliers, gravity, loads)
+    subtree_wrench = model.subtree.astype(float) @ external  # (n_nodes, 6) about the world origin
+    s = state(model, q[None])
+    frames_rotation, frames_point = [], []
+    for j in model.joints:
+        rotation, point = gen.frame_point(model, s, j.child_frame)
+        frames_rotation.append(rotation[0])
+        frames_point.append(point[0])
+    lam = multipliers.reshape(-1, 6)
+    closure_of = {c.joint: k for k, c in enumerate(model.closures)}
+    if model.closures:
+        _, _, _, p_b = closure_poses(model, s)
+    out = []
+    for index, joint in enumerate(model.joints):
+        if joint.in_tree:
+            first = joint.nodes[-1] if joint.reversed else joint.nodes[0]
+            transmitted = -subtree_wrench[first]  # tree parent on tree child
+            user = -transmitted if joint.reversed else transmitted
+        else:
+            k = closure_of[index]
+            user = np.concatenate([lam[k, :3], np.cross(p_b[0, k], lam[k, :3]) + lam[k, 3:]])
+        effort = np.array([
+            -(s.omega[0, c] @ subtree_wrench[model.coordinate_node[c], 3:] + s.v[0, c] @ subtree_wrench[model.coordinate_node[c], :3])
+            for c in joint.coordinates
+        ])
+        out.append(JointLoad(_shift(user, frames_point[index]), frames_rotation[index], effort))
+    return out
+
+
+def body_balance(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
+                 loads: list[gen.AppliedLoad]) -> np.ndarray:
+    """Net wrench (about the world origin) on every body from external loads and its joints (n_bodies-1, 6).
+
+    Zero at an equilibrium: the independent check of the joint loads.
+    """
+    external = _external_wrenches(model, q, multipliers, gravity, loads, closures=False)
+    per_joint = joint_loads(model, q, multipliers, gravity, loads)
+    s = state(model, q[None])
+    net = {i: external[model.body_node[i]].copy() for i in range(1, len(model.body_names))}
+    body_of_frame = [name.rsplit(":", 1)[0] for name in model.frame_names]
+    for joint, load in zip(model.joints, per_joint):
+        _, point = gen.frame_point(model, s, joint.child_frame)
+        about_origin = np.concatenate([load.wrench_world[:3], load.wrench_world[3:] + np.cross(point[0], load.wrench_world[:3])])
+        parent, child = body_of_frame[joint.parent_frame], body_of_frame[joint.child_frame]
+        for body, sign in ((child, 1.0), (parent, -1.0)):
+            index = model.body_names.index(body)
+            if index:
+                net[index] += sign * about_origin
+    return np.array([net[i] for i in range(1, len(model.body_names))])
+
+
+@dataclass
+class Solution:
+    """A solved equilibrium with its reference, ready to report (``as_dict``)."""
+
+    model: Model
+    status: str
+    iterations: int
+    residual: float
+    stable: bool
+    q: np.ndarray
+    q_reference: np.ndarray
+    multipliers: np.ndarray
+    gravity: np.ndarray
+    loads: list[gen.AppliedLoad]
+    joint_loads: list[JointLoad]
+    blame: list[str]
+
+    @classmethod
+    def build(cls, model: Model, loaded, reference, gravity: np.ndarray, loads: list[gen.AppliedLoad]) -> Solution:
+        q, lam = loaded.q[0], loaded.multipliers[0]
+        blame = [] if loaded.converged[0] else _blame(model, q, lam, gravity, loads, loaded.free)
+        return cls(model, "converged" if loaded.converged[0] else "failed", int(loaded.iterations[0]),
+                   float(loaded.residual[0]), bool(loaded.stable[0]), q, reference.q[0], lam, gravity, loads,
+                   joint_loads(model, q, lam, gravity, loads), blame)
+
+    @property
+    def converged(self) -> bool:
+        return self.status == "converged"
+
+    def as_dict(self, joints: list[str] | None = None, frames: list[str] | None = None) -> dict[str, Any]:
+        """The result object of ``shiftsim solve --json`` (joint/frame subsets when given)."""
+        from .kinematics import forward
+
+        model = self.model
+        poses, reference = forward(model, self.q), forward(model, self.q_reference)
+        out_joints = {}
+        for joint, load in zip(model.joints, self.joint_loads):
+            if joints is not None and joint.name not in joints:
+                continue
+            coordinates = list(joint.coordinates)
+            position, deflection = self.q[coordinates], self.q[coordinates] - self.q_reference[coordinates]
+            wrench_joint = np.concatenate([load.rotation.T @ load.wrench_world[:3], load.rotation.T @ load.wrench_world[3:]])
+            scalar = len(coordinates) == 1
+            out_joints[joint.name] = {
+                "type": joint.source_type,
+                "position": float(position[0]) if scalar else position.tolist(),
+                "deflection": float(deflection[0]) if scalar else deflection.tolist(),
+                "effort": float(load.effort[0]) if scalar else load.effort.tolist(),
+                "wrench_joint": wrench_joint.tolist(),
+                "wrench_world": load.wrench_world.tolist(),
+            }
+        out_frames = {}
+        for f, name in enumerate(model.frame_names):
+            if frames is not None and name not in frames:
+                continue
+            p = poses.frames[f, :3, 3]
+            out_frames[name] = {"position": p.tolist(), "deflection": (p - reference.frames[f, :3, 3]).tolist()}
+        out_bodies = {
+            name: {"position": poses.bodies[b, :3, 3].tolist(), "rotation": poses.bodies[b, :3, :3].tolist()}
+            for b, name in enumerate(model.body_names) if b
+        }
+        out = {"status": self.status, "iterations": self.iterations, "residual": self.residual, "stable": self.stable,
+               "joints": out_joints, "frames": out_frames, "bodies": out_bodies}
+        if self.blame:
+            out["blame"] = self.blame
+        return out
+
+
+def _blame(model: Model, q: np.ndarray, lam: np.ndarray, gravity, loads, free: np.ndarray) -> list[str]:
+    """Names of the joints and loops with the largest residual at a failed solve."""
+    from .kinematics import closure_residual
+
+    s = state(model, q[None])
+    point_forces, load_terms = gen.applied_loads(model, s, loads)
+    weight = gen.gravity_and_world_forces(model, s, gravity[None], point_forces)
+    q_force = weight.Q[0] + gen.joint_springs(model, q[None]).Q[0] + gen.pair_springs(model, s).Q[0] + load_terms.Q[0]
+    if model.closures:
+        from .kinematics import closure_jacobian
+
+        q_force = q_force + closure_jacobian(model, s)[0].T @ lam
+    residual = np.abs(q_force[free])
+    named = []
+    for i in np.argsort(residual)[::-1][:3]:
+        if residual[i] > 0:
+            named.append(f"joint {model.coordinate_names[free[i]]} (force residual {residual[i]:.3g})")
+    if model.closures:
+        g = np.linalg.norm(closure_residual(model, s)[0].reshape(-1, 6), axis=1)
+        for k in np.argsort(g)[::-1][:2]:
+            if g[k] > 1e-9:
+                named.append(f"loop closed by {model.joints[model.closures[k].joint].name} (residual {g[k]:.3g})")
+    return named
+
+
+__all__ = ["Solution", "joint_loads", "body_balance", "rotation_error"]

@@ -1,0 +1,436 @@
+"""Static equilibrium: Newton's method on the balance of generalized forces with loop closure.
+
+Unknowns u are the coordinates neither prescribed nor coupled; prescribed
+coordinates are inputs. The system solved is
+
+    T^T (Q_gravity + Q_restraints + Q_external + G^T lambda) = 0,   g(q) = 0
+
+with T = dq/du (couplings), G the closure Jacobian restricted to its
+independent rows (chosen by pivoted QR at the assembled pose: redundant
+equations, e.g. three per planar loop, never enter the matrix). Each Newton
+step solves the KKT system with the analytic tangent stiffness. Where the
+stiffness reduced to the constraint null space is not positive definite, it
+is shifted until it is, so every step descends the potential energy; the
+line search works on the energy plus an l1 penalty on g (on the residual
+norm when loads are not conservative). A converged point that is unstable is
+left along its direction of negative curvature and the solve continues, so
+the solver settles on a stable equilibrium when one is reachable. When the
+full load fails, loads are applied in steps from the unloaded state.
+
+Dampers and friction act on rates: a single solve has zero rates and they add
+nothing; sweeps with a time axis pass the rates between steps (``rates``).
+
+Everything works on batches of independent cases ``(B, ...)`` at once:
+:func:`solve_batch` is the batched mode, :func:`solve` the single solve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+
+from . import generalized as gen
+from .errors import InputError, Problem, SolveError
+from .kinematics import assemble, closure_jacobian, closure_residual, coupling_map, state
+from .model import Model
+
+
+@dataclass(frozen=True)
+class Load:
+    """A force (N) and torque (N m) at a frame.
+
+    ``direction`` "world": components in world axes, fixed in the world;
+    "body": components in the frame's axes, turning with the body.
+    """
+
+    frame: str
+    force: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    torque: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    direction: str = "world"
+    factor: float = 1.0
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """Newton settings. Tolerances: ``force_tolerance`` relative to the largest generalized force
+    in play, ``closure_tolerance`` absolute (m and rad); ``max_step`` caps a Newton step's largest
+    coordinate change (rad or m), a simple trust region for far-from-equilibrium starts."""
+
+    max_iterations: int = 60
+    force_tolerance: float = 1e-10
+    closure_tolerance: float = 1e-10
+    max_load_halvings: int = 8
+    max_step: float = 0.5
+    seek_stable: bool = True
+
+
+@dataclass
+class BatchResult:
+    """Raw equilibria of a batch: coordinates, multipliers (6 per closure, zero on redundant rows), status."""
+
+    q: np.ndarray
+    multipliers: np.ndarray
+    converged: np.ndarray
+    iterations: np.ndarray
+    residual: np.ndarray
+    stable: np.ndarray
+    free: np.ndarray
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Problem:
+    model: Model
+    free: np.ndarray
+    rows: np.ndarray
+    gravity: np.ndarray  # (B, 3)
+    loads: list[gen.AppliedLoad]
+    rate_force: np.ndarray | None  # (B, nq)
+    options: SolverOptions
+
+
+@dataclass
+class _Evaluation:
+    residual: np.ndarray  # (B, nf) reduced force residual
+    closure: np.ndarray  # (B, m)
+    closure_jacobian: np.ndarray  # (B, m, nf)
+    hessian: np.ndarray  # (B, nf, nf) = -d residual / du
+    energy: np.ndarray  # (B,)
+    force_scale: np.ndarray  # (B,)
+    conservative: bool
+    q_force_reduced: np.ndarray  # (B, nf) without closure forces
+
+
+def _evaluate(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | np.ndarray) -> _Evaluation:
+    model = p.model
+    batch = q.shape[0]
+    s = state(model, q)
+    factor = np.broadcast_to(np.asarray(scale, float), (batch,))
+    loads = [gen.AppliedLoad(l.frame, l.force * factor[:, None], l.torque * factor[:, None], l.follow) for l in p.loads]
+    point_forces, load_terms = gen.applied_loads(model, s, loads)
+    weight = gen.gravity_and_world_forces(model, s, p.gravity * factor[:, None], point_forces)
+    springs = gen.joint_springs(model, q)
+    pairs = gen.pair_springs(model, s)
+    terms = (weight, springs, pairs, load_terms)
+    q_force = sum(t.Q for t in terms)
+    if p.rate_force is not None:
+        q_force = q_force + p.rate_force
+    stiffness = sum(t.stiffness for t in terms)
+    magnitude = sum(np.abs(t.Q) for t in terms)
+    t_map = np.stack([coupling_map(model, qi)[:, p.free] for qi in q]) if model.couplings else None
+    if len(p.rows):
+        g = closure_residual(model, s)[:, p.rows]
+        full_multipliers = np.zeros((batch, 6 * len(model.closures)))
+        full_multipliers[:, p.rows] = multipliers
+        jac = closure_jacobian(model, s)[:, p.rows]
+        constraint_force = np.einsum("bmk,bm->bk", jac, multipliers)
+        stiffness = stiffness + gen.closure_force_stiffness(model, s, full_multipliers)
+        magnitude = magnitude + np.abs(constraint_force)
+        g_u = _reduce_columns(jac, t_map, p.free)
+    else:
+        g = np.zeros((batch, 0))
+        constraint_force = np.zeros_like(q_force)
+        g_u = np.zeros((batch, 0, len(p.free)))
+    reduced_q = _reduce_vector(q_force, t_map, p.free)
+    residual = reduced_q + _reduce_vector(constraint_force, t_map, p.free)
+    hessian = -_reduce_columns(_reduce_columns(stiffness, t_map, p.free).swapaxes(1, 2), t_map, p.free).swapaxes(1, 2)
+    force_scale = np.maximum(np.max(np.abs(_reduce_vector(magnitude, None if t_map is None else np.abs(t_map), p.free)),
+                                    axis=1, initial=0.0), 1e-9)
+    return _Evaluation(residual, g, g_u, hessian, sum(t.energy for t in terms), force_scale,
+                       all(t.conservative for t in terms), reduced_q)
+
+
+def _reduce_vector(x: np.ndarray, t_map: np.ndarray | None, free: np.ndarray) -> np.ndarray:
+    """T^T x for x (B, nq): the free components, or through the coupling map when there is one."""
+    return x[:, free] if t_map is None else np.einsum("bki,bk->bi", t_map, x)
+
+
+def _reduce_columns(a: np.ndarray, t_map: np.ndarray | None, free: np.ndarray) -> np.ndarray:
+    """A T for A (B, r, nq)."""
+    return a[:, :, free] if t_map is None else a @ t_map
+
+
+def _null_space(g_u: np.ndarray, nf: int) -> np.ndarray:
+    """Orthonormal null-space basis (B, nf, nf - m) of full-row-rank G_u (B, m, nf)."""
+    m = g_u.shape[1]
+    if m == 0:
+        return np.broadcast_to(np.eye(nf), (g_u.shape[0], nf, nf))
+    _, _, vt = np.linalg.svd(g_u)
+    return np.swapaxes(vt[:, m:, :], 1, 2)
+
+
+def _reduced_eigen(e: _Evaluation, nf: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Eigenvalues/vectors of the symmetric stiffness on the constraint null space, and the basis."""
+    z = _null_space(e.closure_jacobian, nf)
+    sym = 0.5 * (e.hessian + np.swapaxes(e.hessian, 1, 2))
+    reduced = np.swapaxes(z, 1, 2) @ sym @ z
+    if reduced.shape[1] == 0:
+        return np.zeros((reduced.shape[0], 0)), np.zeros((reduced.shape[0], 0, 0)), z
+    values, vectors = np.linalg.eigh(reduced)
+    return values, vectors, z
+
+
+def _converged(p: _Problem, e: _Evaluation) -> np.ndarray:
+    force_ok = np.max(np.abs(e.residual), axis=1, initial=0.0) <= p.options.force_tolerance * e.force_scale
+    closure_ok = np.max(np.abs(e.closure), axis=1, initial=0.0) <= p.options.closure_tolerance
+    return force_ok & closure_ok
+
+
+def _residual_norm(e: _Evaluation) -> np.ndarray:
+    return np.sqrt(np.sum(e.residual**2, axis=1) / e.force_scale**2 + np.sum(e.closure**2, axis=1))
+
+
+def _merit(e: _Evaluation, penalty: np.ndarray) -> np.ndarray:
+    if e.conservative:
+        return e.energy + penalty * np.sum(np.abs(e.closure), axis=1)
+    return _residual_norm(e)
+
+
+def _newton(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | np.ndarray,
+            active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Newton iterations on the cases in ``active``; returns q, multipliers, converged, iterations."""
+    model, free, nf = p.model, p.free, len(p.free)
+    batch = q.shape[0]
+    m = len(p.rows)
+    q, multipliers = q.copy(), multipliers.copy()
+    iterations = np.zeros(batch, dtype=int)
+    converged = np.zeros(batch, dtype=bool)
+    penalty = np.zeros(batch)
+    escapes = np.zeros(batch, dtype=int)
+    e = _evaluate(p, q, multipliers, scale)
+    for _ in range(p.options.max_iterations):
+        done = _converged(p, e)
+        if p.options.seek_stable and np.any(done & active):
+            values, vectors, z = _reduced_eigen(e, nf)
+            unstable = done & active & (values[:, 0] < -1e-9 * e.force_scale) if values.shape[1] else done & False
+            unstable &= escapes < 3
+            if np.any(unstable):
+                # leave the unstable equilibrium along its direction of negative curvature
+                direction = np.einsum("bij,bj->bi", z, vectors[:, :, 0])
+                q[np.ix_(unstable, free)] += 0.05 * direction[unstable]
+                escapes += unstable
+                q = model.apply_couplings(q)
+                e = _evaluate(p, q, multipliers, scale)
+                done = _converged(p, e)
+        converged |= done & active
+        working = active & ~converged
+        if not np.any(working):
+            break
+        iterations += working
+        # Newton direction with the stiffness shifted to be positive definite on the null space
+        values, _, _ = _reduced_eigen(e, nf)
+        lowest = values[:, 0] if values.shape[1] else np.zeros(batch)
+        level = np.max(np.abs(e.hessian), axis=(1, 2), initial=0.0) + 1e-12
+        shift = np.where(lowest < 1e-8 * level, np.maximum(-2.0 * lowest, 1e-3 * level), 0.0)
+        h = e.hessian + shift[:, None, None] * np.eye(nf)
+        kkt = np.zeros((batch, nf + m, nf + m))
+        kkt[:, :nf, :nf] = h
+        kkt[:, :nf, nf:] = -np.swapaxes(e.closure_jacobian, 1, 2)
+        kkt[:, nf:, :nf] = e.closure_jacobian
+        rhs = np.concatenate([e.residual, -e.closure], axis=1)
+        try:
+            step = np.linalg.solve(kkt, rhs[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            step = np.stack([np.linalg.lstsq(k, r, rcond=None)[0] for k, r in zip(kkt, rhs)])
+        du, dlam = step[:, :nf], step[:, nf:]
+        largest = np.max(np.abs(du), axis=1, initial=0.0)
+        cap = np.where(largest > p.options.max_step, p.options.max_step / np.maximum(largest, 1e-300), 1.0)
+        du, dlam = du * cap[:, None], dlam * cap[:, None]
+        penalty = np.maximum(penalty, 2.0 * np.max(np.abs(multipliers + dlam), axis=1, initial=0.0))
+        phi0 = _merit(e, penalty)
+        slope = (-np.einsum("bi,bi->b", e.q_force_reduced, du) - penalty * np.sum(np.abs(e.closure), axis=1)
+                 if e.conservative else -phi0)
+        norm0 = _residual_norm(e)
+        alpha = np.where(working, 1.0, 0.0)
+        searching = working.copy()
+        q_new, lam_new, e_new = q.copy(), multipliers.copy(), e
+        for _ in range(40):
+            trial_q = q.copy()
+            trial_q[:, free] += alpha[:, None] * du
+            trial_q = model.apply_couplings(trial_q)
+            trial_lam = multipliers + alpha[:, None] * dlam
+            e_trial = _evaluate(p, trial_q, trial_lam, scale)
+            phi = _merit(e_trial, penalty)
+            accept = phi <= phi0 + 1e-4 * alpha * np.minimum(slope, 0.0)
+            accept |= (shift == 0.0) & (_residual_norm(e_trial) < (1.0 - 1e-4 * alpha) * norm0)
+            accept &= searching
+            q_new[accept], lam_new[accept] = trial_q[accept], trial_lam[accept]
+            e_new = _merge(e_new, e_trial, accept)
+            searching &= ~accept
+            if not np.any(searching):
+                break
+            alpha = np.where(searching, 0.5 * alpha, alpha)
+            if np.all(alpha[searching] < 1e-10):
+                break
+        q, multipliers, e = q_new, lam_new, e_new
+    converged |= _converged(p, e) & active
+    return q, multipliers, converged, iterations
+
+
+def _merge(a: _Evaluation, b: _Evaluation, take_b: np.ndarray) -> _Evaluation:
+    """Per-case choice between two evaluations."""
+    def pick(x, y):
+        mask = take_b.reshape((-1,) + (1,) * (np.ndim(x) - 1))
+        return np.where(mask, y, x)
+
+    return _Evaluation(pick(a.residual, b.residual), pick(a.closure, b.closure),
+                       pick(a.closure_jacobian, b.closure_jacobian), pick(a.hessian, b.hessian),
+                       pick(a.energy, b.energy), pick(a.force_scale, b.force_scale), a.conservative and b.conservative,
+                       pick(a.q_force_reduced, b.q_force_reduced))
+
+
+def independent_rows(model: Model, q: np.ndarray, free: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
+    """Indices of closure equations independent w.r.t. the free coordinates (pivoted QR of G^T)."""
+    if not model.closures:
+        return np.zeros(0, dtype=int)
+    s = state(model, q[None])
+    g_u = closure_jacobian(model, s)[0] @ coupling_map(model, q)[:, free]
+    if g_u.shape[1] == 0:
+        return np.zeros(0, dtype=int)
+    _, r, pivots = scipy.linalg.qr(g_u.T, pivoting=True, mode="economic")
+    diagonal = np.abs(np.diag(r))
+    rank = int(np.sum(diagonal > tolerance * max(diagonal.max(initial=0.0), 1.0)))
+    return np.sort(pivots[:rank])
+
+
+def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray,
+                loads: list[gen.AppliedLoad] = (), rates: np.ndarray | None = None,
+                options: SolverOptions = SolverOptions(), rows: np.ndarray | None = None) -> BatchResult:
+    """Equilibria of B independent cases sharing the model, the free coordinates and the closure rows.
+
+    ``q_start`` (B, nq) holds the prescribed values and the starting guess; ``gravity`` (B, 3);
+    loads carry (B, 3) force/torque arrays. Cases whose full load fails are re-solved with load stepping.
+    """
+    q_start = np.atleast_2d(np.asarray(q_start, float))
+    batch = q_start.shape[0]
+    free = np.asarray(free, dtype=int)
+    gravity = np.broadcast_to(np.asarray(gravity, float), (batch, 3))
+    if rows is None:
+        rows = independent_rows(model, q_start[0], free)
+    rate_force = gen.rate_forces(model, rates) if rates is not None else None
+    p = _Problem(model, free, rows, gravity, list(loads), rate_force, options)
+    lam0 = np.zeros((batch, len(rows)))
+    q, lam, converged, iterations = _newton(p, q_start, lam0, 1.0, np.ones(batch, dtype=bool))
+    messages = []
+    for b in np.flatnonzero(~converged):
+        qb, lb, ok, its = _load_stepping(p, q_start[b], b)
+        q[b], lam[b], converged[b] = qb, lb, ok
+        iterations[b] += its
+    e = _evaluate(p, q, lam, 1.0)
+    values, _, _ = _reduced_eigen(e, len(free))
+    stable = (values[:, 0] > 1e-9 * e.force_scale) if values.shape[1] else np.ones(batch, dtype=bool)
+    full = np.zeros((batch, 6 * len(model.closures)))
+    full[:, rows] = lam
+    return BatchResult(q, full, converged, iterations, _residual_norm(e) * 1.0, stable, free, messages)
+
+
+def _load_stepping(p: _Problem, q_start: np.ndarray, case: int) -> tuple[np.ndarray, np.ndarray, bool, int]:
+    """Continuation in the load factor from 0 to 1 for one case; halves the increment on failure."""
+    single = _Problem(p.model, p.free, p.rows, p.gravity[case:case + 1],
+                      [gen.AppliedLoad(l.frame, l.force[case:case + 1], l.torque[case:case + 1], l.follow) for l in p.loads],
+                      None if p.rate_force is None else p.rate_force[case:case + 1], p.options)
+    active = np.ones(1, dtype=bool)
+    q = q_start[None].copy()
+    lam = np.zeros((1, len(p.rows)))
+    total = 0
+    q, lam, ok, its = _newton(single, q, lam, 0.0, active)
+    total += int(its[0])
+    if not ok[0]:
+        return q[0], lam[0], False, total
+    level, increment = 0.0, 0.25
+    while level < 1.0:
+        target = min(1.0, level + increment)
+        q_try, lam_try, ok, its = _newton(single, q, lam, target, active)
+        total += int(its[0])
+        if ok[0]:
+            q, lam, level = q_try, lam_try, target
+            increment = min(2 * increment, 1.0 - level) if level < 1.0 else increment
+        else:
+            increment *= 0.5
+            if increment < 0.25 / 2**p.options.max_load_halvings:
+                return q[0], lam[0], False, total
+    return q[0], lam[0], True, total
+
+
+# ---------------------------------------------------------------------- user-facing single solve
+def resolve_prescribed(model: Model, set_values: dict[str, float | list[float]], hold: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Starting coordinates (file values, overridden by ``set``) and the prescribed coordinate indices."""
+    q = model.q0.copy()
+    prescribed: list[int] = []
+    problems = []
+    for name, value in set_values.items():
+        try:
+            coordinates = model.coordinates_of(name)
+        except InputError as error:
+            problems.extend(Problem("--set", name, p.what, p.expected) for p in error.problems)
+            continue
+        values = np.atleast_1d(np.asarray(value, float))
+        if len(values) != len(coordinates):
+            problems.append(Problem("--set", name, f"{len(values)} values given", f"{len(coordinates)} for this joint"))
+            continue
+        q[list(coordinates)] = values
+        prescribed.extend(coordinates)
+    for name in hold:
+        try:
+            prescribed.extend(model.coordinates_of(name))
+        except InputError as error:
+            problems.extend(Problem("--hold", name, p.what, p.expected) for p in error.problems)
+    if problems:
+        raise InputError(problems)
+    return q, np.array(sorted(set(prescribed)), dtype=int)
+
+
+def free_coordinates(model: Model, prescribed: np.ndarray) -> np.ndarray:
+    coupled = {c.target for c in model.couplings}
+    fixed = set(prescribed.tolist())
+    return np.array([i for i in range(model.nq) if i not in fixed and i not in coupled], dtype=int)
+
+
+def applied(model: Model, loads: list[Load], batch: int = 1) -> list[gen.AppliedLoad]:
+    """User loads as solver loads (frame index, (B, 3) arrays scaled by their factor)."""
+    out = []
+    for load in loads:
+        if load.direction not in ("world", "body"):
+            raise InputError([Problem("load", load.frame, f"direction {load.direction!r}", "'world' or 'body'")])
+        frame = model.frame_index(load.frame)
+        force = np.broadcast_to(np.asarray(load.force, float) * load.factor, (batch, 3)).copy()
+        torque = np.broadcast_to(np.asarray(load.torque, float) * load.factor, (batch, 3)).copy()
+        out.append(gen.AppliedLoad(frame, force, torque, load.direction == "body"))
+    return out
+
+
+def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold: list[str] | tuple[str, ...] = (),
+          loads: list[Load] | tuple[Load, ...] = (), gravity: np.ndarray | None = None,
+          q_start: np.ndarray | None = None, rates: np.ndarray | None = None,
+          options: SolverOptions = SolverOptions()):
+    """Solve one static equilibrium and its unloaded reference; return a :class:`~shiftsim.results.Solution`.
+
+    ``set`` prescribes joints at values, ``hold`` at their current values (file
+    values, or ``q_start``). ``gravity`` overrides the model's (m/s^2).
+    The reference configuration is the same problem with gravity and external
+    loads switched off; deflections are measured from it.
+    """
+    from .results import Solution
+
+    q, prescribed = resolve_prescribed(model, set or {}, list(hold))
+    if q_start is not None:
+        keep = q.copy()
+        q = np.asarray(q_start, float).copy()
+        q[prescribed] = keep[prescribed] if set else q[prescribed]
+        for name, value in (set or {}).items():
+            q[list(model.coordinates_of(name))] = value
+    free = free_coordinates(model, prescribed)
+    gravity = model.gravity if gravity is None else np.asarray(gravity, float)
+    q = assemble(model, q, held=prescribed).q
+    rows = independent_rows(model, q, free)
+    loads_applied = applied(model, list(loads))
+    rate_array = None if rates is None else np.atleast_2d(rates)
+    reference = solve_batch(model, q[None], free, np.zeros(3), [], rate_array, options, rows)
+    loaded = solve_batch(model, reference.q if reference.converged[0] else q[None], free, gravity[None],
+                         loads_applied, rate_array, options, rows)
+    return Solution.build(model, loaded, reference, gravity, loads_applied)
+
+
+__all__ = ["Load", "SolverOptions", "solve", "solve_batch", "SolveError"]
