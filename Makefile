@@ -18,7 +18,7 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/shiftsim check models/shift/excavator.json
-	$(BIN)/shiftsim fk models/shift/double_pendulum.json --set shoulder=0.5
+	$(BIN)/shiftsim solve models/shift/excavator.json --hold arm:boom_cyl --hold arm:stick_cyl --hold arm:bucket_cyl
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[test,bench]"

@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         return error.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into a command that stopped reading (e.g. head)
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

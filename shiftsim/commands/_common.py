@@ -1,0 +1,37 @@
+"""Helpers shared by the sub-commands: parsing NAME=VALUE options, printing JSON."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..errors import InputError, Problem
+from ..jsonio import dumps
+
+
+def parse_assignment(text: str, option: str) -> tuple[str, list[float]]:
+    """``NAME=v`` or ``NAME=v1,v2,...`` -> (NAME, [values]); bad text raises InputError."""
+    name, sep, values = text.partition("=")
+    if not sep or not name:
+        raise InputError([Problem(option, text, "missing '='", "NAME=VALUE")])
+    try:
+        numbers = [float(v) for v in values.split(",")]
+    except ValueError:
+        raise InputError([Problem(option, text, f"{values!r} is not a number or comma-separated numbers",
+                                  "NAME=VALUE with numbers")]) from None
+    return name, numbers
+
+
+def parse_vector(text: str, option: str, length: int) -> list[float]:
+    try:
+        numbers = [float(v) for v in text.split(",")]
+    except ValueError:
+        numbers = []
+    if len(numbers) != length:
+        raise InputError([Problem(option, text, "not a vector of numbers", f"{length} comma-separated numbers")])
+    return numbers
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.buffer.write(dumps(data))
+    sys.stdout.flush()
