@@ -26,7 +26,7 @@ Everything works on batches of independent cases ``(B, ...)`` at once:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.linalg
@@ -58,10 +58,11 @@ class SolverOptions:
     in play, ``closure_tolerance`` absolute (m and rad); ``max_step`` caps a Newton step's largest
     coordinate change (rad or m), a simple trust region for far-from-equilibrium starts."""
 
-    max_iterations: int = 60
+    max_iterations: int = 60  # per load step
     force_tolerance: float = 1e-10
     closure_tolerance: float = 1e-10
     max_load_halvings: int = 8
+    full_load_iterations: int = 25
     max_step: float = 0.5
     seek_stable: bool = True
 
@@ -161,11 +162,29 @@ def _null_space(g_u: np.ndarray, nf: int) -> np.ndarray:
     return np.swapaxes(vt[:, m:, :], 1, 2)
 
 
-def _reduced_eigen(e: _Evaluation, nf: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Eigenvalues/vectors of the symmetric stiffness on the constraint null space, and the basis."""
+def _reduced_stiffness(e: _Evaluation, nf: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric part of the stiffness on the constraint null space (B, r, r), and the basis (B, nf, r)."""
     z = _null_space(e.closure_jacobian, nf)
     sym = 0.5 * (e.hessian + np.swapaxes(e.hessian, 1, 2))
-    reduced = np.swapaxes(z, 1, 2) @ sym @ z
+    if e.closure_jacobian.shape[1] == 0:
+        return sym, z
+    return np.swapaxes(z, 1, 2) @ sym @ z, z
+
+
+def _lowest_eigenvalue(reduced: np.ndarray) -> np.ndarray:
+    """Smallest eigenvalue per case, +inf where a Cholesky factorization shows it is positive definite."""
+    if reduced.shape[1] == 0:
+        return np.full(reduced.shape[0], np.inf)
+    try:
+        np.linalg.cholesky(reduced)
+        return np.full(reduced.shape[0], np.inf)
+    except np.linalg.LinAlgError:
+        return np.linalg.eigvalsh(reduced)[:, 0]
+
+
+def _reduced_eigen(e: _Evaluation, nf: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Eigenvalues/vectors of the symmetric stiffness on the constraint null space, and the basis."""
+    reduced, z = _reduced_stiffness(e, nf)
     if reduced.shape[1] == 0:
         return np.zeros((reduced.shape[0], 0)), np.zeros((reduced.shape[0], 0, 0)), z
     values, vectors = np.linalg.eigh(reduced)
@@ -202,11 +221,11 @@ def _newton(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | 
     e = _evaluate(p, q, multipliers, scale)
     for _ in range(p.options.max_iterations):
         done = _converged(p, e)
-        if p.options.seek_stable and np.any(done & active):
-            values, vectors, z = _reduced_eigen(e, nf)
-            unstable = done & active & (values[:, 0] < -1e-9 * e.force_scale) if values.shape[1] else done & False
-            unstable &= escapes < 3
+        if p.options.seek_stable and np.any(done & active & ~converged):
+            lowest = _lowest_eigenvalue(_reduced_stiffness(e, nf)[0])
+            unstable = done & active & ~converged & (lowest < -1e-9 * e.force_scale) & (escapes < 3)
             if np.any(unstable):
+                _, vectors, z = _reduced_eigen(e, nf)
                 # leave the unstable equilibrium along its direction of negative curvature
                 direction = np.einsum("bij,bj->bi", z, vectors[:, :, 0])
                 q[np.ix_(unstable, free)] += 0.05 * direction[unstable]
@@ -220,8 +239,7 @@ def _newton(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | 
             break
         iterations += working
         # Newton direction with the stiffness shifted to be positive definite on the null space
-        values, _, _ = _reduced_eigen(e, nf)
-        lowest = values[:, 0] if values.shape[1] else np.zeros(batch)
+        lowest = _lowest_eigenvalue(_reduced_stiffness(e, nf)[0])
         level = np.max(np.abs(e.hessian), axis=(1, 2), initial=0.0) + 1e-12
         shift = np.where(lowest < 1e-8 * level, np.maximum(-2.0 * lowest, 1e-3 * level), 0.0)
         h = e.hessian + shift[:, None, None] * np.eye(nf)
@@ -312,15 +330,16 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     rate_force = gen.rate_forces(model, rates) if rates is not None else None
     p = _Problem(model, free, rows, gravity, list(loads), rate_force, options)
     lam0 = np.zeros((batch, len(rows)))
-    q, lam, converged, iterations = _newton(p, q_start, lam0, 1.0, np.ones(batch, dtype=bool))
+    first_try = _Problem(model, free, rows, gravity, list(loads), rate_force,
+                         replace(options, max_iterations=min(options.max_iterations, options.full_load_iterations)))
+    q, lam, converged, iterations = _newton(first_try, q_start, lam0, 1.0, np.ones(batch, dtype=bool))
     messages = []
     for b in np.flatnonzero(~converged):
         qb, lb, ok, its = _load_stepping(p, q_start[b], b)
         q[b], lam[b], converged[b] = qb, lb, ok
         iterations[b] += its
     e = _evaluate(p, q, lam, 1.0)
-    values, _, _ = _reduced_eigen(e, len(free))
-    stable = (values[:, 0] > 1e-9 * e.force_scale) if values.shape[1] else np.ones(batch, dtype=bool)
+    stable = _lowest_eigenvalue(_reduced_stiffness(e, len(free))[0]) > 1e-9 * e.force_scale
     full = np.zeros((batch, 6 * len(model.closures)))
     full[:, rows] = lam
     return BatchResult(q, full, converged, iterations, _residual_norm(e) * 1.0, stable, free, messages)
