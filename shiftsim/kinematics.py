@@ -34,58 +34,69 @@ def _as_batch(model: Model, q: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]
 
 
 def motion_frames(model: Model, q: np.ndarray) -> np.ndarray:
-    """Top three rows of every node's world motion frame W, node-major: ``(n_nodes, B, 3, 4)`` for q (B, nq).
+    """Top three rows of every node's world motion frame W, batch last: ``(n_nodes, 3, 4, B)`` for q (B, nq).
 
-    Per tree level: one product with the constant ``A`` of each node, then the
-    motion about/along z applied to the columns in place.
+    Nodes are visited parents first; each is one constant product with its
+    ``A`` (applied to the parent's 3x4 rows) and then the motion about/along z
+    applied in place to two columns (rotation) or one (translation). All work
+    is vectorized over the batch, the contiguous axis; nothing loops per
+    configuration.
     """
     batch = q.shape[0]
-    world = np.empty((model.n_nodes, batch, 3, 4))
-    world[0] = np.eye(4)[:3]
-    for level, (joint, coordinate, sign, revolute, prismatic) in zip(model.levels, _level_tables(model)):
-        n = len(level.nodes)
-        w = (world[level.parents].reshape(n, batch * 3, 4) @ joint).reshape(n, batch, 3, 4)
-        if len(revolute):
-            theta = q[:, coordinate[revolute]].T * sign[revolute, None]
-            c, s = np.cos(theta)[:, :, None], np.sin(theta)[:, :, None]
-            x, y = w[revolute, :, :, 0], w[revolute, :, :, 1]
-            w[revolute, :, :, 0], w[revolute, :, :, 1] = c * x + s * y, c * y - s * x
-        if len(prismatic):
-            d = (q[:, coordinate[prismatic]].T * sign[prismatic, None])[:, :, None]
-            w[prismatic, :, :, 3] += d * w[prismatic, :, :, 2]
-        world[level.nodes] = w
+    table, coordinate_sign = _node_table(model)
+    world = np.empty((model.n_nodes, 3, 4, batch))
+    world[0] = np.eye(4)[:3, :, None]
+    theta = q.T * coordinate_sign[:, None]  # (nq, B)
+    cos, sin = np.cos(theta), np.sin(theta)
+    sx, sy = np.empty((3, batch)), np.empty((3, batch))
+    for node, parent, joint_t, kind, coordinate in table:
+        w = world[node]
+        np.matmul(joint_t, world[parent], out=w)
+        if kind == REVOLUTE:  # columns 0, 1 of W @ Rz(theta)
+            c, s = cos[coordinate], sin[coordinate]
+            x, y = w[:, 0], w[:, 1]
+            np.multiply(x, s, out=sx)
+            np.multiply(y, s, out=sy)
+            x *= c
+            x += sy
+            y *= c
+            y -= sx
+        elif kind == PRISMATIC:  # column 3 of W @ Tz(theta)
+            w[:, 3] += theta[coordinate] * w[:, 2]
     return world
 
 
-def _level_tables(model: Model) -> list[tuple[np.ndarray, ...]]:
-    """Per level: A of its nodes, coordinate index, sign, positions (in the level) of revolute / prismatic nodes."""
-    cached = model.__dict__.get("_level_table_cache")
+def _node_table(model: Model) -> tuple[list[tuple[int, int, np.ndarray, int, int]], np.ndarray]:
+    """Per node, parents first: (node, parent, A^T, kind, coordinate); and the sign of every coordinate."""
+    cached = model.__dict__.get("_node_table_cache")
     if cached is None:
-        cached = []
-        for level in model.levels:
-            nodes = level.nodes
-            kind = model.node_kind[nodes]
-            cached.append((model.node_joint[nodes][:, :, :], model.node_coordinate[nodes], model.node_sign[nodes],
-                           np.flatnonzero(kind == REVOLUTE), np.flatnonzero(kind == PRISMATIC)))
-        object.__setattr__(model, "_level_table_cache", cached)
+        order = [int(i) for level in model.levels for i in level.nodes]
+        table = [(i, int(model.node_parent[i]), np.ascontiguousarray(model.node_joint[i].T),
+                  int(model.node_kind[i]), int(model.node_coordinate[i])) for i in order]
+        sign = np.ones(model.nq)
+        for i in order:
+            if model.node_coordinate[i] >= 0:
+                sign[model.node_coordinate[i]] = model.node_sign[i]
+        cached = (table, sign)
+        object.__setattr__(model, "_node_table_cache", cached)
     return cached
 
 
-def _frame_offsets(model: Model) -> np.ndarray:
-    """Frame offsets from their node's motion frame: D_node @ frame_offset (n_frames, 4, 4)."""
-    cached = model.__dict__.get("_frame_offset_cache")
+def _frames_by_node(model: Model) -> list[tuple[int, slice, np.ndarray]]:
+    """Frames grouped by node (contiguous per body): (node, slice of frames, offsets^T (k, 4, 4)),
+    offsets taken from the node's motion frame (D_node @ frame_offset)."""
+    cached = model.__dict__.get("_frames_by_node_cache")
     if cached is None:
-        cached = model.node_offset[model.frame_node] @ model.frame_offset
-        object.__setattr__(model, "_frame_offset_cache", cached)
+        offsets = model.node_offset[model.frame_node] @ model.frame_offset
+        nodes = model.frame_node
+        cached, start = [], 0
+        for end in range(1, len(nodes) + 1):
+            if end == len(nodes) or nodes[end] != nodes[start]:
+                block = np.ascontiguousarray(offsets[start:end].transpose(0, 2, 1))
+                cached.append((int(nodes[start]), slice(start, end), block))
+                start = end
+        object.__setattr__(model, "_frames_by_node_cache", cached)
     return cached
-
-
-def _to_4x4(top: np.ndarray) -> np.ndarray:
-    """(…, 3, 4) -> (…, 4, 4) with the bottom row [0, 0, 0, 1]."""
-    out = np.zeros(top.shape[:-2] + (4, 4))
-    out[..., :3, :] = top
-    out[..., 3, 3] = 1.0
-    return out
 
 
 def forward(model: Model, q: np.ndarray) -> Poses:
@@ -93,10 +104,13 @@ def forward(model: Model, q: np.ndarray) -> Poses:
     qb, shape = _as_batch(model, q)
     batch = qb.shape[0]
     world = motion_frames(model, qb)
-    frames = world[model.frame_node].reshape(len(model.frame_node), batch * 3, 4) @ _frame_offsets(model)
-    frames = frames.reshape(len(model.frame_node), batch, 3, 4).transpose(1, 0, 2, 3)
+    frames = np.zeros((batch, len(model.frame_names), 4, 4))
+    frames[:, :, 3, 3] = 1.0
+    for node, frame_slice, offsets_t in _frames_by_node(model):
+        tops = np.matmul(offsets_t, world[node][:, None])  # (3, k, 4, B): row r of every frame on the node
+        frames[:, frame_slice, :3, :] = tops.transpose(3, 1, 0, 2)
     bodies = frames[:, model.body_origin_frame]
-    return Poses(_to_4x4(bodies).reshape(*shape, -1, 4, 4), _to_4x4(frames).reshape(*shape, -1, 4, 4))
+    return Poses(bodies.reshape(*shape, -1, 4, 4), frames.reshape(*shape, -1, 4, 4))
 
 
 @dataclass(frozen=True)
@@ -118,18 +132,16 @@ class State:
 
 def state(model: Model, q: np.ndarray) -> State:
     """Node poses and coordinate twists for q of shape (B, nq)."""
-    batch = q.shape[0]
-    world = motion_frames(model, q)
+    world = motion_frames(model, q).transpose(3, 0, 1, 2)  # (B, n_nodes, 3, 4)
     nodes = model.coordinate_node
-    axis = world[nodes, :, :, 2].transpose(1, 0, 2) * model.node_sign[nodes][None, :, None]
-    origin = world[nodes, :, :, 3].transpose(1, 0, 2)
-    pose = (world.reshape(model.n_nodes, batch * 3, 4) @ model.node_offset).reshape(model.n_nodes, batch, 3, 4)
-    rotation = pose[:, :, :, :3].transpose(1, 0, 2, 3)
-    position = pose[:, :, :, 3].transpose(1, 0, 2)
+    at_coordinates = world[:, nodes]
+    axis = at_coordinates[..., 2] * model.node_sign[nodes][None, :, None]
+    origin = at_coordinates[..., 3]
+    pose = world @ model.node_offset  # 3x4 rows times 4x4
     revolute = (model.node_kind[nodes] == REVOLUTE)[None, :, None]
     omega = np.where(revolute, axis, 0.0)
     v = np.where(revolute, np.cross(origin, axis), axis)
-    return State(q, rotation, position, omega, v)
+    return State(q, pose[:, :, :, :3], pose[:, :, :, 3], omega, v)
 
 
 def point_jacobian(model: Model, s: State, node: int, point: np.ndarray) -> np.ndarray:
