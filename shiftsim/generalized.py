@@ -59,13 +59,27 @@ def _pair_tables(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return cached
 
 
+def _subtree_matrix(model: Model) -> np.ndarray:
+    """subtree as float (n_nodes, n_nodes), cached."""
+    cached = model.__dict__.get("_subtree_float_cache")
+    if cached is None:
+        cached = model.subtree.astype(float)
+        object.__setattr__(model, "_subtree_float_cache", cached)
+    return cached
+
+
+def _symmetric_from_upper(model: Model, m: np.ndarray) -> np.ndarray:
+    """Symmetric matrix taking m[j, k] where coordinate j is nearer the root than (or equal to) k, zero for
+    coordinates on different branches."""
+    _, _, before, strictly = _pair_tables(model)
+    return np.where(before, m, 0.0) + np.where(strictly.T, np.swapaxes(m, 1, 2), 0.0)
+
+
 def point_hessian(model: Model, s: State, jv: np.ndarray, direction: np.ndarray) -> np.ndarray:
     """direction . d2p/dq_j dq_k (B, nq, nq) for a point with Jacobian ``jv`` (B, nq, 3) (zero rows: not moved)."""
-    _, _, before, _ = _pair_tables(model)
-    m = np.einsum("bji,bki->bjk", s.omega, np.cross(jv, direction[:, None, :]))  # omega_j . (Jv_k x u)
+    m = s.omega @ np.swapaxes(np.cross(jv, direction[:, None, :]), 1, 2)  # omega_j . (Jv_k x u)
     moves = np.any(jv != 0.0, axis=2)
-    h = np.where(before, m, np.swapaxes(m, 1, 2))
-    return h * (moves[:, :, None] & moves[:, None, :])
+    return _symmetric_from_upper(model, m) * (moves[:, :, None] & moves[:, None, :])
 
 
 def _torque_stiffness(model: Model, s: State, node: int, torque: np.ndarray) -> np.ndarray:
@@ -88,23 +102,17 @@ def gravity_and_world_forces(model: Model, s: State, gravity: np.ndarray, point_
     for node, point, force in point_forces:
         force_node[:, node] += force
         p_node[:, node] += point[:, :, None] * force[:, None, :]
-    sub = model.subtree.astype(float)
-    force_sub = np.einsum("ij,bjk->bik", sub, force_node)
-    p_sub = np.einsum("ij,bjkl->bikl", sub, p_node)
+    sub = _subtree_matrix(model)
     nodes = model.coordinate_node
-    fk, pk = force_sub[:, nodes], p_sub[:, nodes]
+    fk = (sub[nodes] @ force_node)  # (B, nq, 3) force on each coordinate's subtree
+    pk = (sub[nodes] @ p_node.reshape(batch, -1, 9)).reshape(batch, -1, 3, 3)
     moment = np.stack([pk[..., 1, 2] - pk[..., 2, 1], pk[..., 2, 0] - pk[..., 0, 2], pk[..., 0, 1] - pk[..., 1, 0]], axis=-1)
-    q_force = np.einsum("bki,bki->bk", s.omega, moment) + np.einsum("bki,bki->bk", s.v, fk)
+    q_force = np.sum(s.omega * moment + s.v * fk, axis=2)
 
-    s_idx, d_idx, _, _ = _pair_tables(model)
-    w_s, w_d, v_d = s.omega[:, s_idx], s.omega[:, d_idx], s.v[:, d_idx]
-    p_d, f_d = pk[:, d_idx], fk[:, d_idx]
-    value = (np.einsum("bpi,bpij,bpj->bp", w_s, p_d, w_d)
-             - np.einsum("bpi,bpi->bp", w_s, w_d) * np.trace(p_d, axis1=2, axis2=3)
-             + np.einsum("bpi,bpi->bp", f_d, np.cross(w_s, v_d)))
-    stiffness = np.zeros((batch, model.nq, model.nq))
-    stiffness[:, s_idx, d_idx] = value
-    stiffness[:, d_idx, s_idx] = value
+    # K[s, d] = w_s . (P_d w_d + v_d x F_d - w_d tr(P_d)) for s nearer the root than (or equal to) d
+    trace = pk[..., 0, 0] + pk[..., 1, 1] + pk[..., 2, 2]
+    per_d = np.einsum("bkij,bkj->bki", pk, s.omega) + np.cross(s.v, fk) - s.omega * trace[..., None]
+    stiffness = _symmetric_from_upper(model, s.omega @ np.swapaxes(per_d, 1, 2))
     energy = -np.trace(p_node.sum(axis=1), axis1=1, axis2=2)
     return ForceTerms(q_force, stiffness, energy, True)
 
@@ -177,9 +185,8 @@ def pair_distance(model: Model, s: State, r) -> tuple[np.ndarray, np.ndarray, np
     grad = np.einsum("bki,bi->bk", jd, e) + np.einsum("bki,bi->bk", de, d)
     cross_terms = np.einsum("bji,bki->bjk", de, jd)
     # d2e/dq_j dq_k . d = d . (omega_s x (omega_d x e)), both moving frame a
-    _, _, before, _ = _pair_tables(model)
     m = np.einsum("bji,bki->bjk", np.cross(d[:, None, :], s.omega), de)  # (d x omega_j) . (omega_k x e)
-    m = np.where(before, m, np.swapaxes(m, 1, 2)) * (moves_a[..., 0][:, :, None] & moves_a[..., 0][:, None, :])
+    m = _symmetric_from_upper(model, m) * (moves_a[..., 0][:, :, None] & moves_a[..., 0][:, None, :])
     hess = (point_hessian(model, s, jv_c, e) - point_hessian(model, s, jv_a, e)
             + cross_terms + np.swapaxes(cross_terms, 1, 2) + m)
     return x, grad, hess

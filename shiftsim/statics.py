@@ -334,10 +334,11 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
                          replace(options, max_iterations=min(options.max_iterations, options.full_load_iterations)))
     q, lam, converged, iterations = _newton(first_try, q_start, lam0, 1.0, np.ones(batch, dtype=bool))
     messages = []
-    for b in np.flatnonzero(~converged):
-        qb, lb, ok, its = _load_stepping(p, q_start[b], b)
-        q[b], lam[b], converged[b] = qb, lb, ok
-        iterations[b] += its
+    failed = np.flatnonzero(~converged)
+    if len(failed):
+        q_f, lam_f, ok_f, its_f = _load_stepping(_subset(p, failed), q_start[failed])
+        q[failed], lam[failed], converged[failed] = q_f, lam_f, ok_f
+        iterations[failed] += its_f
     e = _evaluate(p, q, lam, 1.0)
     stable = _lowest_eigenvalue(_reduced_stiffness(e, len(free))[0]) > 1e-9 * e.force_scale
     full = np.zeros((batch, 6 * len(model.closures)))
@@ -345,32 +346,32 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     return BatchResult(q, full, converged, iterations, _residual_norm(e) * 1.0, stable, free, messages)
 
 
-def _load_stepping(p: _Problem, q_start: np.ndarray, case: int) -> tuple[np.ndarray, np.ndarray, bool, int]:
-    """Continuation in the load factor from 0 to 1 for one case; halves the increment on failure."""
-    single = _Problem(p.model, p.free, p.rows, p.gravity[case:case + 1],
-                      [gen.AppliedLoad(l.frame, l.force[case:case + 1], l.torque[case:case + 1], l.follow) for l in p.loads],
-                      None if p.rate_force is None else p.rate_force[case:case + 1], p.options)
-    active = np.ones(1, dtype=bool)
-    q = q_start[None].copy()
-    lam = np.zeros((1, len(p.rows)))
-    total = 0
-    q, lam, ok, its = _newton(single, q, lam, 0.0, active)
-    total += int(its[0])
-    if not ok[0]:
-        return q[0], lam[0], False, total
-    level, increment = 0.0, 0.25
-    while level < 1.0:
-        target = min(1.0, level + increment)
-        q_try, lam_try, ok, its = _newton(single, q, lam, target, active)
-        total += int(its[0])
-        if ok[0]:
-            q, lam, level = q_try, lam_try, target
-            increment = min(2 * increment, 1.0 - level) if level < 1.0 else increment
-        else:
-            increment *= 0.5
-            if increment < 0.25 / 2**p.options.max_load_halvings:
-                return q[0], lam[0], False, total
-    return q[0], lam[0], True, total
+def _subset(p: _Problem, cases: np.ndarray) -> _Problem:
+    """The problem restricted to some cases of the batch."""
+    loads = [gen.AppliedLoad(l.frame, l.force[cases], l.torque[cases], l.follow) for l in p.loads]
+    rate_force = None if p.rate_force is None else p.rate_force[cases]
+    return _Problem(p.model, p.free, p.rows, p.gravity[cases], loads, rate_force, p.options)
+
+
+def _load_stepping(p: _Problem, q_start: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Continuation in the load factor from 0 to 1, all cases at once, each with its own increment
+    (doubled after a success, halved after a failure). Returns q, multipliers, converged, iterations."""
+    batch = q_start.shape[0]
+    everyone = np.ones(batch, dtype=bool)
+    q, lam, ok, iterations = _newton(p, q_start, np.zeros((batch, len(p.rows))), 0.0, everyone)
+    level = np.zeros(batch)
+    increment = np.full(batch, 0.25)
+    smallest = 0.25 / 2**p.options.max_load_halvings
+    going = ok.copy()
+    while np.any(going):
+        target = np.minimum(1.0, level + increment)
+        q_try, lam_try, done, its = _newton(p, q, lam, target, going)
+        iterations += its
+        good, bad = going & done, going & ~done
+        q[good], lam[good], level[good] = q_try[good], lam_try[good], target[good]
+        increment = np.where(good, 2.0 * increment, np.where(bad, 0.5 * increment, increment))
+        going &= (level < 1.0) & (increment >= smallest)
+    return q, lam, ok & (level >= 1.0), iterations
 
 
 # ---------------------------------------------------------------------- user-facing single solve
