@@ -26,7 +26,7 @@ from ..errors import InputError, Problem, Problems
 from ..formats.mfk import load_configuration, read_mfk_file
 from ..formats.mfk.replicate import decode_message, encode_message
 from ..formats.mfk.report import describe
-from ..jsonio import dumps
+from ._common import emit_json
 
 
 def add_parser(subparsers: Any) -> None:
@@ -53,17 +53,18 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     values = parse_settings(getattr(args, "set", []))
     data, warnings = read_mfk_file(args.config)
-    config = load_configuration(data, args.config, values)
+    config = load_configuration(data, args.config, values, values_source="--set")
     for warning in [*warnings, *config.warnings]:
         print(f"warning: {warning}", file=sys.stderr)
-    if args.mfk_command == "show":
-        report = describe(config)
-        print(dumps(report).decode() if args.json else format_table(report), end="" if args.json else "\n")
+    if args.mfk_command == "show" and not args.json:
+        print(format_table(describe(config)))
+    elif args.mfk_command == "show":
+        emit_json(describe(config))
     elif args.mfk_command == "encode":
-        print(dumps(encode_message(config)).decode(), end="")
+        emit_json(encode_message(config))
     else:
         decoded = decode_message(config, read_message(args.file), args.file)
-        print(dumps({"values": {str(ref): value for ref, value in decoded}}).decode(), end="")
+        emit_json({"values": {str(ref): value for ref, value in decoded}})
     return 0
 
 

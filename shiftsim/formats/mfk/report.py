@@ -1,0 +1,60 @@
+"""Where everything of an MFK machine is: nodes, collision shapes, points, measurements.
+
+Keys are ``C:ID`` (component index in the array, object id). Positions are
+metres; a ``rotation`` is a 3x3 matrix whose columns are the object's axes
+(J670 node axes) in the frame named: ``machine`` (J670 of the root
+component) or ``site`` (easting, northing, up).
+
+Scale in the node hierarchy (warned at load) is reflected in positions; the
+reported rotation is the nearest rotation, box half extents are multiplied by
+the scaled lengths of the node's axes and a sphere's radius by the largest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .config import ResourceConfiguration
+from .kinematics import machine_transforms, placement, rotation_and_scale
+
+
+def describe(config: ResourceConfiguration) -> dict[str, Any]:
+    """The ``shiftsim mfk show`` document of a loaded configuration (plain lists and floats)."""
+    nodes = machine_transforms(config)
+    site = placement(config)
+    report: dict[str, Any] = {"uuid": config.uuid, "description": config.description,
+                              "nodes": {}, "collision_shapes": {}, "points": {}, "measurements": {}}
+    for (index, identifier), machine in nodes.items():
+        report["nodes"][f"{index}:{identifier}"] = {"machine": _pose(machine), "site": _pose(site @ machine)}
+    for component in config.components:
+        index = component.index
+        for shape in component.collision_shapes.shapes if component.collision_shapes else []:
+            node_id = shape.node_ref.split(".")[2]
+            machine = nodes[(index, node_id)]
+            rotation, scale = rotation_and_scale(machine[:3, :3])
+            entry: dict[str, Any] = {"type": shape.type, "node": f"{index}:{node_id}",
+                                     "centre_machine": _apply(machine, shape.centre).tolist(),
+                                     "rotation_machine": rotation.tolist()}
+            if shape.type == "aabb":
+                entry["half_extents"] = (shape.half_extents * scale).tolist()
+            else:
+                entry["radius"] = shape.radius * float(scale.max())
+            report["collision_shapes"][f"{index}:{shape.id}"] = entry
+        for point in component.points_of_interest.points if component.points_of_interest else []:
+            machine = nodes[(index, point.node_ref.split(".")[2])]
+            position = _apply(machine, point.position)
+            report["points"][f"{index}:{point.id}"] = {"machine": position.tolist(),
+                                                       "site": _apply(site, position).tolist()}
+        for measurement in component.measurements.measurements if component.measurements else []:
+            report["measurements"][f"{index}:{measurement.id}"] = measurement.number("value")
+    return report
+
+
+def _pose(transform: np.ndarray) -> dict[str, list]:
+    return {"position": transform[:3, 3].tolist(), "rotation": rotation_and_scale(transform[:3, :3])[0].tolist()}
+
+
+def _apply(transform: np.ndarray, point: np.ndarray) -> np.ndarray:
+    return transform[:3, :3] @ point + transform[:3, 3]
