@@ -208,17 +208,17 @@ class Solution:
 
 
 def _blame(model: Model, q: np.ndarray, lam: np.ndarray, gravity, loads, free: np.ndarray) -> list[str]:
-    """Names of the joints and loops with the largest residual at a failed solve."""
-    from .kinematics import closure_residual
+    """Names of the joints and loops with the largest residual at a failed solve, and of the joints
+    of a singular configuration (where the loops lose a degree of constraint)."""
+    from .kinematics import closure_jacobian, closure_residual
 
     s = state(model, q[None])
     point_forces, load_terms = gen.applied_loads(model, s, loads)
     weight = gen.gravity_and_world_forces(model, s, gravity[None], point_forces)
     q_force = weight.Q[0] + gen.joint_springs(model, q[None]).Q[0] + gen.pair_springs(model, s).Q[0] + load_terms.Q[0]
     if model.closures:
-        from .kinematics import closure_jacobian
-
-        q_force = q_force + closure_jacobian(model, s)[0].T @ lam
+        jac = closure_jacobian(model, s)[0]
+        q_force = q_force + jac.T @ lam
     residual = np.abs(q_force[free])
     named = []
     for i in np.argsort(residual)[::-1][:3]:
@@ -229,7 +229,31 @@ def _blame(model: Model, q: np.ndarray, lam: np.ndarray, gravity, loads, free: n
         for k in np.argsort(g)[::-1][:2]:
             if g[k] > 1e-9:
                 named.append(f"loop closed by {model.joints[model.closures[k].joint].name} (residual {g[k]:.3g})")
+        named.extend(_singular_joints(model, jac[:, free], free))
     return named
+
+
+def _singular_joints(model: Model, g_free: np.ndarray, free: np.ndarray) -> list[str]:
+    """A message naming the joints whose motion the loops cannot control at a singular configuration.
+
+    Singular values of the closure Jacobian (free columns) that are small but
+    not round-off zero (those are the structural redundancies, e.g. three per
+    planar loop) mark directions the loops nearly cannot control; their right
+    singular vectors name the coordinates involved.
+    """
+    if g_free.size == 0:
+        return []
+    u, sigma, vt = np.linalg.svd(g_free)
+    scale = max(sigma.max(initial=0.0), 1.0)
+    rank = int(np.sum(sigma > 1e-9 * scale))
+    tiny = (sigma > 1e-12 * scale) & (sigma < 1e-6 * scale)
+    if not np.any(tiny):
+        return []
+    directions = vt[: len(sigma)][tiny]
+    weight = np.max(np.abs(directions), axis=0)
+    involved = [model.coordinate_names[free[i]] for i in np.argsort(weight)[::-1] if weight[i] > 0.1][:6]
+    return [f"singular configuration (closure rank {rank}, nearly dependent directions {int(tiny.sum())}); "
+            f"joints involved: {', '.join(involved)}"]
 
 
 __all__ = ["Solution", "joint_loads", "body_balance", "rotation_error"]
