@@ -20,6 +20,7 @@ import numpy as np
 
 from .kinematics import State, closure_poses, point_jacobian
 from .model import Model
+from .spatial import cross
 
 
 @dataclass
@@ -77,7 +78,7 @@ def _symmetric_from_upper(model: Model, m: np.ndarray) -> np.ndarray:
 
 def point_hessian(model: Model, s: State, jv: np.ndarray, direction: np.ndarray) -> np.ndarray:
     """direction . d2p/dq_j dq_k (B, nq, nq) for a point with Jacobian ``jv`` (B, nq, 3) (zero rows: not moved)."""
-    m = s.omega @ np.swapaxes(np.cross(jv, direction[:, None, :]), 1, 2)  # omega_j . (Jv_k x u)
+    m = s.omega @ np.swapaxes(cross(jv, direction[:, None, :]), 1, 2)  # omega_j . (Jv_k x u)
     moves = np.any(jv != 0.0, axis=2)
     return _symmetric_from_upper(model, m) * (moves[:, :, None] & moves[:, None, :])
 
@@ -86,8 +87,8 @@ def _torque_stiffness(model: Model, s: State, node: int, torque: np.ndarray) -> 
     """d(omega_k . tau)/dq_j as [k, j]: (omega_j x omega_k) . tau for j strictly nearer the root than k."""
     _, _, _, strictly = _pair_tables(model)
     moves = model.subtree[model.coordinate_node, node]
-    cross = np.cross(s.omega[:, :, None, :], s.omega[:, None, :, :])  # [b, j, k] = omega_j x omega_k
-    value = np.einsum("bjki,bi->bkj", cross, torque)  # [b, k, j]
+    axes_cross = cross(s.omega[:, :, None, :], s.omega[:, None, :, :])  # [b, j, k] = omega_j x omega_k
+    value = np.einsum("bjki,bi->bkj", axes_cross, torque)  # [b, k, j]
     mask = strictly.T & moves[:, None] & moves[None, :]
     return value * mask
 
@@ -111,7 +112,7 @@ def gravity_and_world_forces(model: Model, s: State, gravity: np.ndarray, point_
 
     # K[s, d] = w_s . (P_d w_d + v_d x F_d - w_d tr(P_d)) for s nearer the root than (or equal to) d
     trace = pk[..., 0, 0] + pk[..., 1, 1] + pk[..., 2, 2]
-    per_d = np.einsum("bkij,bkj->bki", pk, s.omega) + np.cross(s.v, fk) - s.omega * trace[..., None]
+    per_d = np.einsum("bkij,bkj->bki", pk, s.omega) + cross(s.v, fk) - s.omega * trace[..., None]
     stiffness = _symmetric_from_upper(model, s.omega @ np.swapaxes(per_d, 1, 2))
     energy = -np.trace(p_node.sum(axis=1), axis1=1, axis2=2)
     return ForceTerms(q_force, stiffness, energy, True)
@@ -181,11 +182,11 @@ def pair_distance(model: Model, s: State, r) -> tuple[np.ndarray, np.ndarray, np
     e = r_a[:, :, "xyz".index(r.distance_type[1].lower())]
     x = np.einsum("bi,bi->b", e, d)
     moves_a = model.subtree[model.coordinate_node, node_a][None, :, None]
-    de = np.cross(s.omega, e[:, None, :]) * moves_a  # d e / dq_j
+    de = cross(s.omega, e[:, None, :]) * moves_a  # d e / dq_j
     grad = np.einsum("bki,bi->bk", jd, e) + np.einsum("bki,bi->bk", de, d)
     cross_terms = np.einsum("bji,bki->bjk", de, jd)
     # d2e/dq_j dq_k . d = d . (omega_s x (omega_d x e)), both moving frame a
-    m = np.einsum("bji,bki->bjk", np.cross(d[:, None, :], s.omega), de)  # (d x omega_j) . (omega_k x e)
+    m = np.einsum("bji,bki->bjk", cross(d[:, None, :], s.omega), de)  # (d x omega_j) . (omega_k x e)
     m = _symmetric_from_upper(model, m) * (moves_a[..., 0][:, :, None] & moves_a[..., 0][:, None, :])
     hess = (point_hessian(model, s, jv_c, e) - point_hessian(model, s, jv_a, e)
             + cross_terms + np.swapaxes(cross_terms, 1, 2) + m)
@@ -234,8 +235,8 @@ def applied_loads(model: Model, s: State, loads: list[AppliedLoad]) -> tuple[lis
         torque = np.einsum("bij,bj->bi", rotation, load.torque)
         jv = point_jacobian(model, s, node, point)
         q_force += np.einsum("bki,bi->bk", jv, force) + np.einsum("bki,bi->bk", s.omega, torque) * moves
-        turning_force = np.cross(s.omega, force[:, None, :]) * moves[None, :, None]  # d force / dq_j
-        turning_torque = np.cross(s.omega, torque[:, None, :]) * moves[None, :, None]
+        turning_force = cross(s.omega, force[:, None, :]) * moves[None, :, None]  # d force / dq_j
+        turning_torque = cross(s.omega, torque[:, None, :]) * moves[None, :, None]
         stiffness += (point_hessian(model, s, jv, force)
                       + np.einsum("bji,bki->bkj", turning_force, jv)
                       + _torque_stiffness(model, s, node, torque)

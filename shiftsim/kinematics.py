@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import SolveError
 from .model import PRISMATIC, REVOLUTE, Model
-from .spatial import rotation_error
+from .spatial import cross, rotation_error
 
 
 @dataclass(frozen=True)
@@ -140,14 +140,14 @@ def state(model: Model, q: np.ndarray) -> State:
     pose = world @ model.node_offset  # 3x4 rows times 4x4
     revolute = (model.node_kind[nodes] == REVOLUTE)[None, :, None]
     omega = np.where(revolute, axis, 0.0)
-    v = np.where(revolute, np.cross(origin, axis), axis)
+    v = np.where(revolute, cross(origin, axis), axis)
     return State(q, pose[:, :, :, :3], pose[:, :, :, 3], omega, v)
 
 
 def point_jacobian(model: Model, s: State, node: int, point: np.ndarray) -> np.ndarray:
     """d(point)/dq (B, nq, 3) for world points ``point`` (B, 3) fixed to ``node``."""
     moves = model.subtree[model.coordinate_node, node]
-    return (np.cross(s.omega, point[:, None, :]) + s.v) * moves[None, :, None]
+    return (cross(s.omega, point[:, None, :]) + s.v) * moves[None, :, None]
 
 
 def frame_jacobian(model: Model, q: np.ndarray, frame: str | int) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 from . import generalized as gen
 from .kinematics import closure_poses, state
 from .model import Model
-from .spatial import rotation_error
+from .spatial import cross, rotation_error
 
 
 def _external_wrenches(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
@@ -35,7 +35,7 @@ def _external_wrenches(model: Model, q: np.ndarray, multipliers: np.ndarray, gra
 
     def add(node: int, point: np.ndarray, force: np.ndarray, torque: np.ndarray) -> None:
         wrench[node, :3] += force
-        wrench[node, 3:] += np.cross(point, force) + torque
+        wrench[node, 3:] += cross(point, force) + torque
 
     com = np.einsum("nij,nj->ni", s.rotation[0], model.node_com) + s.position[0]
     for node in range(model.n_nodes):
@@ -59,7 +59,7 @@ def _external_wrenches(model: Model, q: np.ndarray, multipliers: np.ndarray, gra
             direction, torque_a = d / max(np.linalg.norm(d), 1e-300), np.zeros(3)
         else:
             direction = rot_a[0][:, "xyz".index(r.distance_type[1].lower())]
-            torque_a = -f * np.cross(direction, d)
+            torque_a = -f * cross(direction, d)
         add(model.frame_node[r.child_frame], p_c[0], -f * direction, np.zeros(3))
         add(model.frame_node[r.parent_frame], p_a[0], f * direction, torque_a)
     if closures and model.closures:
@@ -73,7 +73,7 @@ def _external_wrenches(model: Model, q: np.ndarray, multipliers: np.ndarray, gra
 
 def _shift(wrench: np.ndarray, point: np.ndarray) -> np.ndarray:
     """Wrench about the world origin -> about ``point``."""
-    return np.concatenate([wrench[:3], wrench[3:] - np.cross(point, wrench[:3])])
+    return np.concatenate([wrench[:3], wrench[3:] - cross(point, wrench[:3])])
 
 
 @dataclass
@@ -108,7 +108,7 @@ def joint_loads(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: n
             user = -transmitted if joint.reversed else transmitted
         else:
             k = closure_of[index]
-            user = np.concatenate([lam[k, :3], np.cross(p_b[0, k], lam[k, :3]) + lam[k, 3:]])
+            user = np.concatenate([lam[k, :3], cross(p_b[0, k], lam[k, :3]) + lam[k, 3:]])
         effort = np.array([
             -(s.omega[0, c] @ subtree_wrench[model.coordinate_node[c], 3:] + s.v[0, c] @ subtree_wrench[model.coordinate_node[c], :3])
             for c in joint.coordinates
@@ -130,7 +130,7 @@ def body_balance(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: 
     body_of_frame = [name.rsplit(":", 1)[0] for name in model.frame_names]
     for joint, load in zip(model.joints, per_joint):
         _, point = gen.frame_point(model, s, joint.child_frame)
-        about_origin = np.concatenate([load.wrench_world[:3], load.wrench_world[3:] + np.cross(point[0], load.wrench_world[:3])])
+        about_origin = np.concatenate([load.wrench_world[:3], load.wrench_world[3:] + cross(point[0], load.wrench_world[:3])])
         parent, child = body_of_frame[joint.parent_frame], body_of_frame[joint.child_frame]
         for body, sign in ((child, 1.0), (parent, -1.0)):
             index = model.body_names.index(body)
