@@ -17,8 +17,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 demo: $(STAMP)
-	$(BIN)/shiftsim check models/shift/excavator.json
-	$(BIN)/shiftsim solve models/shift/excavator.json --hold arm:boom_cyl --hold arm:stick_cyl --hold arm:bucket_cyl
+	$(BIN)/shiftsim run scenarios/excavator_lift.json --force
+	@echo "results and plots in plots/excavator_lift/ (results.json, results.csv, deflection.png, efforts.png, pose.png, convergence.png)"
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[test,bench]"

@@ -30,7 +30,7 @@ def _as_batch(model: Model, q: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]
     q = np.asarray(q, dtype=float)
     if q.shape[-1:] != (model.nq,):
         raise ValueError(f"expected {model.nq} coordinates, got shape {q.shape}")
-    return q.reshape(-1, model.nq), q.shape[:-1]
+    return q.reshape(int(np.prod(q.shape[:-1])), model.nq), q.shape[:-1]
 
 
 def motion_frames(model: Model, q: np.ndarray) -> np.ndarray:

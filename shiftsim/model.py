@@ -214,9 +214,13 @@ class Model:
 
     @property
     def _frame_lookup(self) -> dict[str, int]:
-        table = {n: i for i, n in enumerate(self.frame_names)}
-        for body in self.body_names:
-            table.setdefault(body, table[join_path(body, ORIGIN)])
+        """Frame paths, and bare body paths for their origins, to frame indices (built once)."""
+        table = self.__dict__.get("_frame_lookup_cache")
+        if table is None:
+            table = {n: i for i, n in enumerate(self.frame_names)}
+            for body in self.body_names:
+                table.setdefault(body, table[join_path(body, ORIGIN)])
+            object.__setattr__(self, "_frame_lookup_cache", table)
         return table
 
     def coordinates_of(self, joint: str) -> tuple[int, ...]:
@@ -255,7 +259,7 @@ def _lookup(name: str, names: tuple[str, ...], what: str, extra: dict[str, int] 
 def _problem(what: str, expected: str):
     from .errors import Problem
 
-    return Problem("", "", what, expected)
+    return Problem("model", "name lookup", what, expected)
 
 
 # ---------------------------------------------------------------------- compile

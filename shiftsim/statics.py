@@ -137,8 +137,13 @@ def _evaluate(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float 
     reduced_q = _reduce_vector(q_force, t_map, p.free)
     residual = reduced_q + _reduce_vector(constraint_force, t_map, p.free)
     hessian = -_reduce_columns(_reduce_columns(stiffness, t_map, p.free).swapaxes(1, 2), t_map, p.free).swapaxes(1, 2)
-    force_scale = np.maximum(np.max(np.abs(_reduce_vector(magnitude, None if t_map is None else np.abs(t_map), p.free)),
-                                    axis=1, initial=0.0), 1e-9)
+    # the size of the forces in play: the largest generalized force of any term or, where the forces themselves
+    # vanish (a pendulum hanging straight down), the stiffness times a small displacement (1 mrad or 1 mm)
+    force_scale = np.maximum.reduce([
+        np.max(np.abs(_reduce_vector(magnitude, None if t_map is None else np.abs(t_map), p.free)), axis=1, initial=0.0),
+        1e-3 * np.max(np.abs(hessian), axis=(1, 2), initial=0.0),
+        np.full(batch, 1e-9),
+    ])
     return _Evaluation(residual, g, g_u, hessian, sum(t.energy for t in terms), force_scale,
                        all(t.conservative for t in terms), reduced_q)
 
@@ -429,25 +434,26 @@ def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold:
 
     ``set`` prescribes joints at values, ``hold`` at their current values (file
     values, or ``q_start``). ``gravity`` overrides the model's (m/s^2).
-    The reference configuration is the same problem with gravity and external
-    loads switched off; deflections are measured from it.
+    The reference configuration is the same problem with gravity, external
+    loads and rate forces (dampers, friction) switched off; deflections are
+    measured from it.
     """
     from .results import Solution
 
     q, prescribed = resolve_prescribed(model, set or {}, list(hold))
-    if q_start is not None:
-        keep = q.copy()
+    if q_start is not None:  # start from q_start; the joints given with ``set`` take their values
+        given = q.copy()
         q = np.asarray(q_start, float).copy()
-        q[prescribed] = keep[prescribed] if set else q[prescribed]
-        for name, value in (set or {}).items():
-            q[list(model.coordinates_of(name))] = value
+        for name in set or {}:
+            coordinates = list(model.coordinates_of(name))
+            q[coordinates] = given[coordinates]
     free = free_coordinates(model, prescribed)
     gravity = model.gravity if gravity is None else np.asarray(gravity, float)
     q = assemble(model, q, held=prescribed).q
     rows = independent_rows(model, q, free)
     loads_applied = applied(model, list(loads))
     rate_array = None if rates is None else np.atleast_2d(rates)
-    reference = solve_batch(model, q[None], free, np.zeros(3), [], rate_array, options, rows)
+    reference = solve_batch(model, q[None], free, np.zeros(3), [], None, options, rows)
     loaded = solve_batch(model, reference.q if reference.converged[0] else q[None], free, gravity[None],
                          loads_applied, rate_array, options, rows)
     return Solution.build(model, loaded, reference, gravity, loads_applied)

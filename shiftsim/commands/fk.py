@@ -30,6 +30,13 @@ def _pose(matrix: np.ndarray) -> dict:
     return {"position": matrix[:3, 3].tolist(), "rotation": matrix[:3, :3].tolist()}
 
 
+def _frame(model, name: str, option: str) -> int:
+    try:
+        return model.frame_index(name)
+    except InputError as error:
+        raise InputError([Problem(option, name, p.what, p.expected) for p in error.problems]) from None
+
+
 def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     values = dict(parse_assignment(text, "--set") for text in args.set)
@@ -46,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
         "closure_residual": float(np.linalg.norm(closure_residual(model, state(model, result.q[None]))[0])),
     }
     if args.from_frame is not None:
-        a = poses.frames[model.frame_index(args.from_frame)]
-        b = poses.frames[model.frame_index(args.to_frame)]
+        a = poses.frames[_frame(model, args.from_frame, "--from")]
+        b = poses.frames[_frame(model, args.to_frame, "--to")]
         out["transform"] = (np.linalg.inv(a) @ b).tolist()
     if args.json:
         emit_json(out)

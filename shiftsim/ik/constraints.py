@@ -1,0 +1,234 @@
+"""Cartesian constraints for inverse kinematics (CLARAty §8.2–8.5).
+
+A constraint is a residual ``r(q)`` that is zero when it holds, with its
+Jacobian ``dr/dq`` over all coordinates. Units: metres for positions, radians
+for orientations.
+
+* :class:`EndEffectorConstraint` — the pose of ``frame`` in ``relative_to``
+  (the world when None) equals a target: position (3 rows,
+  ``p - p_target`` in the reference frame's axes), orientation (3 rows,
+  the rotation vector of ``R R_target^T`` in the reference frame's axes), or
+  both. Absolute or relative, fully or partially constraining the frame.
+* :class:`ContactConstraint` — ``frame`` touches the surface given by frame
+  ``surface``: its origin lies on the surface's x-y plane (1 row, the signed
+  distance along the surface's z axis minus ``gap``) and, with
+  ``oppose_normals``, its z axis points against the surface's z axis (3 rows,
+  ``z_frame + z_surface``; rank 2), leaving sliding in the plane and turning
+  about the normal free.
+
+Constraint objects hold frame names; :meth:`bind` checks them against a
+model and returns an evaluator working on frame indices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from ..errors import InputError, Problem
+from ..model import Model
+from ..spatial import is_rotation
+from .frames import FrameKinematics, cross_matrices, frame_index
+
+
+def rotation_log_jacobian_inverse(rotvec: np.ndarray) -> np.ndarray:
+    """``J_l^{-1}(phi)`` (3x3): d log(exp(d) exp(phi)) / d d at d = 0, for the rotation vector ``phi``.
+
+    ``I - [phi]/2 + (1/t^2 - (1 + cos t) / (2 t sin t)) [phi]^2`` with ``t = |phi|``;
+    the series ``1/12 + t^2/720`` near zero. The log map is not differentiable
+    at ``t = pi``; there the sine is floored, which still gives a descent direction.
+    """
+    t = float(np.linalg.norm(rotvec))
+    if t < 1e-4:
+        c = 1.0 / 12.0 + t * t / 720.0
+    else:
+        c = 1.0 / (t * t) - (1.0 + np.cos(t)) / (2.0 * t * max(np.sin(t), 1e-9))
+    k = cross_matrices(np.asarray(rotvec, float))
+    return np.eye(3) - 0.5 * k + c * (k @ k)
+
+
+class BoundConstraint(Protocol):
+    """A constraint checked against one model: evaluates its rows from a :class:`FrameKinematics`."""
+
+    name: str
+    kind: str
+    rows: int
+
+    def evaluate(self, kin: FrameKinematics) -> tuple[np.ndarray, np.ndarray]:
+        """``(residual (rows,), jacobian (rows, nq))`` at the first configuration of ``kin``."""
+
+    def report(self, residual: np.ndarray) -> dict:
+        """Errors of this constraint for a residual (metres, radians)."""
+
+
+def _frame(model: Model, name: str, where: str, problems: list[Problem]) -> int | None:
+    try:
+        return frame_index(model, name, ("inverse kinematics", where))
+    except InputError as error:
+        problems.extend(error.problems)
+        return None
+
+
+@dataclass(frozen=True)
+class EndEffectorConstraint:
+    """Place ``frame`` at ``position`` and/or ``rotation`` in ``relative_to`` (world when None).
+
+    ``rotation`` is a 3x3 matrix whose columns are the target frame's axes in
+    the reference frame; ``weight`` scales the rows in the least squares.
+    """
+
+    frame: str
+    position: np.ndarray | None = None
+    rotation: np.ndarray | None = None
+    relative_to: str | None = None
+    weight: float = 1.0
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or (self.frame if self.relative_to is None else f"{self.frame} in {self.relative_to}")
+
+    def bind(self, model: Model) -> BoundEndEffector:
+        where = f"constraint {self.label!r}"
+        problems: list[Problem] = []
+        position = rotation = None
+        if self.position is None and self.rotation is None:
+            problems.append(Problem("inverse kinematics", where, "neither a position nor a rotation",
+                                    "a target position, rotation or both"))
+        if self.position is not None:
+            position = np.asarray(self.position, float)
+            if position.shape != (3,) or not np.all(np.isfinite(position)):
+                problems.append(Problem("inverse kinematics", where, f"target position {self.position!r}",
+                                        "3 finite numbers (m)"))
+        if self.rotation is not None:
+            rotation = np.asarray(self.rotation, float)
+            if not is_rotation(rotation):
+                problems.append(Problem("inverse kinematics", where, "target rotation is not a rotation matrix",
+                                        "an orthonormal 3x3 matrix with determinant +1"))
+            else:  # the nearest exact rotation: the residual assumes one
+                rotation = Rotation.from_matrix(rotation).as_matrix()
+        if not (np.isfinite(self.weight) and self.weight > 0):
+            problems.append(Problem("inverse kinematics", where, f"weight {self.weight}", "a positive number"))
+        f = _frame(model, self.frame, where, problems)
+        reference = None if self.relative_to is None else _frame(model, self.relative_to, where, problems)
+        if problems:
+            raise InputError(problems)
+        return BoundEndEffector(self.label, f, reference, position, rotation, float(self.weight))
+
+
+@dataclass
+class BoundEndEffector:
+    """An :class:`EndEffectorConstraint` bound to a model: frame indices (``reference`` None = world), targets."""
+
+    name: str
+    frame: int
+    reference: int | None
+    position: np.ndarray | None
+    rotation: np.ndarray | None
+    weight: float
+    kind: str = "end_effector"
+    rows: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rows = 3 * ((self.position is not None) + (self.rotation is not None))
+
+    def evaluate(self, kin: FrameKinematics) -> tuple[np.ndarray, np.ndarray]:
+        rotation, origin, jac = kin.relative(self.frame, self.reference)
+        jac = kin.rotate_rows(jac, self.reference)[0]
+        residuals, rows = [], []
+        if self.position is not None:
+            residuals.append(origin[0] - self.position)
+            rows.append(jac[:3])
+        if self.rotation is not None:
+            error = Rotation.from_matrix(rotation[0] @ self.rotation.T, assume_valid=True).as_rotvec()
+            residuals.append(error)
+            rows.append(rotation_log_jacobian_inverse(error) @ jac[3:])
+        return np.concatenate(residuals), np.concatenate(rows)
+
+    def report(self, residual: np.ndarray) -> dict:
+        out: dict = {"name": self.name, "kind": self.kind}
+        k = 0
+        if self.position is not None:
+            out["position_error"] = float(np.linalg.norm(residual[:3]))
+            k = 3
+        if self.rotation is not None:
+            out["orientation_error"] = float(np.linalg.norm(residual[k:k + 3]))
+        return out
+
+
+@dataclass(frozen=True)
+class ContactConstraint:
+    """``frame`` on the surface of frame ``surface`` (its x-y plane, normal +z), ``gap`` metres above it.
+
+    With ``oppose_normals`` the frame's z axis also points into the surface
+    (against the surface normal), as a tool touching a face.
+    """
+
+    frame: str
+    surface: str
+    gap: float = 0.0
+    oppose_normals: bool = True
+    weight: float = 1.0
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.frame} on {self.surface}"
+
+    def bind(self, model: Model) -> BoundContact:
+        where = f"constraint {self.label!r}"
+        problems: list[Problem] = []
+        if not np.isfinite(self.gap):
+            problems.append(Problem("inverse kinematics", where, f"gap {self.gap}", "a finite distance (m)"))
+        if not (np.isfinite(self.weight) and self.weight > 0):
+            problems.append(Problem("inverse kinematics", where, f"weight {self.weight}", "a positive number"))
+        f = _frame(model, self.frame, where, problems)
+        s = _frame(model, self.surface, where, problems)
+        if problems:
+            raise InputError(problems)
+        return BoundContact(self.label, f, s, float(self.gap), self.oppose_normals, float(self.weight))
+
+
+@dataclass
+class BoundContact:
+    """A :class:`ContactConstraint` bound to a model (frame indices)."""
+
+    name: str
+    frame: int
+    surface: int
+    gap: float
+    oppose_normals: bool
+    weight: float
+    kind: str = "contact"
+    rows: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rows = 4 if self.oppose_normals else 1
+
+    def evaluate(self, kin: FrameKinematics) -> tuple[np.ndarray, np.ndarray]:
+        rotation, origin = (a[0] for a in kin.pose(self.frame))
+        s_rotation, s_origin = (a[0] for a in kin.pose(self.surface))
+        jac, s_jac = kin.jacobian(self.frame)[0], kin.jacobian(self.surface)[0]
+        normal = s_rotation[:, 2]
+        arm = origin - s_origin
+        distance_row = normal @ (jac[:3] - s_jac[:3]) + np.cross(normal, arm) @ s_jac[3:]
+        residual = [np.array([normal @ arm - self.gap])]
+        rows = [distance_row[None]]
+        if self.oppose_normals:
+            z = rotation[:, 2]
+            residual.append(z + normal)
+            rows.append(-cross_matrices(z) @ jac[3:] - cross_matrices(normal) @ s_jac[3:])
+        return np.concatenate(residual), np.concatenate(rows)
+
+    def report(self, residual: np.ndarray) -> dict:
+        out = {"name": self.name, "kind": self.kind, "distance_error": float(abs(residual[0]))}
+        if self.oppose_normals:
+            # |z_f + n| = 2 sin(angle between z_f and -n / 2)
+            out["normal_error"] = float(2.0 * np.arcsin(min(1.0, np.linalg.norm(residual[1:4]) / 2.0)))
+        return out
+
+
+CartesianConstraint = EndEffectorConstraint | ContactConstraint

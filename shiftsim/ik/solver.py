@@ -1,0 +1,121 @@
+"""The generic inverse-kinematics solver: projected Levenberg–Marquardt (CLARAty §8.6–8.9).
+
+Minimises ``1/2 |W r(q)|^2`` over the free coordinates of an
+:class:`~.problem.IKProblem` (r: constraints, loop closures, coupled limits).
+
+Each iteration solves the damped Gauss–Newton step ``(J^T J + lambda I) d = -J^T r``
+as the least-squares problem ``[J; sqrt(lambda) I] d = [-r; 0]`` (no squared
+condition number), on the coordinates that are not pinned at a limit:
+a coordinate at a bound whose gradient pushes it outwards is held for the
+step (active set). The trial point is then *projected* onto the box of joint
+limits (clipped), so every iterate respects the limits. The damping follows
+the gain ratio ``rho`` = actual / predicted decrease (Nielsen's rule:
+``lambda *= max(1/3, 1 - (2 rho - 1)^3)`` on success, doubled growth on
+failure); near a solution lambda vanishes and the iteration is Gauss–Newton,
+quadratically convergent when the constraints can be met.
+
+It stops with ``converged`` once the residual norm is within the tolerance,
+and with ``failed`` when the cost stops decreasing (a local minimum of the
+error: targets out of reach, conflicting, or blocked by limits), when no
+damping gives a decrease, or after ``max_iterations``. With
+``options.restarts`` it then tries again from random starts and keeps the
+best outcome.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .problem import Evaluation, IKProblem, IKResult
+
+NAME = "generic (projected Levenberg-Marquardt)"
+INITIAL_DAMPING = 1e-3  # relative to the largest diagonal entry of J^T J
+MAX_DAMPING = 1e12
+STALL_DECREASE = 1e-9  # relative decrease of the cost counted as no progress
+STALL_STEPS = 3
+STATIONARY = 1e-6  # |J^T r| relative to |J| |r| at a minimum of the error
+STUCK = ("the error stopped decreasing (a local minimum: targets out of reach, constraints in conflict, "
+         "or joint limits in the way)")
+
+
+def _active(problem: IKProblem, q: np.ndarray, gradient: np.ndarray) -> np.ndarray:
+    """Free coordinates at a bound whose descent direction (-gradient) leaves the box."""
+    x = q[problem.free]
+    lower, upper = problem.lower[problem.free], problem.upper[problem.free]
+    slack = 1e-12 * np.maximum(1.0, np.abs(x))
+    return ((x <= lower + slack) & (gradient > 0)) | ((x >= upper - slack) & (gradient < 0))
+
+
+def _damped_step(jac: np.ndarray, residual: np.ndarray, damping: float) -> np.ndarray:
+    n = jac.shape[1]
+    augmented = np.vstack([jac, np.sqrt(damping) * np.eye(n)])
+    rhs = np.concatenate([-residual, np.zeros(n)])
+    return np.linalg.lstsq(augmented, rhs, rcond=None)[0]
+
+
+def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.ndarray, int, str]:
+    """One projected LM descent from ``q_start``: (last configuration, iterations, why it stopped)."""
+    q = problem.project(q_start)
+    current: Evaluation = problem.evaluate(q)
+    options = problem.options
+    scale = max(1.0, float(np.max(np.sum(current.jacobian ** 2, axis=0), initial=0.0)))
+    damping, growth, stalled = INITIAL_DAMPING * scale, 2.0, 0
+    iterations = 0
+    while current.norm > options.tolerance:
+        if not problem.free.size:
+            return q, iterations, "no joint is free to move"
+        if iterations == options.max_iterations:
+            return q, iterations, f"stopped after {iterations} iterations"
+        gradient = current.jacobian.T @ current.weighted
+        moving = ~_active(problem, q, gradient)
+        size = np.linalg.norm(current.jacobian) * np.linalg.norm(current.weighted)
+        if np.linalg.norm(gradient[moving]) <= STATIONARY * size:
+            return q, iterations, STUCK
+        iterations += 1
+        step = np.zeros(problem.free.size)
+        step[moving] = _damped_step(current.jacobian[:, moving], current.weighted, damping)
+        largest = float(np.max(np.abs(step), initial=0.0))
+        if largest > options.max_step:
+            step *= options.max_step / largest
+        trial = q.copy()
+        trial[problem.free] += step
+        trial = problem.project(trial)
+        taken = trial[problem.free] - q[problem.free]
+        cost = current.weighted @ current.weighted
+        predicted = cost - np.sum((current.weighted + current.jacobian @ taken) ** 2)
+        candidate = problem.evaluate(trial)
+        actual = cost - candidate.weighted @ candidate.weighted
+        if predicted > 0 and actual > 0:
+            rho = actual / predicted
+            q, current = trial, candidate
+            damping *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+            growth = 2.0
+            stalled = stalled + 1 if actual <= STALL_DECREASE * cost else 0
+            if stalled >= STALL_STEPS:
+                return q, iterations, STUCK
+        else:
+            damping *= growth
+            growth *= 2.0
+            if damping > MAX_DAMPING * scale:
+                return q, iterations, STUCK
+    return q, iterations, "converged"
+
+
+def solve_generic(problem: IKProblem, q_start: np.ndarray) -> IKResult:
+    """Projected LM from ``q_start``, then from ``options.restarts`` random starts while it fails;
+    the best configuration found is reported, with the iterations of all attempts."""
+    q, total, reason = levenberg_marquardt(problem, q_start)
+    best_q, best_norm, best_reason = q, problem.evaluate(q).norm, reason
+    rng = np.random.default_rng(problem.options.seed)
+    attempts = 1
+    while best_norm > problem.options.tolerance and attempts <= problem.options.restarts:
+        q, iterations, reason = levenberg_marquardt(problem, problem.random_start(rng, q_start))
+        total += iterations
+        attempts += 1
+        norm = problem.evaluate(q).norm
+        if norm < best_norm:
+            best_q, best_norm, best_reason = q, norm, reason
+    notes = [] if best_norm <= problem.options.tolerance else [best_reason]
+    if attempts > 1:
+        notes.append(f"best of {attempts} starts")
+    return problem.result(best_q, total, NAME, "; ".join(notes))

@@ -1,0 +1,187 @@
+"""Solving a scenario's steps: continuation along chains, rates for time sweeps, failed steps.
+
+Within a chain (see ``sweep``) each step starts from the previous step's
+equilibrium, machine by machine. A machine whose solve fails (no equilibrium,
+or loops that cannot close at the step's joint values) is reported in the
+step's ``failures``; the step is marked failed and that machine's next step
+starts again from its last good equilibrium. The other machines go on.
+
+Several machines do not interact mechanically: each is solved on its own in
+its model frame, with gravity and world-direction loads rotated into that
+frame by its placement (``g_model = R^T g_world``), and its frames, bodies and
+joint wrenches mapped back to the world. Names get the machine id in front.
+
+Time sweeps: at a step, the rates of every coordinate are the difference
+quotient of the machine's last two good equilibria in the chain,
+``(q[j] - q[i]) / (t[j] - t[i])``; they feed dampers and friction (a lag of one
+step, as rates at the unknown equilibrium are not known before it is solved).
+Until a chain holds two good equilibria there is no rate and those restraints
+add nothing; without a time parameter they never do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import SolveError
+from ..statics import Load, solve
+from .machines import Machine
+from .spec import Scenario
+from .sweep import Parameter
+
+StepCallback = Callable[["StepResult"], None]
+
+
+@dataclass
+class StepResult:
+    """One solved step: the results.json step fields, plus each converged machine's coordinates.
+
+    ``q``/``q_reference`` (machine id -> coordinates of the loaded and the
+    unloaded equilibrium) are kept for poses drawn or checked after the run.
+    """
+
+    index: int
+    parameters: dict[str, float]
+    status: str
+    iterations: int
+    residual: float | None
+    stable: bool
+    joints: dict[str, Any] = field(default_factory=dict)
+    frames: dict[str, Any] = field(default_factory=dict)
+    bodies: dict[str, Any] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    q: dict[str, np.ndarray] = field(default_factory=dict)
+    q_reference: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def converged(self) -> bool:
+        return self.status == "converged"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The step object of results.json."""
+        out = {"index": self.index, "parameters": self.parameters, "status": self.status,
+               "iterations": self.iterations, "residual": self.residual, "stable": self.stable,
+               "joints": self.joints, "frames": self.frames, "bodies": self.bodies}
+        if self.failures:
+            out["failures"] = self.failures
+        return out
+
+
+@dataclass
+class _MachineChainState:
+    """A machine's last good equilibrium in a chain and the (time, q) of its last two, for rates."""
+
+    q: np.ndarray
+    history: list[tuple[float, np.ndarray]] = field(default_factory=list)
+
+    def rates(self) -> np.ndarray | None:
+        if len(self.history) < 2:
+            return None
+        (t0, q0), (t1, q1) = self.history
+        return (q1 - q0) / (t1 - t0)
+
+    def advance(self, q: np.ndarray, time: float | None) -> None:
+        self.q = q
+        if time is not None:
+            self.history = [*self.history[-1:], (time, q)]
+
+
+def _machine_loads(scenario: Scenario, machine: Machine, factors: dict[str, float]) -> list[Load]:
+    """The machine's loads in its model frame, world-direction components rotated by the placement."""
+    loads = []
+    for load in scenario.loads:
+        if load.machine != machine.id:
+            continue
+        force, torque = load.force, load.torque
+        if load.direction == "world":
+            force, torque = machine.placement.vector_to_model(force), machine.placement.vector_to_model(torque)
+        loads.append(Load(load.frame, tuple(force), tuple(torque), load.direction, factors.get(load.name, load.factor)))
+    return loads
+
+
+def _world_results(scenario: Scenario, machine: Machine, result: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """Joints, frames and bodies of a machine's solve result in world terms, names prefixed by its id."""
+    placement = machine.placement
+    joints = {}
+    for name, joint in result["joints"].items():
+        wrench = np.asarray(joint["wrench_world"])
+        world = np.concatenate([placement.vector_to_world(wrench[:3]), placement.vector_to_world(wrench[3:])])
+        joints[machine.name(name)] = {**joint, "wrench_world": world.tolist()}
+    frames = {machine.name(name): {"position": placement.point_to_world(frame["position"]).tolist(),
+                                   "deflection": placement.vector_to_world(frame["deflection"]).tolist()}
+              for name, frame in result["frames"].items()}
+    tracked_bodies = scenario.track.local("bodies", machine)
+    bodies = {machine.name(name): {"position": placement.point_to_world(body["position"]).tolist(),
+                                   "rotation": (placement.rotation @ np.asarray(body["rotation"])).tolist()}
+              for name, body in result["bodies"].items() if tracked_bodies is None or name in tracked_bodies}
+    return joints, frames, bodies
+
+
+def _set_values(machine: Machine, joint_values: dict[str, float]) -> dict[str, float | list[float]]:
+    """Every prescribed joint of the machine with its value: held at the start state, swept at the step's value."""
+    values: dict[str, float | list[float]] = {}
+    for name, value in machine.held_values().items():
+        values[name] = float(value[0]) if len(value) == 1 else value.tolist()
+    values.update(joint_values)
+    return values
+
+
+def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str, _MachineChainState]) -> StepResult:
+    """Solve step ``index`` (parameter values ``row``) for every machine, from ``states``; advance the states."""
+    parameters: tuple[Parameter, ...] = scenario.sweep.parameters
+    values = {p.name: float(v) for p, v in zip(parameters, row)}
+    factors = {p.target: float(v) for p, v in zip(parameters, row) if p.kind == "load"}
+    time = next((float(v) for p, v in zip(parameters, row) if p.kind == "time"), None)
+    step = StepResult(index, values, "converged", 0, None, True)
+    residuals = []
+    for machine in scenario.machines:
+        state = states[machine.id]
+        joint_values = {p.target: float(v) for p, v in zip(parameters, row)
+                        if p.kind == "joint" and p.machine == machine.id}
+        try:
+            solution = solve(machine.model, set=_set_values(machine, joint_values),
+                             loads=_machine_loads(scenario, machine, factors),
+                             gravity=machine.placement.vector_to_model(scenario.gravity),
+                             q_start=state.q, rates=state.rates() if time is not None else None)
+        except (SolveError, np.linalg.LinAlgError) as error:
+            step.failures.append({"machine": machine.id, "message": str(error)})
+            continue
+        step.iterations += solution.iterations
+        residuals.append(solution.residual)
+        if not solution.converged:
+            failure = {"machine": machine.id,
+                       "message": f"no equilibrium after {solution.iterations} iterations "
+                                  f"(residual {solution.residual:.3g})"}
+            if solution.blame:
+                failure["blame"] = [f"{machine.id}: {line}" for line in solution.blame]
+            step.failures.append(failure)
+            continue
+        result = solution.as_dict(joints=scenario.track.local("joints", machine),
+                                  frames=scenario.track.local("frames", machine))
+        joints, frames, bodies = _world_results(scenario, machine, result)
+        step.joints.update(joints)
+        step.frames.update(frames)
+        step.bodies.update(bodies)
+        step.stable &= solution.stable
+        step.q[machine.id], step.q_reference[machine.id] = solution.q, solution.q_reference
+        state.advance(solution.q, time)
+    step.residual = max(residuals) if residuals else None
+    if step.failures:
+        step.status, step.stable = "failed", False
+    return step
+
+
+def run_chain(scenario: Scenario, chain: tuple[int, ...], on_step: StepCallback | None = None) -> list[StepResult]:
+    """Solve the steps of one chain in order, each from the previous equilibrium (all from the start state first)."""
+    table = scenario.sweep.table()
+    states = {m.id: _MachineChainState(m.q_start.copy()) for m in scenario.machines}
+    results = []
+    for index in chain:
+        step = solve_step(scenario, index, table[index], states)
+        results.append(step)
+        if on_step is not None:
+            on_step(step)
+    return results

@@ -1,0 +1,53 @@
+"""The scenarios shipped in scenarios/: valid, and every step converges."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_scenario_support import SCENARIOS
+
+from shiftsim.scenario import LocalExecutor, build_scenario, execute, load_scenario
+
+
+@pytest.mark.parametrize("name", ["excavator_lift", "cantilever_tip_load", "four_bar_drive"])
+def test_shipped_scenario_converges_at_every_step(name):
+    scenario = load_scenario(SCENARIOS / f"{name}.json")
+    assert scenario.warnings == ()
+    steps = execute(scenario, LocalExecutor(1))
+    assert len(steps) == len(scenario.sweep.table()) > 1
+    assert all(step.converged and step.stable for step in steps), [s.failures for s in steps if not s.converged]
+
+
+def test_excavator_lift_reports_the_bucket_tip_and_three_cylinders():
+    scenario = load_scenario(SCENARIOS / "excavator_lift.json")
+    steps = execute(scenario, LocalExecutor(1))
+    tracked = ["ex1:arm:boom_cyl", "ex1:arm:stick_cyl", "ex1:arm:bucket_cyl", "ex1:arm:boom_cyl_oil"]
+    boom_oil_stiffness = 18473000.0  # N/m, models/shift/excavator_hydraulic.json
+    for step in steps:
+        assert list(step.joints) == tracked and list(step.frames) == ["ex1:arm:bucket:tip"]
+        assert step.joints["ex1:arm:boom_cyl"]["position"] == pytest.approx(step.parameters["ex1:arm:boom_cyl"])
+        assert step.joints["ex1:arm:boom_cyl"]["effort"] > 0  # the boom cylinder pushes to hold the arm up
+        # the oil column in series carries the same force and is compressed by it: x = -F / k
+        oil = step.joints["ex1:arm:boom_cyl_oil"]
+        assert oil["effort"] == pytest.approx(step.joints["ex1:arm:boom_cyl"]["effort"], rel=1e-9)
+        assert oil["position"] == pytest.approx(-oil["effort"] / boom_oil_stiffness, rel=1e-9)
+        assert step.frames["ex1:arm:bucket:tip"]["deflection"][2] < -0.01  # the bucket tip sags centimetres
+    heights = [step.frames["ex1:arm:bucket:tip"]["position"][2] for step in steps]
+    assert np.all(np.diff(heights) > 0)  # extending the boom cylinder lifts the bucket
+    assert heights[0] < 0 < heights[-1]
+
+
+def test_the_complete_example_of_the_docs_runs():
+    """docs/scenarios.md's complete example (paths relative to scenarios/) is valid and converges."""
+    text = (SCENARIOS.parent / "docs" / "scenarios.md").read_text()
+    section = text.split("## Complete example", 1)[1]
+    document = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
+    scenario = build_scenario(SCENARIOS / "example.json", document)
+    assert [m.id for m in scenario.machines] == ["ex1", "ex2"] and scenario.sweep.chains() == [(0, 1, 2, 3, 4),
+                                                                                               (5, 6, 7, 8, 9)]
+    steps = execute(scenario, LocalExecutor(1))
+    assert all(step.converged for step in steps)
+    # ex2 stands turned by 180 degrees at x = 12 m: its bucket reaches back toward ex1
+    assert steps[0].frames["ex2:arm:bucket:tip"]["position"][0] < 12.0
