@@ -66,3 +66,27 @@ def test_unreachable_scheduler_exits_1(tmp_path, capsys, monkeypatch):
     code, _, err = run_cli(capsys, "run", path, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9")
     assert code == 1 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err
     assert not (tmp_path / "plots" / "beam").exists()
+
+
+def test_mfk_mdx_and_attached_machines_travel_to_dask_workers(tmp_path):
+    """Dask ships the built scenario with cloudpickle: machines with vocabularies (an MFK machine with its
+    configuration and geometry recipe, an Mdx platform) and an attached arm solve the same after the trip."""
+    import cloudpickle
+
+    from shiftsim.scenario import load_scenario, run_chain
+    from test_scenario_support import REPO
+
+    document = {"name": "kinds", "outputs": {"plots": []},
+                "machines": [{"id": "ex", "model": str(REPO / "models" / "mfk" / "excavator.json")},
+                             {"id": "chair", "model": str(REPO / "models" / "mdx" / "chair.json")},
+                             {"id": "beam", "model": model_path("cantilever10")},
+                             {"id": "arm", "model": str(REPO / "models" / "claraty" / "rover_arm_5dof.xml"),
+                              "attach": {"to": "beam:link10:tip"}, "hold": ["elbow"]}],
+                "sweep": {"parameters": {"ex:topcon.measurements.stick_length.value": [2.8, 3.0],
+                                         "ex:topcon.transform.local_position.northing": [0.0, 5.0],
+                                         "chair:z": [0.0, 0.5], "beam:arm:elbow": [-0.9, -0.8]}}}
+    scenario = load_scenario(write_scenario(tmp_path, document))
+    travelled = cloudpickle.loads(cloudpickle.dumps(scenario))
+    here, there = run_chain(scenario, (0, 1)), run_chain(travelled, (0, 1))
+    assert [s.as_dict() for s in here] == [s.as_dict() for s in there]
+    assert all(s.converged for s in here) and set(here[1].actuators) == {"chair"}

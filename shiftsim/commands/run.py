@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     try:
-        steps = execute(scenario, executor, on_step)
+        steps = execute(scenario, executor, on_step,
+                        on_warning=None if args.quiet else lambda w: print(f"warning: {w}", file=sys.stderr))
     finally:
         if bar is not None:
             bar.close()

@@ -51,6 +51,11 @@ Conventions of the result (see :mod:`shiftsim.spec`):
   terrain goes to ``spec.extras["terrain"]``. ``spec.extras`` also holds
   ``version``, ``dialect`` (``"0.2"``, ``"2.0"``, ``"0.2+2.0"`` or None),
   ``include_dirs`` and the top-level ``name``/``description`` when given.
+* A body's ``collision_shapes`` (MFK shape syntax, see docs/collision.md)
+  become ``BodySpec.shapes``: ``aabb`` a box with half extents ``hex hey hez``,
+  ``sphere`` with ``radius``, ``cylinder`` with ``radius`` and ``length`` along
+  the shape z axis; centre ``cx cy cz`` and optional rotation ``R`` (columns =
+  the shape axes) in body coordinates.
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ from ..spec import (
     JointSpec,
     ModelSpec,
     RestraintSpec,
+    ShapeSpec,
     join_path,
 )
 from .shift_values import (
@@ -133,7 +139,15 @@ _MODEL_PARAMETER_KEYS = {"version", "units", "gravity", "include_dir", "include_
 _FIXED_KEYS = {"frames", "lights", "terrain"}
 _ASSEMBLY_KEYS = {"name", "active", "bodies", "joints", "restraints", "assemblies", "lights", "description"}
 _BODY_KEYS = {"name", "active", "frames", "mass", "moment_of_inertia", "inertia", "center_of_mass",
-              "definition", "geometry", "description"}
+              "definition", "geometry", "collision_shapes", "description"}
+# Collision shape type -> (ShapeSpec kind, its size keys); every type takes the centre and R.
+_SHAPE_TYPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "aabb": ("box", ("hex", "hey", "hez")),
+    "sphere": ("sphere", ("radius",)),
+    "cylinder": ("cylinder", ("radius", "length")),
+}
+_SHAPE_SIZE_KEYS = {"hex", "hey", "hez", "radius", "length"}
+_SHAPE_KEYS = {"name", "type", "cx", "cy", "cz", "R", "description"} | _SHAPE_SIZE_KEYS
 _FRAME_KEYS = {"name", "R", "T", "description"}
 _JOINT_KEYS = {"name", "type", "active", "body_frame_pairs", "parent", "child", "axis",
                "initial_displacement", "initial_velocity", "stiffness", "damping",
@@ -473,6 +487,7 @@ class _ShiftReader:
             if com is not None:
                 body.com = com
         body.geometry = self._read_geometry(obj, where)
+        body.shapes = self._read_collision_shapes(obj, where)
         self._keep_unknown(obj, where, _BODY_KEYS)
         if name is not None and self._claim_name(scope, "body and assembly", name, where):
             self.bodies[body.name] = body
@@ -548,6 +563,74 @@ class _ShiftReader:
             self.f.warn(where, f"inertia is not physical (principal moments {a:.6g}, {b:.6g}, {c:.6g} "
                         "break I1 + I2 >= I3); kept as written")
         return tensor
+
+    def _read_collision_shapes(self, obj: dict[str, Any], where: str) -> list[ShapeSpec]:
+        """``collision_shapes`` of a body (MFK shape syntax) as ShapeSpecs; sizes must be > 0 (m)."""
+        shapes: list[ShapeSpec] = []
+        first_use: dict[str, str] = {}
+        place = at(where, "collision_shapes")
+        for i, item in enumerate(read_list(self.f, obj.get("collision_shapes"), place)):
+            shape = self._read_collision_shape(item, at(place, i))
+            if shape is None:
+                continue
+            if shape.name in first_use:
+                self.f.error(at(at(place, i), "name"), f"{first_use[shape.name]} and {at(place, i)} are both named "
+                             f"{shape.name!r}", "unique collision shape names on one body")
+                continue
+            first_use[shape.name] = at(place, i)
+            shapes.append(shape)
+        return shapes
+
+    def _read_collision_shape(self, value: Any, where: str) -> ShapeSpec | None:
+        obj = read_object(self.f, value, where)
+        if obj is None:
+            return None
+        name = self._read_name(obj, where)
+        kind = sizes = None
+        if "type" not in obj:
+            self.f.error(where, "missing required key 'type'", "\"aabb\", \"sphere\" or \"cylinder\"")
+        else:
+            text = read_string(self.f, obj["type"], at(where, "type"))
+            if text is not None and text not in _SHAPE_TYPES:
+                self.f.error(at(where, "type"), f"unknown collision shape type {text!r}",
+                             "\"aabb\", \"sphere\" or \"cylinder\"")
+            elif text is not None:
+                kind, sizes = _SHAPE_TYPES[text]
+        values: dict[str, float] = {}
+        ok = name is not None and kind is not None
+        for key in ("cx", "cy", "cz"):
+            number = read_number(self.f, obj[key], at(where, key), "m") if key in obj else 0.0
+            ok &= number is not None
+            values[key] = number or 0.0
+        for key in sizes or ():
+            if key not in obj:
+                self.f.error(where, f"missing required key {key!r} for type {obj['type']!r}",
+                             f"{', '.join(sizes)} (m, > 0)")
+                ok = False
+                continue
+            number = read_number(self.f, obj[key], at(where, key), "m")
+            if number is not None and number <= 0:
+                self.f.error(at(where, key), f"{key} is {number:g}", "a size > 0 m")
+                number = None
+            ok &= number is not None
+            values[key] = number or 0.0
+        for key in sorted(_SHAPE_SIZE_KEYS & obj.keys() - set(sizes or _SHAPE_SIZE_KEYS)):
+            self.f.error(at(where, key), f"{key!r} does not apply to type {obj['type']!r}",
+                         f"only {', '.join(sizes)} as its size")
+            ok = False
+        rotation = np.eye(3)
+        if "R" in obj:
+            read = read_rotation(self.f, obj["R"], at(where, "R"))
+            ok &= read is not None
+            rotation = read if read is not None else rotation
+        self._keep_unknown(obj, where, _SHAPE_KEYS)
+        if not ok:
+            return None
+        centre = np.array([values["cx"], values["cy"], values["cz"]])
+        if kind == "box":
+            return ShapeSpec(name, kind, centre, rotation,
+                             half_extents=np.array([values["hex"], values["hey"], values["hez"]]))
+        return ShapeSpec(name, kind, centre, rotation, radius=values["radius"], length=values.get("length"))
 
     def _read_geometry(self, obj: dict[str, Any], where: str) -> list[str]:
         """Display file names from ``definition`` (names) or ``geometry`` (mesh objects); warn when missing."""

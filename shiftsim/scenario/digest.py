@@ -94,7 +94,7 @@ def worst_step(scenario: Scenario, steps: list[StepResult]) -> StepResult | None
 
 def parameter_text(scenario: Scenario, step: StepResult) -> str:
     """``name = value unit, ...`` of a step's swept values ('' without a sweep)."""
-    return ", ".join(f"{p.name} = {step.parameters[p.name]:.4g}{'' if p.unit == '-' else ' ' + p.unit}"
+    return ", ".join(f"{p.name} = {step.parameters[p.name]:.4g}{'' if p.unit in ('-', '') else ' ' + p.unit}"
                      for p in scenario.sweep.parameters)
 
 
@@ -122,6 +122,11 @@ def summary_lines(scenario: Scenario, steps: list[StepResult], folder: str, file
                      f"{step_text(scenario, deflection.step)}")
     for kind, peak in peak_efforts(scenario, steps).items():
         lines.append(f"  peak {kind:11s} {force_text(peak.value, kind)} at {peak.entity}, {step_text(scenario, peak.step)}")
+    lines += actuator_lines(scenario, steps)
+    if "collision" in (scenario.document or {}):
+        from ..collision.scenario import collision_summary
+
+        lines.append(f"  collisions      {collision_summary(scenario, steps)}")
     shown = 5
     for step in failed[:shown]:
         reasons = "; ".join(f"{f['machine']}: {f['message']}" for f in step.failures)
@@ -129,6 +134,28 @@ def summary_lines(scenario: Scenario, steps: list[StepResult], folder: str, file
     if len(failed) > shown:
         lines.append(f"  ... and {len(failed) - shown} more failed steps (see results.json)")
     lines.append(f"  outputs in {folder}: {', '.join(files)}")
+    return lines
+
+
+def actuator_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
+    """Per Mdx platform: its largest actuator force, and the steps with legs outside the actuator range."""
+    lines = []
+    for machine in scenario.machines:
+        if machine.vocabulary.kind != "mdx":
+            continue
+        solved = [s for s in steps if machine.id in s.actuators]
+        if not solved:
+            continue
+        legs = machine.vocabulary.legs
+        value, leg, step = max(((f, legs[k], s) for s in solved for k, f in enumerate(s.actuators[machine.id]["forces"])),
+                               key=lambda item: abs(item[0]))
+        low, high = (1e3 * v for v in machine.vocabulary.limits)
+        outside = [s for s in solved if not all(s.actuators[machine.id]["in_range"])]
+        reach = (f"legs outside actuatorLen [{low:g}, {high:g}] mm at {len(outside)} of {len(solved)} steps "
+                 f"(first: {step_text(scenario, outside[0])})" if outside
+                 else f"all legs within actuatorLen [{low:g}, {high:g}] mm")
+        lines.append(f"  actuators       {machine.id}: peak {force_text(value, FORCE)} at {machine.name(leg)}, "
+                     f"{step_text(scenario, step)}; {reach}")
     return lines
 
 

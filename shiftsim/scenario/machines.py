@@ -1,26 +1,90 @@
-"""Machines of a scenario: a model read, its assemblies switched, compiled, placed and given a start state.
+"""Machines of a scenario: a compiled model, its placement, start state, and what its names set.
 
 Names inside a machine are model names (``arm:boom_cyl``); in the scenario and
 its results they carry the machine id in front (``ex1:arm:boom_cyl``).
-:class:`Machine` resolves model names (full paths or unambiguous endings, as
-``shiftsim solve`` does) and maps poses to the world through its placement.
+:func:`resolve` finds model names (full paths or unambiguous endings, as
+``shiftsim solve`` does).
+
+What a machine-local name in ``hold`` or a sweep parameter *sets* is a
+:class:`Setting`, decided by the machine's :class:`Vocabulary`: for any model a
+name is a joint; an MFK machine also takes value references
+(:mod:`.mfk`), an Mdx platform its pose components (:mod:`.mdx`). At each
+step the vocabulary turns the step's settings into a :class:`Setup`: the
+model, the placement and the prescribed joint values to solve with.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Mapping
 
 import numpy as np
 
 from ..errors import InputError, Problems, SolveError, suggest
-from ..formats import read_model
 from ..kinematics import Poses, assemble, forward
-from ..model import Model, compile_model
+from ..model import PRISMATIC, Model
 from ..spec import ModelSpec, PATH_SEPARATOR
-from .placement import Placement, read_placement
+from .placement import Placement
 from .schema import json_path
+
+SettingKind = Literal["joint", "placement", "geometry", "pose"]
+Purpose = Literal["sweep", "hold"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a machine-local name sets, and the unit of its value.
+
+    ``joint``: the joint ``target`` (full model name), rad or m;
+    ``placement``: an MFK transform value (``target`` its reference ``C:oem.interface.id.field``), m or rad;
+    ``geometry``: any other MFK value, written into the configuration before it is loaded (no unit known);
+    ``pose``: a component of an Mdx platform pose (``x`` ... ``yaw``), normalized (``-``) or mm / deg.
+    """
+
+    kind: SettingKind
+    target: str
+    unit: str
+
+
+SettingValues = Mapping[tuple[str, str], float]
+"""A step's values for one machine, keyed by ``(setting kind, target)``."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A machine at one step: the model and placement (world <- model) to solve with, the joints
+    prescribed at values this step (besides the held ones), and for an Mdx platform its actuator
+    joints (``legs``) with what the pose makes of them (``actuators``: pose, lengths, raw, in_range)."""
+
+    model: Model
+    placement: Placement
+    joints: dict[str, float]
+    actuators: dict[str, Any] | None = None
+    legs: tuple[str, ...] = ()
+
+
+class Vocabulary:
+    """What the names of a machine set. This base class serves any model: every name is a joint."""
+
+    kind = "model"
+
+    def setting(self, machine: Machine, name: str, where: str, problems: Problems, purpose: Purpose) -> Setting | None:
+        return joint_setting(machine, name, where, problems, purpose)
+
+    def setup(self, machine: Machine, values: SettingValues) -> Setup:
+        return Setup(machine.model, machine.placement, _joint_values(values))
+
+    def start_joints(self) -> dict[str, float]:
+        """Joints prescribed at a value in every step whatever the sweep (an Mdx platform's legs)."""
+        return {}
+
+
+PLAIN = Vocabulary()
+
+
+def _joint_values(values: SettingValues) -> dict[str, float]:
+    return {target: value for (kind, target), value in values.items() if kind == "joint"}
 
 
 @dataclass(frozen=True)
@@ -30,6 +94,7 @@ class Machine:
     ``q_start`` is the model's file configuration with the scenario's ``joints``
     values, assembled with the held and swept joints kept; ``held`` are the
     (full) names of the joints held at their ``q_start`` values throughout.
+    ``inputs`` are the model files read for it (attached machines' files too).
     """
 
     id: str
@@ -39,15 +104,28 @@ class Machine:
     q_start: np.ndarray
     held: tuple[str, ...]
     where: str
+    vocabulary: Vocabulary = field(default=PLAIN, repr=False)
+    inputs: tuple[Path, ...] = ()
 
     def name(self, local: str) -> str:
         """Scenario name of a model name: ``<id>:<local>``."""
         return f"{self.id}{PATH_SEPARATOR}{local}"
 
-    def world_poses(self, q: np.ndarray) -> Poses:
+    def setting(self, name: str, where: str, problems: Problems, purpose: Purpose = "sweep") -> Setting | None:
+        """What machine-local ``name`` sets (None with a problem at ``where`` when it sets nothing)."""
+        return self.vocabulary.setting(self, name, where, problems, purpose)
+
+    def setup(self, values: SettingValues | None = None) -> Setup:
+        """Model, placement and prescribed joints at a step with these settings (none: the start settings).
+
+        Raises InputError when the settings make an invalid model (an MFK geometry value)."""
+        return self.vocabulary.setup(self, values or {})
+
+    def world_poses(self, q: np.ndarray, setup: Setup | None = None) -> Poses:
         """World poses of the machine's bodies and frames at coordinates ``q`` (nq,) or (..., nq)."""
-        poses = forward(self.model, q)
-        return Poses(self.placement.poses_to_world(poses.bodies), self.placement.poses_to_world(poses.frames))
+        setup = setup or Setup(self.model, self.placement, {})
+        poses = forward(setup.model, q)
+        return Poses(setup.placement.poses_to_world(poses.bodies), setup.placement.poses_to_world(poses.frames))
 
     def held_values(self) -> dict[str, np.ndarray]:
         return {name: self.q_start[list(self.model.coordinates_of(name))] for name in self.held}
@@ -63,6 +141,30 @@ def resolve(model: Model, kind: str, name: str, machine_id: str, where: str, pro
         for p in error.problems:
             problems.add(where, f"machine {machine_id!r}: {p.what}", p.expected)
         return None
+
+
+def joint_unit(model: Model, joint: str) -> str:
+    """``m`` for a joint whose first coordinate is prismatic motion, else ``rad``."""
+    coordinate = model.coordinates_of(joint)[0]
+    return "m" if model.node_kind[model.coordinate_node[coordinate]] == PRISMATIC else "rad"
+
+
+def joint_setting(machine: Machine, name: str, where: str, problems: Problems, purpose: Purpose) -> Setting | None:
+    """``name`` as a joint of the machine's model; a swept joint must have one coordinate and not be coupled."""
+    model = machine.model
+    joint = resolve(model, "joint", name, machine.id, where, problems)
+    if joint is None:
+        return None
+    coordinates = model.coordinates_of(joint)
+    if purpose == "sweep":
+        if len(coordinates) != 1:
+            problems.add(where, f"joint {joint!r} has {len(coordinates)} coordinates", "a one-coordinate joint to sweep")
+            return None
+        if any(c.target == coordinates[0] for c in model.couplings):
+            problems.add(where, f"joint {joint!r} is coupled to other joints and follows them",
+                         "a joint that is not coupled")
+            return None
+    return Setting("joint", joint, joint_unit(model, joint) if coordinates else "")
 
 
 def switch_assemblies(spec: ModelSpec, switches: dict[str, bool], path: list[str | int], problems: Problems) -> None:
@@ -108,54 +210,19 @@ def switch_assemblies(spec: ModelSpec, switches: dict[str, bool], path: list[str
     spec.assemblies.update(switches)
 
 
-def load_machine(entry: dict[str, Any], index: int, scenario_dir: Path, problems: Problems) -> Machine | None:
-    """Read, switch, compile and place machine ``index`` of the scenario; None (with problems added) if it cannot."""
-    where = f"machines[{index}]"
-    machine_id = entry["id"]
-    placement = read_placement(entry.get("placement"), f"{where}.placement", problems)
-    source = (scenario_dir / entry["model"]).resolve()
-    if not source.is_file():
-        problems.add(f"{where}.model", f"model file {entry['model']!r} not found (looked for {source})",
-                     "a model file path relative to the scenario file")
-        return None
-    try:
-        spec = read_model(source)
-        known_problems = len(problems.items)
-        switch_assemblies(spec, entry.get("assemblies", {}), ["machines", index, "assemblies"], problems)
-        if len(problems.items) > known_problems:
-            return None
-        model = compile_model(spec)
-    except InputError as error:
-        problems.add(f"{where}.model", f"model file {entry['model']!r} is invalid:", "a valid model")
-        problems.items.extend(error.problems)
-        return None
-
-    q = model.q0.copy()
-    for name, value in entry.get("joints", {}).items():
-        at = json_path(["machines", index, "joints", name])
-        full = resolve(model, "joint", name, machine_id, at, problems)
-        if full is None:
-            continue
-        coordinates = list(model.coordinates_of(full))
-        values = np.atleast_1d(np.asarray(value, float))
-        if len(values) != len(coordinates):
-            problems.add(at, f"{len(values)} values for joint {full!r}", f"{len(coordinates)} (its degrees of freedom)")
-            continue
-        q[coordinates] = values
-    held = []
-    for k, name in enumerate(entry.get("hold", [])):
-        full = resolve(model, "joint", name, machine_id, f"{where}.hold[{k}]", problems)
-        if full is not None:
-            held.append(full)
-    return Machine(machine_id, source, model, placement, q, tuple(held), where)
-
-
 def assemble_start(machine: Machine, prescribed: list[str], problems: Problems) -> Machine:
-    """The machine with its start state assembled, the ``prescribed`` joints (held and swept) kept."""
+    """The machine with its start state assembled, the ``prescribed`` joints (held and swept) kept.
+
+    Joints the vocabulary prescribes in every step (an Mdx platform's legs) take their values first.
+    """
     model = machine.model
-    coordinates = sorted({c for name in prescribed for c in model.coordinates_of(name)})
+    q = machine.q_start.copy()
+    start = machine.vocabulary.start_joints()
+    for name, value in start.items():
+        q[list(model.coordinates_of(name))] = value
+    coordinates = sorted({c for name in [*prescribed, *start] for c in model.coordinates_of(name)})
     try:
-        q = assemble(model, machine.q_start, held=coordinates).q
+        q = assemble(model, q, held=coordinates).q
     except SolveError as error:
         problems.add(f"{machine.where}.joints", f"machine {machine.id!r}: the start state cannot be assembled: {error}",
                      "joint values with which the loops close")

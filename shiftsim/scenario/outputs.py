@@ -25,15 +25,18 @@ from typing import Any, Iterable
 from .. import __version__
 from ..errors import InputError, Problem, ShiftsimError
 from .runner import StepResult
-from .spec import PLOTS, Scenario
+from .spec import ALL_PLOTS, Scenario
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
-OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, *(f"{plot}.png" for plot in PLOTS))
+OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, *(f"{plot}.png" for plot in ALL_PLOTS))
 CSV_COLUMNS_BEFORE = ("step",)
 CSV_COLUMNS_AFTER = ("entity", "quantity", "component", "value")
 WRENCH_COMPONENTS = ("fx", "fy", "fz", "mx", "my", "mz")
 AXES = "xyz"
+POSE_COMPONENTS = ("x", "y", "z", "roll", "pitch", "yaw")
+ACTUATOR_QUANTITIES = {"actuator_length": "lengths", "actuator_raw": "raw", "actuator_in_range": "in_range",
+                       "actuator_force": "forces"}
 
 
 class OutputError(ShiftsimError):
@@ -87,7 +90,10 @@ def tidy_rows(scenario: Scenario, steps: list[StepResult]) -> Iterable[list[Any]
     an empty ``residual`` when the step never reached a solve). Joint
     positions/deflections/efforts of multi-coordinate joints have components
     ``0, 1, …`` (the joint's coordinates in order); frame and body vectors ``x, y, z``;
-    wrenches ``fx … mz``; body rotations ``xx, xy, …`` (row, column).
+    wrenches ``fx … mz``; body rotations ``xx, xy, …`` (row, column). An Mdx platform adds, per
+    actuator joint, ``actuator_length`` (m), ``actuator_raw``, ``actuator_in_range`` (1/0) and
+    ``actuator_force`` (N), and for the machine its ``platform_pose`` (``x, y, z`` mm, ``roll, pitch,
+    yaw`` deg). Collisions add, per machine pair ``a|b``, ``distance`` (m) and ``in_collision`` (1/0).
     """
     yield [*CSV_COLUMNS_BEFORE, *scenario.sweep.names, *CSV_COLUMNS_AFTER]
     for step in steps:
@@ -105,6 +111,21 @@ def tidy_rows(scenario: Scenario, steps: list[StepResult]) -> Iterable[list[Any]
                 for quantity, value in item.items():
                     for component, number in _pose_components(quantity, value):
                         yield [*lead, name, quantity, component, number]
+        for machine_id, record in step.actuators.items():
+            machine = scenario.machine(machine_id)
+            for component, number in zip(POSE_COMPONENTS, record["pose"]):
+                yield [*lead, machine_id, "platform_pose", component, number]
+            for k, leg in enumerate(machine.vocabulary.legs):
+                for quantity, key in ACTUATOR_QUANTITIES.items():
+                    yield [*lead, machine.name(leg), quantity, "", _number(record[key][k])]
+        for pair in step.collisions or []:
+            for quantity in ("distance", "in_collision"):
+                yield [*lead, f"{pair['a']}|{pair['b']}", quantity, "", _number(pair[quantity])]
+
+
+def _number(value: Any) -> Any:
+    """Booleans as 1/0 (as the solver flags), numbers as they are."""
+    return int(value) if isinstance(value, bool) else value
 
 
 def csv_bytes(scenario: Scenario, steps: list[StepResult]) -> bytes:

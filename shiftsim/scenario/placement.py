@@ -49,6 +49,11 @@ class Placement:
         """World poses ``(..., 4, 4)`` of poses given in the model frame."""
         return self.matrix @ np.asarray(model, float)
 
+    def then(self, inner: np.ndarray) -> Placement:
+        """This placement followed by the rigid transform ``inner`` (4x4, this frame <- model): world <- model."""
+        inner = np.asarray(inner, float)
+        return Placement(self.rotation @ inner[:3, :3], self.rotation @ inner[:3, 3] + self.position)
+
 
 def read_placement(value: dict[str, Any] | None, where: str, problems: Problems) -> Placement:
     """Placement from an already schema-checked ``placement`` object; a bad matrix is a problem at ``where``."""

@@ -7,7 +7,13 @@
   the first, last and worst (``digest.worst_step``) converged steps, the
   unloaded reference dashed underneath; deflections are exaggerated by a
   stated factor when they would not show at true scale;
-* ``convergence.png``: Newton iterations and final residual per step.
+* ``convergence.png``: Newton iterations and final residual per step;
+* ``actuators.png`` (scenarios with an Mdx platform): per platform, the six
+  actuator forces and leg lengths against the swept parameter, the actuator
+  length range as dashed lines and legs outside it marked;
+* ``collisions.png`` (scenarios with ``collision``): drawn by
+  :func:`shiftsim.collision.plot.collisions_plot`, the distance of every
+  machine pair against the swept parameter with the margin line.
 
 The x axis is the first parameter of a line sweep, the last (chain) parameter
 of a grid with one curve per combination of the others, or the step index
@@ -30,12 +36,24 @@ from matplotlib.figure import Figure
 from ..spec import FIXED
 from .digest import FORCE, NO_DEFLECTION, TORQUE, deflections, efforts, step_text, worst_step
 from .machines import Machine
-from .runner import StepResult
+from .runner import StepResult, machine_values
 from .spec import Scenario
+from .sweep import Parameter
 
-FIGURE_SIZES = {"deflection": (9.0, 6.0), "efforts": (9.0, 7.0), "pose": (14.0, 8.0), "convergence": (9.0, 6.0)}
+FIGURE_SIZES = {"deflection": (9.0, 6.0), "efforts": (9.0, 7.0), "pose": (14.0, 8.0), "convergence": (9.0, 6.0),
+                "actuators": (10.0, 8.0), "collisions": (9.0, 6.0)}
 MAX_SERIES = 10
-UNIT_TEXT = {"m": "m", "rad": "rad", "s": "s", "-": "load factor, -"}
+
+
+def unit_text(parameter: Parameter) -> str:
+    """What a swept value is measured in, for axis labels."""
+    if parameter.kind == "load":
+        return "load factor, -"
+    if parameter.kind == "pose" and parameter.unit == "-":
+        return "normalized, -"
+    if parameter.kind == "geometry":
+        return "MFK value, in the configuration's units"
+    return parameter.unit
 FAILED_COLOUR = "tab:red"
 
 
@@ -55,14 +73,14 @@ def _axis(scenario: Scenario, steps: list[StepResult]) -> _Axis:
     if scenario.sweep.mode == "line":
         p = parameters[0]
         others = f" (with {', '.join(q.name for q in parameters[1:])})" if len(parameters) > 1 else ""
-        return _Axis(f"{p.name} ({UNIT_TEXT[p.unit]}){others}", lambda s: s.parameters[p.name], [("", steps)])
+        return _Axis(f"{p.name} ({unit_text(p)}){others}", lambda s: s.parameters[p.name], [("", steps)])
     p = parameters[-1]
     groups: dict[tuple, list[StepResult]] = {}
     for step in steps:
         key = tuple((q.name, step.parameters[q.name]) for q in parameters[:-1])
         groups.setdefault(key, []).append(step)
     named = [(", " + ", ".join(f"{n} = {v:.4g}" for n, v in key), group) for key, group in groups.items()]
-    return _Axis(f"{p.name} ({UNIT_TEXT[p.unit]})", lambda s: s.parameters[p.name], named)
+    return _Axis(f"{p.name} ({unit_text(p)})", lambda s: s.parameters[p.name], named)
 
 
 def _figure(name: str, dpi: int) -> Figure:
@@ -190,7 +208,8 @@ class _Skeleton:
 def _skeleton(machine: Machine) -> _Skeleton:
     """Each body as lines from its origin to its other frames; joints as lines from parent to child frame."""
     model = machine.model
-    body_of = [name.rsplit(":", 1)[0] for name in model.frame_names]
+    by_length = sorted(model.body_names, key=len, reverse=True)  # frame names may hold ':' (attached ground frames)
+    body_of = [next(b for b in by_length if name.startswith(b + ":")) for name in model.frame_names]
     origin = {model.body_names[b]: model.body_origin_frame[b] for b in range(len(model.body_names))}
     lines = [(origin[body], f) for f, body in enumerate(body_of) if body != FIXED and f != origin[body]]
     lines += [(j.parent_frame, j.child_frame) for j in model.joints]
@@ -234,8 +253,9 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
         loaded, reference = {}, {}
         for machine in scenario.machines:
             if machine.id in step.q:
-                loaded[machine.id] = machine.world_poses(step.q[machine.id]).frames[:, :3, 3]
-                reference[machine.id] = machine.world_poses(step.q_reference[machine.id]).frames[:, :3, 3]
+                setup = machine.setup(machine_values(scenario, machine, step.parameters))
+                loaded[machine.id] = machine.world_poses(step.q[machine.id], setup).frames[:, :3, 3]
+                reference[machine.id] = machine.world_poses(step.q_reference[machine.id], setup).frames[:, :3, 3]
         points = np.concatenate(list(reference.values()))
         size = max(float(np.ptp(points, axis=0).max()), 1e-3)
         largest = max(float(np.abs(loaded[k] - reference[k]).max()) for k in loaded)
@@ -300,7 +320,54 @@ def convergence_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> b
     return _png(figure)
 
 
-PLOTTERS = {"deflection": deflection_plot, "efforts": efforts_plot, "pose": pose_plot, "convergence": convergence_plot}
+def actuators_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
+    """Actuator forces and leg lengths of every Mdx platform against the swept parameter, with the length range."""
+    axis = _axis(scenario, steps)
+    platforms = [m for m in scenario.machines if m.vocabulary.kind == "mdx"]
+    figure = _figure("actuators", dpi)
+    axes = figure.subplots(2, len(platforms), sharex=True, squeeze=False)
+    for column, machine in enumerate(platforms):
+        forces_ax, lengths_ax = axes[0, column], axes[1, column]
+        legs = machine.vocabulary.legs
+        for g, (suffix, group) in enumerate(axis.groups):
+            xs = [axis.x(s) for s in group]
+            records = [s.actuators.get(machine.id) for s in group]
+            for k, leg in enumerate(legs):
+                forces = [r["forces"][k] if r else math.nan for r in records]
+                lengths = [r["lengths"][k] * 1e3 if r else math.nan for r in records]
+                forces_ax.plot(xs, forces, **_style(k, g), label=f"{machine.name(leg)}{suffix}")
+                lengths_ax.plot(xs, lengths, **_style(k, g), label=f"{machine.name(leg)}{suffix}")
+        outside = [(axis.x(s), length * 1e3) for s in steps if machine.id in s.actuators
+                   for length, ok in zip(s.actuators[machine.id]["lengths"], s.actuators[machine.id]["in_range"])
+                   if not ok]
+        if outside:
+            lengths_ax.plot(*zip(*outside), "x", color=FAILED_COLOUR, markersize=9, label="outside actuatorLen")
+        low, high = machine.vocabulary.limits
+        for value, end in ((low, "shortest"), (high, "longest")):
+            lengths_ax.axhline(value * 1e3, color="black", linestyle="--", linewidth=1.0,
+                               label=f"actuatorLen {end}: {value * 1e3:g} mm")
+        for ax in (forces_ax, lengths_ax):
+            _mark_failures(ax, axis, steps)
+            ax.grid(True, alpha=0.3)
+            _legend(ax)
+        forces_ax.axhline(0.0, color="black", linewidth=0.6)
+        forces_ax.set_ylabel("actuator force (N), + pushes the platform")
+        forces_ax.set_title(f"{machine.id}: actuator forces", fontsize=10)
+        lengths_ax.set_ylabel("leg length (mm)")
+        lengths_ax.set_title(f"{machine.id}: leg lengths and the actuator range", fontsize=10)
+        lengths_ax.set_xlabel(axis.label)
+    figure.suptitle(f"{scenario.name}: motion platform actuators")
+    return _png(figure)
+
+
+def collisions_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
+    from ..collision.plot import collisions_plot as plot
+
+    return plot(scenario, steps, dpi)
+
+
+PLOTTERS = {"deflection": deflection_plot, "efforts": efforts_plot, "pose": pose_plot, "convergence": convergence_plot,
+            "actuators": actuators_plot, "collisions": collisions_plot}
 
 
 def render(scenario: Scenario, steps: list[StepResult]) -> dict[str, bytes]:

@@ -10,6 +10,11 @@ Several machines do not interact mechanically: each is solved on its own in
 its model frame, with gravity and world-direction loads rotated into that
 frame by its placement (``g_model = R^T g_world``), and its frames, bodies and
 joint wrenches mapped back to the world. Names get the machine id in front.
+The model, placement and prescribed joints of a machine at a step come from
+its vocabulary (:meth:`Machine.setup <.machines.Machine.setup>`): a swept MFK
+placement value moves the machine, a swept MFK geometry value changes its
+model, an Mdx pose sets its legs. An Mdx platform's step also reports its
+actuators (``actuators``: pose, leg lengths, raw values, range flags, forces).
 
 Time sweeps: at a step, the rates of every coordinate are the difference
 quotient of the machine's last two good equilibria in the chain,
@@ -26,9 +31,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import SolveError
+from ..errors import InputError, SolveError
 from ..statics import Load, solve
-from .machines import Machine
+from .machines import Machine, SettingValues
+from .placement import Placement
 from .spec import Scenario
 from .sweep import Parameter
 
@@ -41,6 +47,8 @@ class StepResult:
 
     ``q``/``q_reference`` (machine id -> coordinates of the loaded and the
     unloaded equilibrium) are kept for poses drawn or checked after the run.
+    ``actuators``: per Mdx machine (id) its legs at the step; ``collisions``:
+    the machine pairs' closest distances when the scenario checks collisions (else None).
     """
 
     index: int
@@ -53,6 +61,8 @@ class StepResult:
     frames: dict[str, Any] = field(default_factory=dict)
     bodies: dict[str, Any] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    actuators: dict[str, dict[str, Any]] = field(default_factory=dict)
+    collisions: list[dict[str, Any]] | None = None
     q: dict[str, np.ndarray] = field(default_factory=dict)
     q_reference: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -65,6 +75,10 @@ class StepResult:
         out = {"index": self.index, "parameters": self.parameters, "status": self.status,
                "iterations": self.iterations, "residual": self.residual, "stable": self.stable,
                "joints": self.joints, "frames": self.frames, "bodies": self.bodies}
+        if self.actuators:
+            out["actuators"] = self.actuators
+        if self.collisions is not None:
+            out["collisions"] = self.collisions
         if self.failures:
             out["failures"] = self.failures
         return out
@@ -89,7 +103,12 @@ class _MachineChainState:
             self.history = [*self.history[-1:], (time, q)]
 
 
-def _machine_loads(scenario: Scenario, machine: Machine, factors: dict[str, float]) -> list[Load]:
+def machine_values(scenario: Scenario, machine: Machine, parameters: dict[str, float]) -> SettingValues:
+    """The settings of ``machine`` at a step with swept values ``parameters`` (name -> value)."""
+    return {(p.kind, p.target): parameters[p.name] for p in scenario.sweep.parameters if p.machine == machine.id}
+
+
+def _machine_loads(scenario: Scenario, machine: Machine, placement: Placement, factors: dict[str, float]) -> list[Load]:
     """The machine's loads in its model frame, world-direction components rotated by the placement."""
     loads = []
     for load in scenario.loads:
@@ -97,14 +116,14 @@ def _machine_loads(scenario: Scenario, machine: Machine, factors: dict[str, floa
             continue
         force, torque = load.force, load.torque
         if load.direction == "world":
-            force, torque = machine.placement.vector_to_model(force), machine.placement.vector_to_model(torque)
+            force, torque = placement.vector_to_model(force), placement.vector_to_model(torque)
         loads.append(Load(load.frame, tuple(force), tuple(torque), load.direction, factors.get(load.name, load.factor)))
     return loads
 
 
-def _world_results(scenario: Scenario, machine: Machine, result: dict[str, Any]) -> tuple[dict, dict, dict]:
+def _world_results(scenario: Scenario, machine: Machine, placement: Placement,
+                   result: dict[str, Any]) -> tuple[dict, dict, dict]:
     """Joints, frames and bodies of a machine's solve result in world terms, names prefixed by its id."""
-    placement = machine.placement
     joints = {}
     for name, joint in result["joints"].items():
         wrench = np.asarray(joint["wrench_world"])
@@ -139,12 +158,16 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
     residuals = []
     for machine in scenario.machines:
         state = states[machine.id]
-        joint_values = {p.target: float(v) for p, v in zip(parameters, row)
-                        if p.kind == "joint" and p.machine == machine.id}
         try:
-            solution = solve(machine.model, set=_set_values(machine, joint_values),
-                             loads=_machine_loads(scenario, machine, factors),
-                             gravity=machine.placement.vector_to_model(scenario.gravity),
+            setup = machine.setup(machine_values(scenario, machine, values))
+        except InputError as error:
+            step.failures.append({"machine": machine.id, "message": f"no valid model with this step's values: {error}"})
+            continue
+        placement = setup.placement
+        try:
+            solution = solve(setup.model, set=_set_values(machine, setup.joints),
+                             loads=_machine_loads(scenario, machine, placement, factors),
+                             gravity=placement.vector_to_model(scenario.gravity),
                              q_start=state.q, rates=state.rates() if time is not None else None)
         except (SolveError, np.linalg.LinAlgError) as error:
             step.failures.append({"machine": machine.id, "message": str(error)})
@@ -161,10 +184,14 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
             continue
         result = solution.as_dict(joints=scenario.track.local("joints", machine),
                                   frames=scenario.track.local("frames", machine))
-        joints, frames, bodies = _world_results(scenario, machine, result)
+        joints, frames, bodies = _world_results(scenario, machine, placement, result)
         step.joints.update(joints)
         step.frames.update(frames)
         step.bodies.update(bodies)
+        if setup.actuators is not None:
+            efforts = {joint.name: load.effort for joint, load in zip(setup.model.joints, solution.joint_loads)}
+            step.actuators[machine.id] = {**setup.actuators,
+                                          "forces": [float(efforts[leg][0]) for leg in setup.legs]}
         step.stable &= solution.stable
         step.q[machine.id], step.q_reference[machine.id] = solution.q, solution.q_reference
         state.advance(solution.q, time)

@@ -7,7 +7,8 @@ once as a :class:`~shiftsim.errors.ScenarioError` (exit code 2).
 
 Several machines are independent: each is solved on its own, in its model
 frame, with the world's gravity and loads rotated into that frame by its
-placement; results are mapped back to the world (see ``runner``).
+placement; results are mapped back to the world (see ``runner``). A machine
+attached to another (``attach``) is part of its host's model (``loading``).
 """
 
 from __future__ import annotations
@@ -21,14 +22,17 @@ import numpy as np
 
 from ..errors import Problems, ScenarioError, suggest
 from ..jsonio import read_json
-from ..model import PRISMATIC
 from ..spec import PATH_SEPARATOR
 from . import schema
-from .machines import Machine, assemble_start, load_machine, resolve
+from .loading import load_machines
+from .machines import Machine, assemble_start, resolve
 from .sweep import Parameter, Sweep, expand
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 PLOTS = ("deflection", "efforts", "pose", "convergence")
+ACTUATORS_PLOT = "actuators"  # drawn for scenarios with an Mdx platform
+COLLISIONS_PLOT = "collisions"  # drawn for scenarios that check collisions
+ALL_PLOTS = (*PLOTS, ACTUATORS_PLOT, COLLISIONS_PLOT)
 RESERVED_LOAD_PREFIX = "load"
 TIME = "time"
 
@@ -98,7 +102,7 @@ class Scenario:
     @property
     def input_files(self) -> tuple[Path, ...]:
         """The scenario file and every model file (never written)."""
-        return (self.source.resolve(), *(m.source for m in self.machines))
+        return (self.source.resolve(), *(path for m in self.machines for path in m.inputs))
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -117,19 +121,22 @@ def build_scenario(path: Path, document: Any, warnings: list[str] = ()) -> Scena
     warnings = list(warnings)
 
     gravity = np.asarray(document.get("world", {}).get("gravity", DEFAULT_GRAVITY), float)
-    machines = _machines(document, path, problems, gravity, warnings)
-    known = _Known({m.id: m for m in machines}, {e["id"] for e in document["machines"]})
+    machines, attached = load_machines(document, path.parent, problems)
+    for machine in machines:
+        warnings.extend(f"machine {machine.id!r}: {w}" for w in machine.model.warnings)
+        warning = _gravity_mismatch(machine, gravity)
+        if warning:
+            warnings.append(warning)
+    known = _Known({m.id: m for m in machines}, {e["id"] for e in document["machines"]}, attached)
     loads = _loads(document.get("loads", []), known, problems)
     known.loads = {l.name for l in loads}
     known.broken_loads = {e["name"] for e in document.get("loads", [])} - known.loads
     sweep = _sweep(document.get("sweep"), known, problems)
     track = _track(document.get("track", {}), known, problems)
-    wanted, default = document.get("outputs", {}), Outputs()
-    outputs = Outputs(wanted.get("csv", default.csv), tuple(wanted.get("plots", default.plots)),
-                      int(wanted.get("dpi", default.dpi)))
+    outputs = _outputs(document, machines, problems)
     problems.raise_if_any()
 
-    swept = {}
+    swept: dict[str, list[str]] = {}
     for p in sweep.parameters:
         if p.kind == "joint":
             swept.setdefault(p.machine, []).append(p.target)
@@ -137,6 +144,21 @@ def build_scenario(path: Path, document: Any, warnings: list[str] = ()) -> Scena
     problems.raise_if_any()
     return Scenario(document["name"], document.get("description", ""), path, gravity, tuple(machines),
                     tuple(loads), sweep, track, outputs, tuple(warnings), document)
+
+
+def _outputs(document: dict, machines: list[Machine], problems: Problems) -> Outputs:
+    """The outputs asked for; by default every plot that applies (actuators with an Mdx platform, collisions
+    when the scenario checks them). Asking for a plot that does not apply is a problem."""
+    wanted, default = document.get("outputs", {}), Outputs()
+    applies = {ACTUATORS_PLOT: any(m.vocabulary.kind == "mdx" for m in machines),
+               COLLISIONS_PLOT: "collision" in document}
+    reasons = {ACTUATORS_PLOT: "the scenario has no Mdx platform", COLLISIONS_PLOT: "the scenario has no 'collision'"}
+    plots = wanted.get("plots", [*default.plots, *(p for p, ok in applies.items() if ok)])
+    for k, plot in enumerate(plots):
+        if not applies.get(plot, True):
+            problems.add(f"outputs.plots[{k}]", f"{plot!r} cannot be drawn: {reasons[plot]}",
+                         "plots that apply to the scenario")
+    return Outputs(wanted.get("csv", default.csv), tuple(plots), int(wanted.get("dpi", default.dpi)))
 
 
 def _check_finite(value: Any, path: list[str | int], problems: Problems) -> None:
@@ -149,26 +171,6 @@ def _check_finite(value: Any, path: list[str | int], problems: Problems) -> None
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _check_finite(item, [*path, i], problems)
-
-
-def _machines(document: dict, path: Path, problems: Problems, gravity: np.ndarray, warnings: list[str]) -> list[Machine]:
-    machines: list[Machine] = []
-    first_use: dict[str, int] = {}
-    for i, entry in enumerate(document["machines"]):
-        if entry["id"] in first_use:
-            problems.add(f"machines[{i}].id",
-                         f"machine id {entry['id']!r} is already used by machines[{first_use[entry['id']]}]", "a unique id")
-            continue
-        first_use[entry["id"]] = i
-        machine = load_machine(entry, i, path.parent, problems)
-        if machine is None:
-            continue
-        machines.append(machine)
-        warnings.extend(f"machine {machine.id!r}: {w}" for w in machine.model.warnings)
-        warning = _gravity_mismatch(machine, gravity)
-        if warning:
-            warnings.append(warning)
-    return machines
 
 
 def _gravity_mismatch(machine: Machine, world_gravity: np.ndarray) -> str:
@@ -188,10 +190,12 @@ def _gravity_mismatch(machine: Machine, world_gravity: np.ndarray) -> str:
 @dataclass
 class _Known:
     """What references may name: loaded machines and loads. A reference to a machine id written in the
-    file (``ids_written``) that did not load, or to a load in ``broken_loads``, adds no second problem."""
+    file (``ids_written``) that did not load, or to a load in ``broken_loads``, adds no second problem.
+    ``attached``: where each attached machine is (``id`` -> ``host:id``)."""
 
     machines: dict[str, Machine]
     ids_written: set[str]
+    attached: dict[str, str] = field(default_factory=dict)
     loads: set[str] = field(default_factory=set)
     broken_loads: set[str] = field(default_factory=set)
 
@@ -201,6 +205,10 @@ def _split(name: str, known: _Known, where: str, problems: Problems) -> tuple[Ma
     machine_id, sep, rest = name.partition(PATH_SEPARATOR)
     if not sep or not rest:
         problems.add(where, f"{name!r} does not name a machine", "MACHINE:NAME, e.g. ex1:arm:boom")
+        return None
+    if machine_id in known.attached:
+        problems.add(where, f"machine {machine_id!r} is attached to another: its names belong to its host",
+                     f"{known.attached[machine_id]}{PATH_SEPARATOR}{rest}")
         return None
     if machine_id not in known.machines:
         if machine_id not in known.ids_written:
@@ -249,19 +257,10 @@ def _parameter(name: str, known: _Known, where: str, problems: Problems) -> Para
     if split is None:
         return None
     machine, rest = split
-    model = machine.model
-    joint = resolve(model, "joint", rest, machine.id, where, problems)
-    if joint is None:
+    setting = machine.setting(rest, where, problems, "sweep")
+    if setting is None:
         return None
-    coordinates = model.coordinates_of(joint)
-    if len(coordinates) != 1:
-        problems.add(where, f"joint {joint!r} has {len(coordinates)} coordinates", "a one-coordinate joint to sweep")
-        return None
-    if any(c.target == coordinates[0] for c in model.couplings):
-        problems.add(where, f"joint {joint!r} is coupled to other joints and follows them", "a joint that is not coupled")
-        return None
-    unit = "m" if model.node_kind[model.coordinate_node[coordinates[0]]] == PRISMATIC else "rad"
-    return Parameter(name, "joint", unit, machine.id, joint)
+    return Parameter(name, setting.kind, setting.unit, machine.id, setting.target)
 
 
 def _sweep(document: dict | None, known: _Known, problems: Problems) -> Sweep:

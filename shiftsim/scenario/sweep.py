@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 
-ParameterKind = Literal["joint", "load", "time"]
+ParameterKind = Literal["joint", "placement", "geometry", "pose", "load", "time"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,10 @@ class Parameter:
     """A swept quantity: ``name`` as written in the scenario; ``machine``/``target`` what it sets.
 
     kind ``joint``: target is the full joint name in machine ``machine`` (value in ``unit``: rad or m);
-    ``load``: target is a load name, the value replaces the load's factor; ``time``: the value is a time in s.
+    ``placement``, ``geometry``: target is an MFK value reference ``C:oem.interface.id.field`` of machine
+    ``machine`` (see ``scenario.mfk``); ``pose``: target is a pose component of an Mdx platform
+    (see ``scenario.mdx``); ``load``: target is a load name, the value replaces the load's factor;
+    ``time``: the value is a time in s.
     """
 
     name: str

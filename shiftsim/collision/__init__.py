@@ -1,0 +1,19 @@
+"""Collision between machines: exact signed distances between their shapes, from pybullet and closed forms.
+
+* :mod:`.shapes`   the shapes of placed machines as arrays; body poses from the motion frames
+* :mod:`.bounds`   broad phase: lower bounds for every shape pair, vectorized over configurations
+* :mod:`.support`  support functions; the signed distance as a maximum over directions (certificate, refinement)
+* :mod:`.world`    :class:`CollisionWorld`: the pybullet DIRECT world and its queries
+* :mod:`.queries`  pair results as plain data
+* :mod:`.scenario` a scenario's ``collision`` section, posing its steps, results for ``collide`` and ``run``
+* :mod:`.plot`     ``collisions.png``
+
+See docs/collision.md.
+"""
+
+from __future__ import annotations
+
+from .shapes import body_poses, shape_table
+from .world import CollisionWorld, Distances
+
+__all__ = ["CollisionWorld", "Distances", "body_poses", "shape_table"]

@@ -1,0 +1,199 @@
+"""Topcon MFK machines in scenarios: value references, site placement, geometry re-loads.
+
+An MFK machine's names in ``joints``, ``hold`` and sweep parameters may be MFK
+value references (``topcon.nodes.boom.ry``), optionally with the component
+index in front (``1:topcon.nodes.boom.ry``), besides its model joint names
+(``c1:boom.ry``). A name with four dot-separated parts after an optional
+``C:`` is a reference; it resolves against the configuration (after its
+measurement scripts) to one value, and that value is one of:
+
+* **articulated** (listed in the component's replicate manifest, a joint of
+  the model): the joint;
+* **placement** (the root component's transform interface:
+  ``local_position.easting/northing/elevation``, m, and
+  ``local_rotation.roll/pitch/yaw``, rad): where the machine stands on site;
+* **geometry** (anything else: measurements, node offsets, shape sizes,
+  physics values): written into the configuration before it is loaded, so the
+  measurement scripts run again with it.
+
+Frames: the machine's model frame is its J670 machine frame, placed on site by
+the transform interface (``site <- machine``, see
+:func:`shiftsim.formats.mfk.kinematics.site_from_machine`); the scenario's
+``placement`` places the *site* frame in the world (default: the world is the
+site, both z up), so ``world <- machine = placement · site <- machine``.
+
+Values in ``joints`` are written into the configuration before it is loaded
+(as ``shiftsim mfk show --set`` does): measurement scripts see them, a
+physics spring's rest value (which defaults to the current value) follows an
+articulated value, and transform values place the machine. Swept values act
+per step: an articulated value is prescribed like a swept joint, a placement
+value moves the machine on site (the model is unchanged), a geometry value
+loads the configuration again with it (models are kept per distinct set of
+values, and every one must have the coordinates of the first).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ModelError, Problems, suggest
+from ..formats.mfk import build_model_spec, load_configuration
+from ..formats.mfk.config import ResourceConfiguration
+from ..formats.mfk.kinematics import site_from_machine
+from ..formats.mfk.references import existing, resolve_qualified
+from ..formats.mfk.spec import mfk_model_spec
+from ..model import Model, compile_model
+from .machines import Machine, Purpose, Setting, SettingValues, Setup, Vocabulary, joint_setting, switch_assemblies
+from .parts import Attachment, Part, compose
+from .placement import Placement
+from .schema import json_path
+
+VALUE_REFERENCE = re.compile(r"^(\d+:)?[^.:\s]+(\.[^.:\s]+){3}$")
+ROTATION_FIELDS = ("roll", "pitch", "yaw")
+PLACEMENT_FIELDS = ("easting", "northing", "elevation", *ROTATION_FIELDS)
+
+
+def is_value_reference(name: str) -> bool:
+    """``[C:]oem.interface.id.field`` (a joint name such as ``c1:boom.ry`` is not)."""
+    return bool(VALUE_REFERENCE.match(name))
+
+
+@dataclass(frozen=True)
+class _References:
+    """What the value references of one configuration are: joint names and placement values by reference."""
+
+    config: ResourceConfiguration
+    joints: Mapping[str, str]  # "C:ref" of an articulated value -> joint name
+    placement: Mapping[str, float]  # "C:ref" of a transform value -> its value
+
+    @classmethod
+    def of(cls, config: ResourceConfiguration) -> _References:
+        extras = build_model_spec(config).extras["mfk"]
+        return cls(config, dict(extras["joints"]), dict(extras["placement_values"]))
+
+    def settable(self) -> list[str]:
+        return [*self.joints, *self.placement]
+
+    def classify(self, name: str) -> tuple[str, str] | tuple[None, str, str]:
+        """``(kind, "C:ref")`` with kind ``joint``, ``placement`` or ``geometry``; or ``(None, what, expected)``."""
+        qualified, what, exists = resolve_qualified(self.config, name)
+        if qualified is None:
+            nearby = f"; joints and placement values: {suggest(name, self.settable())}" if self.settable() else ""
+            return None, f"MFK value reference {name!r} does not resolve: {what}", (exists or "a value reference") + nearby
+        canonical = str(qualified)
+        if canonical in self.joints:
+            return "joint", canonical
+        if canonical in self.placement:
+            return "placement", canonical
+        return "geometry", canonical
+
+
+def site_placement(site: Placement, values: Mapping[str, float]) -> Placement:
+    """world <- machine: the site's placement in the world, then the transform values (by reference)."""
+    fields = {ref.rsplit(".", 1)[1]: value for ref, value in values.items()}
+    return site.then(site_from_machine(**{k: v for k, v in fields.items() if k in PLACEMENT_FIELDS}))
+
+
+@dataclass(frozen=True)
+class MfkRecipe:
+    """How an MFK machine's model is made for given configuration values (geometry sweeps)."""
+
+    source: Path
+    data: Any = field(repr=False)
+    switches: Mapping[str, bool]
+    attachments: tuple[Attachment, ...]
+
+    def model(self, values: Mapping[str, float]) -> Model:
+        """The compiled model with ``values`` written into the configuration. Raises ModelError."""
+        spec = mfk_model_spec(self.source, self.data, values)
+        problems = Problems(str(self.source))
+        switch_assemblies(spec, dict(self.switches), [], problems)
+        problems.raise_if_any()
+        return compile_model(compose(spec, self.attachments))
+
+
+@dataclass(frozen=True)
+class MfkVocabulary(Vocabulary):
+    """Names of an MFK machine: value references (see the module docstring) and model joint names."""
+
+    references: _References = field(repr=False)
+    site: Placement  # world <- site
+    values: Mapping[str, float]  # the values written into the configuration at load ("C:ref" -> value)
+    recipe: MfkRecipe = field(repr=False)
+    models: dict[tuple, Model] = field(default_factory=dict, repr=False, compare=False)
+
+    kind = "mfk"
+
+    def setting(self, machine: Machine, name: str, where: str, problems: Problems, purpose: Purpose) -> Setting | None:
+        if not is_value_reference(name):
+            return joint_setting(machine, name, where, problems, purpose)
+        found = self.references.classify(name)
+        if found[0] is None:
+            problems.add(where, f"machine {machine.id!r}: {found[1]}", found[2])
+            return None
+        kind, canonical = found
+        if kind == "joint":
+            return joint_setting(machine, self.references.joints[canonical], where, problems, purpose)
+        if purpose != "sweep":
+            what = "a placement value" if kind == "placement" else "fixed geometry (not articulated)"
+            problems.add(where, f"machine {machine.id!r}: {canonical} is {what}, not a joint: nothing to hold",
+                         "an articulated value: " + existing(name, self.references.joints))
+            return None
+        if kind == "placement":
+            unit = "rad" if canonical.rsplit(".", 1)[1] in ROTATION_FIELDS else "m"
+            return Setting("placement", canonical, unit)
+        return Setting("geometry", canonical, "")
+
+    def setup(self, machine: Machine, values: SettingValues) -> Setup:
+        joints, moved, geometry = {}, {}, {}
+        for (kind, target), value in values.items():
+            {"joint": joints, "placement": moved, "geometry": geometry}[kind][target] = value
+        placement = machine.placement
+        if moved:
+            placement = site_placement(self.site, {**self.references.placement, **moved})
+        model = self.model_for(machine, geometry) if geometry else machine.model
+        return Setup(model, placement, joints)
+
+    def model_for(self, machine: Machine, geometry: Mapping[str, float]) -> Model:
+        """The machine's model with the geometry values written in (kept per distinct set). Raises ModelError."""
+        key = tuple(sorted(geometry.items()))
+        if key not in self.models:
+            model = self.recipe.model({**self.values, **geometry})
+            if model.coordinate_names != machine.model.coordinate_names:
+                raise ModelError(f"{self.recipe.source}: with {dict(key)} the model's coordinates change "
+                                 f"({len(model.coordinate_names)} instead of {machine.model.nq})")
+            self.models[key] = model
+        return self.models[key]
+
+
+def read_mfk_part(index: int, entry: dict[str, Any], source: Path, data: Any, site: Placement,
+                  problems: Problems) -> Part | None:
+    """Read an MFK machine: its ``joints`` value references written into the configuration. Raises ModelError."""
+    first = _References.of(load_configuration(data, source))
+    values, joints = {}, {}
+    for name, value in entry.get("joints", {}).items():
+        if not is_value_reference(name):
+            joints[name] = value
+            continue
+        at = json_path(["machines", index, "joints", name])
+        found = first.classify(name)
+        if found[0] is None:
+            problems.add(at, f"machine {entry['id']!r}: {found[1]}", found[2])
+        elif isinstance(value, list):
+            problems.add(at, f"a list given for the MFK value {found[1]}", "a number")
+        else:
+            values[found[1]] = float(value)
+    if len(values) < sum(is_value_reference(n) for n in entry.get("joints", {})):
+        return None
+    references = _References.of(load_configuration(data, source, values, values_source=f"machines[{index}].joints"))
+    spec = build_model_spec(references.config)
+    placement = site_placement(site, references.placement)
+
+    def vocabulary(attachments: tuple[Attachment, ...]) -> MfkVocabulary:
+        recipe = MfkRecipe(source, data, dict(entry.get("assemblies", {})), attachments)
+        return MfkVocabulary(references, site, values, recipe)
+
+    return Part(index, entry, source, spec, placement, joints, vocabulary)
