@@ -223,13 +223,39 @@ class Assembly:
 
 
 def assemble(model: Model, q: np.ndarray, held: list[int] | tuple[int, ...] = (), tolerance: float = 1e-10,
-             max_iterations: int = 100) -> Assembly:
+             max_iterations: int = 100, start: np.ndarray | None = None, held_step: float = 0.1) -> Assembly:
     """Close every loop by moving the coordinates not in ``held`` (nor coupled), from ``q``.
 
     Gauss-Newton with minimum-norm least-squares steps (the configuration
-    moves as little as the loops allow) and step halving. Raises SolveError
-    naming the loop(s) with the largest residual when the loops cannot close.
+    moves as little as the loops allow) and step halving. With ``start`` (a
+    configuration the held coordinates move away from: the file's ``model.q0``
+    for a ``--set`` on the command line, the previous step in a sweep), the
+    held coordinates travel from their ``start`` values to their values in
+    ``q`` in increments of at most ``held_step`` (rad or m), the loops closed
+    at each, so the mechanism stays on the assembly branch it starts on
+    instead of jumping to a mirror one. Raises SolveError naming the loop(s)
+    with the largest residual when the loops cannot close.
     """
+    q = np.asarray(q, float)
+    held = [int(i) for i in held]
+    if start is None or not held or not model.closures:
+        return _close_loops(model, q, held, tolerance, max_iterations)
+    current = q.copy()
+    current[held] = np.asarray(start, float)[held]
+    result = _close_loops(model, current, held, tolerance, max_iterations)
+    travel = q[held] - current[held]
+    steps = max(1, int(np.ceil(np.max(np.abs(travel)) / held_step)))
+    iterations = result.iterations
+    for k in range(1, steps + 1):
+        current = result.q.copy()
+        current[held] = q[held] - travel * (1.0 - k / steps)
+        result = _close_loops(model, current, held, tolerance, max_iterations)
+        iterations += result.iterations
+    return Assembly(result.q, result.residual, iterations)
+
+
+def _close_loops(model: Model, q: np.ndarray, held: list[int], tolerance: float, max_iterations: int) -> Assembly:
+    """Gauss-Newton on the closure residual over the free coordinates (see :func:`assemble`)."""
     q = model.apply_couplings(np.asarray(q, float))
     coupled = {c.target for c in model.couplings}
     free = np.array([i for i in range(model.nq) if i not in set(held) and i not in coupled], dtype=int)

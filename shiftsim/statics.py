@@ -441,15 +441,16 @@ def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold:
     from .results import Solution
 
     q, prescribed = resolve_prescribed(model, set or {}, list(hold))
+    start = model.q0 if q_start is None else np.asarray(q_start, float)
     if q_start is not None:  # start from q_start; the joints given with ``set`` take their values
         given = q.copy()
-        q = np.asarray(q_start, float).copy()
+        q = start.copy()
         for name in set or {}:
             coordinates = list(model.coordinates_of(name))
             q[coordinates] = given[coordinates]
     free = free_coordinates(model, prescribed)
     gravity = model.gravity if gravity is None else np.asarray(gravity, float)
-    q = assemble(model, q, held=prescribed).q
+    q = assemble(model, q, held=prescribed, start=start).q
     rows = independent_rows(model, q, free)
     loads_applied = applied(model, list(loads))
     rate_array = None if rates is None else np.atleast_2d(rates)

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     q, held = resolve_prescribed(model, values, [])
     if (args.from_frame is None) != (args.to_frame is None):
         raise InputError([Problem("command line", "--from/--to", "only one of --from and --to given", "both or neither")])
-    result = assemble(model, q, held=held)
+    result = assemble(model, q, held=held, start=model.q0)
     poses = forward(model, result.q)
     out = {
         "frames": {name: _pose(poses.frames[i]) for i, name in enumerate(model.frame_names)},

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
                                  for name, option in ((args.relative_to, "--relative-to"),
                                                       (args.expressed_in, "--expressed-in")))
     q, held = prescribed_configuration(model, args.set)
-    q = assemble(model, q, held=held).q
+    q = assemble(model, q, held=held, start=model.q0).q
     matrix = jacobian(model, q, frame, relative_to=relative_to, expressed_in=expressed_in)
     joints = [model.coordinate_names[i] for i in independent_coordinates(model)]
     out = {

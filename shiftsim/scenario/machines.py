@@ -222,7 +222,7 @@ def assemble_start(machine: Machine, prescribed: list[str], problems: Problems) 
         q[list(model.coordinates_of(name))] = value
     coordinates = sorted({c for name in [*prescribed, *start] for c in model.coordinates_of(name)})
     try:
-        q = assemble(model, q, held=coordinates).q
+        q = assemble(model, q, held=coordinates, start=model.q0).q
     except SolveError as error:
         problems.add(f"{machine.where}.joints", f"machine {machine.id!r}: the start state cannot be assembled: {error}",
                      "joint values with which the loops close")
