@@ -82,34 +82,39 @@ def _node_table(model: Model) -> tuple[list[tuple[int, int, np.ndarray, int, int
     return cached
 
 
-def _frames_by_node(model: Model) -> list[tuple[int, slice, np.ndarray]]:
-    """Frames grouped by node (contiguous per body): (node, slice of frames, offsets^T (k, 4, 4)),
-    offsets taken from the node's motion frame (D_node @ frame_offset)."""
-    cached = model.__dict__.get("_frames_by_node_cache")
+def _pose_tables(model: Model) -> tuple[list[tuple[int, np.ndarray]], list[tuple[int, np.ndarray]]]:
+    """(node, (D_node @ offset)^T) for every frame and every body: their poses from the node motion frames."""
+    cached = model.__dict__.get("_pose_table_cache")
     if cached is None:
-        offsets = model.node_offset[model.frame_node] @ model.frame_offset
-        nodes = model.frame_node
-        cached, start = [], 0
-        for end in range(1, len(nodes) + 1):
-            if end == len(nodes) or nodes[end] != nodes[start]:
-                block = np.ascontiguousarray(offsets[start:end].transpose(0, 2, 1))
-                cached.append((int(nodes[start]), slice(start, end), block))
-                start = end
-        object.__setattr__(model, "_frames_by_node_cache", cached)
+        frames = [(int(n), np.ascontiguousarray((model.node_offset[n] @ x).T))
+                  for n, x in zip(model.frame_node, model.frame_offset)]
+        bodies = [(int(n), np.ascontiguousarray(model.node_offset[n].T)) for n in model.body_node]
+        cached = (frames, bodies)
+        object.__setattr__(model, "_pose_table_cache", cached)
     return cached
 
 
+def _poses(world: np.ndarray, table: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """4x4 poses, batch last (n, 4, 4, B), each ``W_node @ offset`` computed into place."""
+    batch = world.shape[-1]
+    out = np.empty((len(table), 4, 4, batch))
+    out[:, 3, :3] = 0.0
+    out[:, 3, 3] = 1.0
+    for i, (node, offset_t) in enumerate(table):
+        np.matmul(offset_t, world[node], out=out[i, :3])
+    return out
+
+
 def forward(model: Model, q: np.ndarray) -> Poses:
-    """World poses of all bodies and frames for one configuration (nq,) or a batch (..., nq)."""
+    """World poses of all bodies and frames for one configuration (nq,) or a batch (..., nq).
+
+    The arrays are computed batch last and returned as views with the batch first.
+    """
     qb, shape = _as_batch(model, q)
-    batch = qb.shape[0]
     world = motion_frames(model, qb)
-    frames = np.zeros((batch, len(model.frame_names), 4, 4))
-    frames[:, :, 3, 3] = 1.0
-    for node, frame_slice, offsets_t in _frames_by_node(model):
-        tops = np.matmul(offsets_t, world[node][:, None])  # (3, k, 4, B): row r of every frame on the node
-        frames[:, frame_slice, :3, :] = tops.transpose(3, 1, 0, 2)
-    bodies = frames[:, model.body_origin_frame]
+    frame_table, body_table = _pose_tables(model)
+    frames = np.moveaxis(_poses(world, frame_table), -1, 0)
+    bodies = np.moveaxis(_poses(world, body_table), -1, 0)
     return Poses(bodies.reshape(*shape, -1, 4, 4), frames.reshape(*shape, -1, 4, 4))
 
 
