@@ -55,15 +55,18 @@ class Load:
 @dataclass(frozen=True)
 class SolverOptions:
     """Newton settings. Tolerances: ``force_tolerance`` relative to the largest generalized force
-    in play, ``closure_tolerance`` absolute (m and rad); ``max_step`` caps a Newton step's largest
-    coordinate change (rad or m), a simple trust region for far-from-equilibrium starts."""
+    in play, ``closure_tolerance`` absolute (m and rad). ``max_step`` caps a Newton step's largest
+    coordinate change (rad or m), ``max_shifted_step`` a step taken with a shifted stiffness (where
+    the mechanism is unstable or its stiffness vanishes, as on a spring's slack side); the line
+    search on the energy does the rest of the globalization."""
 
     max_iterations: int = 60  # per load step
     force_tolerance: float = 1e-10
     closure_tolerance: float = 1e-10
     max_load_halvings: int = 8
     full_load_iterations: int = 25
-    max_step: float = 0.5
+    max_step: float = np.inf
+    max_shifted_step: float = 1.0
     seek_stable: bool = True
 
 
@@ -246,7 +249,10 @@ def _newton(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | 
         # Newton direction with the stiffness shifted to be positive definite on the null space
         lowest = _lowest_eigenvalue(_reduced_stiffness(e, nf)[0])
         level = np.max(np.abs(e.hessian), axis=(1, 2), initial=0.0) + 1e-12
-        shift = np.where(lowest < 1e-8 * level, np.maximum(-2.0 * lowest, 1e-3 * level), 0.0)
+        # smallest shift of the form 1e-3 |H| 2^k that makes the reduced stiffness positive definite
+        base = 1e-3 * level
+        doublings = np.floor(np.log2(np.maximum(-lowest / base, 0.5))) + 1.0
+        shift = np.where(lowest < 1e-8 * level, base * 2.0 ** np.maximum(doublings, 0.0), 0.0)
         h = e.hessian + shift[:, None, None] * np.eye(nf)
         kkt = np.zeros((batch, nf + m, nf + m))
         kkt[:, :nf, :nf] = h
@@ -259,7 +265,8 @@ def _newton(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | 
             step = np.stack([np.linalg.lstsq(k, r, rcond=None)[0] for k, r in zip(kkt, rhs)])
         du, dlam = step[:, :nf], step[:, nf:]
         largest = np.max(np.abs(du), axis=1, initial=0.0)
-        cap = np.where(largest > p.options.max_step, p.options.max_step / np.maximum(largest, 1e-300), 1.0)
+        limit = np.where(shift > 0.0, p.options.max_shifted_step, p.options.max_step)
+        cap = np.where(largest > limit, limit / np.maximum(largest, 1e-300), 1.0)
         du, dlam = du * cap[:, None], dlam * cap[:, None]
         penalty = np.maximum(penalty, 2.0 * np.max(np.abs(multipliers + dlam), axis=1, initial=0.0))
         phi0 = _merit(e, penalty)
@@ -277,7 +284,9 @@ def _newton(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | 
             e_trial = _evaluate(p, trial_q, trial_lam, scale)
             phi = _merit(e_trial, penalty)
             accept = phi <= phi0 + 1e-4 * alpha * np.minimum(slope, 0.0)
-            accept |= (shift == 0.0) & (_residual_norm(e_trial) < (1.0 - 1e-4 * alpha) * norm0)
+            # where the predicted change of the merit is lost in its round-off, judge by the residual instead
+            lost = np.abs(slope) < 1e-12 * (np.abs(phi0) + 1.0)
+            accept |= lost & (shift == 0.0) & (_residual_norm(e_trial) < (1.0 - 1e-4 * alpha) * norm0)
             accept &= searching
             q_new[accept], lam_new[accept] = trial_q[accept], trial_lam[accept]
             e_new = _merge(e_new, e_trial, accept)
