@@ -217,10 +217,13 @@ def _merit(e: _Evaluation, penalty: np.ndarray) -> np.ndarray:
 
 def _newton(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | np.ndarray,
             active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Newton iterations on the cases in ``active``; returns q, multipliers, converged, iterations."""
+    """Newton iterations on the cases in ``active``; returns q, multipliers, converged, iterations.
+
+    Each iteration works only on the cases still iterating, so one slow case does
+    not make the others pay for its evaluations.
+    """
     model, free, nf = p.model, p.free, len(p.free)
     batch = q.shape[0]
-    m = len(p.rows)
     q, multipliers = q.copy(), multipliers.copy()
     iterations = np.zeros(batch, dtype=int)
     converged = np.zeros(batch, dtype=bool)
@@ -242,63 +245,84 @@ def _newton(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | 
                 e = _evaluate(p, q, multipliers, scale)
                 done = _converged(p, e)
         converged |= done & active
-        working = active & ~converged
-        if not np.any(working):
+        working = np.flatnonzero(active & ~converged)
+        if not len(working):
             break
-        iterations += working
-        # Newton direction with the stiffness shifted to be positive definite on the null space
-        lowest = _lowest_eigenvalue(_reduced_stiffness(e, nf)[0])
-        level = np.max(np.abs(e.hessian), axis=(1, 2), initial=0.0) + 1e-12
-        # smallest shift of the form 1e-3 |H| 2^k that makes the reduced stiffness positive definite
-        base = 1e-3 * level
-        doublings = np.floor(np.log2(np.maximum(-lowest / base, 0.5))) + 1.0
-        shift = np.where(lowest < 1e-8 * level, base * 2.0 ** np.maximum(doublings, 0.0), 0.0)
-        h = e.hessian + shift[:, None, None] * np.eye(nf)
-        kkt = np.zeros((batch, nf + m, nf + m))
-        kkt[:, :nf, :nf] = h
-        kkt[:, :nf, nf:] = -np.swapaxes(e.closure_jacobian, 1, 2)
-        kkt[:, nf:, :nf] = e.closure_jacobian
-        rhs = np.concatenate([e.residual, -e.closure], axis=1)
-        try:
-            step = np.linalg.solve(kkt, rhs[..., None])[..., 0]
-        except np.linalg.LinAlgError:
-            step = np.stack([np.linalg.lstsq(k, r, rcond=None)[0] for k, r in zip(kkt, rhs)])
-        du, dlam = step[:, :nf], step[:, nf:]
-        largest = np.max(np.abs(du), axis=1, initial=0.0)
-        limit = np.where(shift > 0.0, p.options.max_shifted_step, p.options.max_step)
-        cap = np.where(largest > limit, limit / np.maximum(largest, 1e-300), 1.0)
-        du, dlam = du * cap[:, None], dlam * cap[:, None]
-        penalty = np.maximum(penalty, 2.0 * np.max(np.abs(multipliers + dlam), axis=1, initial=0.0))
-        phi0 = _merit(e, penalty)
-        slope = (-np.einsum("bi,bi->b", e.q_force_reduced, du) - penalty * np.sum(np.abs(e.closure), axis=1)
-                 if e.conservative else -phi0)
-        norm0 = _residual_norm(e)
-        alpha = np.where(working, 1.0, 0.0)
-        searching = working.copy()
-        q_new, lam_new, e_new = q.copy(), multipliers.copy(), e
-        for _ in range(40):
-            trial_q = q.copy()
-            trial_q[:, free] += alpha[:, None] * du
-            trial_q = model.apply_couplings(trial_q)
-            trial_lam = multipliers + alpha[:, None] * dlam
-            e_trial = _evaluate(p, trial_q, trial_lam, scale)
-            phi = _merit(e_trial, penalty)
-            accept = phi <= phi0 + 1e-4 * alpha * np.minimum(slope, 0.0)
-            # where the predicted change of the merit is lost in its round-off, judge by the residual instead
-            lost = np.abs(slope) < 1e-12 * (np.abs(phi0) + 1.0)
-            accept |= lost & (shift == 0.0) & (_residual_norm(e_trial) < (1.0 - 1e-4 * alpha) * norm0)
-            accept &= searching
-            q_new[accept], lam_new[accept] = trial_q[accept], trial_lam[accept]
-            e_new = _merge(e_new, e_trial, accept)
-            searching &= ~accept
-            if not np.any(searching):
-                break
-            alpha = np.where(searching, 0.5 * alpha, alpha)
-            if np.all(alpha[searching] < 1e-10):
-                break
-        q, multipliers, e = q_new, lam_new, e_new
+        iterations[working] += 1
+        sub_scale = np.asarray(scale)[working] if np.ndim(scale) else scale
+        q_w, lam_w, e_w, penalty[working] = _newton_step(
+            _subset(p, working), q[working], multipliers[working], _take(e, working), sub_scale, penalty[working])
+        q[working], multipliers[working] = q_w, lam_w
+        e = _put(e, working, e_w)
     converged |= _converged(p, e) & active
     return q, multipliers, converged, iterations
+
+
+def _newton_step(p: _Problem, q: np.ndarray, multipliers: np.ndarray, e: _Evaluation, scale: float | np.ndarray,
+                 penalty: np.ndarray) -> tuple[np.ndarray, np.ndarray, _Evaluation, np.ndarray]:
+    """One damped Newton step for every case given: KKT direction with the stiffness shifted to be positive
+    definite on the constraint null space, then a backtracking line search on the merit."""
+    model, free, nf = p.model, p.free, len(p.free)
+    batch, m = q.shape[0], len(p.rows)
+    lowest = _lowest_eigenvalue(_reduced_stiffness(e, nf)[0])
+    level = np.max(np.abs(e.hessian), axis=(1, 2), initial=0.0) + 1e-12
+    # smallest shift of the form 1e-3 |H| 2^k that makes the reduced stiffness positive definite
+    base = 1e-3 * level
+    doublings = np.floor(np.log2(np.maximum(-lowest / base, 0.5))) + 1.0
+    shift = np.where(lowest < 1e-8 * level, base * 2.0 ** np.maximum(doublings, 0.0), 0.0)
+    kkt = np.zeros((batch, nf + m, nf + m))
+    kkt[:, :nf, :nf] = e.hessian + shift[:, None, None] * np.eye(nf)
+    kkt[:, :nf, nf:] = -np.swapaxes(e.closure_jacobian, 1, 2)
+    kkt[:, nf:, :nf] = e.closure_jacobian
+    rhs = np.concatenate([e.residual, -e.closure], axis=1)
+    try:
+        step = np.linalg.solve(kkt, rhs[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        step = np.stack([np.linalg.lstsq(k, r, rcond=None)[0] for k, r in zip(kkt, rhs)])
+    du, dlam = step[:, :nf], step[:, nf:]
+    largest = np.max(np.abs(du), axis=1, initial=0.0)
+    limit = np.where(shift > 0.0, p.options.max_shifted_step, p.options.max_step)
+    cap = np.where(largest > limit, limit / np.maximum(largest, 1e-300), 1.0)
+    du, dlam = du * cap[:, None], dlam * cap[:, None]
+    penalty = np.maximum(penalty, 2.0 * np.max(np.abs(multipliers + dlam), axis=1, initial=0.0))
+    phi0 = _merit(e, penalty)
+    slope = (-np.einsum("bi,bi->b", e.q_force_reduced, du) - penalty * np.sum(np.abs(e.closure), axis=1)
+             if e.conservative else -phi0)
+    # where the predicted change of the merit is lost in its round-off, judge by the residual instead
+    lost = np.abs(slope) < 1e-12 * (np.abs(phi0) + 1.0)
+    norm0 = _residual_norm(e)
+    alpha = np.ones(batch)
+    searching = np.ones(batch, dtype=bool)
+    q_new, lam_new, e_new = q.copy(), multipliers.copy(), e
+    for _ in range(40):
+        trial_q = q.copy()
+        trial_q[:, free] += alpha[:, None] * du
+        trial_q = model.apply_couplings(trial_q)
+        trial_lam = multipliers + alpha[:, None] * dlam
+        e_trial = _evaluate(p, trial_q, trial_lam, scale)
+        accept = _merit(e_trial, penalty) <= phi0 + 1e-4 * alpha * np.minimum(slope, 0.0)
+        accept |= lost & (shift == 0.0) & (_residual_norm(e_trial) < (1.0 - 1e-4 * alpha) * norm0)
+        accept &= searching
+        q_new[accept], lam_new[accept] = trial_q[accept], trial_lam[accept]
+        e_new = _merge(e_new, e_trial, accept)
+        searching &= ~accept
+        if not np.any(searching) or np.all(alpha[searching] < 1e-10):
+            break
+        alpha = np.where(searching, 0.5 * alpha, alpha)
+    return q_new, lam_new, e_new, penalty
+
+
+def _take(e: _Evaluation, cases: np.ndarray) -> _Evaluation:
+    """The evaluation of some cases."""
+    return _Evaluation(e.residual[cases], e.closure[cases], e.closure_jacobian[cases], e.hessian[cases],
+                       e.energy[cases], e.force_scale[cases], e.conservative, e.q_force_reduced[cases])
+
+
+def _put(e: _Evaluation, cases: np.ndarray, part: _Evaluation) -> _Evaluation:
+    """``e`` with the evaluation of some cases replaced by ``part``."""
+    for name in ("residual", "closure", "closure_jacobian", "hessian", "energy", "force_scale", "q_force_reduced"):
+        getattr(e, name)[cases] = getattr(part, name)
+    return e
 
 
 def _merge(a: _Evaluation, b: _Evaluation, take_b: np.ndarray) -> _Evaluation:
