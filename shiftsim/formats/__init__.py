@@ -24,6 +24,19 @@ def sniff_json_format(data: object) -> str:
     return "shift"
 
 
+def _mfk_with_hash_comments(path: Path, error: ModelError) -> tuple[object, list[str]]:
+    """An MFK configuration written like the specification's examples, with ``#`` comments; else ``error``."""
+    from .mfk.source import read_mfk_file
+
+    try:
+        data, warnings = read_mfk_file(path)
+    except ModelError:
+        raise error from None
+    if sniff_json_format(data) != "mfk":
+        raise error
+    return data, warnings
+
+
 def read_model(path: str | Path) -> ModelSpec:
     """Read a model file of any supported format."""
     path = Path(path)
@@ -41,7 +54,10 @@ def read_model(path: str | Path) -> ModelSpec:
     if suffix in (".json", ".json5", ".mfk"):
         from ..jsonio import read_json
 
-        data, warnings = read_json(path)
+        try:
+            data, warnings = read_json(path)
+        except ModelError as error:
+            data, warnings = _mfk_with_hash_comments(path, error)
         kind = sniff_json_format(data)
         if kind == "mfk":
             from .mfk import mfk_model_spec
