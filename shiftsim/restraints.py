@@ -7,7 +7,8 @@ Two encodings reach this module:
   (-inf, k1), the last [kn, +inf);
 * joint-level ``stiffness``/``damping`` arrays: one polynomial, **constant term first**.
 
-Either becomes a :class:`PiecewiseLaw` evaluated through ``scipy.interpolate.PPoly``.
+The first become a :class:`PiecewiseLaw` evaluated through ``scipy.interpolate.PPoly``;
+the second are stacked into :class:`PolynomialLaws` and evaluated all at once.
 Sign convention everywhere: the law gives f(x) and the generalized force is
 ``Q = -f(x)``; the stored energy of a spring is ``V(x) = integral_0^x f``.
 """
@@ -51,11 +52,6 @@ class PiecewiseLaw:
         value = PPoly(local, np.asarray(breaks), extrapolate=True)
         energy = value.antiderivative()
         return cls(value, value.derivative(), energy, float(energy(0.0)))
-
-    @classmethod
-    def from_constant_first(cls, coefficients: tuple[float, ...]) -> PiecewiseLaw:
-        """Build from a joint-level array ``c0 + c1 x + c2 x^2 + ...``."""
-        return cls.from_pieces((), (tuple(reversed(coefficients)),))
 
     def continuity_gaps(self) -> list[tuple[float, float]]:
         """(knot, jump in f) for every knot where the law is discontinuous."""

@@ -31,12 +31,6 @@ def inverse(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def skew(v: np.ndarray) -> np.ndarray:
-    """Cross-product matrix ``[v]x`` with ``[v]x @ w == v x w``."""
-    x, y, z = v
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-
-
 def rotation_about(axis: np.ndarray, angle: float) -> np.ndarray:
     """3x3 right-handed rotation by ``angle`` (rad) about the unit vector ``axis``."""
     return Rotation.from_rotvec(np.asarray(axis, float) * angle).as_matrix()

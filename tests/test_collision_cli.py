@@ -82,7 +82,7 @@ def test_machines_apart_exit_0_and_report_the_least_distance(tmp_path, capsys):
     assert code == 0
     # ex2's tracks 30 - 1.5 m east; ex1's tracks corner reaches 1.7 sin a + 1.5 cos a, largest at 40 degrees
     least = 28.5 - (1.7 * math.sin(math.radians(40)) + 1.5 * math.cos(math.radians(40)))
-    assert out.splitlines()[-1].startswith(f"no collision (margin 0.05 m); least distance at step 40 ")
+    assert out.splitlines()[-1].startswith("no collision (margin 0.05 m); least distance at step 40 ")
     assert f"ex1 - ex2: {least:.4g} m" in out.splitlines()[-1]
 
 
