@@ -16,3 +16,15 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 __version__ = "0.1.0"
+
+from .errors import InputError, ModelError, ScenarioError, ShiftsimError, SolveError  # noqa: E402
+from .formats import read_model  # noqa: E402
+from .kinematics import assemble, forward, frame_jacobian  # noqa: E402
+from .loading import load_model  # noqa: E402
+from .model import Model, compile_model  # noqa: E402
+from .statics import Load, SolverOptions, solve, solve_batch  # noqa: E402
+
+__all__ = [
+    "InputError", "Load", "Model", "ModelError", "ScenarioError", "ShiftsimError", "SolveError", "SolverOptions",
+    "assemble", "compile_model", "forward", "frame_jacobian", "load_model", "read_model", "solve", "solve_batch",
+]

@@ -153,12 +153,16 @@ def _evaluate(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float 
 
 def _reduce_vector(x: np.ndarray, t_map: np.ndarray | None, free: np.ndarray) -> np.ndarray:
     """T^T x for x (B, nq): the free components, or through the coupling map when there is one."""
-    return x[:, free] if t_map is None else np.einsum("bki,bk->bi", t_map, x)
+    if t_map is not None:
+        return np.einsum("bki,bk->bi", t_map, x)
+    return x if len(free) == x.shape[1] else x[:, free]
 
 
 def _reduce_columns(a: np.ndarray, t_map: np.ndarray | None, free: np.ndarray) -> np.ndarray:
     """A T for A (B, r, nq)."""
-    return a[:, :, free] if t_map is None else a @ t_map
+    if t_map is not None:
+        return a @ t_map
+    return a if len(free) == a.shape[2] else a[:, :, free]  # free is sorted and unique: all of them is the identity
 
 
 def _null_space(g_u: np.ndarray, nf: int) -> np.ndarray:
@@ -183,11 +187,20 @@ def _lowest_eigenvalue(reduced: np.ndarray) -> np.ndarray:
     """Smallest eigenvalue per case, +inf where a Cholesky factorization shows it is positive definite."""
     if reduced.shape[1] == 0:
         return np.full(reduced.shape[0], np.inf)
+    lowest = np.full(reduced.shape[0], np.inf)
     try:
         np.linalg.cholesky(reduced)
-        return np.full(reduced.shape[0], np.inf)
+        return lowest
     except np.linalg.LinAlgError:
-        return np.linalg.eigvalsh(reduced)[:, 0]
+        pass
+    failing = []
+    for b, matrix in enumerate(reduced):
+        try:
+            np.linalg.cholesky(matrix)
+        except np.linalg.LinAlgError:
+            failing.append(b)
+    lowest[failing] = np.linalg.eigvalsh(reduced[failing])[:, 0]
+    return lowest
 
 
 def _reduced_eigen(e: _Evaluation, nf: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
