@@ -26,13 +26,13 @@ Everything works on batches of independent cases ``(B, ...)`` at once:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.linalg
 
 from . import generalized as gen
-from .errors import InputError, Problem, SolveError
+from .errors import InputError, Problem
 from .kinematics import assemble, closure_jacobian, closure_residual, coupling_map, state
 from .model import Model
 
@@ -81,7 +81,6 @@ class BatchResult:
     residual: np.ndarray
     stable: np.ndarray
     free: np.ndarray
-    messages: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -384,7 +383,6 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     first_try = _Problem(model, free, rows, gravity, list(loads), rate_force,
                          replace(options, max_iterations=min(options.max_iterations, options.full_load_iterations)))
     q, lam, converged, iterations = _newton(first_try, q_start, lam0, 1.0, np.ones(batch, dtype=bool))
-    messages = []
     failed = np.flatnonzero(~converged)
     if len(failed):
         q_f, lam_f, ok_f, its_f = _load_stepping(_subset(p, failed), q_start[failed])
@@ -394,7 +392,7 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     stable = _lowest_eigenvalue(_reduced_stiffness(e, len(free))[0]) > 1e-9 * e.force_scale
     full = np.zeros((batch, 6 * len(model.closures)))
     full[:, rows] = lam
-    return BatchResult(q, full, converged, iterations, _residual_norm(e) * 1.0, stable, free, messages)
+    return BatchResult(q, full, converged, iterations, _residual_norm(e), stable, free)
 
 
 def _subset(p: _Problem, cases: np.ndarray) -> _Problem:
@@ -506,4 +504,4 @@ def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold:
     return Solution.build(model, loaded, reference, gravity, loads_applied)
 
 
-__all__ = ["Load", "SolverOptions", "solve", "solve_batch", "SolveError"]
+__all__ = ["BatchResult", "Load", "SolverOptions", "solve", "solve_batch"]
