@@ -247,17 +247,36 @@ def applied_loads(model: Model, s: State, loads: list[AppliedLoad]) -> tuple[lis
 def closure_force_stiffness(model: Model, s: State, multipliers: np.ndarray) -> np.ndarray:
     """d(G^T lambda)/dq as [k, j] for fixed multipliers (B, 6 n_closures): the closure wrenches
     (force lambda_p at the child frame origin and torque lambda_r on the child, the opposite on the
-    parent-side chain) differentiated with the points and axes they act through."""
+    parent-side chain) differentiated with the points and axes they act through.
+
+    All closures at once: the force terms add up to omega_j . (X_k) with
+    X_k = sum over closures of (Jv_b,k - Jv_a,k) x lambda_p, the torque terms to
+    (omega_j x omega_k) . T_k with T_k the net closure torque on what coordinate k moves.
+    """
     batch = s.q.shape[0]
-    stiffness = np.zeros((batch, model.nq, model.nq))
     if not model.closures:
-        return stiffness
+        return np.zeros((batch, model.nq, model.nq))
+    _, _, _, strictly = _pair_tables(model)
+    moves_a, moves_b = _closure_moves(model)
     _, p_a, _, p_b = closure_poses(model, s)
     lam = multipliers.reshape(batch, -1, 6)
-    for k, c in enumerate(model.closures):
-        force, torque = lam[:, k, :3], lam[:, k, 3:]
-        jv_b = point_jacobian(model, s, c.node_b, p_b[:, k])
-        jv_a = point_jacobian(model, s, c.node_a, p_a[:, k])
-        stiffness += point_hessian(model, s, jv_b, force) - point_hessian(model, s, jv_a, force)
-        stiffness += _torque_stiffness(model, s, c.node_b, torque) - _torque_stiffness(model, s, c.node_a, torque)
-    return stiffness
+    force, torque = lam[:, :, None, :3], lam[:, :, None, 3:]
+    omega, v = s.omega[:, None], s.v[:, None]
+    jv_b = (cross(omega, p_b[:, :, None]) + v) * moves_b[None, :, :, None]  # (B, closures, nq, 3)
+    jv_a = (cross(omega, p_a[:, :, None]) + v) * moves_a[None, :, :, None]
+    x = cross(jv_b - jv_a, force).sum(axis=1)  # (B, nq, 3)
+    stiffness = _symmetric_from_upper(model, s.omega @ np.swapaxes(x, 1, 2))
+    t = (torque * (moves_b.astype(float) - moves_a)[None, :, :, None]).sum(axis=1)  # (B, nq, 3)
+    m = s.omega @ np.swapaxes(cross(s.omega, t), 1, 2)  # m[j, k] = omega_j . (omega_k x T_k)
+    return stiffness + np.swapaxes(np.where(strictly, m, 0.0), 1, 2)
+
+
+def _closure_moves(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """(closures, nq) bool: coordinate k moves the parent-side end / the child frame of each closure."""
+    cached = model.__dict__.get("_closure_moves_cache")
+    if cached is None:
+        by_coordinate = model.subtree[model.coordinate_node]
+        cached = (by_coordinate[:, [c.node_a for c in model.closures]].T,
+                  by_coordinate[:, [c.node_b for c in model.closures]].T)
+        object.__setattr__(model, "_closure_moves_cache", cached)
+    return cached
