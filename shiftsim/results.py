@@ -18,19 +18,20 @@ from typing import Any
 import numpy as np
 
 from . import generalized as gen
-from .kinematics import closure_poses, state
+from .kinematics import State, closure_poses, state
 from .model import Model
 from .spatial import cross, rotation_error
 
 
 def _external_wrenches(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
-                       loads: list[gen.AppliedLoad], closures: bool = True) -> np.ndarray:
+                       loads: list[gen.AppliedLoad], closures: bool = True, s: State | None = None) -> np.ndarray:
     """External wrench on every node (n_nodes, 6): [force, moment about the world origin], world axes.
 
     Joint restraints and rate forces are internal to their joints and not included; closure
-    wrenches (the loads of loop-closing joints) are included when ``closures``.
+    wrenches (the loads of loop-closing joints) are included when ``closures``. ``s`` is the
+    kinematic state at q when the caller has it.
     """
-    s = state(model, q[None])
+    s = state(model, q[None]) if s is None else s
     wrench = np.zeros((model.n_nodes, 6))
 
     def add(node: int, point: np.ndarray, force: np.ndarray, torque: np.ndarray) -> None:
@@ -38,9 +39,9 @@ def _external_wrenches(model: Model, q: np.ndarray, multipliers: np.ndarray, gra
         wrench[node, 3:] += cross(point, force) + torque
 
     com = np.einsum("nij,nj->ni", s.rotation[0], model.node_com) + s.position[0]
-    for node in range(model.n_nodes):
-        if model.node_mass[node]:
-            add(node, com[node], model.node_mass[node] * gravity, np.zeros(3))
+    weight = model.node_mass[:, None] * gravity
+    wrench[:, :3] += weight
+    wrench[:, 3:] += cross(com, weight)
     for load in loads:
         rotation, point = gen.frame_point(model, s, load.frame)
         force, torque = load.force[0], load.torque[0]
@@ -71,11 +72,6 @@ def _external_wrenches(model: Model, q: np.ndarray, multipliers: np.ndarray, gra
     return wrench
 
 
-def _shift(wrench: np.ndarray, point: np.ndarray) -> np.ndarray:
-    """Wrench about the world origin -> about ``point``."""
-    return np.concatenate([wrench[:3], wrench[3:] - cross(point, wrench[:3])])
-
-
 @dataclass
 class JointLoad:
     """Loads of one joint: wrench (about the joint origin, world axes), its rotation, efforts per coordinate."""
@@ -88,33 +84,34 @@ class JointLoad:
 def joint_loads(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
                 loads: list[gen.AppliedLoad]) -> list[JointLoad]:
     """The loads every joint carries at an equilibrium (see the module docstring)."""
-    external = _external_wrenches(model, q, multipliers, gravity, loads)
-    subtree_wrench = model.subtree.astype(float) @ external  # (n_nodes, 6) about the world origin
     s = state(model, q[None])
-    frames_rotation, frames_point = [], []
-    for j in model.joints:
-        rotation, point = gen.frame_point(model, s, j.child_frame)
-        frames_rotation.append(rotation[0])
-        frames_point.append(point[0])
+    external = _external_wrenches(model, q, multipliers, gravity, loads, s=s)
+    subtree_wrench = model.subtree.astype(float) @ external  # (n_nodes, 6) about the world origin
+    child_frames = [j.child_frame for j in model.joints]
+    nodes = model.frame_node[child_frames]
+    offsets = model.frame_offset[child_frames]
+    rotations = s.rotation[0, nodes] @ offsets[:, :3, :3]
+    points = np.einsum("jik,jk->ji", s.rotation[0, nodes], offsets[:, :3, 3]) + s.position[0, nodes]
+    # effort of every coordinate: its twist against the wrench the tree parent side transmits to its subtree
+    at = subtree_wrench[model.coordinate_node]
+    efforts = -(np.sum(s.omega[0] * at[:, 3:], axis=1) + np.sum(s.v[0] * at[:, :3], axis=1))
     lam = multipliers.reshape(-1, 6)
     closure_of = {c.joint: k for k, c in enumerate(model.closures)}
     if model.closures:
         _, _, _, p_b = closure_poses(model, s)
-    out = []
+    about_origin = np.empty((len(model.joints), 6))  # parent side on child side, as written in the file
     for index, joint in enumerate(model.joints):
         if joint.in_tree:
             first = joint.nodes[-1] if joint.reversed else joint.nodes[0]
             transmitted = -subtree_wrench[first]  # tree parent on tree child
-            user = -transmitted if joint.reversed else transmitted
+            about_origin[index] = -transmitted if joint.reversed else transmitted
         else:
             k = closure_of[index]
-            user = np.concatenate([lam[k, :3], cross(p_b[0, k], lam[k, :3]) + lam[k, 3:]])
-        effort = np.array([
-            -(s.omega[0, c] @ subtree_wrench[model.coordinate_node[c], 3:] + s.v[0, c] @ subtree_wrench[model.coordinate_node[c], :3])
-            for c in joint.coordinates
-        ])
-        out.append(JointLoad(_shift(user, frames_point[index]), frames_rotation[index], effort))
-    return out
+            about_origin[index, :3] = lam[k, :3]
+            about_origin[index, 3:] = cross(p_b[0, k], lam[k, :3]) + lam[k, 3:]
+    about_origin[:, 3:] -= cross(points, about_origin[:, :3])  # moment about each joint frame origin
+    return [JointLoad(about_origin[i], rotations[i], efforts[list(joint.coordinates)])
+            for i, joint in enumerate(model.joints)]
 
 
 def body_balance(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
