@@ -112,6 +112,15 @@ class FieldReader:
         self.problems.add(where, f"is {json_type(data)}", "an object")
         return None
 
+    def objects(self, obj: dict[str, Any], key: str, where: str, required: bool = False):
+        """(path, object) for every element of the array ``obj[key]`` that is an object; other
+        elements are reported as problems and skipped."""
+        for i, item in enumerate(self.array(obj, key, where, required)):
+            path = member_path(member_path(where, key), i)
+            element = self.object(item, path)
+            if element is not None:
+                yield path, element
+
     def array(self, obj: dict[str, Any], key: str, where: str, required: bool = False) -> list[Any]:
         path = member_path(where, key)
         if key not in obj:

@@ -170,11 +170,7 @@ def parse_configuration(data: Any, file: str) -> tuple[ResourceConfiguration, Pr
 def _component(reader: FieldReader, obj: dict[str, Any], index: int, where: str) -> Component:
     component = Component(index, reader.string(obj, "uuid", where, required=False),
                           reader.string(obj, "description", where, required=False), where)
-    for i, item in enumerate(reader.array(obj, "interfaces", where, required=True)):
-        path = member_path(member_path(where, "interfaces"), i)
-        iobj = reader.object(item, path)
-        if iobj is None:
-            continue
+    for path, iobj in reader.objects(obj, "interfaces", where, required=True):
         oem, name = reader.string(iobj, "oem", path), reader.string(iobj, "name", path)
         bad = False
         for key, value in (("oem", oem), ("name", name)):

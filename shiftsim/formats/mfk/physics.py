@@ -85,12 +85,7 @@ class PhysicsInterface(Interface):
 def parse_physics(reader: FieldReader, data: dict[str, Any], header: Header) -> PhysicsInterface:
     interface = PhysicsInterface(header.oem, header.name, header.version, header.where)
     for key, cls, ref_key in (("bodies", PhysicsBody, "node_ref"), ("joints", PhysicsJoint, "value_ref")):
-        where = member_path(header.where, key)
-        for i, item in enumerate(reader.array(data, key, header.where)):
-            path = member_path(where, i)
-            obj = reader.object(item, path)
-            if obj is None:
-                continue
+        for path, obj in reader.objects(data, key, header.where):
             if cls is PhysicsJoint:
                 for name in ("rest", "lower", "upper"):
                     reader.number(obj, name, path, required=False)

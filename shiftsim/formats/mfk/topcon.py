@@ -150,12 +150,7 @@ class CollisionShapesInterface(Interface):
 
 def parse_collision_shapes(reader: FieldReader, data: dict[str, Any], header: Header) -> CollisionShapesInterface:
     interface = CollisionShapesInterface(header.oem, header.name, header.version, header.where)
-    where = member_path(header.where, "shapes")
-    for i, item in enumerate(reader.array(data, "shapes", header.where, required=True)):
-        path = member_path(where, i)
-        obj = reader.object(item, path)
-        if obj is None:
-            continue
+    for path, obj in reader.objects(data, "shapes", header.where, required=True):
         kind = reader.string(obj, "type", path)
         if kind and kind not in ("aabb", "sphere"):
             reader.problems.add(member_path(path, "type"), f"unknown collision shape type {kind!r}", "aabb or sphere")
@@ -186,12 +181,7 @@ class MeasurementsInterface(Interface):
 
 def parse_measurements(reader: FieldReader, data: dict[str, Any], header: Header) -> MeasurementsInterface:
     interface = MeasurementsInterface(header.oem, header.name, header.version, header.where)
-    where = member_path(header.where, "measurements")
-    for i, item in enumerate(reader.array(data, "measurements", header.where)):
-        path = member_path(where, i)
-        obj = reader.object(item, path)
-        if obj is None:
-            continue
+    for path, obj in reader.objects(data, "measurements", header.where):
         reader.number(obj, "value", path)
         measurement = reader.identified(Measurement, obj, path,
                                         description=reader.string(obj, "description", path, required=False))
@@ -252,13 +242,8 @@ class AsBuiltShapesInterface(Interface):
 
 def parse_asbuilt_shapes(reader: FieldReader, data: dict[str, Any], header: Header) -> AsBuiltShapesInterface:
     interface = AsBuiltShapesInterface(header.oem, header.name, header.version, header.where)
-    where = member_path(header.where, "shapes")
     vertex_count = {"line": 2, "quad": 4}
-    for i, item in enumerate(reader.array(data, "shapes", header.where, required=True)):
-        path = member_path(where, i)
-        obj = reader.object(item, path)
-        if obj is None:
-            continue
+    for path, obj in reader.objects(data, "shapes", header.where, required=True):
         kind = reader.string(obj, "type", path)
         if kind and kind not in vertex_count:
             reader.problems.add(member_path(path, "type"), f"unknown as-built shape type {kind!r}", "line or quad")
@@ -336,12 +321,7 @@ class ReplicateInterface(Interface):
 
 def parse_replicate(reader: FieldReader, data: dict[str, Any], header: Header) -> ReplicateInterface:
     interface = ReplicateInterface(header.oem, header.name, header.version, header.where)
-    where = member_path(header.where, "manifest")
-    for i, item in enumerate(reader.array(data, "manifest", header.where, required=True)):
-        path = member_path(where, i)
-        obj = reader.object(item, path)
-        if obj is None:
-            continue
+    for path, obj in reader.objects(data, "manifest", header.where, required=True):
         ref = reader.string(obj, "value_ref", path)
         kind = reader.string(obj, "type", path)
         if kind and kind not in WIRE_TYPES:
@@ -439,12 +419,7 @@ class RenderAssetsInterface(Interface):
 
 def parse_render_assets(reader: FieldReader, data: dict[str, Any], header: Header) -> RenderAssetsInterface:
     interface = RenderAssetsInterface(header.oem, header.name, header.version, header.where)
-    where = member_path(header.where, "assets")
-    for i, item in enumerate(reader.array(data, "assets", header.where, required=True)):
-        path = member_path(where, i)
-        obj = reader.object(item, path)
-        if obj is None:
-            continue
+    for path, obj in reader.objects(data, "assets", header.where, required=True):
         resources = []
         for j, r in enumerate(reader.array(obj, "resource", path)):
             rpath = member_path(member_path(path, "resource"), j)
@@ -524,12 +499,7 @@ class PointsOfInterestInterface(Interface):
 
 def parse_points_of_interest(reader: FieldReader, data: dict[str, Any], header: Header) -> PointsOfInterestInterface:
     interface = PointsOfInterestInterface(header.oem, header.name, header.version, header.where)
-    where = member_path(header.where, "points")
-    for i, item in enumerate(reader.array(data, "points", header.where, required=True)):
-        path = member_path(where, i)
-        obj = reader.object(item, path)
-        if obj is None:
-            continue
+    for path, obj in reader.objects(data, "points", header.where, required=True):
         point = reader.identified(PointOfInterest, obj, path, node_ref=reader.string(obj, "node_ref", path),
                                   description=reader.string(obj, "description", path, required=False))
         if point is not None:
