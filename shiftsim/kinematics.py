@@ -43,6 +43,8 @@ def motion_frames(model: Model, q: np.ndarray) -> np.ndarray:
     configuration.
     """
     batch = q.shape[0]
+    if batch <= _FEW:
+        return _motion_frames_few(model, q)[:, :, :3, :].transpose(0, 2, 3, 1)
     table, coordinate_sign = _node_table(model)
     world = np.empty((model.n_nodes, 3, 4, batch))
     world[0] = np.eye(4)[:3, :, None]
@@ -66,6 +68,45 @@ def motion_frames(model: Model, q: np.ndarray) -> np.ndarray:
     return world
 
 
+_FEW = 4  # up to this many configurations, per-array overhead dominates: see _motion_frames_few
+
+
+def _motion_frames_few(model: Model, q: np.ndarray) -> np.ndarray:
+    """Motion frames (n_nodes, B, 4, 4) of a few configurations: every node's local transform ``A Z(q)``
+    at once, then one 4x4 product per node (fewer array operations per node than the column updates)."""
+    batch = q.shape[0]
+    _, coordinate_sign = _node_table(model)
+    table, revolute, prismatic = _local_tables(model)
+    theta = q * coordinate_sign
+    local = np.broadcast_to(model.node_joint[:, None], (model.n_nodes, batch, 4, 4)).copy()
+    if len(revolute):
+        c = np.cos(theta[:, model.node_coordinate[revolute]]).T[:, :, None]
+        s = np.sin(theta[:, model.node_coordinate[revolute]]).T[:, :, None]
+        part = local[revolute]
+        x, y = part[..., 0].copy(), part[..., 1].copy()
+        part[..., 0], part[..., 1] = c * x + s * y, c * y - s * x
+        local[revolute] = part
+    if len(prismatic):
+        part = local[prismatic]
+        part[..., 3] += theta[:, model.node_coordinate[prismatic]].T[:, :, None] * part[..., 2]
+        local[prismatic] = part
+    world = np.empty((model.n_nodes, batch, 4, 4))
+    world[0] = np.eye(4)
+    for node, parent in table:
+        np.matmul(world[parent], local[node], out=world[node])
+    return world
+
+
+def _local_tables(model: Model) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
+    """(node, parent) parents first, and the revolute and prismatic nodes."""
+    cached = model.__dict__.get("_local_table_cache")
+    if cached is None:
+        table = [(int(i), int(model.node_parent[i])) for level in model.levels for i in level.nodes]
+        cached = (table, np.flatnonzero(model.node_kind == REVOLUTE), np.flatnonzero(model.node_kind == PRISMATIC))
+        object.__setattr__(model, "_local_table_cache", cached)
+    return cached
+
+
 def _node_table(model: Model) -> tuple[list[tuple[int, int, np.ndarray, int, int]], np.ndarray]:
     """Per node, parents first: (node, parent, A^T, kind, coordinate); and the sign of every coordinate."""
     cached = model.__dict__.get("_node_table_cache")
@@ -79,6 +120,15 @@ def _node_table(model: Model) -> tuple[list[tuple[int, int, np.ndarray, int, int
                 sign[model.node_coordinate[i]] = model.node_sign[i]
         cached = (table, sign)
         object.__setattr__(model, "_node_table_cache", cached)
+    return cached
+
+
+def _frame_offsets(model: Model) -> np.ndarray:
+    """D_node @ frame_offset (n_frames, 4, 4): every frame from its node's motion frame."""
+    cached = model.__dict__.get("_frame_offset_cache")
+    if cached is None:
+        cached = model.node_offset[model.frame_node] @ model.frame_offset
+        object.__setattr__(model, "_frame_offset_cache", cached)
     return cached
 
 
@@ -111,6 +161,11 @@ def forward(model: Model, q: np.ndarray) -> Poses:
     The arrays are computed batch last and returned as views with the batch first.
     """
     qb, shape = _as_batch(model, q)
+    if qb.shape[0] <= _FEW:  # one stacked product for all poses
+        world = _motion_frames_few(model, qb)
+        frames = np.moveaxis(world[model.frame_node] @ _frame_offsets(model)[:, None], 1, 0)
+        bodies = np.moveaxis(world[model.body_node] @ model.node_offset[model.body_node][:, None], 1, 0)
+        return Poses(bodies.reshape(*shape, -1, 4, 4), frames.reshape(*shape, -1, 4, 4))
     world = motion_frames(model, qb)
     frame_table, body_table = _pose_tables(model)
     frames = np.moveaxis(_poses(world, frame_table), -1, 0)
