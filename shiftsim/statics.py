@@ -58,7 +58,9 @@ class SolverOptions:
     in play, ``closure_tolerance`` absolute (m and rad). ``max_step`` caps a Newton step's largest
     coordinate change (rad or m), ``max_shifted_step`` a step taken with a shifted stiffness (where
     the mechanism is unstable or its stiffness vanishes, as on a spring's slack side); the line
-    search on the energy does the rest of the globalization."""
+    search on the energy does the rest of the globalization. ``finite_difference_stiffness``
+    replaces the analytic tangent stiffness by central differences of the residual (a fallback
+    and a check; one residual evaluation pair per free coordinate)."""
 
     max_iterations: int = 60  # per load step
     force_tolerance: float = 1e-10
@@ -68,6 +70,7 @@ class SolverOptions:
     max_step: float = np.inf
     max_shifted_step: float = 1.0
     seek_stable: bool = True
+    finite_difference_stiffness: bool = False
 
 
 @dataclass
@@ -146,8 +149,27 @@ def _evaluate(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float 
         1e-3 * np.max(np.abs(hessian), axis=(1, 2), initial=0.0),
         np.full(batch, 1e-9),
     ])
-    return _Evaluation(residual, g, g_u, hessian, sum(t.energy for t in terms), force_scale,
-                       all(t.conservative for t in terms), reduced_q)
+    evaluation = _Evaluation(residual, g, g_u, hessian, sum(t.energy for t in terms), force_scale,
+                             all(t.conservative for t in terms), reduced_q)
+    if p.options.finite_difference_stiffness:
+        evaluation.hessian = _finite_difference_hessian(p, q, multipliers, scale)
+    return evaluation
+
+
+def _finite_difference_hessian(p: _Problem, q: np.ndarray, multipliers: np.ndarray,
+                               scale: float | np.ndarray) -> np.ndarray:
+    """-d(residual)/du by central differences (multipliers fixed), step 1e-6 per coordinate (rad or m)."""
+    analytic = replace(p, options=replace(p.options, finite_difference_stiffness=False))
+    step = 1e-6
+    columns = []
+    for i in p.free:
+        plus, minus = q.copy(), q.copy()
+        plus[:, i] += step
+        minus[:, i] -= step
+        r_plus = _evaluate(analytic, p.model.apply_couplings(plus), multipliers, scale).residual
+        r_minus = _evaluate(analytic, p.model.apply_couplings(minus), multipliers, scale).residual
+        columns.append(-(r_plus - r_minus) / (2 * step))
+    return np.stack(columns, axis=2)
 
 
 def _reduce_vector(x: np.ndarray, t_map: np.ndarray | None, free: np.ndarray) -> np.ndarray:
