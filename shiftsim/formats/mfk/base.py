@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable
 
+import numpy as np
+
 from ...errors import Problems
 
 Scalar = float | str
@@ -56,6 +58,10 @@ class MfkObject:
     def number(self, name: str) -> float:
         """A numeric member (readers have checked that typed fields hold numbers)."""
         return float(self.value(name))
+
+    def vector(self, *names: str) -> np.ndarray:
+        """Several numeric members as an array, e.g. ``vector("cx", "cy", "cz")``."""
+        return np.array([self.number(name) for name in names])
 
     def set_value(self, name: str, value: Scalar) -> None:
         self.values[name] = value
@@ -121,42 +127,32 @@ class FieldReader:
             if element is not None:
                 yield path, element
 
-    def array(self, obj: dict[str, Any], key: str, where: str, required: bool = False) -> list[Any]:
+    def _member(self, obj: dict[str, Any], key: str, where: str, required: bool, accepts, expected: str):
+        """``(True, value)`` when ``obj[key]`` passes ``accepts``; otherwise the problem (missing when
+        ``required``, or of the wrong type) is reported and ``(False, None)`` returned."""
         path = member_path(where, key)
         if key not in obj:
             if required:
-                self.problems.add(path, "missing", "an array")
-            return []
+                self.problems.add(path, "missing", expected)
+            return False, None
         value = obj[key]
-        if isinstance(value, list):
-            return value
-        self.problems.add(path, f"is {json_type(value)}", "an array")
-        return []
+        if accepts(value):
+            return True, value
+        self.problems.add(path, f"is {json_type(value)}", expected)
+        return False, None
+
+    def array(self, obj: dict[str, Any], key: str, where: str, required: bool = False) -> list[Any]:
+        ok, value = self._member(obj, key, where, required, lambda v: isinstance(v, list), "an array")
+        return value if ok else []
 
     def string(self, obj: dict[str, Any], key: str, where: str, required: bool = True,
                default: str = "") -> str:
-        path = member_path(where, key)
-        if key not in obj:
-            if required:
-                self.problems.add(path, "missing", "a string")
-            return default
-        value = obj[key]
-        if isinstance(value, str):
-            return value
-        self.problems.add(path, f"is {json_type(value)}", "a string")
-        return default
+        ok, value = self._member(obj, key, where, required, lambda v: isinstance(v, str), "a string")
+        return value if ok else default
 
     def number(self, obj: dict[str, Any], key: str, where: str, required: bool = True) -> float | None:
-        path = member_path(where, key)
-        if key not in obj:
-            if required:
-                self.problems.add(path, "missing", "a number")
-            return None
-        value = obj[key]
-        if is_number(value):
-            return float(value)
-        self.problems.add(path, f"is {json_type(value)}", "a number")
-        return None
+        ok, value = self._member(obj, key, where, required, is_number, "a number")
+        return float(value) if ok else None
 
     def integer(self, obj: dict[str, Any], key: str, where: str, required: bool = True) -> int | None:
         value = self.number(obj, key, where, required)

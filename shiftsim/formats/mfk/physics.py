@@ -53,7 +53,7 @@ class PhysicsBody(MfkObject):
 
     @property
     def com(self) -> np.ndarray:
-        return np.array([self.number("cx"), self.number("cy"), self.number("cz")])
+        return self.vector("cx", "cy", "cz")
 
     @property
     def inertia(self) -> np.ndarray:

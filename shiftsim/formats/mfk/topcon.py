@@ -67,16 +67,16 @@ class Node(MfkObject):
 
     @property
     def translation(self) -> np.ndarray:
-        return np.array([self.number("tx"), self.number("ty"), self.number("tz")])
+        return self.vector("tx", "ty", "tz")
 
     @property
     def yaw_pitch_roll(self) -> np.ndarray:
         """``(rz, ry, rx)``, the angles of the intrinsic z-y'-x'' rotation."""
-        return np.array([self.number("rz"), self.number("ry"), self.number("rx")])
+        return self.vector("rz", "ry", "rx")
 
     @property
     def scale(self) -> np.ndarray:
-        return np.array([self.number("sx"), self.number("sy"), self.number("sz")])
+        return self.vector("sx", "sy", "sz")
 
 
 @dataclass(eq=False)
@@ -132,11 +132,11 @@ class CollisionShape(MfkObject):
 
     @property
     def centre(self) -> np.ndarray:
-        return np.array([self.number("cx"), self.number("cy"), self.number("cz")])
+        return self.vector("cx", "cy", "cz")
 
     @property
     def half_extents(self) -> np.ndarray:
-        return np.array([self.number("hex"), self.number("hey"), self.number("hez")])
+        return self.vector("hex", "hey", "hez")
 
     @property
     def radius(self) -> float:
@@ -489,7 +489,7 @@ class PointOfInterest(MfkObject):
 
     @property
     def position(self) -> np.ndarray:
-        return np.array([self.number("tx"), self.number("ty"), self.number("tz")])
+        return self.vector("tx", "ty", "tz")
 
 
 @dataclass(eq=False)
