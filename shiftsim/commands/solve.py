@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import InputError, Problem
 from ..loading import load_model
 from ..statics import Load, solve
 from ._common import emit_json, parse_assignment, parse_vector
@@ -26,7 +27,8 @@ def add_parser(subparsers) -> None:
 def _load(text: str) -> Load:
     frame, values = parse_assignment(text, "--load")
     if len(values) not in (3, 6):
-        values = parse_vector("", "--load", 3)  # raises: wrong count
+        raise InputError([Problem("--load", text, f"{len(values)} numbers given",
+                                  "FRAME=fx,fy,fz (N) or FRAME=fx,fy,fz,mx,my,mz (N, N m)")])
     return Load(frame, tuple(values[:3]), tuple(values[3:6]) if len(values) == 6 else (0.0, 0.0, 0.0))
 
 
