@@ -15,6 +15,7 @@ O(n^2) small array operations, not O(n^3).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -45,6 +46,21 @@ class ForceTerms:
     stiffness: np.ndarray
     energy: np.ndarray
     conservative: bool
+
+
+class ForceField(Protocol):
+    """Forces that depend on the configuration and are not part of the model (ground contacts, say).
+
+    The solver adds ``terms`` to the model's own force terms at every evaluation (they are not
+    scaled by the load factor: they are supports, not loads); joint loads take ``point_forces``
+    as external forces on the bodies.
+    """
+
+    def terms(self, model: Model, s: State) -> ForceTerms:
+        """Generalized force (B, nq), its stiffness dQ/dq (B, nq, nq) and energy (B,) at the states ``s``."""
+
+    def point_forces(self, model: Model, s: State) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(node, point (B, 3), force (B, 3)) world-axes forces acting on nodes, for joint loads."""
 
 
 def _pair_tables(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -95,6 +95,7 @@ class _Problem:
     loads: list[gen.AppliedLoad]
     rate_force: np.ndarray | None  # (B, nq)
     options: SolverOptions
+    fields: tuple[gen.ForceField, ...] = ()
 
 
 @dataclass
@@ -119,7 +120,7 @@ def _evaluate(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float 
     weight = gen.gravity_and_world_forces(model, s, p.gravity * factor[:, None], point_forces)
     springs = gen.joint_springs(model, q)
     pairs = gen.pair_springs(model, s)
-    terms = (weight, springs, pairs, load_terms)
+    terms = (weight, springs, pairs, load_terms) + tuple(field.terms(model, s) for field in p.fields)
     q_force = sum(t.Q for t in terms)
     if p.rate_force is not None:
         q_force = q_force + p.rate_force
@@ -387,11 +388,14 @@ def independent_rows(model: Model, q: np.ndarray, free: np.ndarray, tolerance: f
 
 def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray,
                 loads: list[gen.AppliedLoad] = (), rates: np.ndarray | None = None,
-                options: SolverOptions = SolverOptions(), rows: np.ndarray | None = None) -> BatchResult:
+                options: SolverOptions = SolverOptions(), rows: np.ndarray | None = None,
+                fields: tuple[gen.ForceField, ...] = ()) -> BatchResult:
     """Equilibria of B independent cases sharing the model, the free coordinates and the closure rows.
 
     ``q_start`` (B, nq) holds the prescribed values and the starting guess; ``gravity`` (B, 3);
-    loads carry (B, 3) force/torque arrays. Cases whose full load fails are re-solved with load stepping.
+    loads carry (B, 3) force/torque arrays; ``fields`` are extra force fields (supports such as
+    ground contacts), the same for every case. Cases whose full load fails are re-solved with
+    load stepping.
     """
     q_start = np.atleast_2d(np.asarray(q_start, float))
     batch = q_start.shape[0]
@@ -400,10 +404,10 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     if rows is None:
         rows = independent_rows(model, q_start[0], free)
     rate_force = gen.rate_forces(model, rates) if rates is not None else None
-    p = _Problem(model, free, rows, gravity, list(loads), rate_force, options)
+    p = _Problem(model, free, rows, gravity, list(loads), rate_force, options, tuple(fields))
     lam0 = np.zeros((batch, len(rows)))
-    first_try = _Problem(model, free, rows, gravity, list(loads), rate_force,
-                         replace(options, max_iterations=min(options.max_iterations, options.full_load_iterations)))
+    first_try = replace(p, options=replace(options, max_iterations=min(options.max_iterations,
+                                                                      options.full_load_iterations)))
     q, lam, converged, iterations = _newton(first_try, q_start, lam0, 1.0, np.ones(batch, dtype=bool))
     failed = np.flatnonzero(~converged)
     if len(failed):
@@ -421,7 +425,7 @@ def _subset(p: _Problem, cases: np.ndarray) -> _Problem:
     """The problem restricted to some cases of the batch."""
     loads = [gen.AppliedLoad(l.frame, l.force[cases], l.torque[cases], l.follow) for l in p.loads]
     rate_force = None if p.rate_force is None else p.rate_force[cases]
-    return _Problem(p.model, p.free, p.rows, p.gravity[cases], loads, rate_force, p.options)
+    return _Problem(p.model, p.free, p.rows, p.gravity[cases], loads, rate_force, p.options, p.fields)
 
 
 def _load_stepping(p: _Problem, q_start: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
