@@ -9,7 +9,6 @@ instances, a design hierarchy, joints) before it is accepted.
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from pathlib import Path
 
@@ -20,9 +19,48 @@ from .schema import Assembly
 
 GZIP_MAGIC = b"\x1f\x8b"
 
+MAX_DECOMPRESSED = 512 * 2**20
+"""Largest decompressed size of a gzip ``.mira`` (bytes); larger files are refused (docs/security.md)."""
+
+CHUNK = 16 * 2**20
+"""Most bytes produced by one decompression step."""
+
 
 def _refuse(path: Path, where: str, what: str, expected: str) -> ModelError:
     return ModelError([Problem(str(path), where, what, expected)])
+
+
+def gunzip(path: Path, raw: bytes, cap: int) -> bytes:
+    """Decompress gzip data in chunks of at most :data:`CHUNK` bytes, refusing beyond ``cap`` bytes.
+
+    Concatenated gzip members are read like ``gzip.decompress`` does. Memory
+    stays below ``cap`` plus one chunk whatever the compression ratio.
+    """
+    out = bytearray()
+    data = raw
+    while data:
+        decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        pending = data
+        try:
+            while not decompressor.eof:
+                piece = decompressor.decompress(pending, CHUNK)
+                out += piece
+                if len(out) > cap:
+                    raise _refuse(path, "gzip stream", f"decompresses to more than {cap:,} bytes "
+                                  f"({len(raw):,} bytes compressed)",
+                                  f"at most {cap / 2**20:g} MiB of assembly data (a gzip bomb?)")
+                pending = decompressor.unconsumed_tail
+                if not (pending or piece or decompressor.eof):
+                    raise _refuse(path, "gzip stream", "truncated or corrupt gzip data (the stream ends early)",
+                                  "a complete gzip-compressed mirabuf assembly")
+        except zlib.error as exc:
+            raise _refuse(path, "gzip stream", f"truncated or corrupt gzip data ({exc})",
+                          "a complete gzip-compressed mirabuf assembly") from None
+        data = decompressor.unused_data.lstrip(b"\0")
+        if data and not data.startswith(GZIP_MAGIC):
+            raise _refuse(path, "gzip stream", "data after the gzip stream is not another gzip member",
+                          "a complete gzip-compressed mirabuf assembly")
+    return bytes(out)
 
 
 def read_payload(path: Path) -> bytes:
@@ -35,11 +73,7 @@ def read_payload(path: Path) -> bytes:
         raise _refuse(path, "", "the file is empty", "a mirabuf assembly (raw or gzip protobuf)")
     if not raw.startswith(GZIP_MAGIC):
         return raw
-    try:
-        payload = gzip.decompress(raw)
-    except (EOFError, OSError, zlib.error) as exc:
-        raise _refuse(path, "gzip stream", f"truncated or corrupt gzip data ({exc})",
-                      "a complete gzip-compressed mirabuf assembly") from None
+    payload = gunzip(path, raw, MAX_DECOMPRESSED)
     if not payload:
         raise _refuse(path, "gzip stream", "the compressed content is empty", "a mirabuf assembly inside the gzip")
     return payload

@@ -13,7 +13,10 @@ Conventions (see ``docs/mirabuf.md``):
   q = initial. Positive q turns the moving side about (or moves it along) the
   axis relative to the base.
 * Limits are absolute in the file's coordinate; the travel from the file pose
-  (limit - value) is kept, so ``limits = initial + (limit - value)``.
+  (limit - value) is kept, so ``limits = initial + (limit - value)``. A
+  revolute value is first moved by whole turns into its limits (a joint stored
+  at 6.2247 rad with limits +-pi/2 is at -0.0585 rad, inside them), so the
+  limits always contain the wrapped value when any turn of it fits.
   ``lower == upper`` (0 and 0 when unset) means unlimited; swapped limits are
   put in order with a warning.
 * Exports with ``Assembly.info.version < 5`` store revolute axes with x
@@ -81,6 +84,13 @@ def wrap_angle(angle: float) -> float:
     return math.pi if wrapped == -math.pi else wrapped
 
 
+def turn_into(angle: float, lower: float, upper: float) -> float:
+    """``angle`` moved by whole turns into [lower, upper] when some turn fits, else by the turns that bring
+    it nearest (the limits' midpoint decides): a revolute value and its limits are compared modulo 2 pi."""
+    middle = (lower + upper) / 2.0
+    return middle + math.remainder(angle - middle, 2.0 * math.pi)
+
+
 def axis_frame(axis: np.ndarray) -> np.ndarray:
     """A rotation whose third column is the unit vector ``axis`` (columns: frame axes in world)."""
     helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
@@ -125,6 +135,8 @@ def _read_dof(dof, where: str, prismatic: bool, flip_x: bool, problems: Problems
     if lower > upper:
         warnings.append(f"{where}.limits: lower {dof.limits.lower:g} > upper {dof.limits.upper:g}; swapped")
         lower, upper = upper, lower
+    if not prismatic:
+        value = turn_into(value, lower, upper)
     if not lower - 1e-9 <= value <= upper + 1e-9:
         warnings.append(f"{where}: value {dof.value:g} is outside its limits [{lower / unit:g}, {upper / unit:g}]")
     travel = (lower - value, upper - value)

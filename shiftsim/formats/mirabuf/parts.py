@@ -10,7 +10,8 @@ Conventions (see ``docs/mirabuf.md``):
 * A definition's ``physical_data.mass`` includes its sub-components, so a
   part's *own* mass is its definition's mass minus its design-hierarchy
   children's; only parts whose definitions have bodies carry mass.
-  ``mass_override`` (when > 0) replaces the definition's mass.
+  ``mass_override`` (when > 0) replaces the definition's mass. Masses that
+  are not finite or negative, and non-finite centres of mass, are refused.
 * Own inertia comes from the solid bounded by the definition's triangle
   meshes, scaled to the own mass and placed at the stated centre of mass.
   When a mesh is open (``has_volume`` false, or not watertight after welding
@@ -20,6 +21,7 @@ Conventions (see ``docs/mirabuf.md``):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -214,6 +216,9 @@ def index_parts(assembly, problems: Problems, warnings: list[str]) -> PartIndex 
         key: _geometry(definitions[key], f"data.parts.part_definitions[{_label(key, d.info.name)}]", problems, warnings)
         for key, d in definitions.items()
     }
+    for key, definition in definitions.items():
+        _check_physical_data(definition, f"data.parts.part_definitions[{_label(key, definition.info.name)}]",
+                             problems)
     if problems:
         return None
     for part in parts.values():
@@ -236,6 +241,18 @@ def _place(parts: dict[str, Part], root: str, instances, problems: Problems) -> 
             pose = parent_pose @ local
         part.pose = pose
         stack.extend((child, pose) for child in part.children if child in parts)
+
+
+def _check_physical_data(definition, where: str, problems: Problems) -> None:
+    """Masses must be finite and >= 0 (``mass_override`` too), the centre of mass finite."""
+    for path, value in ((f"{where}.physical_data.mass", definition.physical_data.mass),
+                        (f"{where}.mass_override", definition.mass_override)):
+        if not math.isfinite(value) or value < 0:
+            problems.add(path, f"mass {value:g} kg", "a finite mass >= 0 kg")
+    com = definition.physical_data.com
+    if not all(map(math.isfinite, (com.x, com.y, com.z))):
+        problems.add(f"{where}.physical_data.com", f"centre of mass ({com.x:g}, {com.y:g}, {com.z:g})",
+                     "finite coordinates (cm)")
 
 
 def _definition_mass(definition) -> float:
