@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import sys
+import threading
 import time
 from typing import IO, Any, Protocol
 
@@ -47,20 +50,50 @@ class Service(Protocol):
     async def close(self) -> None: ...
 
 
-async def run_until_signalled(service: Service) -> None:
-    """Start ``service``, run until SIGINT or SIGTERM, then close it cleanly."""
+STOP_GRACE_S = 5.0
+FORCED_EXIT_CODE = 1
+
+
+async def run_until_signalled(service: Service, grace_s: float = STOP_GRACE_S) -> None:
+    """Start ``service``, run until SIGINT or SIGTERM, then close it cleanly.
+
+    The signal handlers are plain Python ones, which run between any two
+    bytecodes of the main thread even while the event loop is busy; each asks
+    the loop to stop and arms a timer: should the service not have closed
+    ``grace_s`` seconds later (a handler stuck, a peer holding ``close`` up),
+    the process ends with exit code :data:`FORCED_EXIT_CODE` and a line on
+    stderr. A signal therefore always stops the service.
+    """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
+    timers: list[threading.Timer] = []
+
+    def request_stop(number: int, _frame: object) -> None:
+        loop.call_soon_threadsafe(stop.set)
+        timer = threading.Timer(grace_s, _force_exit, (signal.Signals(number).name, grace_s))
+        timer.daemon = True
+        timer.start()
+        timers.append(timer)
+
     signals = (signal.SIGINT, signal.SIGTERM)
-    for number in signals:
-        loop.add_signal_handler(number, stop.set)
+    previous = {number: signal.signal(number, request_stop) for number in signals}
     try:
         await service.start()
         await stop.wait()
     finally:
-        for number in signals:
-            loop.remove_signal_handler(number)
-        await service.close()
+        try:
+            await service.close()
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+            for timer in timers:
+                timer.cancel()
+
+
+def _force_exit(name: str, grace_s: float) -> None:
+    sys.stderr.write(f"shiftsim mdx: the service did not stop within {grace_s:g} s of {name}; exiting\n")
+    sys.stderr.flush()
+    os._exit(FORCED_EXIT_CODE)
 
 
 def bound_port(server: asyncio.Server) -> int:

@@ -12,7 +12,7 @@ For each ``xyzrpy`` message, in this order (k = x, y, z, roll, pitch, yaw):
 3. washout of yaw, which works on the *change* of heading::
 
        d = v_yaw - yaw_prev, wrapped into [-1, 1] by adding or subtracting 2
-                         (repeatedly, should gains make |d| > 3)
+                         (as often as needed, in constant time: :func:`wrap_yaw_change`)
        w_yaw <- washout_yaw * (w_yaw + d);   yaw_prev <- v_yaw;   output w_yaw
 
    The first message after a reset sets ``yaw_prev`` to its own yaw (d = 0).
@@ -20,7 +20,15 @@ For each ``xyzrpy`` message, in this order (k = x, y, z, roll, pitch, yaw):
    the yaw state (``w_yaw = 0``, no ``yaw_prev``); the other states persist.
 
 Gains and washouts default to 1.0 (the seed's defaults) and change through
-``config`` messages. Time comes from an injectable clock (seconds).
+``config`` messages. A gain (each ``gainX`` ... ``gainYaw`` and the overall
+``gain``) must lie within ±:data:`MAX_GAIN`: the input is normalized to
+[-1, 1], so a gain of 100 already spreads 1 % of the input over the whole
+range, and anything larger only amplifies noise (or, at 1e17, makes the
+heading's change meaningless in double precision). Time comes from an
+injectable clock (seconds).
+
+Every step is a fixed number of floating-point operations whatever the
+values, so shaping one message takes constant time.
 """
 
 from __future__ import annotations
@@ -39,11 +47,12 @@ GAIN_KEYS = tuple(f"gain{axis}" for axis in AXES)
 WASHOUT_KEYS = tuple(f"washout{axis}" for axis in AXES)
 CONFIG_KEYS = (*GAIN_KEYS, "gain", *WASHOUT_KEYS)
 YAW = 5
+MAX_GAIN = 100.0
 
 
 @dataclass
 class ShapingConfig:
-    """Gains (any finite number) and washout factors (0 to 1) per axis x, y, z, roll, pitch, yaw."""
+    """Gains (within ±MAX_GAIN) and washout factors (0 to 1) per axis x, y, z, roll, pitch, yaw."""
 
     gains: np.ndarray = field(default_factory=lambda: np.ones(6))
     gain: float = 1.0
@@ -79,7 +88,23 @@ def config_problems(settings: Mapping[str, object]) -> list[str]:
             problems.append(f"{key} is {value!r}, expected a finite number")
         elif key in WASHOUT_KEYS and not 0.0 <= value <= 1.0:
             problems.append(f"{key} is {value!r}, expected a washout factor from 0 to 1")
+        elif key not in WASHOUT_KEYS and not -MAX_GAIN <= value <= MAX_GAIN:
+            problems.append(f"{key} is {value!r}, expected a gain from {-MAX_GAIN:g} to {MAX_GAIN:g}")
     return problems
+
+
+def wrap_yaw_change(delta: float) -> float:
+    """``delta`` plus or minus a multiple of 2, into [-1, 1], in constant time.
+
+    The same value the original's loops give (``while d < -1: d += 2`` and
+    ``while d > 1: d -= 2``): above 1 the result lies in (-1, 1], below -1 in
+    [-1, 1); values already in [-1, 1] are returned unchanged.
+    """
+    if delta > 1.0:
+        return 1.0 - (1.0 - delta) % 2.0
+    if delta < -1.0:
+        return -1.0 + (delta + 1.0) % 2.0
+    return delta
 
 
 class Shaper:
@@ -120,11 +145,7 @@ class Shaper:
         self._previous[translation_tilt] = v[translation_tilt]
 
         yaw = float(v[YAW])
-        delta = 0.0 if self._previous_yaw is None else yaw - self._previous_yaw
-        while delta < -1.0:
-            delta += 2.0
-        while delta > 1.0:
-            delta -= 2.0
+        delta = 0.0 if self._previous_yaw is None else wrap_yaw_change(yaw - self._previous_yaw)
         self._washed[YAW] = washouts[YAW] * (self._washed[YAW] + delta)
         self._previous_yaw = yaw
         return self._washed.copy()
