@@ -339,7 +339,7 @@ def run_json(capsys, *args: str) -> tuple[int, dict]:
 def test_jacobian_command_prints_independent_columns(capsys):
     code, out = run_json(capsys, "jacobian", TWO_LINK, "--frame", "sens1", "--set", "joint1=0.45")
     assert code == 0
-    assert set(out) == {"frame", "joints", "jacobian", "configuration"}
+    assert set(out) == {"frame", "joints", "eliminated", "held", "chosen_by", "jacobian", "configuration"}
     assert out["frame"] == "link2:sens1" and out["joints"] == ["joint1", "joint3"]
     assert np.shape(out["jacobian"]) == (6, 2)
     model = load_model(TWO_LINK)

@@ -14,8 +14,9 @@ Conventions:
   velocity, and by default one column per *independent* coordinate (those no
   coupling drives, :func:`independent_coordinates`); a coupled coordinate's
   motion is carried into its sources' columns through
-  :func:`~shiftsim.kinematics.coupling_map`. Closed loops are not eliminated:
-  the columns are the tree's coordinates and the loop closure relates them.
+  :func:`~shiftsim.kinematics.coupling_map`. Closed loops are not eliminated
+  here: the columns are the tree's coordinates and the loop closure relates
+  them; :func:`shiftsim.ik.loops.closed_loop_jacobian` keeps the loops closed.
 * Reference and axes: with ``relative_to=None`` the velocities are relative to
   the world; with ``relative_to=A`` they are the motion of the frame as seen by
   an observer fixed to frame A: linear ``v_B - v_A - w_A x (p_B - p_A)`` (the
