@@ -92,3 +92,50 @@ def suggest(name: str, valid: Iterable[str], limit: int = 8) -> str:
     shown = close or valid[:limit]
     more = "" if len(valid) <= len(shown) else f" ({len(valid)} in all)"
     return "one of " + ", ".join(shown) + more
+
+
+class ShiftsimWarning(UserWarning):
+    """Category of the warnings shiftsim issues about its input (``warnings.filterwarnings`` selects them)."""
+
+
+class Notice(str):
+    """The text of one warning about an input, keeping its ``file``, ``where`` and ``what`` for grouping.
+
+    A ``str`` (``file: where: what``), so it sits in the ``warnings`` lists readers return.
+    """
+
+    file: str
+    where: str
+    what: str
+
+    def __new__(cls, file: str, where: str, what: str) -> "Notice":
+        notice = super().__new__(cls, str(Problem(file, where, what)))
+        notice.file, notice.where, notice.what = file, where, what
+        return notice
+
+    def __getnewargs__(self) -> tuple[str, str, str]:  # type: ignore[override]
+        return self.file, self.where, self.what
+
+
+def group_warnings(warnings: Iterable[str], shown: int = 3) -> list[str]:
+    """One line per kind of warning: identical ``what`` in one file becomes one line with a count and places.
+
+    ``["m.json: a: no mass data", "m.json: b: no mass data"]`` (as :class:`Notice`) becomes
+    ``["m.json: no mass data (2 places: a, b)"]``; plain strings group only when identical.
+    Lines keep the order in which each kind first appeared.
+    """
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for warning in warnings:
+        key = (warning.file, warning.what) if isinstance(warning, Notice) else (str(warning),)
+        groups.setdefault(key, []).append(warning)
+    lines = []
+    for key, members in groups.items():
+        if len(members) == 1:
+            lines.append(str(members[0]))
+        elif len(key) == 1:
+            lines.append(f"{key[0]} ({len(members)} times)")
+        else:
+            places = [m.where for m in members[:shown]]
+            more = ", ..." if len(members) > shown else ""
+            lines.append(f"{key[0]}: {key[1]} ({len(members)} places: {', '.join(places)}{more})")
+    return lines

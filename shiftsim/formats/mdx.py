@@ -34,6 +34,8 @@ from ..errors import ModelError, Problems
 from ..mdx.geometry import MODEL_EXTRA_KEYS, Platform, geometry_fields, platform_from_reply
 from ..mdx.kinematics import leg_lengths_mm
 from ..spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, ShapeSpec
+from . import typed
+from .typed import Mismatch
 
 DEFAULT_PAYLOAD_KG = 80.0
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -54,16 +56,18 @@ def mdx_model_spec(path: str | Path, data: Any, *, payload_kg: float | None = No
     if fields is not None:
         if "payloadMass" in fields:
             value = fields["payloadMass"]
-            if _is_number(value) and value >= 0:
-                mass = float(value)
-            else:
-                problems.add(f"{prefix}payloadMass", f"is {value!r}", "a mass in kg, zero or more")
+            try:
+                mass = typed.number(value, "kg", minimum=0.0)
+            except Mismatch as error:
+                too_large = typed.is_number(value) and (typed.finite_float(value) is None or value > 0)
+                limit = f" and at most {typed.bound_of('kg'):g}" if too_large else ""
+                problems.add(f"{prefix}payloadMass", error.what, f"a mass in kg, zero or more{limit}")
         if "payloadCom" in fields:
-            value = fields["payloadCom"]
-            if isinstance(value, list) and len(value) == 3 and all(_is_number(v) for v in value):
-                com = tuple(float(v) for v in value)
-            else:
-                problems.add(f"{prefix}payloadCom", f"is {value!r}", "[x, y, z] in mm in the platform frame")
+            try:
+                com = tuple(typed.vector(fields["payloadCom"], 3, "mm"))
+            except Mismatch as error:
+                what = error.what if error.place else f"is {typed.shown(fields['payloadCom'])}"
+                problems.add(f"{prefix}payloadCom{error.place}", what, "[x, y, z] in mm in the platform frame")
     try:
         platform, warnings = platform_from_reply(data, source, extra_keys=MODEL_EXTRA_KEYS)
     except ModelError as error:
@@ -78,10 +82,6 @@ def mdx_model_spec(path: str | Path, data: Any, *, payload_kg: float | None = No
     )
     spec.warnings.extend(warnings)
     return spec
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and bool(np.isfinite(value))
 
 
 def neutral_leg_frames(platform: Platform) -> np.ndarray:

@@ -37,8 +37,8 @@ Conventions of the result (see :mod:`shiftsim.spec`):
        [Izx, Iyz, Izz]]
 
   A body without mass data is massless (with a warning); no mass is invented.
-* Rotation matrices must be orthonormal with det +1 within 1e-6
-  (:data:`~shiftsim.formats.shift_values.ROTATION_TOLERANCE`).
+* Rotation matrices follow the rule of :mod:`shiftsim.formats.rotations`:
+  orthonormal within 1e-3 with det +1, made exact, one warning per file.
 * Gravity is kept exactly as written (real files use +z down, ours z up);
   a file without gravity gets none, with a warning. Units must be SI.
 * ``"active": false`` on an assembly switches off everything in it; joints
@@ -85,10 +85,10 @@ from ..spec import (
     ShapeSpec,
     join_path,
 )
+from .typed import json_type
 from .shift_values import (
     Findings,
     at,
-    describe,
     read_bool,
     read_list,
     read_number,
@@ -244,7 +244,7 @@ class _ShiftReader:
 
     def read(self, data: Any) -> ModelSpec:
         if not isinstance(data, dict):
-            self.f.error("(top level)", f"expected an object, got {describe(data)}",
+            self.f.error("(top level)", f"is {json_type(data)}",
                          "a Shift model: a JSON object with model_parameters, fixed, assemblies, ...")
             self.f.problems.raise_if_any()
         root: dict[str, Any] = data
@@ -256,6 +256,7 @@ class _ShiftReader:
         restraints = self._resolve_restraints()
         lights = self._resolve_lights()
         self.f.problems.raise_if_any()
+        self.f.finish()
 
         self.extras["dialect"] = "+".join(sorted(self.dialects)) or None
         self.extras["include_dirs"] = self.include_dirs
@@ -729,7 +730,7 @@ class _ShiftReader:
 
     def _read_pair(self, value: Any, where: str, scope: tuple[str, ...]) -> tuple[_Ref, _Ref] | None:
         if not (isinstance(value, list) and len(value) == 2):
-            self.f.error(where, f"expected two [body, frame] pairs, got {describe(value)}",
+            self.f.error(where, f"is {json_type(value)}",
                          "[[parent_body, frame], [child_body, frame]]")
             return None
         parent = self._read_ref(value[0], at(where, 0), scope)
@@ -739,7 +740,7 @@ class _ShiftReader:
     def _read_ref(self, value: Any, where: str, scope: tuple[str, ...]) -> _Ref | None:
         """``[body, frame]`` where body is a name, an ``a:b`` path, or a list ``[assembly..., body]``."""
         if not (isinstance(value, list) and len(value) == 2):
-            self.f.error(where, f"expected [body, frame], got {describe(value)}",
+            self.f.error(where, f"is {json_type(value)}",
                          "[body, frame] or [[assembly, ..., body], frame]")
             return None
         body_value, frame_value = value
@@ -750,7 +751,7 @@ class _ShiftReader:
               and all(isinstance(part, str) and part for part in body_value)):
             body = PATH_SEPARATOR.join(body_value)
         else:
-            self.f.error(at(where, 0), f"expected a body name or path, got {describe(body_value)}",
+            self.f.error(at(where, 0), f"is {json_type(body_value)}",
                          "a body name, an 'assembly:body' path or a list [assembly, ..., body]")
         frame = read_string(self.f, frame_value, at(where, 1))
         if body is None or frame is None:
@@ -950,7 +951,7 @@ class _ShiftReader:
             return None
         value = obj["coefficients"]
         if not isinstance(value, list):
-            self.f.error(place, f"expected a list of coefficient arrays, got {describe(value)}",
+            self.f.error(place, f"is {json_type(value)}",
                          "[[...], [...]] (highest power first)")
             return None
         arrays = []

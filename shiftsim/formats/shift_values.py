@@ -5,26 +5,23 @@ warnings), the raw JSON value and its JSON path (``assemblies[0].bodies[2].R``).
 It returns the converted value, or ``None`` after recording a problem, so the
 caller can keep going and report every problem of a file at once.
 
-Numbers are JSON numbers only (``true`` is not 1) and must be finite: the
-lenient JSON5 reader lets ``NaN`` and ``Infinity`` through, this module does not.
-Rotation matrices must be orthonormal with determinant +1 within
-:data:`ROTATION_TOLERANCE`; accepted matrices are projected onto the nearest
-rotation so that small rounding in a file does not accumulate in kinematics.
+The checks and their wording are the shared ones of :mod:`shiftsim.formats.typed`
+(numbers finite and within the unit's magnitude bound); rotation matrices follow
+the rule of :mod:`shiftsim.formats.rotations` (rounded matrices accepted up to
+1e-3, made exact, one warning per file from :meth:`Findings.finish`).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
-from ..errors import Problem, Problems
-
-ROTATION_TOLERANCE = 1e-6
-"""Largest accepted ``max |R^T R - I|`` (and ``|det R - 1|``) for a rotation matrix."""
+from ..errors import Notice, Problems
+from . import typed
+from .rotations import RotationRounding
+from .typed import Mismatch, json_type
 
 
 @dataclass
@@ -33,12 +30,23 @@ class Findings:
 
     problems: Problems
     warnings: list[str] = field(default_factory=list)
+    rotations: RotationRounding = field(default_factory=RotationRounding)
 
     def error(self, where: str, what: str, expected: str = "") -> None:
         self.problems.add(where, what, expected)
 
+    def mismatch(self, where: str, error: Mismatch) -> None:
+        """Record a :class:`~shiftsim.formats.typed.Mismatch` found at ``where``."""
+        self.problems.add(where + error.place, error.what, error.expected)
+
     def warn(self, where: str, what: str) -> None:
-        self.warnings.append(str(Problem(self.problems.file, where, what)))
+        self.warnings.append(Notice(self.problems.file, where, what))
+
+    def finish(self) -> None:
+        """Add the file-wide warnings (rotation rounding) once every value has been read."""
+        rounding = self.rotations.warning()
+        if rounding:
+            self.warnings.append(Notice(self.problems.file, "", rounding))
 
 
 def at(where: str, key: str | int) -> str:
@@ -48,77 +56,54 @@ def at(where: str, key: str | int) -> str:
     return f"{where}.{key}" if where else key
 
 
-def describe(value: Any) -> str:
-    """A JSON value's type in words, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, list):
-        return f"a list of {len(value)}"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def read_object(f: Findings, value: Any, where: str) -> dict[str, Any] | None:
-    if isinstance(value, dict):
-        return value
-    f.error(where, f"expected an object, got {describe(value)}", "a JSON object {...}")
-    return None
+    try:
+        return typed.obj(value)
+    except Mismatch as error:
+        f.mismatch(where, error)
+        return None
 
 
 def read_list(f: Findings, value: Any, where: str) -> list[Any]:
     """A list; ``null`` reads as an empty list (real files write ``"frames": null``)."""
     if value is None:
         return []
-    if isinstance(value, list):
-        return value
-    f.error(where, f"expected a list, got {describe(value)}", "a JSON list [...]")
-    return []
+    try:
+        return typed.array(value)
+    except Mismatch as error:
+        f.mismatch(where, error)
+        return []
 
 
 def read_bool(f: Findings, value: Any, where: str) -> bool | None:
     if isinstance(value, bool):
         return value
-    f.error(where, f"expected true or false, got {describe(value)}", "a boolean")
+    f.error(where, f"is {json_type(value)}", "true or false")
     return None
 
 
 def read_string(f: Findings, value: Any, where: str) -> str | None:
-    if isinstance(value, str):
-        return value
-    f.error(where, f"expected a string, got {describe(value)}", "a string")
-    return None
+    try:
+        return typed.string(value)
+    except Mismatch as error:
+        f.mismatch(where, error)
+        return None
 
 
-def read_number(f: Findings, value: Any, where: str, unit: str = "") -> float | None:
-    expected = f"a finite number{f' ({unit})' if unit else ''}"
-    if not is_number(value):
-        f.error(where, f"expected a number, got {describe(value)}", expected)
+def read_number(f: Findings, value: Any, where: str, unit: str = "", minimum: float | None = None) -> float | None:
+    """A finite number within the unit's magnitude bound (:data:`~shiftsim.formats.typed.BOUNDS`)."""
+    try:
+        return typed.number(value, unit, minimum)
+    except Mismatch as error:
+        f.mismatch(where, error)
         return None
-    if not math.isfinite(value):
-        f.error(where, f"{value} is not a finite number", expected)
-        return None
-    return float(value)
 
 
 def read_numbers(f: Findings, value: Any, where: str, length: int | None = None, unit: str = "") -> np.ndarray | None:
     """A list of finite numbers, of exactly ``length`` entries when given."""
-    if not isinstance(value, list):
+    if not isinstance(value, list) or (length is not None and len(value) != length):
         shape = f"a list of {length} numbers" if length else "a list of numbers"
-        f.error(where, f"expected {shape}, got {describe(value)}", shape)
-        return None
-    if length is not None and len(value) != length:
-        f.error(where, f"expected {length} numbers, got {len(value)}", f"a list of {length} numbers")
+        f.error(where, f"is {json_type(value)}", shape)
         return None
     numbers = [read_number(f, item, at(where, i), unit) for i, item in enumerate(value)]
     if any(n is None for n in numbers):
@@ -129,7 +114,7 @@ def read_numbers(f: Findings, value: Any, where: str, length: int | None = None,
 def read_matrix3(f: Findings, value: Any, where: str) -> np.ndarray | None:
     """A 3x3 matrix written row-major as three lists of three numbers."""
     if not (isinstance(value, list) and len(value) == 3 and all(isinstance(row, list) for row in value)):
-        f.error(where, f"expected a 3x3 matrix, got {describe(value)}", "three rows of three numbers")
+        f.error(where, f"is {json_type(value)}", "a 3x3 matrix: three rows of three numbers")
         return None
     rows = [read_numbers(f, row, at(where, i), 3) for i, row in enumerate(value)]
     if any(row is None for row in rows):
@@ -138,20 +123,15 @@ def read_matrix3(f: Findings, value: Any, where: str) -> np.ndarray | None:
 
 
 def read_rotation(f: Findings, value: Any, where: str) -> np.ndarray | None:
-    """A rotation matrix (columns = the frame's axes in parent coordinates)."""
+    """A rotation matrix (columns = the frame's axes in parent coordinates), made exactly orthonormal."""
     matrix = read_matrix3(f, value, where)
     if matrix is None:
         return None
-    error = float(np.max(np.abs(matrix.T @ matrix - np.eye(3))))
-    det = float(np.linalg.det(matrix))
-    if error > ROTATION_TOLERANCE or abs(det - 1.0) > ROTATION_TOLERANCE:
-        f.error(
-            where,
-            f"not a rotation matrix: max |R^T R - I| = {error:.3g}, det R = {det:.6g}",
-            f"an orthonormal matrix with det +1 (tolerance {ROTATION_TOLERANCE:g})",
-        )
+    try:
+        return f.rotations.rotation(matrix, where)
+    except Mismatch as error:
+        f.mismatch(where, error)
         return None
-    return Rotation.from_matrix(matrix).as_matrix()
 
 
 def read_transform(f: Findings, value: Any, where: str) -> np.ndarray | None:

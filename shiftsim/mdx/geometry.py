@@ -23,7 +23,6 @@ frame. Leg i joins base joint i to platform joint i.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -31,6 +30,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..errors import ModelError, Problems
+from ..formats.typed import is_finite_number
 
 CHAIR_GEOMETRY_PATH = Path(__file__).resolve().parents[2] / "models" / "mdx" / "chair.json"
 """The geometry the original chair effector reports (shipped with shiftsim)."""
@@ -117,10 +117,6 @@ def geometry_fields(data: Any) -> tuple[dict[str, Any] | None, str]:
     return data, ""
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def platform_from_reply(
     data: Any, source: str, extra_keys: Iterable[str] = ()
 ) -> tuple[Platform, list[str]]:
@@ -154,7 +150,7 @@ def platform_from_reply(
         value = fields.get(key)
         if key not in fields:
             problems.add(f"{prefix}{key}", "is missing", "a positive number")
-        elif not _is_number(value) or value <= 0:
+        elif not is_finite_number(value) or value <= 0:
             problems.add(f"{prefix}{key}", f"is {value!r}", "a positive number")
         else:
             numbers[key] = float(value)
@@ -200,7 +196,7 @@ def _number_list(
     if not isinstance(values, list) or len(values) != count:
         problems.add(f"{prefix}{key}", f"is {values!r}", expected)
         return None
-    bad = [i for i, v in enumerate(values) if not _is_number(v)]
+    bad = [i for i, v in enumerate(values) if not is_finite_number(v)]
     for i in bad:
         problems.add(f"{prefix}{key}[{i}]", f"is {values[i]!r}", "a finite number")
     return None if bad else tuple(float(v) for v in values)

@@ -27,7 +27,6 @@ platform in the wrong units).
 
 from __future__ import annotations
 
-import math
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
@@ -35,6 +34,7 @@ from typing import Any, Literal, Union
 import orjson
 
 from ..errors import ModelError
+from ..formats.typed import is_finite_number
 from ..jsonio import dumps
 from .geometry import GEOMETRY_KEYS, PROTOCOL_KEYS, Platform, geometry_fields, platform_from_reply
 from .shaping import config_problems
@@ -239,16 +239,12 @@ def _refuse_unknown_keys(
         )
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _numbers(data: dict[str, Any], key: str, count: int, request_id: Any) -> tuple[float, ...]:
     values = data.get(key)
     if not isinstance(values, list) or len(values) != count:
         shown = "missing" if key not in data else repr(values)
         raise ProtocolError(INVALID_PARAMS, f"{key} is {shown}, expected an array of {count} numbers", request_id)
-    bad = [f"{key}[{i}] is {v!r}" for i, v in enumerate(values) if not _is_number(v)]
+    bad = [f"{key}[{i}] is {v!r}" for i, v in enumerate(values) if not is_finite_number(v)]
     if bad:
         raise ProtocolError(INVALID_PARAMS, f"{'; '.join(bad)}, expected finite numbers", request_id)
     return tuple(float(v) for v in values)

@@ -20,13 +20,9 @@ from typing import Any, ClassVar, Iterable
 import numpy as np
 
 from ...errors import Problems
+from ..typed import is_number, json_type
 
 Scalar = float | str
-
-
-def is_number(value: Any) -> bool:
-    """True for JSON numbers (``bool`` is not a number here)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def member_path(where: str, key: str | int) -> str:
@@ -197,20 +193,3 @@ def register_objects(reader: FieldReader, interface: Interface, objects: Iterabl
                                 f"(first at {previous.where})", "ids unique within an interface")
             continue
         interface.objects[obj.id] = obj
-
-
-def json_type(value: Any) -> str:
-    """Name a JSON value's type for messages ('a string', 'an array', 'null')."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if is_number(value):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return f"the string {value!r}" if len(value) < 40 else "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
