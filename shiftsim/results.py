@@ -12,7 +12,7 @@ prescribed joint it is what the actuator must carry (plus any restraint on it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -138,7 +138,10 @@ def body_balance(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: 
 
 @dataclass
 class Solution:
-    """A solved equilibrium with its reference, ready to report (``as_dict``)."""
+    """A solved equilibrium with its reference, ready to report (``as_dict``).
+
+    ``joint_loads``: the loads of every joint keyed by joint name, in the model's joint order.
+    """
 
     model: Model
     status: str
@@ -150,16 +153,33 @@ class Solution:
     multipliers: np.ndarray
     gravity: np.ndarray
     loads: list[gen.AppliedLoad]
-    joint_loads: list[JointLoad]
+    joint_loads: dict[str, JointLoad]
     blame: list[str]
 
+    stability: str = "stable"
+    neutral: list[str] = field(default_factory=list)
+    remarks: list[str] = field(default_factory=list)
+
     @classmethod
-    def build(cls, model: Model, loaded, reference, gravity: np.ndarray, loads: list[gen.AppliedLoad]) -> Solution:
+    def build(cls, model: Model, loaded, reference, gravity: np.ndarray, loads: list[gen.AppliedLoad],
+              q_start: np.ndarray | None = None, fields: tuple = ()) -> Solution:
+        """The Solution of a single-case :class:`~shiftsim.statics.BatchResult` and its reference solve
+        (``q_start``: the assembled start, to measure how far the free joints moved)."""
         q, lam = loaded.q[0], loaded.multipliers[0]
-        blame = [] if loaded.converged[0] else _blame(model, q, lam, gravity, loads, loaded.free)
-        return cls(model, "converged" if loaded.converged[0] else "failed", int(loaded.iterations[0]),
-                   float(loaded.residual[0]), bool(loaded.stable[0]), q, reference.q[0], lam, gravity, loads,
-                   joint_loads(model, q, lam, gravity, loads), blame)
+        unheld = loaded.unheld[0]
+        if len(unheld):
+            status, blame = "no equilibrium", [_unheld_message(model, loaded.free[unheld])]
+        elif loaded.converged[0]:
+            status, blame = "converged", []
+        else:
+            status, blame = "failed", _blame(model, q, lam, gravity, loads, loaded.free, fields)
+        stability = str(loaded.stability[0]) if status == "converged" else "unknown"
+        neutral = [_combination(model, loaded.free, d) for d in loaded.neutral[0]] if stability == "neutral" else []
+        remarks = _large_motion(model, q_start, q, loaded.free) if status == "converged" and q_start is not None else []
+        return cls(model, status, int(loaded.iterations[0]), float(loaded.residual[0]), stability == "stable", q,
+                   reference.q[0], lam, gravity, loads,
+                   dict(zip([j.name for j in model.joints], joint_loads(model, q, lam, gravity, loads))), blame,
+                   stability, neutral, remarks)
 
     @property
     def converged(self) -> bool:
@@ -172,7 +192,8 @@ class Solution:
         model = self.model
         poses, reference = forward(model, self.q), forward(model, self.q_reference)
         out_joints = {}
-        for joint, load in zip(model.joints, self.joint_loads):
+        for joint in model.joints:
+            load = self.joint_loads[joint.name]
             if joints is not None and joint.name not in joints:
                 continue
             coordinates = list(joint.coordinates)
@@ -198,13 +219,56 @@ class Solution:
             for b, name in enumerate(model.body_names) if b
         }
         out = {"status": self.status, "iterations": self.iterations, "residual": self.residual, "stable": self.stable,
+               "stability": self.stability, "neutral_directions": self.neutral, "remarks": self.remarks,
                "joints": out_joints, "frames": out_frames, "bodies": out_bodies}
         if self.blame:
             out["blame"] = self.blame
         return out
 
 
-def _blame(model: Model, q: np.ndarray, lam: np.ndarray, gravity, loads, free: np.ndarray) -> list[str]:
+def _unheld_message(model: Model, coordinates: np.ndarray) -> str:
+    """Why there is no equilibrium: the coordinates that nothing holds against the load, and the fixes."""
+    names = [model.coordinate_names[i] for i in coordinates]
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return (f"no equilibrium: nothing holds {len(names)} coordinate{'s' if len(names) > 1 else ''} against the load "
+            f"(a constant force and no stiffness along {'them' if len(names) > 1 else 'it'}, up to 1000 machine sizes "
+            f"away): {shown}. Hold the joint (--hold, or a scenario setting), give it a restraint (a spring or end "
+            f"stop), or stand the machine on the ground (scenario contacts)")
+
+
+def _combination(model: Model, free: np.ndarray, direction: np.ndarray) -> str:
+    """A direction in free coordinates as a joint combination, largest parts first ('0.707 a + 0.707 b')."""
+    direction = direction / max(float(np.max(np.abs(direction))), 1e-300)
+    direction = direction / np.linalg.norm(direction)
+    order = [i for i in np.argsort(-np.abs(direction)) if abs(direction[i]) >= 0.05][:6]
+    if direction[order[0]] < 0:
+        direction = -direction
+    parts = [f"{'-' if direction[i] < 0 else '+'} {abs(direction[i]):.3g} {model.coordinate_names[free[i]]}" for i in order]
+    return " ".join(parts).lstrip("+ ")
+
+
+def _large_motion(model: Model, q_start: np.ndarray, q: np.ndarray, free: np.ndarray) -> list[str]:
+    """Remarks on free coordinates that moved far from the start: over 0.5 rad, or over a tenth of the
+    machine's size for a translation (the machine may have folded under its weight: hold the actuators)."""
+    from .kinematics import REVOLUTE
+    from .statics import model_size
+
+    size = model_size(model, q_start)
+    remarks = []
+    for i in free:
+        moved = float(q[i] - q_start[i])
+        revolute = model.node_kind[model.coordinate_node[i]] == REVOLUTE
+        if (revolute and abs(moved) > 0.5) or (not revolute and abs(moved) > 0.1 * size):
+            amount = f"{moved:+.3g} rad ({np.degrees(moved):+.0f} deg)" if revolute else f"{moved:+.3g} m"
+            remarks.append(f"joint {model.coordinate_names[i]} moved {amount} from its start")
+    if remarks:
+        remarks.append("large motion from the start pose: if the machine should keep its pose, hold its "
+                       "actuators (--hold JOINT, or scenario settings)")
+    return remarks
+
+
+def _blame(model: Model, q: np.ndarray, lam: np.ndarray, gravity, loads, free: np.ndarray,
+           fields: tuple = ()) -> list[str]:
     """Names of the joints and loops with the largest residual at a failed solve, and of the joints
     of a singular configuration (where the loops lose a degree of constraint)."""
     from .kinematics import closure_jacobian, closure_residual
@@ -213,6 +277,7 @@ def _blame(model: Model, q: np.ndarray, lam: np.ndarray, gravity, loads, free: n
     point_forces, load_terms = gen.applied_loads(model, s, loads)
     weight = gen.gravity_and_world_forces(model, s, gravity[None], point_forces)
     q_force = weight.Q[0] + gen.joint_springs(model, q[None]).Q[0] + gen.pair_springs(model, s).Q[0] + load_terms.Q[0]
+    q_force = q_force + sum((f.terms(model, s).Q[0] for f in fields), np.zeros(model.nq))
     if model.closures:
         jac = closure_jacobian(model, s)[0]
         q_force = q_force + jac.T @ lam

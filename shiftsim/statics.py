@@ -75,15 +75,32 @@ class SolverOptions:
 
 @dataclass
 class BatchResult:
-    """Raw equilibria of a batch: coordinates, multipliers (6 per closure, zero on redundant rows), status."""
+    """Raw equilibria of a batch of B cases.
+
+    ``q`` (B, nq); ``multipliers`` (B, 6 n_closures), zero on redundant rows; ``converged``,
+    ``iterations``, ``residual`` (B,); ``stability`` (B,) one of :data:`STABILITY`;
+    ``neutral`` per case the neutral directions (k, nf) as combinations of the free
+    coordinates ``free``; ``unheld`` per case the indices into ``free`` of coordinates that
+    nothing holds against the load (found before iterating: no equilibrium exists).
+    """
 
     q: np.ndarray
     multipliers: np.ndarray
     converged: np.ndarray
     iterations: np.ndarray
     residual: np.ndarray
-    stable: np.ndarray
+    stability: np.ndarray
     free: np.ndarray
+    neutral: list[np.ndarray]
+    unheld: list[np.ndarray]
+
+    @property
+    def stable(self) -> np.ndarray:
+        """(B,) True where the equilibrium is stable (not neutral, not unstable)."""
+        return self.stability == "stable"
+
+
+STABILITY = ("stable", "neutral", "unstable")
 
 
 @dataclass
@@ -96,21 +113,45 @@ class _Problem:
     rate_force: np.ndarray | None  # (B, nq)
     options: SolverOptions
     fields: tuple[gen.ForceField, ...] = ()
+    force_floor: float = 1e-9  # N m: no generalized force in play is taken smaller (see _force_floor)
 
 
 @dataclass
 class _Evaluation:
-    residual: np.ndarray  # (B, nf) reduced force residual
-    closure: np.ndarray  # (B, m)
+    """Everything one Newton iteration needs at a batch of configurations (u: the free coordinates)."""
+
+    residual: np.ndarray  # (B, nf) reduced force residual, closure forces included
+    closure: np.ndarray  # (B, m) closure residual on the independent rows
     closure_jacobian: np.ndarray  # (B, m, nf)
     hessian: np.ndarray  # (B, nf, nf) = -d residual / du
     energy: np.ndarray  # (B,)
     force_scale: np.ndarray  # (B,)
     conservative: bool
     q_force_reduced: np.ndarray  # (B, nf) without closure forces
+    multipliers: np.ndarray  # (B, m) closure multipliers used
 
 
-def _evaluate(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | np.ndarray) -> _Evaluation:
+def _least_squares_multipliers(g_u: np.ndarray, force: np.ndarray) -> np.ndarray:
+    """lambda (B, m) minimizing |force + G_u^T lambda| for G_u (B, m, nf), force (B, nf).
+
+    At an equilibrium the minimum is zero and lambda is exact; elsewhere the
+    remainder is the force projected on the motions the loops allow.
+    """
+    gram = g_u @ np.swapaxes(g_u, 1, 2)
+    rhs = -np.einsum("bmk,bk->bm", g_u, force)
+    try:
+        return np.linalg.solve(gram, rhs[..., None])[..., 0]
+    except np.linalg.LinAlgError:  # a singular configuration: minimum-norm multipliers
+        return np.stack([np.linalg.lstsq(gm, r, rcond=1e-12)[0] for gm, r in zip(gram, rhs)])
+
+
+def _evaluate(p: _Problem, q: np.ndarray, multipliers: np.ndarray | None, scale: float | np.ndarray) -> _Evaluation:
+    """Forces, stiffness, closure terms and energy at q (B, nq) under the load factor ``scale``.
+
+    With ``multipliers`` None the closure multipliers are the least-squares ones
+    (:func:`_least_squares_multipliers`), so the residual is the force along the
+    motions the loops allow; given multipliers (B, m) are used as they are.
+    """
     model = p.model
     batch = q.shape[0]
     s = state(model, q)
@@ -122,36 +163,42 @@ def _evaluate(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float 
     pairs = gen.pair_springs(model, s)
     terms = (weight, springs, pairs, load_terms) + tuple(field.terms(model, s) for field in p.fields)
     q_force = sum(t.Q for t in terms)
-    if p.rate_force is not None:
+    energy = sum(t.energy for t in terms)
+    if p.rate_force is not None:  # constant generalized forces: potential -Q.q
         q_force = q_force + p.rate_force
+        energy = energy - np.einsum("bk,bk->b", p.rate_force, q)
     stiffness = sum(t.stiffness for t in terms)
     magnitude = sum(np.abs(t.Q) for t in terms)
     t_map = np.stack([coupling_map(model, qi)[:, p.free] for qi in q]) if model.couplings else None
+    reduced_q = _reduce_vector(q_force, t_map, p.free)
     if len(p.rows):
         g = closure_residual(model, s)[:, p.rows]
+        jac = closure_jacobian(model, s)[:, p.rows]
+        g_u = _reduce_columns(jac, t_map, p.free)
+        if multipliers is None:
+            multipliers = _least_squares_multipliers(g_u, reduced_q)
         full_multipliers = np.zeros((batch, 6 * len(model.closures)))
         full_multipliers[:, p.rows] = multipliers
-        jac = closure_jacobian(model, s)[:, p.rows]
         constraint_force = np.einsum("bmk,bm->bk", jac, multipliers)
         stiffness = stiffness + gen.closure_force_stiffness(model, s, full_multipliers)
         magnitude = magnitude + np.abs(constraint_force)
-        g_u = _reduce_columns(jac, t_map, p.free)
     else:
         g = np.zeros((batch, 0))
+        multipliers = np.zeros((batch, 0))
         constraint_force = np.zeros_like(q_force)
         g_u = np.zeros((batch, 0, len(p.free)))
-    reduced_q = _reduce_vector(q_force, t_map, p.free)
     residual = reduced_q + _reduce_vector(constraint_force, t_map, p.free)
     hessian = -_reduce_columns(_reduce_columns(stiffness, t_map, p.free).swapaxes(1, 2), t_map, p.free).swapaxes(1, 2)
     # the size of the forces in play: the largest generalized force of any term or, where the forces themselves
-    # vanish (a pendulum hanging straight down), the stiffness times a small displacement (1 mrad or 1 mm)
+    # vanish (a pendulum hanging straight down), the stiffness times a small displacement (1 mrad or 1 mm), and
+    # never below the model's own scale (its weight times its size, see _Problem.force_floor)
     force_scale = np.maximum.reduce([
         np.max(np.abs(_reduce_vector(magnitude, None if t_map is None else np.abs(t_map), p.free)), axis=1, initial=0.0),
         1e-3 * np.max(np.abs(hessian), axis=(1, 2), initial=0.0),
-        np.full(batch, 1e-9),
+        np.full(batch, p.force_floor),
     ])
-    evaluation = _Evaluation(residual, g, g_u, hessian, sum(t.energy for t in terms), force_scale,
-                             all(t.conservative for t in terms), reduced_q)
+    evaluation = _Evaluation(residual, g, g_u, hessian, energy, force_scale,
+                             all(t.conservative for t in terms), reduced_q, multipliers)
     if p.options.finite_difference_stiffness:
         evaluation.hessian = _finite_difference_hessian(p, q, multipliers, scale)
     return evaluation
@@ -225,13 +272,11 @@ def _lowest_eigenvalue(reduced: np.ndarray) -> np.ndarray:
     return lowest
 
 
-def _reduced_eigen(e: _Evaluation, nf: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Eigenvalues/vectors of the symmetric stiffness on the constraint null space, and the basis."""
-    reduced, z = _reduced_stiffness(e, nf)
-    if reduced.shape[1] == 0:
-        return np.zeros((reduced.shape[0], 0)), np.zeros((reduced.shape[0], 0, 0)), z
-    values, vectors = np.linalg.eigh(reduced)
-    return values, vectors, z
+def _stiffness_floor(e: _Evaluation) -> np.ndarray:
+    """Stiffness eigenvalues below this (B,) in magnitude count as zero: neutral directions.
+
+    Relative to the model's scale (force_scale, N m) and to the largest stiffness entry."""
+    return 1e-9 * np.maximum(e.force_scale, np.max(np.abs(e.hessian), axis=(1, 2), initial=0.0))
 
 
 def _converged(p: _Problem, e: _Evaluation) -> np.ndarray:
@@ -244,40 +289,94 @@ def _residual_norm(e: _Evaluation) -> np.ndarray:
     return np.sqrt(np.sum(e.residual**2, axis=1) / e.force_scale**2 + np.sum(e.closure**2, axis=1))
 
 
-def _merit(e: _Evaluation, penalty: np.ndarray) -> np.ndarray:
-    if e.conservative:
-        return e.energy + penalty * np.sum(np.abs(e.closure), axis=1)
-    return _residual_norm(e)
+def _merit(e: _Evaluation) -> np.ndarray:
+    """What the line search lowers: the potential energy on the closed-loop manifold, or the residual norm
+    when the forces have no potential (following loads, saturated friction)."""
+    return e.energy if e.conservative else _residual_norm(e)
 
 
-def _newton(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | np.ndarray,
-            active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Newton iterations on the cases in ``active``; returns q, multipliers, converged, iterations.
+def _project(p: _Problem, q: np.ndarray, g_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Close the loops from q (B, nq) by moving the free coordinates: Gauss-Newton with minimum-norm steps.
 
-    Each iteration works only on the cases still iterating, so one slow case does
-    not make the others pay for its evaluations.
+    The projection onto g(q) = 0 that keeps every trial point of the line search on the
+    closed-loop manifold. Returns the projected q and whether each case closed to the
+    closure tolerance (all six equations of every closure, redundant ones included).
+    """
+    model = p.model
+    q = q.copy()
+    if not model.closures:
+        return q, np.ones(q.shape[0], dtype=bool)
+    target = 1e-3 * p.options.closure_tolerance
+    previous = np.full(q.shape[0], np.inf)
+    for _ in range(30):
+        s = state(model, q)
+        g_full = closure_residual(model, s)
+        norm = np.max(np.abs(g_full), axis=1)
+        working = (norm > target) & (norm < 0.5 * previous)
+        if not np.any(working):
+            break
+        previous = np.where(working, norm, previous)
+        cases = np.flatnonzero(working)
+        jac = closure_jacobian(model, s)[cases][:, p.rows]
+        t_map = np.stack([coupling_map(model, qi)[:, p.free] for qi in q[cases]]) if model.couplings else None
+        g_u = _reduce_columns(jac, t_map, p.free)
+        g = g_full[cases][:, p.rows]
+        gram = g_u @ np.swapaxes(g_u, 1, 2)
+        try:
+            y = np.linalg.solve(gram, g[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            y = np.stack([np.linalg.lstsq(gm, r, rcond=1e-12)[0] for gm, r in zip(gram, g)])
+        step = -np.einsum("bmk,bm->bk", g_u, y)
+        moved = q[cases]
+        moved[:, p.free] += step
+        q[cases] = model.apply_couplings(moved)
+    s = state(model, q)
+    norm = np.max(np.abs(closure_residual(model, s)), axis=1)
+    return q, np.isfinite(norm) & (norm <= p.options.closure_tolerance)
+
+
+def _escape_direction(p: _Problem, e: _Evaluation, q: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+    """Unit direction (B, nf) of most negative curvature on the closed-loop motions, signed toward ``anchor``
+    (the start configuration), so an unstable equilibrium is left for the well the start lies in."""
+    reduced, z = _reduced_stiffness(e, len(p.free))
+    _, vectors = np.linalg.eigh(reduced)
+    direction = np.einsum("bij,bj->bi", z, vectors[:, :, 0])
+    toward = np.einsum("bi,bi->b", direction, anchor[:, p.free] - q[:, p.free])
+    return np.where((toward < 0.0)[:, None], -direction, direction)
+
+
+def _newton(p: _Problem, q: np.ndarray, scale: float | np.ndarray, active: np.ndarray,
+            anchor: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Newton iterations on the cases in ``active``, every iterate on the closed-loop manifold.
+
+    Returns q, multipliers, converged, iterations. Each iteration works only on the cases
+    still iterating, so one slow case does not make the others pay for its evaluations.
+    ``anchor`` (B, nq), default the start: the configuration whose well the solve should end in.
     """
     model, free, nf = p.model, p.free, len(p.free)
     batch = q.shape[0]
-    q, multipliers = q.copy(), multipliers.copy()
+    anchor = q.copy() if anchor is None else anchor
+    q, closed = _project(p, q)
     iterations = np.zeros(batch, dtype=int)
     converged = np.zeros(batch, dtype=bool)
-    penalty = np.zeros(batch)
+    active = active & closed
     escapes = np.zeros(batch, dtype=int)
-    e = _evaluate(p, q, multipliers, scale)
+    e = _evaluate(p, q, None, scale)
     for _ in range(p.options.max_iterations):
         done = _converged(p, e)
         if p.options.seek_stable and np.any(done & active & ~converged):
             lowest = _lowest_eigenvalue(_reduced_stiffness(e, nf)[0])
-            unstable = done & active & ~converged & (lowest < -1e-9 * e.force_scale) & (escapes < 3)
+            unstable = done & active & ~converged & (lowest < -_stiffness_floor(e)) & (escapes < 3)
             if np.any(unstable):
-                _, vectors, z = _reduced_eigen(e, nf)
-                # leave the unstable equilibrium along its direction of negative curvature
-                direction = np.einsum("bij,bj->bi", z, vectors[:, :, 0])
-                q[np.ix_(unstable, free)] += 0.05 * direction[unstable]
+                # leave the unstable equilibrium along its direction of negative curvature, toward the start
+                direction = _escape_direction(p, e, q, anchor)
+                trial = q.copy()
+                trial[np.ix_(unstable, free)] += 0.05 * direction[unstable]
+                trial, ok = _project(p, model.apply_couplings(trial))
+                unstable &= ok
+                q[unstable] = trial[unstable]
                 escapes += unstable
-                q = model.apply_couplings(q)
-                e = _evaluate(p, q, multipliers, scale)
+                e = _evaluate(p, q, None, scale)
                 done = _converged(p, e)
         converged |= done & active
         working = np.flatnonzero(active & ~converged)
@@ -285,77 +384,82 @@ def _newton(p: _Problem, q: np.ndarray, multipliers: np.ndarray, scale: float | 
             break
         iterations[working] += 1
         sub_scale = np.asarray(scale)[working] if np.ndim(scale) else scale
-        q_w, lam_w, e_w, penalty[working] = _newton_step(
-            _subset(p, working), q[working], multipliers[working], _take(e, working), sub_scale, penalty[working])
-        q[working], multipliers[working] = q_w, lam_w
+        q_w, e_w = _newton_step(_subset(p, working), q[working], _take(e, working), sub_scale)
+        q[working] = q_w
         e = _put(e, working, e_w)
     converged |= _converged(p, e) & active
-    return q, multipliers, converged, iterations
+    return q, e.multipliers, converged, iterations
 
 
-def _newton_step(p: _Problem, q: np.ndarray, multipliers: np.ndarray, e: _Evaluation, scale: float | np.ndarray,
-                 penalty: np.ndarray) -> tuple[np.ndarray, np.ndarray, _Evaluation, np.ndarray]:
-    """One damped Newton step for every case given: KKT direction with the stiffness shifted to be positive
-    definite on the constraint null space, then a backtracking line search on the merit."""
+def _newton_step(p: _Problem, q: np.ndarray, e: _Evaluation,
+                 scale: float | np.ndarray) -> tuple[np.ndarray, _Evaluation]:
+    """One damped Newton step for every case given, on the closed-loop manifold.
+
+    Direction: the Newton step in the motions the loops allow (null space Z of G_u), with
+    the reduced stiffness Z^T K Z shifted to be positive definite where it is not. Length: a
+    backtracking line search whose every trial point is projected back onto g(q) = 0 before
+    the energy is compared, so the search is a descent of the potential on the manifold.
+    """
     model, free, nf = p.model, p.free, len(p.free)
-    batch, m = q.shape[0], len(p.rows)
-    lowest = _lowest_eigenvalue(_reduced_stiffness(e, nf)[0])
-    level = np.max(np.abs(e.hessian), axis=(1, 2), initial=0.0) + 1e-12
-    # smallest shift of the form 1e-3 |H| 2^k that makes the reduced stiffness positive definite
+    batch = q.shape[0]
+    z = _null_space(e.closure_jacobian, nf)
+    zt = np.swapaxes(z, 1, 2)
+    reduced = zt @ e.hessian @ z
+    force = np.einsum("bji,bj->bi", z, e.residual)
+    lowest = _lowest_eigenvalue(0.5 * (reduced + np.swapaxes(reduced, 1, 2)))
+    level = np.max(np.abs(reduced), axis=(1, 2), initial=0.0) + 1e-12 * e.force_scale
+    # smallest shift of the form 1e-3 |K| 2^k that makes the reduced stiffness positive definite
     base = 1e-3 * level
     doublings = np.floor(np.log2(np.maximum(-lowest / base, 0.5))) + 1.0
     shift = np.where(lowest < 1e-8 * level, base * 2.0 ** np.maximum(doublings, 0.0), 0.0)
-    kkt = np.zeros((batch, nf + m, nf + m))
-    kkt[:, :nf, :nf] = e.hessian + shift[:, None, None] * np.eye(nf)
-    kkt[:, :nf, nf:] = -np.swapaxes(e.closure_jacobian, 1, 2)
-    kkt[:, nf:, :nf] = e.closure_jacobian
-    rhs = np.concatenate([e.residual, -e.closure], axis=1)
+    r = reduced.shape[1]
+    system = reduced + shift[:, None, None] * np.eye(r)
     try:
-        step = np.linalg.solve(kkt, rhs[..., None])[..., 0]
+        y = np.linalg.solve(system, force[..., None])[..., 0]
     except np.linalg.LinAlgError:
-        step = np.stack([np.linalg.lstsq(k, r, rcond=None)[0] for k, r in zip(kkt, rhs)])
-    du, dlam = step[:, :nf], step[:, nf:]
+        y = np.stack([np.linalg.lstsq(k, f, rcond=None)[0] for k, f in zip(system, force)])
+    du = np.einsum("bij,bj->bi", z, y)
     largest = np.max(np.abs(du), axis=1, initial=0.0)
     limit = np.where(shift > 0.0, p.options.max_shifted_step, p.options.max_step)
     cap = np.where(largest > limit, limit / np.maximum(largest, 1e-300), 1.0)
-    du, dlam = du * cap[:, None], dlam * cap[:, None]
-    penalty = np.maximum(penalty, 2.0 * np.max(np.abs(multipliers + dlam), axis=1, initial=0.0))
-    phi0 = _merit(e, penalty)
-    slope = (-np.einsum("bi,bi->b", e.q_force_reduced, du) - penalty * np.sum(np.abs(e.closure), axis=1)
-             if e.conservative else -phi0)
+    du = du * cap[:, None]
+    phi0 = _merit(e)
+    slope = -np.einsum("bi,bi->b", e.q_force_reduced, du) if e.conservative else -phi0
     # where the predicted change of the merit is lost in its round-off, judge by the residual instead
     lost = np.abs(slope) < 1e-12 * (np.abs(phi0) + 1.0)
     norm0 = _residual_norm(e)
     alpha = np.ones(batch)
     searching = np.ones(batch, dtype=bool)
-    q_new, lam_new, e_new = q.copy(), multipliers.copy(), e
+    q_new, e_new = q.copy(), e
     for _ in range(40):
         trial_q = q.copy()
         trial_q[:, free] += alpha[:, None] * du
-        trial_q = model.apply_couplings(trial_q)
-        trial_lam = multipliers + alpha[:, None] * dlam
-        e_trial = _evaluate(p, trial_q, trial_lam, scale)
-        accept = _merit(e_trial, penalty) <= phi0 + 1e-4 * alpha * np.minimum(slope, 0.0)
+        trial_q, closed = _project(p, model.apply_couplings(trial_q))
+        e_trial = _evaluate(p, trial_q, None, scale)
+        accept = _merit(e_trial) <= phi0 + 1e-4 * alpha * np.minimum(slope, 0.0)
         accept |= lost & (shift == 0.0) & (_residual_norm(e_trial) < (1.0 - 1e-4 * alpha) * norm0)
-        accept &= searching
-        q_new[accept], lam_new[accept] = trial_q[accept], trial_lam[accept]
+        accept &= searching & closed
+        q_new[accept] = trial_q[accept]
         e_new = _merge(e_new, e_trial, accept)
         searching &= ~accept
         if not np.any(searching) or np.all(alpha[searching] < 1e-10):
             break
         alpha = np.where(searching, 0.5 * alpha, alpha)
-    return q_new, lam_new, e_new, penalty
+    return q_new, e_new
+
+
+_FIELDS = ("residual", "closure", "closure_jacobian", "hessian", "energy", "force_scale", "q_force_reduced",
+           "multipliers")
 
 
 def _take(e: _Evaluation, cases: np.ndarray) -> _Evaluation:
     """The evaluation of some cases."""
-    return _Evaluation(e.residual[cases], e.closure[cases], e.closure_jacobian[cases], e.hessian[cases],
-                       e.energy[cases], e.force_scale[cases], e.conservative, e.q_force_reduced[cases])
+    return _Evaluation(**{name: getattr(e, name)[cases] for name in _FIELDS}, conservative=e.conservative)
 
 
 def _put(e: _Evaluation, cases: np.ndarray, part: _Evaluation) -> _Evaluation:
     """``e`` with the evaluation of some cases replaced by ``part``."""
-    for name in ("residual", "closure", "closure_jacobian", "hessian", "energy", "force_scale", "q_force_reduced"):
+    for name in _FIELDS:
         getattr(e, name)[cases] = getattr(part, name)
     return e
 
@@ -366,10 +470,8 @@ def _merge(a: _Evaluation, b: _Evaluation, take_b: np.ndarray) -> _Evaluation:
         mask = take_b.reshape((-1,) + (1,) * (np.ndim(x) - 1))
         return np.where(mask, y, x)
 
-    return _Evaluation(pick(a.residual, b.residual), pick(a.closure, b.closure),
-                       pick(a.closure_jacobian, b.closure_jacobian), pick(a.hessian, b.hessian),
-                       pick(a.energy, b.energy), pick(a.force_scale, b.force_scale), a.conservative and b.conservative,
-                       pick(a.q_force_reduced, b.q_force_reduced))
+    return _Evaluation(**{name: pick(getattr(a, name), getattr(b, name)) for name in _FIELDS},
+                       conservative=a.conservative and b.conservative)
 
 
 def independent_rows(model: Model, q: np.ndarray, free: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
@@ -392,10 +494,12 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
                 fields: tuple[gen.ForceField, ...] = ()) -> BatchResult:
     """Equilibria of B independent cases sharing the model, the free coordinates and the closure rows.
 
-    ``q_start`` (B, nq) holds the prescribed values and the starting guess; ``gravity`` (B, 3);
-    loads carry (B, 3) force/torque arrays; ``fields`` are extra force fields (supports such as
-    ground contacts), the same for every case. Cases whose full load fails are re-solved with
-    load stepping.
+    ``q_start`` (B, nq) holds the prescribed values and the starting guess, whose loops must close
+    (the solve starts by projecting onto them); each case ends in the well its start lies in.
+    ``gravity`` (B, 3); loads carry (B, 3) force/torque arrays; ``fields`` are extra force fields
+    (supports such as ground contacts), the same for every case. Cases in which some coordinate
+    is held by nothing against the load are reported at once (``unheld``) without iterating;
+    cases whose full load fails are re-solved with load stepping.
     """
     q_start = np.atleast_2d(np.asarray(q_start, float))
     batch = q_start.shape[0]
@@ -404,28 +508,114 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     if rows is None:
         rows = independent_rows(model, q_start[0], free)
     rate_force = gen.rate_forces(model, rates) if rates is not None else None
-    p = _Problem(model, free, rows, gravity, list(loads), rate_force, options, tuple(fields))
-    lam0 = np.zeros((batch, len(rows)))
+    p = _Problem(model, free, rows, gravity, list(loads), rate_force, options, tuple(fields),
+                 _force_floor(model, q_start[0], gravity, list(loads)))
+    q, closed = _project(p, q_start)
+    e = _evaluate(p, q, None, 1.0)
+    unheld = _unheld(p, q, e) & closed[:, None]
+    trying = closed & ~np.any(unheld, axis=1)
     first_try = replace(p, options=replace(options, max_iterations=min(options.max_iterations,
                                                                       options.full_load_iterations)))
-    q, lam, converged, iterations = _newton(first_try, q_start, lam0, 1.0, np.ones(batch, dtype=bool))
-    failed = np.flatnonzero(~converged)
+    q, lam, converged, iterations = _newton(first_try, q, 1.0, trying)
+    failed = np.flatnonzero(trying & ~converged)
     if len(failed):
         q_f, lam_f, ok_f, its_f = _load_stepping(_subset(p, failed), q_start[failed])
         q[failed], lam[failed], converged[failed] = q_f, lam_f, ok_f
         iterations[failed] += its_f
     e = _evaluate(p, q, lam, 1.0)
-    stable = _lowest_eigenvalue(_reduced_stiffness(e, len(free))[0]) > 1e-9 * e.force_scale
+    stability, neutral = _stability(p, e)
     full = np.zeros((batch, 6 * len(model.closures)))
     full[:, rows] = lam
-    return BatchResult(q, full, converged, iterations, _residual_norm(e), stable, free)
+    return BatchResult(q, full, converged, iterations, _residual_norm(e), stability, free, neutral,
+                       [np.flatnonzero(row) for row in unheld])
+
+
+def model_size(model: Model, q: np.ndarray) -> float:
+    """The machine's size (m): the largest distance of a frame or body origin from the world origin at q (nq,)."""
+    from .kinematics import forward
+
+    poses = forward(model, q)
+    points = np.concatenate([poses.frames[:, :3, 3], poses.bodies[:, :3, 3]])
+    return float(np.max(np.linalg.norm(points, axis=1), initial=0.0))
+
+
+def _force_floor(model: Model, q: np.ndarray, gravity: np.ndarray, loads: list[gen.AppliedLoad]) -> float:
+    """The model's own force scale (N m): 1e-3 of its weight and load forces times its size, plus the load
+    torques. Forces below ``force_tolerance`` times this are round-off: a model whose forces all vanish
+    (wheels with their centres of mass on their axles) has converged, not failed."""
+    size = max(model_size(model, q), 1e-3)
+    weight = model.total_mass * float(np.max(np.linalg.norm(gravity, axis=1), initial=0.0))
+    forces = sum(float(np.max(np.linalg.norm(l.force, axis=1), initial=0.0)) for l in loads)
+    torques = sum(float(np.max(np.linalg.norm(l.torque, axis=1), initial=0.0)) for l in loads)
+    return max(1e-3 * ((weight + forces) * size + torques), 1e-9)
+
+
+_PROBE_DISTANCES = (1.0, 10.0, 100.0, 1000.0)  # in model sizes
+
+
+def _unheld(p: _Problem, q: np.ndarray, e: _Evaluation) -> np.ndarray:
+    """(B, nf) free coordinates that nothing holds against the load: no equilibrium exists.
+
+    A candidate has a generalized force beyond the tolerance and no stiffness at all
+    (its row and column of the stiffness and its closure-Jacobian column vanish), so its
+    energy falls linearly. It is confirmed by probing: every candidate moved with its force
+    by 1, 10, 100 and 1000 model sizes (a slider running to its end stop or a body falling
+    onto a contact would feel a change) and its force stays the same to 1e-6.
+    """
+    h = e.hessian
+    column = np.maximum(np.max(np.abs(h), axis=1, initial=0.0), np.max(np.abs(h), axis=2, initial=0.0))
+    if e.closure_jacobian.shape[1]:
+        column = np.maximum(column, np.max(np.abs(e.closure_jacobian), axis=1))
+    scale = np.maximum(np.max(np.abs(h), axis=(1, 2), initial=0.0), e.force_scale)
+    force = e.q_force_reduced
+    candidates = (column <= 1e-12 * scale[:, None]) & (np.abs(force) > p.options.force_tolerance * e.force_scale[:, None])
+    cases = np.flatnonzero(np.any(candidates, axis=1))
+    if not len(cases):
+        return candidates
+    size = max(model_size(p.model, q[cases[0]]), 1.0)
+    sub = _subset(p, cases)
+    direction = np.where(candidates[cases], np.sign(force[cases]), 0.0)
+    for distance in _PROBE_DISTANCES:
+        trial = q[cases].copy()
+        trial[:, p.free] += distance * size * direction
+        moved = _evaluate(sub, p.model.apply_couplings(trial), None, 1.0).q_force_reduced
+        candidates[cases] &= np.abs(moved - force[cases]) <= 1e-6 * np.abs(force[cases])
+    return candidates
+
+
+def _stability(p: _Problem, e: _Evaluation) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Per case 'stable', 'neutral' or 'unstable' from the stiffness on the closed-loop motions, and the
+    neutral directions (k, nf) in free coordinates (unit vectors; empty unless neutral).
+
+    Stable: positive definite beyond the floor (a Cholesky factorization of K - floor I proves it);
+    unstable: an eigenvalue below -floor; neutral otherwise (zero-stiffness directions only)."""
+    reduced, z = _reduced_stiffness(e, len(p.free))
+    batch, r = reduced.shape[0], reduced.shape[1]
+    floor = _stiffness_floor(e)
+    stability = np.full(batch, "stable", dtype=object)
+    neutral = [np.zeros((0, len(p.free))) for _ in range(batch)]
+    if r == 0:
+        return stability, neutral
+    for b in range(batch):
+        try:
+            np.linalg.cholesky(reduced[b] - floor[b] * np.eye(r))
+            continue
+        except np.linalg.LinAlgError:
+            pass
+        values, vectors = np.linalg.eigh(reduced[b])
+        if values[0] < -floor[b]:
+            stability[b] = "unstable"
+        else:
+            stability[b] = "neutral"
+            neutral[b] = (z[b] @ vectors[:, values <= floor[b]]).T
+    return stability.astype(str), neutral
 
 
 def _subset(p: _Problem, cases: np.ndarray) -> _Problem:
     """The problem restricted to some cases of the batch."""
     loads = [gen.AppliedLoad(l.frame, l.force[cases], l.torque[cases], l.follow) for l in p.loads]
     rate_force = None if p.rate_force is None else p.rate_force[cases]
-    return _Problem(p.model, p.free, p.rows, p.gravity[cases], loads, rate_force, p.options, p.fields)
+    return replace(p, gravity=p.gravity[cases], loads=loads, rate_force=rate_force)
 
 
 def _load_stepping(p: _Problem, q_start: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -433,14 +623,14 @@ def _load_stepping(p: _Problem, q_start: np.ndarray) -> tuple[np.ndarray, np.nda
     (doubled after a success, halved after a failure). Returns q, multipliers, converged, iterations."""
     batch = q_start.shape[0]
     everyone = np.ones(batch, dtype=bool)
-    q, lam, ok, iterations = _newton(p, q_start, np.zeros((batch, len(p.rows))), 0.0, everyone)
+    q, lam, ok, iterations = _newton(p, q_start, 0.0, everyone)
     level = np.zeros(batch)
     increment = np.full(batch, 0.25)
     smallest = 0.25 / 2**p.options.max_load_halvings
     going = ok.copy()
     while np.any(going):
         target = np.minimum(1.0, level + increment)
-        q_try, lam_try, done, its = _newton(p, q, lam, target, going)
+        q_try, lam_try, done, its = _newton(p, q, target, going, anchor=q_start)
         iterations += its
         good, bad = going & done, going & ~done
         q[good], lam[good], level[good] = q_try[good], lam_try[good], target[good]
@@ -499,14 +689,14 @@ def applied(model: Model, loads: list[Load], batch: int = 1) -> list[gen.Applied
 def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold: list[str] | tuple[str, ...] = (),
           loads: list[Load] | tuple[Load, ...] = (), gravity: np.ndarray | None = None,
           q_start: np.ndarray | None = None, rates: np.ndarray | None = None,
-          options: SolverOptions = SolverOptions()):
+          options: SolverOptions = SolverOptions(), fields: tuple[gen.ForceField, ...] = ()):
     """Solve one static equilibrium and its unloaded reference; return a :class:`~shiftsim.results.Solution`.
 
     ``set`` prescribes joints at values, ``hold`` at their current values (file
     values, or ``q_start``). ``gravity`` overrides the model's (m/s^2).
     The reference configuration is the same problem with gravity, external
     loads and rate forces (dampers, friction) switched off; deflections are
-    measured from it.
+    measured from it. ``fields`` are extra supports (ground contacts), active in both.
     """
     from .results import Solution
 
@@ -524,10 +714,10 @@ def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold:
     rows = independent_rows(model, q, free)
     loads_applied = applied(model, list(loads))
     rate_array = None if rates is None else np.atleast_2d(rates)
-    reference = solve_batch(model, q[None], free, np.zeros(3), [], None, options, rows)
-    loaded = solve_batch(model, reference.q if reference.converged[0] else q[None], free, gravity[None],
-                         loads_applied, rate_array, options, rows)
-    return Solution.build(model, loaded, reference, gravity, loads_applied)
+    # both solves start from the same assembled pose, so each ends in the well that pose lies in
+    reference = solve_batch(model, q[None], free, np.zeros(3), [], None, options, rows, fields)
+    loaded = solve_batch(model, q[None], free, gravity[None], loads_applied, rate_array, options, rows, fields)
+    return Solution.build(model, loaded, reference, gravity, loads_applied, q, fields)
 
 
-__all__ = ["BatchResult", "Load", "SolverOptions", "solve", "solve_batch"]
+__all__ = ["BatchResult", "Load", "STABILITY", "SolverOptions", "model_size", "solve", "solve_batch"]

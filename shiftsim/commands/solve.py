@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..errors import InputError, Problem
 from ..loading import load_model
@@ -12,8 +13,8 @@ from ._common import emit_json, parse_assignment, parse_vector
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("solve", help="static equilibrium, deflections and joint loads",
-                                   description="Solve static equilibrium. Exit 0 converged, 1 failed (result still "
-                                               "printed), 2 bad input.")
+                                   description="Solve static equilibrium. Exit 0 converged (stable or neutral), 1 failed (result still "
+                                               "printed) or no equilibrium exists, 2 bad input.")
     parser.add_argument("model")
     parser.add_argument("--set", action="append", default=[], metavar="JOINT=VALUE", help="prescribe a joint at a value")
     parser.add_argument("--hold", action="append", default=[], metavar="JOINT", help="prescribe a joint at its file value")
@@ -42,12 +43,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
     else:
+        if solution.status == "no equilibrium":
+            print(f"no equilibrium (found before iterating): {solution.blame[0]}", file=sys.stderr)
+            return 1
         print(f"{solution.status} after {solution.iterations} iterations, residual {solution.residual:.3g}, "
-              f"{'stable' if solution.stable else 'NOT stable'}")
+              f"{solution.stability}")
+        for direction in solution.neutral:
+            print(f"  neutral direction: {direction}")
+        for remark in solution.remarks:
+            print(f"  note: {remark}")
         print(f"{'joint':40s} {'position':>14s} {'deflection':>14s} {'effort':>14s}")
         for name, joint in result["joints"].items():
             if isinstance(joint["position"], float):
                 print(f"{name:40s} {joint['position']:14.6g} {joint['deflection']:14.6g} {joint['effort']:14.6g}")
-        for line in result.get("blame", []):
+        for line in solution.blame:
             print(f"  worst: {line}")
     return 0 if solution.converged else 1
