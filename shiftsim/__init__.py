@@ -1,30 +1,57 @@
 """shiftsim: a quasi-static multibody simulator.
 
 Read a machine description, compile it into a tree-plus-loops model, solve
-static equilibrium, report deflections and joint loads, check collisions.
+static equilibrium, report deflections and joint loads, check collisions;
+run scenarios (``run_scenario``) and read their results (``load_results``).
 
-shiftsim works on many small matrices, where multi-threaded BLAS only adds
-overhead (a 50x50 eigen-decomposition is 15x slower with threads on two
-cores). Unless the environment already says otherwise, importing shiftsim
-before numpy keeps BLAS to one thread per process; parallel sweeps use
-processes instead.
+Importing the package is cheap: the public API below is loaded on first use
+(module ``__getattr__``), so ``import shiftsim`` imports neither scipy nor
+matplotlib, and it leaves the process's environment alone. shiftsim works on
+many small matrices, where multi-threaded BLAS only adds overhead; the command
+line and :func:`run_scenario` limit BLAS to one thread around their own work
+(``threadpoolctl``, see :func:`shiftsim.threads.single_blas_thread`), and
+parallel sweeps use processes instead.
 """
 
-import os
+from __future__ import annotations
 
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_variable, "1")
+import importlib
+from typing import Any
 
-__version__ = "0.1.0"
+_API = {
+    "InputError": "errors", "ModelError": "errors", "ScenarioError": "errors", "ShiftsimError": "errors",
+    "SolveError": "errors",
+    "read_model": "formats",
+    "assemble": "kinematics", "forward": "kinematics", "frame_jacobian": "kinematics",
+    "load_model": "loading",
+    "Model": "model", "compile_model": "model",
+    "Load": "statics", "SolverOptions": "statics", "solve": "statics", "solve_batch": "statics",
+    "RunResults": "run_results", "load_results": "run_results", "run_scenario": "run_results",
+}
 
-from .errors import InputError, ModelError, ScenarioError, ShiftsimError, SolveError  # noqa: E402
-from .formats import read_model  # noqa: E402
-from .kinematics import assemble, forward, frame_jacobian  # noqa: E402
-from .loading import load_model  # noqa: E402
-from .model import Model, compile_model  # noqa: E402
-from .statics import Load, SolverOptions, solve, solve_batch  # noqa: E402
+__all__ = sorted([*_API, "__version__"])
 
-__all__ = [
-    "InputError", "Load", "Model", "ModelError", "ScenarioError", "ShiftsimError", "SolveError", "SolverOptions",
-    "assemble", "compile_model", "forward", "frame_jacobian", "load_model", "read_model", "solve", "solve_batch",
-]
+
+def _version() -> str:
+    """The installed distribution's version (written once, in pyproject.toml)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("shiftsim")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value = _version()
+    elif name in _API:
+        value = getattr(importlib.import_module(f"{__name__}.{_API[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

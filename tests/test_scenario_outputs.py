@@ -33,8 +33,12 @@ def test_results_follow_the_issue_layout_and_validate(tmp_path, capsys):
     assert code == 1  # one step cannot assemble: results are still written
     results = _results(tmp_path / "out")
     jsonschema.Draft202012Validator(load_schema("results")).validate(results)
-    assert list(results) == ["scenario", "shiftsim_version", "parameters", "steps"]
+    assert list(results) == ["scenario", "shiftsim_version", "parameters", "angle_unit", "units", "partial",
+                             "steps_planned", "steps"]
     assert results["scenario"] == "slider" and results["shiftsim_version"] == __version__
+    assert results["partial"] is False and results["steps_planned"] == 3 and results["angle_unit"] == "rad"
+    assert results["units"] == {"parameters": {"sc:slider_crank:slider_guide": "m"},
+                                "joints": {"sc:slider_crank:crank_pin": ["rad"]}}
     assert results["parameters"] == ["sc:slider_crank:slider_guide"]
     good, bad, last = results["steps"]
     assert list(good)[:9] == ["index", "parameters", "status", "iterations", "residual", "stable", "joints", "frames", "bodies"]
@@ -52,12 +56,18 @@ def test_the_results_schema_rejects_what_it_should():
     validator = jsonschema.Draft202012Validator(load_schema("results"))
     step = {"index": 0, "parameters": {}, "status": "failed", "iterations": 0, "residual": None, "stable": False,
             "joints": {}, "frames": {}, "bodies": {}}
-    document = {"scenario": "x", "shiftsim_version": "0", "parameters": [], "steps": [step]}
+    document = {"scenario": "x", "shiftsim_version": "0", "parameters": [], "angle_unit": "rad",
+                "units": {"parameters": {}, "joints": {}}, "partial": False, "steps_planned": 1, "steps": [step]}
     assert not validator.is_valid(document)  # a failed step must say why
     step["failures"] = [{"machine": "m", "message": "no equilibrium"}]
     assert validator.is_valid(document)
     step["stable"] = True
     assert not validator.is_valid(document)
+    step["stable"] = False
+    document["partial"] = True
+    assert not validator.is_valid(document)  # partial results say what stopped the run
+    document["interrupted"] = "SIGTERM"
+    assert validator.is_valid(document)
 
 
 def test_tidy_csv_holds_the_json_numbers(tmp_path, capsys):
@@ -66,12 +76,19 @@ def test_tidy_csv_holds_the_json_numbers(tmp_path, capsys):
     assert run_cli(capsys, "run", path, "-o", tmp_path / "out")[0] == 0
     results = _results(tmp_path / "out")
     rows = list(csv.reader(io.StringIO((tmp_path / "out" / "results.csv").read_text())))
-    assert rows[0] == ["step", "load:tip", "entity", "quantity", "component", "value"]
-    table = {(int(r[0]), r[2], r[3], r[4]): r[5] for r in rows[1:]}
+    assert rows[0] == ["step", "entity", "quantity", "component", "value", "unit"]  # the same for every scenario
+    table = {(int(r[0]), r[1], r[2], r[3]): r[4] for r in rows[1:]}
+    units = {(r[1], r[2], r[3]): r[5] for r in rows[1:]}
+    assert units[("beam:hinge1", "effort", "")] == "N m" and units[("beam:hinge1", "position", "")] == "rad"
+    assert units[("beam:hinge1", "wrench_world", "fz")] == "N" and units[("beam:hinge1", "wrench_world", "mx")] == "N m"
+    assert units[("beam:link10:tip", "deflection", "x")] == "m" and units[("beam:link10", "rotation", "xy")] == "-"
+    steps = list(csv.reader(io.StringIO((tmp_path / "out" / "steps.csv").read_text())))
+    assert steps[0] == ["step", "load:tip [-]", "status", "iterations", "stability"]
+    for step, row in zip(results["steps"], steps[1:], strict=True):
+        assert [int(row[0]), float(row[1]), row[2], int(row[3]), row[4]] == \
+            [step["index"], step["parameters"]["load:tip"], "converged", step["iterations"], "stable"]
     for step in results["steps"]:
         i = step["index"]
-        assert float(table[(i, "solver", "residual", "")]) == step["residual"]
-        assert int(table[(i, "solver", "iterations", "")]) == step["iterations"]
         assert float(table[(i, "beam:hinge1", "effort", "")]) == step["joints"]["beam:hinge1"]["effort"]
         for k, component in enumerate(["fx", "fy", "fz", "mx", "my", "mz"]):
             assert float(table[(i, "beam:hinge1", "wrench_world", component)]) == \
@@ -81,9 +98,9 @@ def test_tidy_csv_holds_the_json_numbers(tmp_path, capsys):
                 step["frames"]["beam:link10:tip"]["deflection"][k]
         rotation = np.array(step["bodies"]["beam:link10"]["rotation"])
         assert float(table[(i, "beam:link10", "rotation", "zx")]) == rotation[2, 0]
-    assert {r[1] for r in rows[1:]} == {"0.0", "0.5", "1.0"}
-    # 4 solver rows, 3 + 3 joint scalars... : 4 + (3 + 12) + 6 + 12 per step
-    assert len(rows) - 1 == 3 * (4 + 15 + 6 + 12)
+    assert {r[0] for r in rows[1:]} == {"0", "1", "2"}
+    # joint: 3 scalars + 2 wrenches, frame: 2 vectors, body: position and rotation
+    assert len(rows) - 1 == 3 * ((3 + 12) + 6 + (3 + 9))
 
 
 def test_plots_are_png_of_the_stated_size(tmp_path, capsys):
@@ -110,7 +127,8 @@ def test_a_non_empty_output_folder_needs_force(tmp_path, capsys):
     code, _, err = run_cli(capsys, "run", path, "-o", folder, "--force")
     assert code == 0, err
     # shiftsim's files replaced, its stale ones removed, the user's file kept
-    assert sorted(p.name for p in folder.iterdir()) == ["convergence.png", "notes.txt", "results.csv", "results.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["convergence.png", "notes.txt", "results.csv", "results.json",
+                                                        "steps.csv"]
     assert (folder / "notes.txt").read_text() == "mine"
 
 
@@ -211,9 +229,9 @@ def test_progress_bar_only_on_a_terminal(tmp_path, monkeypatch):
     monkeypatch.setattr("sys.stderr", terminal)
     assert main(["run", str(path), "-o", str(tmp_path / "tty")]) == 0
     drawn = terminal.getvalue()
-    assert drawn.startswith("\r[") and drawn.count("\r") == 4  # drawn empty, then after each of the 3 steps
-    assert "] 3/3 steps" in drawn and drawn.endswith("\n")
-    pipe = io.StringIO()  # not a terminal (CI): no bar
+    assert "\r" in drawn and "3/3" in drawn and "step/s" in drawn  # tqdm: redrawn in place, with the rate
+    assert drawn.endswith("\n")
+    pipe = io.StringIO()  # not a terminal (CI): heartbeat lines only every few seconds, none in a short run
     monkeypatch.setattr("sys.stderr", pipe)
     assert main(["run", str(path), "-o", str(tmp_path / "pipe")]) == 0
-    assert pipe.getvalue() == ""
+    assert "\r" not in pipe.getvalue()

@@ -6,10 +6,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
 
 from ..errors import InputError, Problem
-from ..scenario import DaskExecutor, LocalExecutor, check_folder, default_folder, execute, load_scenario, write_results
+from ..interrupts import Interrupted, signals_raise
+from ..progress import progress
+from ..scenario import (DaskExecutor, LocalExecutor, check_folder, default_folder, execute, finish, load_scenario,
+                        write_results)
 from ..scenario.digest import step_text, summary_lines
 from ..scenario.runner import StepResult
 
@@ -27,8 +29,10 @@ def _positive(text: str) -> int:
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "run", help="run a scenario: sweep, results.json, CSV and plots",
-        description="Run a scenario file headless. Exit 0 all steps converged, 1 some failed (results still written), "
-                    "2 bad scenario, model or option.")
+        description="Run a scenario file headless. Progress on stderr: a bar on a terminal, else a line every few "
+                    "seconds. Ctrl-C or SIGTERM writes the steps solved so far (marked partial) and exits 130 / 143. "
+                    "Exit 0 all steps converged, 1 some failed (results still written) or the results could not be "
+                    "written, 2 bad scenario, model, option or output folder (checked before solving).")
     parser.add_argument("scenario", help="scenario file (.json), see docs/scenarios.md")
     parser.add_argument("-o", "--output", metavar="DIR", help="output folder (default plots/<scenario name>/)")
     parser.add_argument("--jobs", type=_positive, default=1, metavar="N",
@@ -39,34 +43,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--force", action="store_true",
                         help="replace shiftsim's result files in a non-empty output folder (other files are kept)")
     verbosity = parser.add_mutually_exclusive_group()
-    verbosity.add_argument("-v", "--verbose", action="store_true", help="one line per step on stderr")
+    verbosity.add_argument("-v", "--verbose", action="store_true", help="one line per step on stderr (instead of the progress bar)")
     verbosity.add_argument("-q", "--quiet", action="store_true", help="no progress, warnings or summary")
     parser.set_defaults(func=run)
-
-
-class _ProgressBar:
-    """A one-line progress bar redrawn in place on a terminal."""
-
-    width = 32
-
-    def __init__(self, total: int, stream: TextIO):
-        self.total, self.stream, self.done, self.failed = total, stream, 0, 0
-        self._draw()
-
-    def update(self, step: StepResult) -> None:
-        self.done += 1
-        self.failed += not step.converged
-        self._draw()
-
-    def _draw(self) -> None:
-        filled = self.width * self.done // max(self.total, 1)
-        failed = f", {self.failed} failed" if self.failed else ""
-        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} steps{failed}")
-        self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
 
 
 def _executor(args: argparse.Namespace) -> tuple[LocalExecutor | DaskExecutor, str]:
@@ -85,35 +64,68 @@ def _executor(args: argparse.Namespace) -> tuple[LocalExecutor | DaskExecutor, s
 
 
 def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    with signals_raise():
+        try:
+            return _run(args, started)
+        except Interrupted as stop:  # before any step was solved, or while writing
+            print(f"shiftsim run: stopped by {stop.name}; no results written", file=sys.stderr)
+            return stop.exit_code
+
+
+def _run(args: argparse.Namespace, started: float) -> int:
+    """The run; SIGINT/SIGTERM (``Interrupted``) while solving writes the steps solved so far."""
     scenario = load_scenario(args.scenario)
     executor, how = _executor(args)
     folder = Path(args.output) if args.output else default_folder(scenario)
     check_folder(folder, args.force, scenario.input_files)
-    if not args.quiet:
-        for warning in scenario.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
+    warn = None if args.quiet else (lambda warning: print(f"warning: {warning}", file=sys.stderr))
+    for warning in scenario.warnings:
+        if warn:
+            warn(warning)
 
     total = len(scenario.sweep.table())
-    bar = _ProgressBar(total, sys.stderr) if sys.stderr.isatty() and not (args.quiet or args.verbose) else None
+    bar = progress(total, sys.stderr) if not (args.quiet or args.verbose) else None
+    solved: list[StepResult] = []
 
     def on_step(step: StepResult) -> None:
+        solved.append(step)
         if bar is not None:
-            bar.update(step)
+            bar.update(failed=not step.converged)
         if args.verbose:
             residual = "-" if step.residual is None else f"{step.residual:.3g}"
             print(f"{step_text(scenario, step)}: {step.status}, {step.iterations} iterations, residual {residual}",
                   file=sys.stderr)
 
-    started = time.perf_counter()
+    solving = time.perf_counter()
+    stop: Interrupted | None = None
     try:
-        steps = execute(scenario, executor, on_step,
-                        on_warning=None if args.quiet else lambda w: print(f"warning: {w}", file=sys.stderr))
+        steps = execute(scenario, executor, on_step, on_warning=warn)
+    except Interrupted as signal:
+        stop = signal
+        steps = finish(scenario, solved, warn)
     finally:
         if bar is not None:
             bar.close()
-    elapsed = time.perf_counter() - started
-    files = write_results(scenario, steps, folder)
+    solve_time = time.perf_counter() - solving
+    if stop is not None and not steps:
+        print(f"shiftsim run: stopped by {stop.name} before any step was solved; no results written", file=sys.stderr)
+        return stop.exit_code
+    try:
+        files = write_results(scenario, steps, folder, interrupted=stop.name if stop else None)
+    except Interrupted as signal:
+        print(f"shiftsim run: stopped by {signal.name} while writing; {folder}/ holds a complete set of results, "
+              "the earlier one if the new one was not yet in place", file=sys.stderr)
+        return signal.exit_code
+    wall = time.perf_counter() - started
     if not args.quiet:
-        for line in summary_lines(scenario, steps, f"{folder}/", files, f"{how}, {elapsed:.1f} s"):
+        for line in summary_lines(scenario, steps, f"{folder}/", files,
+                                  f"{how}, {wall:.1f} s wall, {solve_time:.1f} s solving"):
             print(line)
+    if stop is not None:
+        print(f"shiftsim run: stopped by {stop.name} after {len(steps)} of {total} steps; "
+              f"partial results (marked \"partial\" in results.json) in {folder}/", file=sys.stderr)
+        if not args.quiet:
+            print(f"  PARTIAL: stopped by {stop.name} after {len(steps)} of {total} steps")
+        return stop.exit_code
     return 0 if all(step.converged for step in steps) else 1

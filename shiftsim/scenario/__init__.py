@@ -5,7 +5,7 @@ its machines (``loading``: model files of every format, attachments; ``machines`
 what a machine's names set; ``mfk``, ``mdx``: the names MFK machines and Mdx
 platforms bring); ``execute`` solves its steps on an executor (``runner``,
 ``executors``) and checks collisions when asked (``shiftsim.collision``);
-``write_results`` writes results.json, the tidy CSV and the plots (``outputs``, ``plots``).
+``write_results`` writes results.json, the tidy tables and the plots as one set (``outputs``, ``plots``).
 The format is documented in docs/scenarios.md and ``shiftsim/schemas/scenario.schema.json``.
 """
 
@@ -16,22 +16,29 @@ from typing import Callable
 
 from ..jsonio import dumps
 from .executors import DaskExecutor, Executor, LocalExecutor
-from .outputs import RESULTS_CSV, RESULTS_JSON, check_folder, csv_bytes, default_folder, results_document, write_files
+from .outputs import (RESULTS_CSV, RESULTS_JSON, STEPS_CSV, check_folder, csv_bytes, default_folder, results_document,
+                      step_rows, tidy_rows, write_files)
 from .runner import StepCallback, StepResult, run_chain
 from .spec import Scenario, build_scenario, load_scenario
 
+WarningCallback = Callable[[str], None]
+
 
 def execute(scenario: Scenario, executor: Executor, on_step: StepCallback | None = None,
-            on_warning: Callable[[str], None] | None = None) -> list[StepResult]:
-    """Solve every step of the scenario (chains on the executor); results sorted by step index.
+            on_warning: WarningCallback | None = None) -> list[StepResult]:
+    """Solve every step of the scenario (chains on the executor); results sorted by step index,
+    finished by :func:`finish`."""
+    return finish(scenario, executor.run(scenario, scenario.sweep.chains(), on_step), on_warning)
 
-    A scenario with ``collision`` then gets each step's ``collisions`` from the solved poses
-    (:func:`shiftsim.collision.scenario.attach_collisions`, all steps in one batch); the collision
-    world's warnings (machines without shapes, ...) go to ``on_warning``.
-    """
-    steps = executor.run(scenario, scenario.sweep.chains(), on_step)
-    if "collision" in (scenario.document or {}):
-        from ..collision.scenario import attach_collisions
+
+def finish(scenario: Scenario, steps: list[StepResult], on_warning: WarningCallback | None = None) -> list[StepResult]:
+    """Solved steps (all, or those solved before a run was stopped) sorted by index, with what is
+    computed over steps: a scenario with ``collision`` gets each step's ``collisions`` from the
+    solved poses (:func:`shiftsim.scenario.collisions.attach_collisions`, all steps in one batch);
+    the collision world's warnings (machines without shapes, ...) go to ``on_warning``."""
+    steps = sorted(steps, key=lambda step: step.index)
+    if steps and "collision" in (scenario.document or {}):
+        from .collisions import attach_collisions
 
         for warning in attach_collisions(scenario, steps):
             if on_warning is not None:
@@ -39,17 +46,24 @@ def execute(scenario: Scenario, executor: Executor, on_step: StepCallback | None
     return steps
 
 
-def write_results(scenario: Scenario, steps: list[StepResult], folder: Path) -> list[str]:
-    """Render and write every output file into ``folder`` as one atomic set; return the file names written."""
+def write_results(scenario: Scenario, steps: list[StepResult], folder: Path, interrupted: str | None = None) -> list[str]:
+    """Render and write every output file into ``folder`` as one set; return the file names written.
+
+    ``interrupted`` (a signal's name): the run was stopped and ``steps`` is what it solved; the
+    results are marked partial (results.json ``partial``, ``steps_planned``, ``interrupted``).
+    """
     from .plots import render
 
-    files = {RESULTS_JSON: dumps(results_document(scenario, steps))}
+    planned = len(scenario.sweep.table()) if interrupted else None
+    document = results_document(scenario, steps, planned, interrupted)
+    files = {RESULTS_JSON: dumps(document)}
     if scenario.outputs.csv:
-        files[RESULTS_CSV] = csv_bytes(scenario, steps)
+        files[RESULTS_CSV] = csv_bytes(tidy_rows(document))
+        files[STEPS_CSV] = csv_bytes(step_rows(document))
     files.update(render(scenario, steps))
     write_files(folder, files)
     return list(files)
 
 
-__all__ = ["Scenario", "StepResult", "load_scenario", "build_scenario", "execute", "write_results", "run_chain",
-           "check_folder", "default_folder", "LocalExecutor", "DaskExecutor"]
+__all__ = ["Scenario", "StepResult", "load_scenario", "build_scenario", "execute", "finish", "write_results",
+           "run_chain", "check_folder", "default_folder", "LocalExecutor", "DaskExecutor"]

@@ -1,16 +1,30 @@
-"""Result files of a run: results.json, the tidy CSV, and writing them safely.
+"""Result files of a run: results.json, the tidy tables, and writing them safely as one set.
+
+Files (see docs/scenarios.md "Outputs"):
+
+* ``results.json`` (``shiftsim/schemas/results.schema.json``): every step, SI units (angles in rad);
+* ``results.csv``: tidy, one number per row, the same header for every scenario:
+  ``step, entity, quantity, component, value, unit`` (:func:`tidy_rows`);
+* ``steps.csv``: one row per step: ``step``, one column per swept parameter, ``status``,
+  ``iterations``, ``stability`` (:func:`step_rows`).
+
+Both tables are built from the results document alone (so a results folder read
+back gives the same tables, see :mod:`shiftsim.run_results`). A scenario with
+``"angle_unit": "deg"`` gets joint angles and swept angles in degrees in both
+tables (the ``unit`` column and the steps.csv header say so); results.json stays in radians.
 
 Safety rules:
 
-* the output folder is checked before anything is solved: an existing,
-  non-empty folder is refused unless ``force``; with ``force`` only
-  shiftsim's own output files (:data:`OUTPUT_FILES`) in it are replaced or
-  removed, anything else is left alone; an output file that is an input file
-  (scenario or model) is refused always;
-* every file is written to a temporary file in the output folder and renamed
-  into place (``os.replace``) only once *all* files are complete, so a failure
-  leaves no partial file behind (a folder created for the run and left empty is
-  removed again).
+* the output folder is checked before anything is solved (:func:`check_folder`):
+  it must be creatable and writable (exit 2 otherwise); an existing, non-empty
+  folder is refused unless ``force``; with ``force`` only shiftsim's own output
+  files (:data:`OUTPUT_FILES`) in it are replaced or removed, anything else is
+  left alone; an output file that is an input file (scenario or model) is refused always;
+* the whole set is first written into a staging folder ``DIR/.staging-PID-XXXX/``
+  and only then swapped in, file by file, with SIGINT/SIGTERM held back during
+  the swap: a reader sees the old set or the new one. A failure or a signal while
+  writing leaves the old set untouched; a staging folder left by a killed run
+  (its process gone) is removed by the next write into the folder.
 """
 
 from __future__ import annotations
@@ -18,25 +32,36 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from .. import __version__
 from ..errors import InputError, Problem, ShiftsimError
+from ..interrupts import signals_deferred
+from ..model import PRISMATIC
 from .runner import StepResult
-from .spec import ALL_PLOTS, Scenario
+from .spec import ALL_PLOTS, Scenario, angle_factor, angle_unit_of
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
-OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, *(f"{plot}.png" for plot in ALL_PLOTS))
-CSV_COLUMNS_BEFORE = ("step",)
-CSV_COLUMNS_AFTER = ("entity", "quantity", "component", "value")
+STEPS_CSV = "steps.csv"
+REPORT_HTML = "report.html"
+OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, STEPS_CSV, REPORT_HTML, *(f"{plot}.png" for plot in ALL_PLOTS))
+STAGING_PREFIX = ".staging-"
+PAUSE_ENV = "SHIFTSIM_TEST_WRITE_PAUSE"  # test hook: seconds to pause after the first staged file
+
+CSV_HEADER = ("step", "entity", "quantity", "component", "value", "unit")
+STEP_STATUS_COLUMNS = ("status", "iterations", "stability")
 WRENCH_COMPONENTS = ("fx", "fy", "fz", "mx", "my", "mz")
+WRENCH_UNITS = ("N", "N", "N", "N m", "N m", "N m")
 AXES = "xyz"
 POSE_COMPONENTS = ("x", "y", "z", "roll", "pitch", "yaw")
-ACTUATOR_QUANTITIES = {"actuator_length": "lengths", "actuator_raw": "raw", "actuator_in_range": "in_range",
-                       "actuator_force": "forces"}
+POSE_UNITS = ("mm", "mm", "mm", "deg", "deg", "deg")  # an Mdx platform pose, as Mdx states it
+ACTUATOR_QUANTITIES = {"actuator_length": ("lengths", "m"), "actuator_raw": ("raw", "-"),
+                       "actuator_in_range": ("in_range", "-"), "actuator_force": ("forces", "N")}
+EFFORT_UNIT = {"m": "N", "rad": "N m"}
 
 
 class OutputError(ShiftsimError):
@@ -49,10 +74,14 @@ def default_folder(scenario: Scenario) -> Path:
     return Path("plots") / scenario.name
 
 
+# ---------------------------------------------------------------------- the folder
 def check_folder(folder: Path, force: bool, inputs: Iterable[Path]) -> None:
-    """Refuse an output folder that would overwrite results without ``force``, or any input file."""
-    if folder.exists() and not folder.is_dir():
-        raise InputError([Problem("output folder", str(folder), "exists and is not a folder", "a folder path")])
+    """Refuse, before anything is solved, an output folder that cannot be written, would overwrite
+    results without ``force``, or would overwrite an input file."""
+    problem = _unusable(folder)
+    if problem:
+        raise InputError([Problem("output folder", str(folder), problem,
+                                  "a folder path that can be created and written")])
     targets = {(folder / name).resolve(): name for name in OUTPUT_FILES}
     clashes = [p for p in inputs if p.resolve() in targets]
     if clashes:
@@ -60,121 +89,272 @@ def check_folder(folder: Path, force: bool, inputs: Iterable[Path]) -> None:
                                   f"writing {targets[p.resolve()]} would overwrite input file {p}",
                                   "an output folder that holds no input file named like an output")
                           for p in clashes])
-    if folder.is_dir() and any(folder.iterdir()) and not force:
+    if folder.is_dir() and any(not p.name.startswith(STAGING_PREFIX) for p in folder.iterdir()) and not force:
         raise InputError([Problem("output folder", str(folder), "exists and is not empty",
                                   "a new or empty folder, or --force to replace shiftsim's result files in it")])
 
 
-def results_document(scenario: Scenario, steps: list[StepResult]) -> dict[str, Any]:
-    """The results.json object (see ``shiftsim/schemas/results.schema.json``)."""
-    return {"scenario": scenario.name, "shiftsim_version": __version__, "parameters": scenario.sweep.names,
-            "steps": [step.as_dict() for step in steps]}
+def _unusable(folder: Path) -> str:
+    """Why ``folder`` cannot receive results ('' when it can): a file in the way, a dangling link,
+    a place where nothing can be created (a probe folder is made and removed)."""
+    if folder.is_symlink() and not folder.exists():
+        return f"is a symbolic link to {os.readlink(folder)}, which does not exist"
+    if folder.exists() and not folder.is_dir():
+        return "exists and is not a folder"
+    existing = folder
+    while not existing.exists():
+        if existing.is_symlink():
+            return f"{existing} is a symbolic link to {os.readlink(existing)}, which does not exist"
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    try:
+        Path(tempfile.mkdtemp(dir=existing, prefix=STAGING_PREFIX)).rmdir()
+    except OSError as error:
+        return f"nothing can be created in {existing}: {error.strerror or error}"
+    return ""
 
 
-def _joint_components(quantity: str, value: Any) -> list[tuple[str, Any]]:
-    if quantity.startswith("wrench"):
-        return list(zip(WRENCH_COMPONENTS, value))
-    return [(str(i), v) for i, v in enumerate(value)] if isinstance(value, list) else [("", value)]
+# ---------------------------------------------------------------------- results.json
+def results_document(scenario: Scenario, steps: list[StepResult], planned: int | None = None,
+                     interrupted: str | None = None) -> dict[str, Any]:
+    """The results.json object (see ``shiftsim/schemas/results.schema.json``).
 
-
-def _pose_components(quantity: str, value: Any) -> list[tuple[str, Any]]:
-    if quantity == "rotation":
-        return [(AXES[i] + AXES[j], value[i][j]) for i in range(3) for j in range(3)]
-    return list(zip(AXES, value))
-
-
-def tidy_rows(scenario: Scenario, steps: list[StepResult]) -> Iterable[list[Any]]:
-    """CSV rows ``step, parameter values…, entity, quantity, component, value``; header first.
-
-    Solver figures use entity ``solver`` (``converged`` and ``stable`` as 1/0,
-    an empty ``residual`` when the step never reached a solve). Joint
-    positions/deflections/efforts of multi-coordinate joints have components
-    ``0, 1, …`` (the joint's coordinates in order); frame and body vectors ``x, y, z``;
-    wrenches ``fx … mz``; body rotations ``xx, xy, …`` (row, column). An Mdx platform adds, per
-    actuator joint, ``actuator_length`` (m), ``actuator_raw``, ``actuator_in_range`` (1/0) and
-    ``actuator_force`` (N), and for the machine its ``platform_pose`` (``x, y, z`` mm, ``roll, pitch,
-    yaw`` deg). Collisions add, per machine pair ``a|b``, ``distance`` (m) and ``in_collision`` (1/0).
+    ``planned``: the sweep's step count when ``steps`` holds only part of it (a run stopped by
+    ``interrupted``, the signal's name): the document is then marked ``partial``.
     """
-    yield [*CSV_COLUMNS_BEFORE, *scenario.sweep.names, *CSV_COLUMNS_AFTER]
-    for step in steps:
-        lead = [step.index, *(step.parameters[name] for name in scenario.sweep.names)]
-        solver = {"converged": int(step.converged), "stable": int(step.stable), "iterations": step.iterations,
-                  "residual": "" if step.residual is None else step.residual}
-        for quantity, value in solver.items():
-            yield [*lead, "solver", quantity, "", value]
-        for name, joint in step.joints.items():
+    from .. import __version__
+
+    document = {"scenario": scenario.name, "shiftsim_version": __version__, "parameters": scenario.sweep.names,
+                "angle_unit": scenario.angle_unit, "units": _units(scenario, steps),
+                "partial": planned is not None and len(steps) < planned,
+                "steps_planned": len(steps) if planned is None else planned}
+    if interrupted:
+        document["interrupted"] = interrupted
+    document["steps"] = [step.as_dict() for step in steps]
+    return document
+
+
+def _units(scenario: Scenario, steps: list[StepResult]) -> dict[str, Any]:
+    """Units the numbers of results.json cannot tell by themselves: per swept parameter, and per
+    coordinate of every reported joint (``m`` prismatic, ``rad`` revolute)."""
+    reported = {name for step in steps for name in step.joints}
+    joints = {}
+    for machine in scenario.machines:
+        model = machine.model
+        for joint in model.joints:
+            name = machine.name(joint.name)
+            if name in reported:
+                joints[name] = ["m" if model.node_kind[model.coordinate_node[c]] == PRISMATIC else "rad"
+                                for c in joint.coordinates]
+    return {"parameters": {p.name: p.unit for p in scenario.sweep.parameters}, "joints": joints}
+
+
+# ---------------------------------------------------------------------- tables
+def _joint_components(quantity: str, value: Any, units: list[str], angle_unit: str) -> list[tuple[str, Any, str]]:
+    """(component, value, unit) of a joint quantity; angles (rad) in ``angle_unit``."""
+    if quantity.startswith("wrench"):
+        return list(zip(WRENCH_COMPONENTS, value, WRENCH_UNITS))
+    values = value if isinstance(value, list) else [value]
+    if quantity == "effort":
+        shown = [EFFORT_UNIT.get(u, "-") for u in units]
+    else:
+        shown = [angle_unit_of(u, angle_unit) for u in units]
+        values = [v * angle_factor(angle_unit) if u == "rad" else v for v, u in zip(values, units)]
+    components = [str(i) for i in range(len(values))] if isinstance(value, list) else [""]
+    return list(zip(components, values, shown))
+
+
+def _pose_components(quantity: str, value: Any) -> list[tuple[str, Any, str]]:
+    if quantity == "rotation":
+        return [(AXES[i] + AXES[j], value[i][j], "-") for i in range(3) for j in range(3)]
+    return [(axis, v, "m") for axis, v in zip(AXES, value)]
+
+
+def tidy_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
+    """results.csv rows from a results document: :data:`CSV_HEADER` first, then one number per row.
+
+    Joint ``position``/``deflection`` (m or rad, deg with ``angle_unit`` deg), ``effort`` (N or N m),
+    ``wrench_joint``/``wrench_world`` (``fx … mz``, N and N m) — multi-coordinate joints have
+    components ``0, 1, …`` (the joint's coordinates in order); frame ``position``/``deflection``
+    and body ``position`` (``x, y, z``, m); body ``rotation`` (``xx, xy, …``, row then column). An Mdx
+    platform adds, per actuator joint, ``actuator_length`` (m), ``actuator_raw``, ``actuator_in_range``
+    (1/0) and ``actuator_force`` (N), and for the machine its ``platform_pose`` (``x, y, z`` mm,
+    ``roll, pitch, yaw`` deg). Collisions add, per machine pair ``a|b``, ``distance`` (m) and
+    ``in_collision`` (1/0). The solver's figures per step are in steps.csv.
+    """
+    angle_unit = document.get("angle_unit", "rad")
+    joint_units = document.get("units", {}).get("joints", {})
+    yield list(CSV_HEADER)
+    for step in document["steps"]:
+        i = step["index"]
+        for name, joint in step["joints"].items():
+            units = joint_units.get(name) or ["-"] * len(joint["position"] if isinstance(joint["position"], list) else [0])
             for quantity in ("position", "deflection", "effort", "wrench_joint", "wrench_world"):
-                for component, number in _joint_components(quantity, joint[quantity]):
-                    yield [*lead, name, quantity, component, number]
-        for group in (step.frames, step.bodies):
+                for component, number, unit in _joint_components(quantity, joint[quantity], units, angle_unit):
+                    yield [i, name, quantity, component, number, unit]
+        for group in (step["frames"], step["bodies"]):
             for name, item in group.items():
                 for quantity, value in item.items():
-                    for component, number in _pose_components(quantity, value):
-                        yield [*lead, name, quantity, component, number]
-        for machine_id, record in step.actuators.items():
-            machine = scenario.machine(machine_id)
-            for component, number in zip(POSE_COMPONENTS, record["pose"]):
-                yield [*lead, machine_id, "platform_pose", component, number]
-            for k, leg in enumerate(machine.vocabulary.legs):
-                for quantity, key in ACTUATOR_QUANTITIES.items():
-                    yield [*lead, machine.name(leg), quantity, "", _number(record[key][k])]
-        for pair in step.collisions or []:
-            for quantity in ("distance", "in_collision"):
-                yield [*lead, f"{pair['a']}|{pair['b']}", quantity, "", _number(pair[quantity])]
+                    for component, number, unit in _pose_components(quantity, value):
+                        yield [i, name, quantity, component, number, unit]
+        for machine_id, record in step.get("actuators", {}).items():
+            for component, number, unit in zip(POSE_COMPONENTS, record["pose"], POSE_UNITS):
+                yield [i, machine_id, "platform_pose", component, number, unit]
+            for k, leg in enumerate(record["joints"]):
+                for quantity, (key, unit) in ACTUATOR_QUANTITIES.items():
+                    yield [i, leg, quantity, "", _number(record[key][k]), unit]
+        for pair in step.get("collisions") or []:
+            entity = f"{pair['a']}|{pair['b']}"
+            yield [i, entity, "distance", "", pair["distance"], "m"]
+            yield [i, entity, "in_collision", "", _number(pair["in_collision"]), "-"]
+
+
+def step_columns(document: dict[str, Any]) -> list[str]:
+    """steps.csv header: ``step``, each swept parameter as ``name [unit]``, then :data:`STEP_STATUS_COLUMNS`."""
+    units = document.get("units", {}).get("parameters", {})
+    angle_unit = document.get("angle_unit", "rad")
+    shown = {name: angle_unit_of(units.get(name, "-"), angle_unit) for name in document["parameters"]}
+    return ["step", *(f"{name} [{unit}]" for name, unit in shown.items()), *STEP_STATUS_COLUMNS]
+
+
+def step_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
+    """steps.csv rows: header (:func:`step_columns`), then per step its swept values (angles in the
+    document's ``angle_unit``), status (converged/failed), Newton iterations and stability
+    (``stable``, ``unstable``, or ``unknown`` for a failed step)."""
+    factor = angle_factor(document.get("angle_unit", "rad"))
+    units = document.get("units", {}).get("parameters", {})
+    yield step_columns(document)
+    for step in document["steps"]:
+        values = [step["parameters"][name] * (factor if units.get(name) == "rad" else 1.0)
+                  for name in document["parameters"]]
+        stability = "unknown" if step["status"] == "failed" else ("stable" if step["stable"] else "unstable")
+        yield [step["index"], *values, step["status"], step["iterations"], stability]
 
 
 def _number(value: Any) -> Any:
-    """Booleans as 1/0 (as the solver flags), numbers as they are."""
+    """Booleans as 1/0, numbers as they are."""
     return int(value) if isinstance(value, bool) else value
 
 
-def csv_bytes(scenario: Scenario, steps: list[StepResult]) -> bytes:
+def csv_bytes(rows: Iterable[list[Any]]) -> bytes:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerows(tidy_rows(scenario, steps))
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
     return buffer.getvalue().encode("utf-8")
 
 
+# ---------------------------------------------------------------------- writing the set
 def write_files(folder: Path, files: dict[str, bytes]) -> None:
-    """Write every file of ``files`` into ``folder`` atomically as a set (see the module docstring).
-
-    shiftsim's own output files not in ``files`` are removed afterwards (stale results of an earlier run).
-    """
-    created = not folder.exists()
-    staged: list[tuple[Path, Path]] = []
+    """Write ``files`` into ``folder`` as one set (see the module docstring); shiftsim's own output
+    files not in ``files`` are removed in the same swap (stale results of an earlier run)."""
+    created = _missing_parents(folder)
+    staging: Path | None = None
+    written = False
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for name, data in files.items():
-            handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-            staged.append((Path(temporary), folder / name))
-            if hasattr(os, "fchmod"):  # POSIX: the mode a plain open() would give
-                os.fchmod(handle, 0o666 & ~_umask())
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(data)
-                stream.flush()
-                os.fsync(stream.fileno())
-        for temporary, target in staged:
-            os.replace(temporary, target)
-        for name in OUTPUT_FILES:
-            if name not in files:
-                (folder / name).unlink(missing_ok=True)
+        remove_stale_staging(folder)
+        staging = Path(tempfile.mkdtemp(dir=folder, prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
+        mode = 0o666 & ~_umask()
+        for k, (name, data) in enumerate(files.items()):
+            _write(staging / name, data, mode)
+            if k == 0:
+                _test_pause()
+        _fsync_folder(staging)
+        with signals_deferred():
+            for name in files:
+                os.replace(staging / name, folder / name)
+            for name in OUTPUT_FILES:
+                if name not in files:
+                    (folder / name).unlink(missing_ok=True)
+        written = True
+        _fsync_folder(folder)
     except OSError as error:
-        _discard(staged, folder, created)
         raise OutputError(f"cannot write the results in {folder}: {error.strerror or error}") from None
-    except BaseException:
-        _discard(staged, folder, created)
-        raise
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        for path in [] if written else created:  # folders made for this write, which failed
+            try:
+                path.rmdir()
+            except OSError:
+                break
+
+
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """Remove staging folders of runs that are gone (and ``.NAME.XXXX.tmp`` files of older versions)."""
+    removed = []
+    for path in folder.iterdir():
+        name = path.name
+        if name.startswith(STAGING_PREFIX) and path.is_dir() and not _alive(name[len(STAGING_PREFIX):].split("-")[0]):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        elif name.endswith(".tmp") and any(name.startswith(f".{output}.") for output in OUTPUT_FILES) and path.is_file():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid_text: str) -> bool:
+    """Whether the process that made a staging folder still runs (a folder without a pid is stale)."""
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _missing_parents(folder: Path) -> list[Path]:
+    """The folders that do not exist yet on the way to ``folder``, deepest first."""
+    missing = []
+    path = folder
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def _write(path: Path, data: bytes, mode: int) -> None:
+    handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    if hasattr(os, "fchmod"):  # POSIX: the mode a plain open() would give
+        os.fchmod(handle, mode)
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(data)
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the folder's entries (renames) durable, where the platform can."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    try:
+        handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass  # some file systems cannot sync a folder; the files themselves are synced
+    finally:
+        os.close(handle)
+
+
+def _test_pause() -> None:
+    """Test hook: pause the write phase (seconds in :data:`PAUSE_ENV`) so a test can signal or kill it."""
+    pause = os.environ.get(PAUSE_ENV)
+    if pause:
+        time.sleep(float(pause))
 
 
 def _umask() -> int:
-    """The process's file-creation mask (temporary files are created 0600; results get the usual mode)."""
+    """The process's file-creation mask (files are created 0600; results get the usual mode)."""
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
-
-
-def _discard(staged: list[tuple[Path, Path]], folder: Path, created: bool) -> None:
-    for temporary, _ in staged:
-        temporary.unlink(missing_ok=True)
-    if created and folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()

@@ -189,9 +189,8 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
         step.frames.update(frames)
         step.bodies.update(bodies)
         if setup.actuators is not None:
-            efforts = {joint.name: load.effort for joint, load in zip(setup.model.joints, solution.joint_loads)}
-            step.actuators[machine.id] = {**setup.actuators,
-                                          "forces": [float(efforts[leg][0]) for leg in setup.legs]}
+            step.actuators[machine.id] = {**setup.actuators, "joints": [machine.name(leg) for leg in setup.legs],
+                                          "forces": [float(solution.joint_loads[leg].effort[0]) for leg in setup.legs]}
         step.stable &= solution.stable
         step.q[machine.id], step.q_reference[machine.id] = solution.q, solution.q_reference
         state.advance(solution.q, time)

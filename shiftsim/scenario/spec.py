@@ -33,6 +33,7 @@ PLOTS = ("deflection", "efforts", "pose", "convergence")
 ACTUATORS_PLOT = "actuators"  # drawn for scenarios with an Mdx platform
 COLLISIONS_PLOT = "collisions"  # drawn for scenarios that check collisions
 ALL_PLOTS = (*PLOTS, ACTUATORS_PLOT, COLLISIONS_PLOT)
+ANGLE_UNITS = {"rad": 1.0, "deg": 180.0 / math.pi}  # the value of one radian in each unit
 RESERVED_LOAD_PREFIX = "load"
 TIME = "time"
 
@@ -95,14 +96,29 @@ class Scenario:
     outputs: Outputs
     warnings: tuple[str, ...] = field(default=())
     document: Any = field(default=None, repr=False, compare=False)
+    angle_unit: str = "rad"
 
     def machine(self, machine_id: str) -> Machine:
         return next(m for m in self.machines if m.id == machine_id)
+
+    def angle(self, radians: Any) -> Any:
+        """Angles (rad, a number or an array) in the scenario's ``angle_unit``, for what people read."""
+        return radians * angle_factor(self.angle_unit)
 
     @property
     def input_files(self) -> tuple[Path, ...]:
         """The scenario file and every model file (never written)."""
         return (self.source.resolve(), *(path for m in self.machines for path in m.inputs))
+
+
+def angle_factor(unit: str) -> float:
+    """What one radian is in ``unit`` (``rad`` or ``deg``, :data:`ANGLE_UNITS`)."""
+    return ANGLE_UNITS[unit]
+
+
+def angle_unit_of(unit: str, angle_unit: str) -> str:
+    """The unit a value measured in ``unit`` is shown in: ``rad`` becomes ``angle_unit``, others stay."""
+    return angle_unit if unit == "rad" else unit
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -143,7 +159,8 @@ def build_scenario(path: Path, document: Any, warnings: list[str] = ()) -> Scena
     machines = [assemble_start(m, [*m.held, *swept.get(m.id, [])], problems) for m in machines]
     problems.raise_if_any()
     return Scenario(document["name"], document.get("description", ""), path, gravity, tuple(machines),
-                    tuple(loads), sweep, track, outputs, tuple(warnings), document)
+                    tuple(loads), sweep, track, outputs, tuple(warnings), document,
+                    angle_unit=document.get("angle_unit", "rad"))
 
 
 def _outputs(document: dict, machines: list[Machine], problems: Problems) -> Outputs:
