@@ -12,7 +12,7 @@ import pytest
 
 from shiftsim.cli import main
 from shiftsim.collision.plot import collisions_plot
-from shiftsim.collision.scenario import attach_collisions, check, collision_summary
+from shiftsim.scenario.collisions import attach_collisions, check, collision_summary
 from shiftsim.scenario import LocalExecutor, execute, load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,7 +152,7 @@ def test_steps_whose_loops_cannot_close_exit_1_and_are_listed(tmp_path, capsys):
 
 def test_kinematic_posing_closes_loops_along_the_sweep(tmp_path):
     """collide poses a closed chain by kinematics only: the crank at the swept angle, the loop closed."""
-    from shiftsim.collision.scenario import _kinematic_poses
+    from shiftsim.scenario.collisions import _kinematic_poses
     from shiftsim.kinematics import closure_residual, state
 
     scenario = load_scenario(ROOT / "scenarios" / "four_bar_drive.json")

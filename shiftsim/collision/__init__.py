@@ -5,10 +5,10 @@
 * :mod:`.support`  support functions; the signed distance as a maximum over directions (certificate, refinement)
 * :mod:`.world`    :class:`CollisionWorld`: the pybullet DIRECT world and its queries
 * :mod:`.queries`  pair results as plain data
-* :mod:`.scenario` a scenario's ``collision`` section, posing its steps, results for ``collide`` and ``run``
 * :mod:`.plot`     ``collisions.png``
 
-See docs/collision.md.
+It knows models and poses, not scenarios: a scenario's ``collision`` section, posing its steps and
+the results of ``collide`` and ``run`` are :mod:`shiftsim.scenario.collisions`. See docs/collision.md.
 """
 
 from __future__ import annotations

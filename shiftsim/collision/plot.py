@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .scenario import collision_settings
+from ..scenario.collisions import collision_settings
 
 if TYPE_CHECKING:
     from ..scenario import Scenario, StepResult

@@ -14,8 +14,8 @@ import argparse
 import sys
 
 from ..collision.queries import pair_text
-from ..collision.scenario import check, collided, collision_settings, step_label, summary_line
 from ..scenario import load_scenario
+from ..scenario.collisions import check, collided, collision_settings, step_label, summary_line
 from ._common import emit_json
 
 EXIT_COLLISION = 3

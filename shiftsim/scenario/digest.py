@@ -124,7 +124,7 @@ def summary_lines(scenario: Scenario, steps: list[StepResult], folder: str, file
         lines.append(f"  peak {kind:11s} {force_text(peak.value, kind)} at {peak.entity}, {step_text(scenario, peak.step)}")
     lines += actuator_lines(scenario, steps)
     if "collision" in (scenario.document or {}):
-        from ..collision.scenario import collision_summary
+        from .collisions import collision_summary
 
         lines.append(f"  collisions      {collision_summary(scenario, steps)}")
     shown = 5

@@ -21,25 +21,25 @@ Steps are posed in one of two ways:
   equilibrium at the step (``StepResult.q``), so deflections count.
 
 Steps with the same models share one collision world and one batched query.
-The scenario package is imported inside the functions: it imports this module.
+The collision package knows models and poses only; this module is what a
+scenario makes of it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
+from ..collision.queries import any_collision, closest_pair, pair_results, pair_text
+from ..collision.shapes import body_poses
+from ..collision.world import CollisionWorld
 from ..errors import InputError, SolveError
 from ..kinematics import assemble
 from ..model import Model
-from .queries import any_collision, closest_pair, pair_results, pair_text
-from .shapes import body_poses
-from .world import CollisionWorld
-
-if TYPE_CHECKING:
-    from ..scenario import Scenario, StepResult
+from .runner import StepResult, machine_values
+from .spec import Scenario
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Settings:
 
 @dataclass(frozen=True)
 class StepCollisions:
-    """One step's pair results (``collisions``, as :mod:`.queries` describes) and the machines not posed."""
+    """One step's pair results (``collisions``, as :mod:`shiftsim.collision.queries` describes) and the machines not posed."""
 
     index: int
     parameters: dict[str, float]
@@ -94,8 +94,6 @@ def _step_parameters(scenario: Scenario) -> list[dict[str, float]]:
 # ---------------------------------------------------------------------- posing
 def _kinematic_poses(scenario: Scenario) -> tuple[list[dict[str, _Posed]], dict[int, list[dict[str, str]]]]:
     """Every machine at every step by kinematics only, and the machines that could not be posed per step."""
-    from ..scenario.runner import machine_values
-
     parameters = _step_parameters(scenario)
     posed: list[dict[str, _Posed]] = [{} for _ in parameters]
     failures: dict[int, list[dict[str, str]]] = {}
@@ -169,8 +167,6 @@ def attach_collisions(scenario: Scenario, steps: Sequence[StepResult]) -> list[s
     """Set ``step.collisions`` of a run's steps from each machine's solved equilibrium (``StepResult.q``;
     a machine whose solve failed at a step is left out with its pairs). Does nothing when the scenario has
     no ``collision`` section. Returns the collision world's warnings."""
-    from ..scenario.runner import machine_values
-
     if not checks_collisions(scenario) or not steps:
         return []
     found = collision_settings(scenario)
