@@ -14,7 +14,7 @@ import pytest
 from shiftsim.errors import InputError, ModelError
 from shiftsim.formats.mfk import load_configuration
 from shiftsim.formats.mfk.kinematics import machine_transforms
-from shiftsim.formats.mfk.measurements import run_script
+from shiftsim.formats.mfk.measurements import Budgets, run_script
 
 EXCAVATOR = Path(__file__).resolve().parent.parent / "models" / "mfk" / "excavator.json"
 
@@ -131,7 +131,7 @@ def one_component(script: str) -> dict:
 
 def script_error(script: str, **budgets) -> str:
     with pytest.raises(ModelError) as info:
-        load_configuration(one_component(script), "sandbox.json", **budgets)
+        load_configuration(one_component(script), "sandbox.json", budgets=Budgets(**budgets))
     text = str(info.value)
     assert "components[0].interfaces[1].apply_measurements" in text
     return text
@@ -185,13 +185,13 @@ def test_unlisted_library_members_are_unavailable(script, member):
 
 
 def test_endless_loop_hits_the_instruction_budget():
-    text = script_error("while true do end", instruction_budget=200_000)
+    text = script_error("while true do end", instructions=200_000)
     assert "instruction budget of 200,000" in text
 
 
 def test_instruction_budget_cannot_be_caught():
     # no pcall/xpcall/coroutine in the sandbox: the budget error always reaches the host
-    text = script_error("local f = function() while true do end end\nf()", instruction_budget=100_000)
+    text = script_error("local f = function() while true do end end\nf()", instructions=100_000)
     assert "instruction budget" in text
 
 
@@ -203,7 +203,7 @@ def test_instruction_budget_cannot_be_caught():
     'x = table.concat({string.rep("ab", 5e6), string.rep("cd", 5e6)})',
 ])
 def test_memory_bombs_hit_the_memory_budget(script):
-    text = script_error(script, memory_budget=8 * 2**20)
+    text = script_error(script, memory=8 * 2**20)
     assert "memory budget of 8 MiB" in text
 
 
@@ -214,7 +214,7 @@ def test_huge_string_request_is_refused():
 def test_empty_string_rep_cannot_loop_in_c():
     # string.rep("", n) loops n times inside one C call, unseen by the instruction count; the sandbox
     # answers it without calling rep. Run in a child process so that a regression fails instead of hanging.
-    code = ("from shiftsim.formats.mfk.measurements import run_script\n"
+    code = ("from shiftsim.formats.mfk.measurements import Budgets, run_script\n"
             "r = run_script('mfk.t.n.o.v = #string.rep(\"\", 2^62) + #(\"\"):rep(2^62, \"\")', "
             "{('t', 'n', 'o', 'v'): 1.0})\n"
             "print(r[('t', 'n', 'o', 'v')].value)")

@@ -221,6 +221,10 @@ def test_values_the_wire_cannot_carry_are_refused():
         to_wire(entry, 127.5)
     with pytest.raises(ValueError, match="does not fit a float"):
         to_wire(ManifestEntry("a.b.c.d", "float", None, "m[0]"), 1e39)
-    config = load("excavator.json", {"1:topcon.transform.local_position.elevation": 1e39})
+    # the loader bounds positions (1e12 m), so put a value beyond float32 in after loading
+    config = load("excavator.json")
+    config.components[1].transform.local_position.set_value("elevation", 1e39)
     with pytest.raises(InputError, match="cannot encode 1:topcon.transform.local_position.elevation"):
         encode(config)
+    with pytest.raises(Exception, match="local_position.elevation is 1e"):
+        load("excavator.json", {"1:topcon.transform.local_position.elevation": 1e39})

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Iterable
 import numpy as np
 
 from ...errors import Problems
-from ..typed import is_number, json_type
+from ..typed import finite_float, is_number, json_type, shown
 
 Scalar = float | str
 
@@ -41,6 +41,9 @@ class MfkObject:
     values: dict[str, Scalar] = field(default_factory=dict)
 
     DEFAULTS: ClassVar[dict[str, float]] = {}
+    UNITS: ClassVar[dict[str, str]] = {}
+    """Units of numeric members that have a tighter magnitude bound than any number
+    (:data:`shiftsim.formats.typed.BOUNDS`)."""
 
     def has_value(self, name: str) -> bool:
         return name in self.values or name in self.DEFAULTS
@@ -148,7 +151,15 @@ class FieldReader:
 
     def number(self, obj: dict[str, Any], key: str, where: str, required: bool = True) -> float | None:
         ok, value = self._member(obj, key, where, required, is_number, "a number")
-        return float(value) if ok else None
+        return self.finite(value, member_path(where, key)) if ok else None
+
+    def finite(self, value: Any, where: str) -> float | None:
+        """A JSON number as a float; NaN, infinities and integers too large for a float (the JSON5
+        reader lets them through) are problems at ``where``."""
+        number = finite_float(value)
+        if number is None:
+            self.problems.add(where, f"is {shown(value)}, not a finite number", "a finite number")
+        return number
 
     def integer(self, obj: dict[str, Any], key: str, where: str, required: bool = True) -> int | None:
         value = self.number(obj, key, where, required)
@@ -168,7 +179,7 @@ class FieldReader:
                 self.problems.add(member_path(where, "id"), "is empty", "a non-empty id")
             return None
         if "." in identifier:
-            self.problems.add(member_path(where, "id"), f"id {identifier!r} contains '.'",
+            self.problems.add(member_path(where, "id"), f"id {shown(identifier)} contains '.'",
                               "an id without '.' (references are dot-separated)")
             return None
         values: dict[str, Scalar] = {}
@@ -178,7 +189,9 @@ class FieldReader:
             if key in cls.DEFAULTS and not is_number(value):
                 self.problems.add(member_path(where, key), f"is {json_type(value)}", "a number")
             elif is_number(value):
-                values[key] = float(value)
+                number = self.finite(value, member_path(where, key))
+                if number is not None:
+                    values[key] = number
             elif isinstance(value, str):
                 values[key] = value
         return cls(id=identifier, where=where, values=values, **structure)
@@ -189,7 +202,7 @@ def register_objects(reader: FieldReader, interface: Interface, objects: Iterabl
     for obj in objects:
         previous = interface.objects.get(obj.id)
         if previous is not None:
-            reader.problems.add(obj.where, f"id {obj.id!r} is used twice in {interface.label} "
+            reader.problems.add(obj.where, f"id {shown(obj.id)} is used twice in {interface.label} "
                                 f"(first at {previous.where})", "ids unique within an interface")
             continue
         interface.objects[obj.id] = obj

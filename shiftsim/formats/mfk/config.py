@@ -12,7 +12,8 @@ are parsed into typed objects; any other interface is kept as a
 
 Forgiven with a warning: keys with surrounding whitespace (the specification's
 own examples write ``"oem "`` and ``"resource_type "``) are read as the
-stripped key. Refused: ``.`` in an oem or interface name, the same
+stripped key. Refused: nesting deeper than :data:`MAX_DEPTH` (checked without
+recursion before anything else), ``.`` in an oem or interface name, the same
 ``(oem, name)`` twice in a component, a stripped key that collides with
 another key.
 """
@@ -43,6 +44,9 @@ from .topcon import (
 )
 
 ENVELOPE_TYPE = "mfk::ResourceConfiguration"
+
+MAX_DEPTH = 200
+"""Deepest nesting of arrays and objects in a configuration (a node tree nests two levels per node)."""
 TOPCON = "topcon"
 
 PARSERS = {(TOPCON, name): parser for name, parser in TOPCON_PARSERS.items()}
@@ -134,6 +138,11 @@ def parse_configuration(data: Any, file: str) -> tuple[ResourceConfiguration, Pr
     reader = FieldReader(problems, warnings)
     root = ""
     envelope = None
+    too_deep = nesting_beyond(data, MAX_DEPTH)
+    if too_deep is not None:
+        problems.add(too_deep, f"the document nests arrays and objects more than {MAX_DEPTH} levels deep",
+                     f"at most {MAX_DEPTH} levels (node trees of at most {MAX_DEPTH // 2 - 5} levels)")
+        return ResourceConfiguration(file, "", "", "", "", [], envelope, warnings), problems
     data = _strip_keys(data, "", reader)
     if isinstance(data, dict) and "type" in data and "components" not in data:
         if data["type"] != ENVELOPE_TYPE:
@@ -165,6 +174,31 @@ def parse_configuration(data: Any, file: str) -> tuple[ResourceConfiguration, Pr
         if cobj is not None:
             config.components.append(_component(reader, cobj, i, path))
     return config, problems
+
+
+def nesting_beyond(data: Any, limit: int) -> str | None:
+    """The JSON path (shortened) of the first value nested deeper than ``limit`` arrays and objects, or None.
+
+    Iterative, so that any depth can be measured; the readers after it recurse.
+    """
+    stack: list[tuple[Any, int, Any]] = [(data, 0, None)]  # (value, depth, (parent entry, key))
+    while stack:
+        entry = stack.pop()
+        value, depth, _ = entry
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth >= limit:
+            keys = []
+            while entry[2] is not None:
+                entry, key = entry[2]
+                keys.append(key)
+            path = ""
+            for key in reversed(keys):
+                path = member_path(path, key)
+            return path if len(path) <= 120 else f"{path[:60]}...{path[-57:]}"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        stack.extend((item, depth + 1, (entry, key)) for key, item in items)
+    return None
 
 
 def _component(reader: FieldReader, obj: dict[str, Any], index: int, where: str) -> Component:

@@ -16,28 +16,29 @@ from typing import Any, Mapping
 
 from ...errors import InputError, Problems
 from .base import member_path
-from .config import ResourceConfiguration, parse_configuration
+from ..typed import bound_of
+from .config import Component, ResourceConfiguration, parse_configuration
 from .kinematics import attach_order, root_components
-from .measurements import INSTRUCTION_BUDGET, MEMORY_BUDGET, apply_measurements
+from .measurements import Budgets, apply_measurements
 from .physics import check_physics_values
 from .references import QualifiedRef, check_references, parse_reference, resolve_qualified, set_value
 from .topcon import NODE_MOTION_VALUES
 
 
 def load_configuration(data: Any, file: str | Path, values: Mapping[str, float] | None = None, *,
-                       values_source: str = "values", memory_budget: int = MEMORY_BUDGET,
-                       instruction_budget: int = INSTRUCTION_BUDGET) -> ResourceConfiguration:
+                       values_source: str = "values", budgets: Budgets = Budgets()) -> ResourceConfiguration:
     """A checked configuration with measurements applied. Raises ModelError.
 
     ``values`` are ``{"[C:]oem.interface.id.field": number}``; one that does not
-    resolve raises InputError naming ``values_source`` (e.g. ``--set``).
+    resolve raises InputError naming ``values_source`` (e.g. ``--set``). ``budgets`` bound what each
+    measurement script may use (:class:`~.measurements.Budgets`).
     """
     config, problems = parse_configuration(data, str(file))
     problems.raise_if_any()
     settings = resolve_settings(config, values or {}, values_source)
     apply_settings(config, settings)
     problems = Problems(config.file)
-    apply_measurements(config, problems, memory_budget=memory_budget, instruction_budget=instruction_budget)
+    apply_measurements(config, problems, budgets)
     apply_settings(config, settings)
     check_references(config, problems)
     check_values(config, problems)
@@ -73,6 +74,7 @@ def check_values(config: ResourceConfiguration, problems: Problems) -> None:
     warn = config.warnings.append
     roots = root_components(config)
     for component in config.components:
+        check_magnitudes(component, problems)
         for node in component.walk_nodes():
             if any(node.number(s) != 1.0 for s in ("sx", "sy", "sz")):
                 warn(f"{config.file}: {node.where}: node {component.index}:{node.id} has scale "
@@ -97,7 +99,22 @@ def check_values(config: ResourceConfiguration, problems: Problems) -> None:
              f"to anything; its root nodes are placed at the machine frame of component {roots[0]}")
 
 
-def _check_manifest(config: ResourceConfiguration, component, warn) -> None:
+def check_magnitudes(component: Component, problems: Problems) -> None:
+    """Every numeric value within its unit's bound (:data:`shiftsim.formats.typed.BOUNDS`; others within
+    :data:`~shiftsim.formats.typed.GENERAL_BOUND`), so that transforms, norms and products cannot overflow."""
+    for interface in component.interfaces.values():
+        for obj in interface.objects.values():
+            for name, value in obj.values.items():
+                if isinstance(value, str):
+                    continue
+                unit = obj.UNITS.get(name, "")
+                bound = bound_of(unit)
+                if not abs(value) <= bound:
+                    problems.add(member_path(obj.where, name), f"{obj.id}.{name} is {value:g}",
+                                 f"a magnitude of at most {bound:g}{' ' + unit if unit else ''}")
+
+
+def _check_manifest(config: ResourceConfiguration, component: Component, warn) -> None:
     seen: set[str] = set()
     for entry in component.replicate.manifest if component.replicate else []:
         if entry.value_ref in seen:

@@ -10,43 +10,83 @@ nothing but arithmetic:
 
 * a fresh Lua 5.4 runtime per run, with Python's ``eval``/builtins unregistered,
   Python attribute access refused and the ``python`` table removed; no Python
-  object is ever handed to Lua: the value table goes in as Lua source text
+  object but the clock (below) is handed to Lua: the value table goes in as Lua source text
   (a table constructor generated here) and comes back as plain numbers and
   strings;
 * the script is loaded as text (no bytecode) with its own global table built
   from a whitelist (:data:`GLOBALS`, :data:`LIBRARIES`); reading any other name
   raises, naming it (``forbidden name 'os'``); ``string`` methods on string
   values go to the same whitelisted copy;
-* a memory budget (lupa's ``max_memory``) and an instruction budget (a count
-  hook set by the host code before the script runs; ``debug`` is never visible
-  to the script, nor ``pcall``, so the budget error cannot be caught).
+* budgets (:class:`Budgets`), checked so that no input can hang or abort
+  the process:
 
-The instruction count sees Lua code only, so every whitelisted C function
-must do work bounded by the size of its arguments or result (and so by the
-memory budget). That rules out pattern matching (``string.find``/``match``/
-``gmatch``/``gsub`` backtrack) and ``table.move`` (loops over an index range of
-nils without allocating), and ``string.rep`` is wrapped: with empty pieces it
-would loop ``n`` times without allocating.
+  - size: the script text and the value table (as Lua source) are measured
+    before anything enters Lua (:data:`MAX_SCRIPT_BYTES`,
+    :data:`MAX_VALUES_BYTES`), and both are loaded into the runtime before its
+    memory limit is set; the limit is lifted again before Python reads the
+    results. Only the script's own run is under the limit, inside a protected
+    call, so running out of memory is an error, never lupa's unprotected panic
+    (SIGABRT);
+  - memory: lupa's allocator limit for the whole runtime (:data:`MEMORY_BUDGET`);
+  - instructions: a count hook set by the host code every
+    :data:`HOOK_PERIOD` VM instructions; whitelisted string and table functions
+    are wrapped to charge the work they do in C (bytes / :data:`BYTES_PER_UNIT`,
+    ``n log n`` for ``table.sort``, the table length for ``insert``/``remove``)
+    to the same count, so a loop of cheap-looking ``s:upper()`` calls on a
+    large string runs out of budget;
+  - time: a wall-clock deadline (:data:`TIME_BUDGET`) checked by the same hook
+    and by every wrapped call. A single VM instruction or C call works on at
+    most the memory budget's worth of data, so the deadline is met to within
+    a few hundredths of a second;
+
+  ``debug`` is never visible to the script, nor ``pcall``, so a budget error
+  cannot be caught. The clock (Python's ``time.monotonic``) is the one Python
+  object in the runtime, held in a local of the host code the script cannot
+  reach.
+
+Errors name the script's line whatever raised them (the script, a sandbox
+helper, a budget): a message handler in the host finds the script's frame on
+the stack. ``error(nil)`` and ``error({})`` are reported as such, and
+messages are cut to :data:`ECHO_LIMIT` characters.
+
+Pattern matching (``string.find``/``match``/``gmatch``/``gsub`` backtrack) and
+``table.move`` (loops over an index range of nils without allocating) are left
+out, and ``string.rep`` of empty pieces is answered without calling it.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import lupa.lua54 as lua
 
 from ...errors import Problems
-from .base import Scalar, is_number
+from ..typed import ECHO_LIMIT
+from .base import Scalar, is_number, member_path
 from .config import Component, ResourceConfiguration
 
 MEMORY_BUDGET = 16 * 2**20
-"""Bytes the Lua runtime may allocate (the value table included)."""
+"""Bytes the Lua runtime may allocate (the value table and the script text included)."""
 
 INSTRUCTION_BUDGET = 10_000_000
-"""Lua VM instructions a script may execute (counted in steps of :data:`HOOK_PERIOD`)."""
+"""Lua VM instructions a script may execute, C library work included (see :data:`BYTES_PER_UNIT`)."""
 
-HOOK_PERIOD = 1000
+TIME_BUDGET = 1.0
+"""Wall-clock seconds a script may run."""
+
+MAX_SCRIPT_BYTES = 2**20
+"""Largest measurement script (UTF-8 bytes), checked before it enters Lua."""
+
+MAX_VALUES_BYTES = 4 * 2**20
+"""Largest value table of a component as Lua source (bytes), checked before it enters Lua."""
+
+HOOK_PERIOD = 100
+"""VM instructions between two checks of the count and the clock."""
+
+BYTES_PER_UNIT = 8
+"""Bytes a string/table library call may touch per instruction of the budget."""
 
 GLOBALS = ("assert", "error", "ipairs", "next", "pairs", "select", "tonumber", "tostring", "type",
            "rawequal", "rawlen")
@@ -62,35 +102,94 @@ FORBIDDEN = ("os", "io", "require", "package", "load", "loadstring", "loadfile",
              "utf8", "pcall", "xpcall", "warn", "module", "setfenv", "getfenv", "newproxy", "jit", "ffi", "bit32")
 
 BUDGET_MESSAGE = "instruction budget exceeded"
+TIME_MESSAGE = "time budget exceeded"
 
 _HOST = r"""
-local GLOBALS, LIBRARIES, FORBIDDEN, BUDGET_MESSAGE = ...
-local sethook, load, next, type, error = debug.sethook, load, next, type, error
-local tostring, setmetatable, ipairs = tostring, setmetatable, ipairs
-local format = string.format
+local GLOBALS, LIBRARIES, FORBIDDEN, BUDGET_MESSAGE, TIME_MESSAGE, clock, BYTES_PER_UNIT = ...
+local sethook, getinfo, load, next, type, error = debug.sethook, debug.getinfo, load, next, type, error
+local tostring, setmetatable, ipairs, select, xpcall = tostring, setmetatable, ipairs, select, xpcall
+local format, find, sub, floor, log = string.format, string.find, string.sub, math.floor, math.log
 python = nil
+
+-- the budget: instructions counted by the hook plus units charged by library calls
+local count, limit, deadline = 0, 0, 0
+local function spend(units)
+  count = count + units
+  if count > limit then error(BUDGET_MESSAGE, 0) end
+  if clock() > deadline then error(TIME_MESSAGE, 0) end
+end
+
+local function size(value) return type(value) == "string" and #value or 0 end
+local function length(value) return type(value) == "table" and #value or 0 end
+
+-- wrap(f, before, after): charge before(...) units before the call (work not bounded by memory) and
+-- after(result) units after it (work bounded by the result's size, hence by the memory budget)
+local function wrap(f, before, after)
+  return function(...)
+    spend(1 + (before and before(...) or 0) / BYTES_PER_UNIT)
+    local result = f(...)
+    if after then spend(after(result) / BYTES_PER_UNIT) end
+    return result
+  end
+end
+local function wrap_many(f, before)
+  return function(...)
+    spend(1 + before(...) / BYTES_PER_UNIT)
+    return f(...)
+  end
+end
+local function first_size(s) return size(s) end
+local function result_size(r) return size(r) end
+
+local rep = string.rep
+local function piece(value) return type(value) == "string" or type(value) == "number" end
+local costed = {
+  string = {
+    byte = wrap_many(string.byte, first_size),
+    char = wrap(string.char, function(...) return select("#", ...) end),
+    format = wrap(string.format, function(fmt, ...) local n = size(fmt)
+      for i = 1, select("#", ...) do n = n + size((select(i, ...))) end return n end),
+    len = string.len,
+    lower = wrap(string.lower, first_size),
+    upper = wrap(string.upper, first_size),
+    reverse = wrap(string.reverse, first_size),
+    sub = wrap(string.sub, nil, result_size),
+    -- string.rep of empty pieces loops n times in C with no allocation: answer it here
+    rep = function(s, n, sep)
+      if not piece(s) or type(n) ~= "number" or not (sep == nil or piece(sep)) then
+        error("bad argument to 'string.rep' (expected a string, a count and an optional separator)", 2)
+      end
+      spend(1)
+      if #tostring(s) + #tostring(sep or "") == 0 then return "" end
+      local result = rep(s, n, sep)
+      spend(#result / BYTES_PER_UNIT)
+      return result
+    end,
+  },
+  table = {
+    concat = wrap(table.concat, function(t, sep, i, j) return (j or length(t)) - (i or 1) + 1 end, result_size),
+    insert = wrap(table.insert, function(t) return length(t) * BYTES_PER_UNIT end),
+    remove = wrap(table.remove, function(t) return length(t) * BYTES_PER_UNIT end),
+    sort = wrap(table.sort, function(t) local n = length(t)
+      return n > 1 and n * log(n, 2) * BYTES_PER_UNIT or 0 end),
+    unpack = wrap_many(table.unpack, function(t, i, j) return ((j or length(t)) - (i or 1) + 1) * BYTES_PER_UNIT end),
+  },
+  global = {
+    tonumber = wrap(tonumber, first_size),
+    tostring = wrap(tostring, nil, result_size),
+  },
+}
 
 local function guarded(name, source, members)
   local copy = {}
-  for _, key in ipairs(members) do copy[key] = source[key] end
+  for _, key in ipairs(members) do copy[key] = costed[name] and costed[name][key] or source[key] end
   return setmetatable(copy, {__index = function(_, key)
     error(format("'%s.%s' is not available to measurement scripts", name, tostring(key)), 2)
   end})
 end
 
--- string.rep of empty pieces loops n times in C with no allocation: answer it here
-local rep = string.rep
-local function piece(value) return type(value) == "string" or type(value) == "number" end
-string.rep = function(s, n, sep)
-  if not piece(s) or type(n) ~= "number" or not (sep == nil or piece(sep)) then
-    error("bad argument to 'string.rep' (expected a string, a count and an optional separator)", 2)
-  end
-  if #tostring(s) + #tostring(sep or "") == 0 then return "" end
-  return rep(s, n, sep)
-end
-
 local safe = {}
-for _, key in ipairs(GLOBALS) do safe[key] = _G[key] end
+for _, key in ipairs(GLOBALS) do safe[key] = costed.global[key] or _G[key] end
 for name, members in next, LIBRARIES do safe[name] = guarded(name, _G[name], members) end
 local forbidden = {}
 for _, key in ipairs(FORBIDDEN) do forbidden[key] = true end
@@ -128,22 +227,68 @@ local function flatten(data)
   return out
 end
 
-return function(script, chunk_name, data_source, hook_limit, hook_period)
-  local data = load(data_source, "=values", "t", {})()
+-- the message of any error raised while the script runs, with the script's line
+local function reason(value, chunk_source)
+  local line
+  for level = 2, 200 do
+    local info = getinfo(level, "Sl")
+    if not info then break end
+    if info.source == chunk_source then line = info.currentline break end
+  end
+  local text
+  if value == nil then
+    text = "error() was called without a message (nil)"
+  elseif type(value) == "table" then
+    text = "error() was called with a table, not a message"
+  else
+    text = tostring(value)
+    -- a position inside the sandbox's own code means nothing to the script's author
+    local _, stop = find(text, "^measurement sandbox:%d+: ")
+    if stop then text = sub(text, stop + 1) end
+    local _, own = find(text, "^" .. sub(chunk_source, 2) .. ":%d+: ")
+    if own then return text end
+  end
+  if line then return sub(chunk_source, 2) .. ":" .. line .. ": " .. text end
+  return text
+end
+
+local staged = {}
+local host = {}
+
+function host.stage(script, chunk_name, data_source)
+  staged.script, staged.chunk_name, staged.data_source = script, chunk_name, data_source
+end
+
+function host.run(hook_limit, seconds)
+  local data = load(staged.data_source, "=values", "t", {})()
+  staged.data_source = nil
   local env = {mfk = data}
   for key, value in next, safe do env[key] = value end
   setmetatable(env, env_meta)
-  local chunk, message = load(script, "=" .. chunk_name, "t", env)
-  if not chunk then return "syntax", message end
-  local count = 0
-  sethook(function()
-    count = count + 1
-    if count > hook_limit then error(BUDGET_MESSAGE, 0) end
-  end, "", hook_period)
-  chunk()
+  local chunk, message = load(staged.script, "=" .. staged.chunk_name, "t", env)
+  staged.script = nil
+  if not chunk then staged.status, staged.message = "syntax", message return end
+  local chunk_source = "=" .. staged.chunk_name
+  count, limit, deadline = 0, hook_limit, clock() + seconds
+  sethook(function() spend(HOOK_PERIOD) end, "", HOOK_PERIOD)
+  local ok, failure = xpcall(chunk, function(value) return {reason(value, chunk_source), value} end)
   sethook()
-  return "ok", flatten(data)
+  if ok then
+    staged.status, staged.result = "ok", flatten(data)
+  elseif type(failure) == "table" then
+    local raw = failure[2]
+    staged.status = (raw == BUDGET_MESSAGE or raw == TIME_MESSAGE) and raw or "failed"
+    staged.message = failure[1]
+  else
+    staged.status, staged.message = "failed", tostring(failure)  -- no handler: out of memory
+  end
 end
+
+function host.result()
+  return staged.status, staged.message, staged.result
+end
+
+return host
 """
 
 ValueKey = tuple[str, str, str, str]
@@ -152,6 +297,19 @@ ValueKey = tuple[str, str, str, str]
 
 class ScriptError(Exception):
     """A measurement script failed, broke a rule or exceeded a budget (message says which)."""
+
+
+class ScriptTooLarge(ScriptError):
+    """The script or its value table is larger than allowed (found before anything entered Lua)."""
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """What one script run may use: bytes of Lua memory, VM instructions (library work included), seconds."""
+
+    memory: int = MEMORY_BUDGET
+    instructions: int = INSTRUCTION_BUDGET
+    seconds: float = TIME_BUDGET
 
 
 @dataclass(frozen=True)
@@ -163,32 +321,70 @@ class ScriptValue:
 
 
 def run_script(script: str, values: dict[ValueKey, Scalar], chunk_name: str = "apply_measurements",
-               memory_budget: int = MEMORY_BUDGET, instruction_budget: int = INSTRUCTION_BUDGET
-               ) -> dict[ValueKey, ScriptValue]:
+               budgets: Budgets = Budgets()) -> dict[ValueKey, ScriptValue]:
     """Run ``script`` over the value table; return every field afterwards. Raises :class:`ScriptError`."""
-    runtime = lua.LuaRuntime(register_eval=False, register_builtins=False, max_memory=memory_budget,
+    source = lua_table_source(values)
+    check_sizes(script, source, budgets)
+    runtime = lua.LuaRuntime(register_eval=False, register_builtins=False, max_memory=0,
                              attribute_filter=_refuse_attributes)
+    host = runtime.eval('function(source) return assert(load(source, "=measurement sandbox", "t")) end')(
+        _HOST.replace("HOOK_PERIOD", str(HOOK_PERIOD)))
+    host = host(_lua_sequence(runtime, GLOBALS), _lua_libraries(runtime), _lua_sequence(runtime, FORBIDDEN),
+                BUDGET_MESSAGE, TIME_MESSAGE, time.monotonic, BYTES_PER_UNIT)
+    host.stage(script, chunk_name, source)
+    del source
+    runtime.set_max_memory(budgets.memory, total=True)
     try:
-        host = runtime.eval('function(source) return assert(load(source, "=measurement sandbox", "t")) end')(_HOST)
-        run = host(_lua_sequence(runtime, GLOBALS), _lua_libraries(runtime), _lua_sequence(runtime, FORBIDDEN),
-                   BUDGET_MESSAGE)
-        status, result = run(script, chunk_name, lua_table_source(values),
-                             max(1, instruction_budget // HOOK_PERIOD), HOOK_PERIOD)
+        host.run(max(1, budgets.instructions), budgets.seconds)
     except lua.LuaMemoryError:
-        raise ScriptError(f"exceeded its memory budget of {memory_budget / 2**20:g} MiB") from None
-    except lua.LuaError as exc:
-        message = str(exc).split("\nstack traceback:", 1)[0]
-        if message == BUDGET_MESSAGE:
-            raise ScriptError(f"exceeded its instruction budget of {instruction_budget:,} Lua instructions "
-                              "(endless loop?)") from None
-        raise ScriptError(f"failed: {message}") from None
+        status, message, result = "memory", "", None
+    except lua.LuaError as exc:  # an error in the host code itself: report it, never a traceback
+        status, message, result = "failed", str(exc).split("\nstack traceback:", 1)[0], None
+    else:
+        status = None
+    runtime.set_max_memory(0)
+    if status is None:
+        status, message, result = host.result()
+    if status == "memory" or (status == "failed" and message == "not enough memory"):
+        raise ScriptError(f"exceeded its memory budget of {budgets.memory / 2**20:g} MiB")
+    if status == BUDGET_MESSAGE:
+        raise ScriptError(f"exceeded its instruction budget of {budgets.instructions:,} Lua instructions "
+                          f"(library work included; endless loop?) at {_position(message)}")
+    if status == TIME_MESSAGE:
+        raise ScriptError(f"exceeded its time budget of {budgets.seconds:g} s at {_position(message)}")
     if status == "syntax":
-        raise ScriptError(f"is not valid Lua: {result}")
+        raise ScriptError(f"is not valid Lua: {clip(message, ECHO_LIMIT)}")
+    if status != "ok":
+        raise ScriptError(f"failed: {clip(message, ECHO_LIMIT)}")
     fields = {}
     for i in range(1, len(result) + 1):
         oem, interface, identifier, name, kind, value = (result[i][k] for k in range(1, 7))
         fields[(oem, interface, identifier, name)] = ScriptValue(kind, value if value is not False else None)
     return fields
+
+
+def clip(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` cut to at most ``limit`` characters (``...`` marks the cut)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _position(message: str) -> str:
+    """``apply_measurements:12`` from a budget message carrying the script's line."""
+    position, _, _ = message.rpartition(": ")
+    return position or "an unknown line"
+
+
+def check_sizes(script: str, source: str, budgets: Budgets) -> None:
+    """Refuse a script or value table too large to enter Lua (before anything does). Raises ScriptTooLarge."""
+    script_bytes = len(script.encode("utf-8"))
+    if script_bytes > MAX_SCRIPT_BYTES:
+        raise ScriptTooLarge(f"is {script_bytes:,} bytes long; at most {MAX_SCRIPT_BYTES:,} bytes")
+    if len(source) > MAX_VALUES_BYTES:
+        raise ScriptTooLarge(f"would get {len(source):,} bytes of values (as Lua source); "
+                             f"at most {MAX_VALUES_BYTES:,} bytes")
+    if script_bytes + len(source) > budgets.memory // 2:
+        raise ScriptTooLarge(f"and its values take {script_bytes + len(source):,} bytes; at most half the "
+                             f"memory budget of {budgets.memory / 2**20:g} MiB")
 
 
 def _refuse_attributes(obj: object, name: object, is_setting: bool) -> str:
@@ -248,8 +444,7 @@ def component_values(component: Component) -> dict[ValueKey, Scalar]:
     return values
 
 
-def apply_measurements(config: ResourceConfiguration, problems: Problems,
-                       memory_budget: int = MEMORY_BUDGET, instruction_budget: int = INSTRUCTION_BUDGET) -> None:
+def apply_measurements(config: ResourceConfiguration, problems: Problems, budgets: Budgets = Budgets()) -> None:
     """Run every component's measurement script and write the numbers it set back into the objects."""
     for component in config.components:
         interface = component.measurements
@@ -257,13 +452,27 @@ def apply_measurements(config: ResourceConfiguration, problems: Problems,
             continue
         before = component_values(component)
         try:
-            after = run_script(interface.script, before, memory_budget=memory_budget,
-                               instruction_budget=instruction_budget)
+            after = run_script(interface.script, before, budgets=budgets)
+        except ScriptTooLarge as exc:
+            problems.add(interface.script_where, f"the measurement script {exc}{_largest_value(component)}",
+                         "a smaller script and smaller values (docs/security.md)")
+            continue
         except ScriptError as exc:
             problems.add(interface.script_where, f"the measurement script {exc}",
                          "a script that only computes values")
             continue
         _write_back(config, component, interface.script_where, before, after, problems)
+
+
+def _largest_value(component: Component) -> str:
+    """``; the largest value is ...`` naming the longest string value of the component and its JSON path."""
+    largest = max(((len(value), obj, name) for interface in component.interfaces.values()
+                   for obj in interface.objects.values() for name, value in obj.values.items()
+                   if isinstance(value, str)), default=None, key=lambda item: item[0])
+    if largest is None or largest[0] < 1024:
+        return ""
+    length, obj, name = largest
+    return f"; the longest value is {member_path(obj.where, name)} with {length:,} characters"
 
 
 def _write_back(config: ResourceConfiguration, component: Component, where: str,

@@ -46,6 +46,7 @@ class PhysicsBody(MfkObject):
 
     DEFAULTS = {"mass": 0.0, "cx": 0.0, "cy": 0.0, "cz": 0.0,
                 "ixx": 0.0, "iyy": 0.0, "izz": 0.0, "ixy": 0.0, "ixz": 0.0, "iyz": 0.0}
+    UNITS = {"mass": "kg", "cx": "m", "cy": "m", "cz": "m"}
 
     @property
     def mass(self) -> float:

@@ -18,6 +18,7 @@ from typing import Any, Iterator, Literal
 
 import numpy as np
 
+from ..typed import finite_float, shown
 from .base import FieldReader, Interface, MfkObject, member_path, register_objects
 
 NODE_VALUES = ("tx", "ty", "tz", "rx", "ry", "rz", "sx", "sy", "sz")
@@ -64,6 +65,7 @@ class Node(MfkObject):
 
     DEFAULTS = {"tx": 0.0, "ty": 0.0, "tz": 0.0, "rx": 0.0, "ry": 0.0, "rz": 0.0,
                 "sx": 1.0, "sy": 1.0, "sz": 1.0}
+    UNITS = {"tx": "m", "ty": "m", "tz": "m", "rx": "rad", "ry": "rad", "rz": "rad"}
 
     @property
     def translation(self) -> np.ndarray:
@@ -129,6 +131,7 @@ class CollisionShape(MfkObject):
     node_ref: str = ""
 
     DEFAULTS = {"cx": 0.0, "cy": 0.0, "cz": 0.0, "radius": 0.0, "hex": 0.0, "hey": 0.0, "hez": 0.0}
+    UNITS = dict.fromkeys(DEFAULTS, "m")
 
     @property
     def centre(self) -> np.ndarray:
@@ -263,9 +266,9 @@ def parse_asbuilt_shapes(reader: FieldReader, data: dict[str, Any], header: Head
                 reader.problems.add(member_path(member_path(path, "functions"), j), "is not a string",
                                     "a function name such as 'hght' or 'pass'")
         apply_when = obj.get("apply_when", 0)
-        if not (isinstance(apply_when, (int, float)) and not isinstance(apply_when, bool)
-                and float(apply_when).is_integer() and int(apply_when) in APPLY_WHEN):
-            reader.problems.add(member_path(path, "apply_when"), f"is {apply_when!r}",
+        number = finite_float(apply_when)
+        if number is None or not number.is_integer() or int(number) not in APPLY_WHEN:
+            reader.problems.add(member_path(path, "apply_when"), f"is {shown(apply_when)}",
                                 "0 (always) .. 5 (higher and initialized)")
         shape = reader.identified(AsBuiltShape, obj, path, type=kind, vertices=vertices, functions=functions)
         if shape is not None:
@@ -455,6 +458,7 @@ class LocalRotation(MfkObject):
     """Machine attitude on site, radians: yaw clockwise from north, pitch front up, roll right down."""
 
     DEFAULTS = {"roll": 0.0, "pitch": 0.0, "yaw": 0.0}
+    UNITS = dict.fromkeys(DEFAULTS, "rad")
 
 
 @dataclass(eq=False)
@@ -486,6 +490,7 @@ class PointOfInterest(MfkObject):
     description: str = ""
 
     DEFAULTS = {"tx": 0.0, "ty": 0.0, "tz": 0.0}
+    UNITS = dict.fromkeys(DEFAULTS, "m")
 
     @property
     def position(self) -> np.ndarray:
