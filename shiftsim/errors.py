@@ -10,6 +10,8 @@ Readers do not stop at the first problem: they add every :class:`Problem` to a
 
 from __future__ import annotations
 
+import sys
+import warnings as python_warnings
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from typing import Iterable
@@ -139,3 +141,12 @@ def group_warnings(warnings: Iterable[str], shown: int = 3) -> list[str]:
             more = ", ..." if len(members) > shown else ""
             lines.append(f"{key[0]}: {key[1]} ({len(members)} places: {', '.join(places)}{more})")
     return lines
+
+
+def issue_warnings(lines: Iterable[str]) -> None:
+    """Issue each line as a :class:`ShiftsimWarning` attributed to the first caller outside shiftsim."""
+    level, frame = 2, sys._getframe(1)
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").split(".")[0] == "shiftsim":
+        frame, level = frame.f_back, level + 1
+    for line in lines:
+        python_warnings.warn(line, ShiftsimWarning, stacklevel=level)

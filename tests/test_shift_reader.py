@@ -399,8 +399,8 @@ def test_geometry_files_are_kept_and_missing_ones_warned(tmp_path):
     assert spec.bodies[0].geometry == ["link.obj", "link.mtl"] and spec.bodies[1].geometry == ["rod.obj"]
     missing = [w for w in spec.warnings if "not found" in w]
     assert len(missing) == 2
-    assert "assemblies[0].bodies[0].definition[1]: geometry file 'link.mtl' not found" in missing[0]
-    assert "assemblies[0].bodies[1].geometry[0].filename[0]: geometry file 'rod.obj' not found" in missing[1]
+    assert "assemblies[0].bodies[0].definition[1] ('link.mtl'): geometry file not found" in missing[0]
+    assert "assemblies[0].bodies[1].geometry[0].filename[0] ('rod.obj'): geometry file not found" in missing[1]
 
 
 def test_lenient_json_loads_with_a_warning_naming_the_file(tmp_path):

@@ -1,27 +1,97 @@
 """Model readers, one per format, each returning a :class:`~shiftsim.spec.ModelSpec`.
 
 :func:`read_model` picks the reader from the file's extension and, for JSON,
-from its top-level keys (an MFK resource configuration has ``components`` or
-the ``mfk::ResourceConfiguration`` envelope; an Mdx geometry reply has
-``baseRadius``; anything else is a Shift model).
+from its content (:func:`detect_json_format`): an MFK resource configuration
+has ``components`` or the ``mfk::ResourceConfiguration`` envelope; an Mdx
+geometry reply has geometry keys (``baseRadius``, ``platformAngles``, ...)
+or ``"reply": "geometry"``; a Shift model has Shift sections
+(``model_parameters``, ``assemblies``, ``bodies``, ...). A scenario
+(``machines``) or an object with none of these keys is refused with that
+verdict, and a reader's problems end with the format that was assumed and why.
+A model without bodies is refused.
+
+Readers' warnings stay in ``spec.warnings`` and are also issued, grouped by kind
+(:func:`~shiftsim.errors.group_warnings`), as Python warnings of category
+:class:`~shiftsim.errors.ShiftsimWarning`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ModelError, Problem
+from ..errors import ModelError, Problem, group_warnings, issue_warnings
 from ..spec import ModelSpec
+from .typed import json_type
+
+MFK_ENVELOPE = "mfk::ResourceConfiguration"
+MDX_KEYS = ("baseRadius", "platformRadius", "baseAngles", "platformAngles", "actuatorLen", "initialHeight",
+            "maxTranslation", "maxRotation")
+SHIFT_KEYS = ("model_parameters", "fixed", "frames", "lights", "terrain", "assemblies", "bodies", "joints",
+              "restraints")
+SCENARIO_KEYS = ("machines", "sweep", "track", "outputs", "world", "loads")
+LABELS = {"shift": "a Shift model", "mfk": "an MFK configuration", "mdx": "an Mdx geometry reply",
+          "scenario": "a scenario", "unknown": "no known format"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The format of a parsed JSON document (``shift``, ``mfk``, ``mdx``, ``scenario`` or ``unknown``)
+    and the keys that decided it."""
+
+    kind: str
+    keys: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind == "unknown":
+            return "no known format"
+        shown = ", ".join(repr(k) for k in self.keys[:4]) + (", ..." if len(self.keys) > 4 else "")
+        return f"{LABELS[self.kind]} (it has {shown})"
+
+
+def detect_json_format(data: object) -> Verdict:
+    """Decide the format of already-parsed JSON from its content (see the module docstring)."""
+    if not isinstance(data, dict):
+        return Verdict("unknown")
+    if data.get("type") == MFK_ENVELOPE:
+        return Verdict("mfk", ("type",))
+    if "components" in data:
+        return Verdict("mfk", ("components",))
+    result = data.get("result")
+    fields = result if isinstance(result, dict) and any(k in result for k in MDX_KEYS) else data
+    mdx = tuple(k for k in MDX_KEYS if k in fields)
+    if mdx or fields.get("reply") == "geometry":
+        return Verdict("mdx", tuple(f"result.{k}" if fields is result else k for k in mdx) or ("reply",))
+    if "machines" in data:
+        return Verdict("scenario", tuple(k for k in SCENARIO_KEYS if k in data))
+    shift = tuple(k for k in SHIFT_KEYS if k in data)
+    if shift:
+        return Verdict("shift", shift)
+    return Verdict("unknown")
 
 
 def sniff_json_format(data: object) -> str:
-    """Name the JSON model format of already-parsed data: ``mfk``, ``mdx`` or ``shift``."""
-    if isinstance(data, dict):
-        if data.get("type") == "mfk::ResourceConfiguration" or "components" in data:
-            return "mfk"
-        if "baseRadius" in data or (isinstance(data.get("result"), dict) and "baseRadius" in data["result"]):
-            return "mdx"
-    return "shift"
+    """The format name of already-parsed JSON: ``mfk``, ``mdx``, ``shift``, ``scenario`` or ``unknown``."""
+    return detect_json_format(data).kind
+
+
+def _refuse_verdict(path: Path, data: object, verdict: Verdict) -> None:
+    """Raise the ModelError for a document that is a scenario or of no known format."""
+    if verdict.kind == "scenario":
+        raise ModelError([Problem(str(path), "(top level)", f"is {verdict}, not a model",
+                                  "a model file; check a scenario with 'shiftsim check SCENARIO', run it with "
+                                  "'shiftsim run'")])
+    if not isinstance(data, dict):
+        what = f"is {json_type(data)}"
+    elif not data:
+        what = "is an empty object"
+    else:
+        keys = ", ".join(repr(k) for k in list(data)[:6]) + (", ..." if len(data) > 6 else "")
+        what = f"has no key of a known model format (its keys: {keys})"
+    raise ModelError([Problem(
+        str(path), "(top level)", what,
+        f"a Shift model ({', '.join(SHIFT_KEYS[:6])}, ...), an MFK configuration (components or the "
+        f"{MFK_ENVELOPE} envelope) or an Mdx geometry reply ({', '.join(MDX_KEYS[:3])}, ...)")])
 
 
 def _mfk_with_hash_comments(path: Path, error: ModelError) -> tuple[object, list[str]]:
@@ -37,33 +107,22 @@ def _mfk_with_hash_comments(path: Path, error: ModelError) -> tuple[object, list
     return data, warnings
 
 
-def read_model(path: str | Path) -> ModelSpec:
-    """Read a model file of any supported format."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if not path.is_file():
-        raise ModelError([Problem(str(path), "", "no such file", "a model file (.json, .xml, .mira)")])
-    if suffix == ".xml":
-        from .claraty import read_claraty
+def _read_json_model(path: Path) -> ModelSpec:
+    from ..jsonio import read_json
 
-        return read_claraty(path)
-    if suffix == ".mira":
-        from .mirabuf import read_mirabuf
-
-        return read_mirabuf(path)
-    if suffix in (".json", ".json5", ".mfk"):
-        from ..jsonio import read_json
-
-        try:
-            data, warnings = read_json(path)
-        except ModelError as error:
-            data, warnings = _mfk_with_hash_comments(path, error)
-        kind = sniff_json_format(data)
-        if kind == "mfk":
+    try:
+        data, warnings = read_json(path)
+    except ModelError as error:
+        data, warnings = _mfk_with_hash_comments(path, error)
+    verdict = detect_json_format(data)
+    if verdict.kind not in ("mfk", "mdx", "shift"):
+        _refuse_verdict(path, data, verdict)
+    try:
+        if verdict.kind == "mfk":
             from .mfk import mfk_model_spec
 
             spec = mfk_model_spec(path, data)
-        elif kind == "mdx":
+        elif verdict.kind == "mdx":
             from .mdx import mdx_model_spec
 
             spec = mdx_model_spec(path, data)
@@ -71,6 +130,33 @@ def read_model(path: str | Path) -> ModelSpec:
             from .shift import shift_model_spec
 
             spec = shift_model_spec(path, data)
-        spec.warnings[:0] = warnings
-        return spec
-    raise ModelError([Problem(str(path), "", f"unknown model file type {suffix!r}", ".json, .xml or .mira")])
+    except ModelError as error:
+        assumed = Problem(str(path), "", f"read as {verdict}")
+        raise ModelError([*error.problems, assumed]) from None
+    spec.warnings[:0] = warnings
+    return spec
+
+
+def read_model(path: str | Path) -> ModelSpec:
+    """Read a model file of any supported format; its warnings are also issued as :class:`ShiftsimWarning`."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise ModelError([Problem(str(path), "", "no such file", "a model file (.json, .xml, .mira)")])
+    if suffix == ".xml":
+        from .claraty import read_claraty
+
+        spec = read_claraty(path)
+    elif suffix == ".mira":
+        from .mirabuf import read_mirabuf
+
+        spec = read_mirabuf(path)
+    elif suffix in (".json", ".json5", ".mfk"):
+        spec = _read_json_model(path)
+    else:
+        raise ModelError([Problem(str(path), "", f"unknown model file type {suffix!r}", ".json, .xml or .mira")])
+    if not spec.bodies:
+        raise ModelError([Problem(str(path), "", f"the {spec.format} model has no bodies",
+                                  "a model with at least one body")])
+    issue_warnings(group_warnings(spec.warnings))
+    return spec

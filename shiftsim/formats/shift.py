@@ -663,7 +663,7 @@ class _ShiftReader:
         folders = [self.path.parent] + [self.path.parent / d for d in self.include_dirs]
         for name, place in names:
             if not any((folder / name).is_file() for folder in folders):
-                self.f.warn(place, f"geometry file {name!r} not found next to the model or in include_dir "
+                self.f.warn(f"{place} ({name!r})", "geometry file not found next to the model or in include_dir "
                             "(display only)")
         return [name for name, _ in names]
 
