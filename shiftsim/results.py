@@ -24,12 +24,13 @@ from .spatial import cross, rotation_error
 
 
 def _external_wrenches(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
-                       loads: list[gen.AppliedLoad], closures: bool = True, s: State | None = None) -> np.ndarray:
+                       loads: list[gen.AppliedLoad], closures: bool = True, s: State | None = None,
+                       fields: tuple[gen.ForceField, ...] = ()) -> np.ndarray:
     """External wrench on every node (n_nodes, 6): [force, moment about the world origin], world axes.
 
     Joint restraints and rate forces are internal to their joints and not included; closure
     wrenches (the loads of loop-closing joints) are included when ``closures``. ``s`` is the
-    kinematic state at q when the caller has it.
+    kinematic state at q when the caller has it. ``fields`` (ground contacts, ...) add their point forces.
     """
     s = state(model, q[None]) if s is None else s
     wrench = np.zeros((model.n_nodes, 6))
@@ -48,6 +49,9 @@ def _external_wrenches(model: Model, q: np.ndarray, multipliers: np.ndarray, gra
         if load.follow:
             force, torque = rotation[0] @ force, rotation[0] @ torque
         add(model.frame_node[load.frame], point[0], force, torque)
+    for force_field in fields:
+        for node, point, force in force_field.point_forces(model, s):
+            add(node, point[0], force[0], np.zeros(3))
     for r in model.pair_restraints:
         if r.kind != "spring":
             continue
@@ -82,10 +86,10 @@ class JointLoad:
 
 
 def joint_loads(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
-                loads: list[gen.AppliedLoad]) -> list[JointLoad]:
+                loads: list[gen.AppliedLoad], fields: tuple[gen.ForceField, ...] = ()) -> list[JointLoad]:
     """The loads every joint carries at an equilibrium (see the module docstring)."""
     s = state(model, q[None])
-    external = _external_wrenches(model, q, multipliers, gravity, loads, s=s)
+    external = _external_wrenches(model, q, multipliers, gravity, loads, s=s, fields=fields)
     subtree_wrench = model.subtree.astype(float) @ external  # (n_nodes, 6) about the world origin
     child_frames = [j.child_frame for j in model.joints]
     nodes = model.frame_node[child_frames]
@@ -115,13 +119,13 @@ def joint_loads(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: n
 
 
 def body_balance(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
-                 loads: list[gen.AppliedLoad]) -> np.ndarray:
+                 loads: list[gen.AppliedLoad], fields: tuple[gen.ForceField, ...] = ()) -> np.ndarray:
     """Net wrench (about the world origin) on every body from external loads and its joints (n_bodies-1, 6).
 
     Zero at an equilibrium: the independent check of the joint loads.
     """
-    external = _external_wrenches(model, q, multipliers, gravity, loads, closures=False)
-    per_joint = joint_loads(model, q, multipliers, gravity, loads)
+    external = _external_wrenches(model, q, multipliers, gravity, loads, closures=False, fields=fields)
+    per_joint = joint_loads(model, q, multipliers, gravity, loads, fields)
     s = state(model, q[None])
     net = {i: external[model.body_node[i]].copy() for i in range(1, len(model.body_names))}
     body_of_frame = [name.rsplit(":", 1)[0] for name in model.frame_names]
@@ -178,7 +182,7 @@ class Solution:
         remarks = _large_motion(model, q_start, q, loaded.free) if status == "converged" and q_start is not None else []
         return cls(model, status, int(loaded.iterations[0]), float(loaded.residual[0]), stability == "stable", q,
                    reference.q[0], lam, gravity, loads,
-                   dict(zip([j.name for j in model.joints], joint_loads(model, q, lam, gravity, loads))), blame,
+                   dict(zip([j.name for j in model.joints], joint_loads(model, q, lam, gravity, loads, fields))), blame,
                    stability, neutral, remarks)
 
     @property

@@ -1,0 +1,12 @@
+"""Machines standing on the ground: contacts, support, tipping and lift capacity.
+
+* :mod:`.terrain` — the ground surface (level plane or bilinear height grid) and the default stiffness;
+* :mod:`.base` — a machine's fixed frame on a free 6-dof base, and its contact points;
+* :mod:`.contacts` — the contacts as a solver force field (compression-only normal spring,
+  saturating stick friction, analytic stiffness);
+* :mod:`.footprint` — ground reaction, centre of pressure, support polygon, tipping margin;
+* :mod:`.stand` — a standing machine's start, reference and equilibria;
+* :mod:`.capacity` — tipping, hydraulic and rated (ISO 10567) lift capacity.
+
+See docs/ground.md.
+"""

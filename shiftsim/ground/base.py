@@ -1,0 +1,116 @@
+"""A machine standing free: its model's fixed frame on a 6-dof base, and the points that touch the ground.
+
+:func:`free_base` composes a spec in which the model's ``fixed`` becomes a massless
+body :data:`BASE` hanging from the world by a float joint :data:`BASE` (three
+translations along the model's x, y, z, then z-y'-x'' angles; zero = where the
+model's fixed frame was). Every joint and restraint that hung from ``fixed``
+hangs from it; ``fixed:f`` frames become ``float_base:f``. Nothing else of the
+model changes, so its joint, body and frame names stay valid.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import Problems, suggest
+from ..model import Model, compile_model
+from ..spec import FIXED, ORIGIN, PATH_SEPARATOR, BodySpec, FrameRef, JointSpec, ModelSpec
+from .contacts import ContactPoint
+
+BASE = "float_base"
+
+
+def free_base(spec: ModelSpec) -> ModelSpec:
+    """``spec`` with its fixed frame on a free 6-dof base (see the module docstring)."""
+    result = copy.deepcopy(spec)
+
+    def move(ref: FrameRef) -> FrameRef:
+        return FrameRef(BASE, ref.frame) if ref.body == FIXED else ref
+
+    result.joints = [replace(j, parent=move(j.parent), child=move(j.child)) for j in result.joints]
+    result.restraints = [replace(r, pair=None if r.pair is None else (move(r.pair[0]), move(r.pair[1])))
+                         for r in result.restraints]
+    result.bodies.insert(0, BodySpec(BASE, frames=result.fixed_frames, where="free base of the machine on the ground"))
+    result.fixed_frames = {}
+    result.joints.insert(0, JointSpec(BASE, "float", FrameRef(FIXED, ORIGIN), FrameRef(BASE, ORIGIN),
+                                      initial=(0.0,) * 6, source_type="float",
+                                      where="free base of the machine on the ground"))
+    return result
+
+
+def floating(model: Model) -> Model:
+    """The compiled :func:`free_base` of a model (made once per model)."""
+    cached = model.__dict__.get("_floating_cache")
+    if cached is None:
+        cached = compile_model(free_base(model.spec))
+        object.__setattr__(model, "_floating_cache", cached)
+    return cached
+
+
+def lift_coordinates(model: Model, free: Model, q: np.ndarray) -> np.ndarray:
+    """Coordinates of ``free`` (= floating(model)) with the base at zero and the others from ``q`` (..., nq)."""
+    q = np.asarray(q, float)
+    index = [free.coordinate_names.index(name) for name in model.coordinate_names]
+    out = np.zeros(q.shape[:-1] + (free.nq,))
+    out[..., index] = q
+    return out
+
+
+def base_coordinates(free: Model) -> list[int]:
+    """The six coordinates of the free base (x, y, z, then z-y'-x'' angles)."""
+    return list(free.coordinates_of(BASE))
+
+
+def contact_points(model: Model, entries: list[Any], where: str, problems: Problems) -> list[ContactPoint]:
+    """Contact points of ``entries``: frame names (``body:frame``, short endings allowed) and
+    ``{"box": "body:shape"}`` (the four corners of the box's bottom face: the face whose outward
+    normal points most downward in body coordinates). Problems name ``where[i]``."""
+    points: list[ContactPoint] = []
+    for i, entry in enumerate(entries):
+        at = f"{where}[{i}]"
+        if isinstance(entry, str):
+            try:
+                frame = model.frame_index(entry.replace(f"{FIXED}{PATH_SEPARATOR}", f"{BASE}{PATH_SEPARATOR}", 1))
+            except Exception as error:  # noqa: BLE001 - InputError from the lookup, with its suggestions
+                what = getattr(error, "problems", None)
+                problems.add(at, what[0].what if what else str(error), what[0].expected if what else "a frame name")
+                continue
+            local = model.frame_offset[frame][:3, 3]
+            points.append(ContactPoint(model.frame_names[frame], int(model.frame_node[frame]), local.copy()))
+            continue
+        points.extend(_box_corners(model, entry.get("box", ""), f"{at}.box", problems))
+    names = [p.name for p in points]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.add(where, f"contact {name!r} is given more than once", "each contact point once")
+    return points
+
+
+def _box_corners(model: Model, path: str, where: str, problems: Problems) -> list[ContactPoint]:
+    body_name, _, shape_name = path.rpartition(PATH_SEPARATOR)
+    bodies = {b.name: b for b in model.spec.bodies if b.active}
+    body = bodies.get(body_name)
+    if body is None:
+        problems.add(where, f"no body {body_name!r}", suggest(body_name, bodies))
+        return []
+    boxes = {s.name: s for s in body.shapes if s.kind == "box"}
+    shape = boxes.get(shape_name)
+    if shape is None:
+        problems.add(where, f"body {body_name!r} has no box {shape_name!r}",
+                     suggest(shape_name, boxes) if boxes else "a body with a box collision shape")
+        return []
+    rotation, half = np.asarray(shape.rotation, float), np.asarray(shape.half_extents, float)
+    axis = int(np.argmax(np.abs(rotation[2])))  # shape axis nearest the body's vertical
+    down = -np.sign(rotation[2, axis])  # the bottom face lies along -z of the body
+    others = [a for a in range(3) if a != axis]
+    corners = []
+    node = int(model.body_node[model.body_names.index(body_name)])
+    for k, (sa, sb) in enumerate(((-1, -1), (1, -1), (1, 1), (-1, 1))):
+        local = np.zeros(3)
+        local[axis] = down * half[axis]
+        local[others[0]], local[others[1]] = sa * half[others[0]], sb * half[others[1]]
+        corners.append(ContactPoint(f"{path}:corner{k}", node, np.asarray(shape.centre, float) + rotation @ local))
+    return corners

@@ -1,0 +1,82 @@
+"""What the ground carries, seen from above: reaction, centre of pressure, support polygon, tipping margin.
+
+Inputs are one state's contact points (n, 3) and the ground's forces on them
+(n, 3), world axes, z up. A contact is *loaded* when its force has a vertical
+component above :data:`LOADED` of the total. The support polygon is the convex
+hull of the loaded contacts in the x-y plane (counter-clockwise); the centre of
+pressure the point on the ground plane (at the load-weighted mean height of the
+loaded contacts) where the reaction's moment has no horizontal part. The
+tipping margin is the distance from the centre of pressure to the nearest
+polygon edge, negative outside (fewer than three loaded contacts that span an
+area: the distance to the segment or point, negated); that edge is the tipping edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import ConvexHull, QhullError
+
+LOADED = 1e-6
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Ground reaction ``force`` (3,) N and ``moment`` (3,) N m about the world origin; ``centre_of_pressure``
+    (3,) m; ``polygon`` indices of the loaded contacts on the hull, counter-clockwise; ``margin`` m;
+    ``edge`` the two contact indices of the tipping edge."""
+
+    force: np.ndarray
+    moment: np.ndarray
+    centre_of_pressure: np.ndarray
+    polygon: list[int]
+    margin: float
+    edge: tuple[int, int]
+
+
+def footprint(points: np.ndarray, forces: np.ndarray) -> Footprint:
+    """The footprint of one state (see the module docstring)."""
+    points, forces = np.asarray(points, float), np.asarray(forces, float)
+    force = forces.sum(axis=0)
+    moment = np.cross(points, forces).sum(axis=0)
+    loaded = np.flatnonzero(forces[:, 2] > LOADED * max(abs(force[2]), 1e-300))
+    if force[2] <= 0.0 or not len(loaded):
+        return Footprint(force, moment, np.full(3, np.nan), [], -np.inf, (-1, -1))
+    level = float(forces[loaded, 2] @ points[loaded, 2] / forces[loaded, 2].sum())
+    cop = np.array([(level * force[0] - moment[1]) / force[2], (moment[0] + level * force[1]) / force[2], level])
+    polygon = _hull(points[loaded, :2])
+    ring = [int(loaded[i]) for i in polygon]
+    margin, edge = _margin(points[:, :2], ring, cop[:2])
+    return Footprint(force, moment, cop, ring, margin, edge)
+
+
+def _hull(xy: np.ndarray) -> list[int]:
+    """Counter-clockwise hull vertex indices; for collinear points the two ends, for one point itself."""
+    if len(xy) >= 3:
+        try:
+            return list(ConvexHull(xy).vertices)
+        except QhullError:
+            pass
+    far = xy[np.argmax(np.linalg.norm(xy - xy[0], axis=1))] - xy[0]
+    if not np.any(far):
+        return [0]
+    along = (xy - xy[0]) @ far
+    return [int(np.argmin(along)), int(np.argmax(along))]
+
+
+def _margin(xy: np.ndarray, ring: list[int], point: np.ndarray) -> tuple[float, tuple[int, int]]:
+    """Signed distance from ``point`` to the polygon ``ring`` (indices into xy) and the nearest edge."""
+    if len(ring) == 1:
+        return -float(np.linalg.norm(point - xy[ring[0]])), (ring[0], ring[0])
+    edges = list(zip(ring, ring[1:] + ring[:1])) if len(ring) > 2 else [(ring[0], ring[1])]
+    best, best_edge, inside = np.inf, edges[0], len(ring) > 2
+    for a, b in edges:
+        d = xy[b] - xy[a]
+        t = np.clip((point - xy[a]) @ d / (d @ d), 0.0, 1.0)
+        distance = float(np.linalg.norm(point - (xy[a] + t * d)))
+        if len(ring) > 2 and d[0] * (point - xy[a])[1] - d[1] * (point - xy[a])[0] < 0.0:
+            inside = False
+        if distance < best:
+            best, best_edge = distance, (a, b)
+    return (best if inside else -best), best_edge

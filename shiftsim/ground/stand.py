@@ -1,0 +1,95 @@
+"""A machine standing on the ground: its free-base model, its contacts, and its equilibria.
+
+:class:`Stand` holds the floating model (:func:`.base.floating`), the contact
+points, the ground and the placement of the model frame in the world. Its
+solves are the statics solver's (``solve_batch`` with the contacts as a force
+field); what a stand adds is the start and the reference:
+
+* the start: the base lowered (along the world vertical) until the lowest
+  contact is pressed in by the sinkage the machine's weight would give on all
+  contacts, so every solve starts touching, never in the air;
+* the reference configuration (what deflections are measured from): the same
+  problem with gravity and loads switched off *and the base held* at the
+  start, since a base held only by the contacts has no unloaded equilibrium.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import statics as st
+from ..generalized import AppliedLoad
+from ..kinematics import state
+from ..model import Model
+from ..results import Solution
+from .base import base_coordinates
+from .contacts import ContactField, ContactPoint, anchored_at
+from .footprint import Footprint, footprint
+from .terrain import Ground, default_stiffness
+
+
+@dataclass(frozen=True)
+class Stand:
+    """A floating ``model`` on ``ground`` with ``contacts``; ``rotation``/``translation``: world <- model frame;
+    ``normal``/``tangential``: stiffness per contact (N/m)."""
+
+    model: Model
+    contacts: tuple[ContactPoint, ...]
+    ground: Ground
+    rotation: np.ndarray
+    translation: np.ndarray
+    normal: np.ndarray
+    tangential: np.ndarray
+
+    @classmethod
+    def build(cls, model: Model, contacts: list[ContactPoint], ground: Ground, rotation: np.ndarray,
+              translation: np.ndarray, gravity: float = 9.81) -> Stand:
+        """A stand with the ground's stiffness, or the default one from the machine's weight."""
+        n = len(contacts)
+        normal = ground.stiffness or default_stiffness(model.total_mass * gravity, n)
+        tangential = ground.tangential_stiffness or normal
+        return cls(model, tuple(contacts), ground, np.asarray(rotation, float), np.asarray(translation, float),
+                   np.full(n, float(normal)), np.full(n, float(tangential)))
+
+    @property
+    def base(self) -> list[int]:
+        return base_coordinates(self.model)
+
+    def field(self, q_anchor: np.ndarray) -> ContactField:
+        """The contacts with their tangential springs anchored where they stand at ``q_anchor`` (nq,)."""
+        return anchored_at(list(self.contacts), self.model, q_anchor, self.ground, self.rotation, self.translation,
+                           self.normal, self.tangential)
+
+    def settle(self, q: np.ndarray, gravity: float = 9.81) -> np.ndarray:
+        """``q`` (nq,) with the base moved along the world vertical so that the lowest contact is pressed in
+        by ``weight / (contacts * stiffness)``."""
+        probe = self.field(q)
+        points = probe.world_points(state(self.model, np.asarray(q, float)[None]))[0]
+        heights, _, _ = self.ground.height(points[:, :2])
+        sinkage = self.model.total_mass * gravity / float(np.sum(self.normal))
+        drop = sinkage - float(np.max(heights - points[:, 2]))
+        q = np.array(q, float)
+        q[self.base[:3]] += self.rotation.T @ np.array([0.0, 0.0, -drop])
+        return q
+
+    def solve(self, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
+              rates: np.ndarray | None = None, options: st.SolverOptions = st.SolverOptions(),
+              q_anchor: np.ndarray | None = None) -> tuple[Solution, ContactField]:
+        """One equilibrium from ``q_start`` (nq,) with the contacts anchored where they stand at ``q_anchor``
+        (default: the start), and its reference (base held at the start). ``gravity`` (3,) model frame."""
+        q_start = np.asarray(q_start, float)
+        field = self.field(q_start if q_anchor is None else q_anchor)
+        rows = st.independent_rows(self.model, q_start, free)
+        held_base = np.array([i for i in free if i not in self.base], dtype=int)
+        reference = st.solve_batch(self.model, q_start[None], held_base, np.zeros(3), [], None, options, rows)
+        start = reference.q if reference.converged[0] else q_start[None]
+        loaded = st.solve_batch(self.model, start, free, gravity[None], loads,
+                                None if rates is None else np.atleast_2d(rates), options, rows, fields=(field,))
+        return Solution.build(self.model, loaded, reference, gravity, loads, q_start, (field,)), field
+
+    def footprints(self, field: ContactField, q: np.ndarray) -> tuple[list[Footprint], np.ndarray, np.ndarray]:
+        """Footprints at coordinates ``q`` (B, nq), and the contact points and forces (B, n, 3), world axes."""
+        c = field.evaluate(state(self.model, np.atleast_2d(q)))
+        return [footprint(p, f) for p, f in zip(c.points, c.forces)], c.points, c.forces
