@@ -79,7 +79,7 @@ TIME_BUDGET = 1.0
 MAX_SCRIPT_BYTES = 2**20
 """Largest measurement script (UTF-8 bytes), checked before it enters Lua."""
 
-MAX_VALUES_BYTES = 4 * 2**20
+MAX_VALUES_BYTES = 2**20
 """Largest value table of a component as Lua source (bytes), checked before it enters Lua."""
 
 HOOK_PERIOD = 100
@@ -122,21 +122,22 @@ end
 local function size(value) return type(value) == "string" and #value or 0 end
 local function length(value) return type(value) == "table" and #value or 0 end
 
--- wrap(f, before, after): charge before(...) units before the call (work not bounded by memory) and
--- after(result) units after it (work bounded by the result's size, hence by the memory budget)
-local function wrap(f, before, after)
-  return function(...)
-    spend(1 + (before and before(...) or 0) / BYTES_PER_UNIT)
-    local result = f(...)
-    if after then spend(after(result) / BYTES_PER_UNIT) end
-    return result
-  end
-end
-local function wrap_many(f, before)
-  return function(...)
-    spend(1 + before(...) / BYTES_PER_UNIT)
-    return f(...)
-  end
+-- wrap(name, f, before, after): charge before(...) units before the call (work not bounded by memory) and
+-- after(result) units after it (work bounded by the result's size, hence by the memory budget). The
+-- wrapper is compiled with f in a local called `name`, so that Lua's argument errors name the function.
+local WRAPPER = [[
+local %s, spend, before, after, BYTES_PER_UNIT = ...
+local function pass(...) return ... end
+return function(...)
+  spend(1 + (before and before(...) or 0) / BYTES_PER_UNIT)
+  if not after then return pass(%s(...)) end
+  local result = %s(...)
+  spend(after(result) / BYTES_PER_UNIT)
+  return result
+end]]
+local function wrap(name, f, before, after)
+  local source = format(WRAPPER, name, name, name)
+  return load(source, "=measurement sandbox", "t", {})(f, spend, before, after, BYTES_PER_UNIT)
 end
 local function first_size(s) return size(s) end
 local function result_size(r) return size(r) end
@@ -145,15 +146,15 @@ local rep = string.rep
 local function piece(value) return type(value) == "string" or type(value) == "number" end
 local costed = {
   string = {
-    byte = wrap_many(string.byte, first_size),
-    char = wrap(string.char, function(...) return select("#", ...) end),
-    format = wrap(string.format, function(fmt, ...) local n = size(fmt)
+    byte = wrap("byte", string.byte, first_size),
+    char = wrap("char", string.char, function(...) return select("#", ...) end),
+    format = wrap("format", string.format, function(fmt, ...) local n = size(fmt)
       for i = 1, select("#", ...) do n = n + size((select(i, ...))) end return n end),
     len = string.len,
-    lower = wrap(string.lower, first_size),
-    upper = wrap(string.upper, first_size),
-    reverse = wrap(string.reverse, first_size),
-    sub = wrap(string.sub, nil, result_size),
+    lower = wrap("lower", string.lower, first_size),
+    upper = wrap("upper", string.upper, first_size),
+    reverse = wrap("reverse", string.reverse, first_size),
+    sub = wrap("sub", string.sub, nil, result_size),
     -- string.rep of empty pieces loops n times in C with no allocation: answer it here
     rep = function(s, n, sep)
       if not piece(s) or type(n) ~= "number" or not (sep == nil or piece(sep)) then
@@ -167,16 +168,18 @@ local costed = {
     end,
   },
   table = {
-    concat = wrap(table.concat, function(t, sep, i, j) return (j or length(t)) - (i or 1) + 1 end, result_size),
-    insert = wrap(table.insert, function(t) return length(t) * BYTES_PER_UNIT end),
-    remove = wrap(table.remove, function(t) return length(t) * BYTES_PER_UNIT end),
-    sort = wrap(table.sort, function(t) local n = length(t)
+    concat = wrap("concat", table.concat, function(t, sep, i, j) return (j or length(t)) - (i or 1) + 1 end,
+                  result_size),
+    insert = wrap("insert", table.insert, function(t) return length(t) * BYTES_PER_UNIT end),
+    remove = wrap("remove", table.remove, function(t) return length(t) * BYTES_PER_UNIT end),
+    sort = wrap("sort", table.sort, function(t) local n = length(t)
       return n > 1 and n * log(n, 2) * BYTES_PER_UNIT or 0 end),
-    unpack = wrap_many(table.unpack, function(t, i, j) return ((j or length(t)) - (i or 1) + 1) * BYTES_PER_UNIT end),
+    unpack = wrap("unpack", table.unpack,
+                  function(t, i, j) return ((j or length(t)) - (i or 1) + 1) * BYTES_PER_UNIT end),
   },
   global = {
-    tonumber = wrap(tonumber, first_size),
-    tostring = wrap(tostring, nil, result_size),
+    tonumber = wrap("tonumber", tonumber, first_size),
+    tostring = wrap("tostring", tostring, nil, result_size),
   },
 }
 
