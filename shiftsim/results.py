@@ -170,9 +170,11 @@ class Solution:
         """The Solution of a single-case :class:`~shiftsim.statics.BatchResult` and its reference solve
         (``q_start``: the assembled start, to measure how far the free joints moved)."""
         q, lam = loaded.q[0], loaded.multipliers[0]
-        unheld = loaded.unheld[0]
+        unheld, runaway = loaded.unheld[0], loaded.runaway[0]
         if len(unheld):
             status, blame = "no equilibrium", [_unheld_message(model, loaded.free[unheld])]
+        elif len(runaway):
+            status, blame = "no equilibrium", [_runaway_message(model, loaded.free[runaway])]
         elif loaded.converged[0]:
             status, blame = "converged", []
         else:
@@ -238,6 +240,17 @@ def _unheld_message(model: Model, coordinates: np.ndarray) -> str:
             f"(a constant force and no stiffness along {'them' if len(names) > 1 else 'it'}, up to 1000 machine sizes "
             f"away): {shown}. Hold the joint (--hold, or a scenario setting), give it a restraint (a spring or end "
             f"stop), or stand the machine on the ground (scenario contacts)")
+
+
+def _runaway_message(model: Model, coordinates: np.ndarray) -> str:
+    """Why there is no equilibrium within reach: translations that ran away while the energy kept falling."""
+    from .statics import RUNAWAY_SIZES
+
+    names = [model.coordinate_names[i] for i in coordinates]
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return (f"no equilibrium within reach: {shown} ran more than {RUNAWAY_SIZES:g} machine sizes from the start while "
+            f"the energy kept falling: nothing holds them against the load. Hold these joints (--hold, or a scenario "
+            f"setting), give them restraints, or stand the machine on the ground (scenario contacts)")
 
 
 def _combination(model: Model, free: np.ndarray, direction: np.ndarray) -> str:

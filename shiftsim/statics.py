@@ -34,7 +34,7 @@ import scipy.linalg
 from . import generalized as gen
 from .errors import InputError, Problem
 from .kinematics import assemble, closure_jacobian, closure_residual, coupling_map, state
-from .model import Model
+from .model import PRISMATIC, Model
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,9 @@ class BatchResult:
     ``iterations``, ``residual`` (B,); ``stability`` (B,) one of :data:`STABILITY`;
     ``neutral`` per case the neutral directions (k, nf) as combinations of the free
     coordinates ``free``; ``unheld`` per case the indices into ``free`` of coordinates that
-    nothing holds against the load (found before iterating: no equilibrium exists).
+    nothing holds against the load (found before iterating: no equilibrium exists); ``runaway``
+    per case those of free translations that ran :data:`RUNAWAY_SIZES` machine sizes away while
+    the energy kept falling (no equilibrium within reach).
     """
 
     q: np.ndarray
@@ -93,6 +95,7 @@ class BatchResult:
     free: np.ndarray
     neutral: list[np.ndarray]
     unheld: list[np.ndarray]
+    runaway: list[np.ndarray]
 
     @property
     def stable(self) -> np.ndarray:
@@ -114,6 +117,7 @@ class _Problem:
     options: SolverOptions
     fields: tuple[gen.ForceField, ...] = ()
     force_floor: float = 1e-9  # N m: no generalized force in play is taken smaller (see _force_floor)
+    size: float = 1.0  # m: the machine's size at the start (see model_size)
 
 
 @dataclass
@@ -346,12 +350,17 @@ def _escape_direction(p: _Problem, e: _Evaluation, q: np.ndarray, anchor: np.nda
 
 
 def _newton(p: _Problem, q: np.ndarray, scale: float | np.ndarray, active: np.ndarray,
-            anchor: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            anchor: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Newton iterations on the cases in ``active``, every iterate on the closed-loop manifold.
 
-    Returns q, multipliers, converged, iterations. Each iteration works only on the cases
+    Returns q, multipliers, converged, iterations and ``runaway`` (B, nf): the free translations
+    that ran more than :data:`RUNAWAY_SIZES` machine sizes from ``anchor`` while the energy kept
+    falling (no equilibrium within reach; such cases stop). Each iteration works only on the cases
     still iterating, so one slow case does not make the others pay for its evaluations.
     ``anchor`` (B, nq), default the start: the configuration whose well the solve should end in.
+    Where the stiffness is not positive definite, steps are capped; a capped step accepted whole
+    lets the next one be four times longer (a partly accepted one halves the growth), so a body that falls freely reaches the runaway
+    distance in a few iterations instead of creeping.
     """
     model, free, nf = p.model, p.free, len(p.free)
     batch = q.shape[0]
@@ -361,6 +370,9 @@ def _newton(p: _Problem, q: np.ndarray, scale: float | np.ndarray, active: np.nd
     converged = np.zeros(batch, dtype=bool)
     active = active & closed
     escapes = np.zeros(batch, dtype=int)
+    reach = np.ones(batch)
+    translation = np.asarray(model.node_kind[model.coordinate_node[free]] == PRISMATIC)
+    runaway = np.zeros((batch, nf), dtype=bool)
     e = _evaluate(p, q, None, scale)
     for _ in range(p.options.max_iterations):
         done = _converged(p, e)
@@ -384,21 +396,27 @@ def _newton(p: _Problem, q: np.ndarray, scale: float | np.ndarray, active: np.nd
             break
         iterations[working] += 1
         sub_scale = np.asarray(scale)[working] if np.ndim(scale) else scale
-        q_w, e_w = _newton_step(_subset(p, working), q[working], _take(e, working), sub_scale)
+        q_w, e_w, grown = _newton_step(_subset(p, working), q[working], _take(e, working), sub_scale, reach[working])
         q[working] = q_w
         e = _put(e, working, e_w)
+        reach[working] = np.where(grown, 4.0 * reach[working], np.maximum(1.0, 0.5 * reach[working]))
+        travel = np.abs(q[:, free] - anchor[:, free]) * translation
+        runaway = travel > RUNAWAY_SIZES * max(p.size, 1.0)
+        active &= ~np.any(runaway, axis=1)
     converged |= _converged(p, e) & active
-    return q, e.multipliers, converged, iterations
+    return q, e.multipliers, converged, iterations, runaway
 
 
-def _newton_step(p: _Problem, q: np.ndarray, e: _Evaluation,
-                 scale: float | np.ndarray) -> tuple[np.ndarray, _Evaluation]:
+def _newton_step(p: _Problem, q: np.ndarray, e: _Evaluation, scale: float | np.ndarray,
+                 reach: np.ndarray) -> tuple[np.ndarray, _Evaluation, np.ndarray]:
     """One damped Newton step for every case given, on the closed-loop manifold.
 
     Direction: the Newton step in the motions the loops allow (null space Z of G_u), with
     the reduced stiffness Z^T K Z shifted to be positive definite where it is not. Length: a
     backtracking line search whose every trial point is projected back onto g(q) = 0 before
     the energy is compared, so the search is a descent of the potential on the manifold.
+    Steps taken with a shifted stiffness are capped at ``reach`` (B,) times ``max_shifted_step``;
+    returns the new q, its evaluation and where such a capped step was accepted whole.
     """
     model, free, nf = p.model, p.free, len(p.free)
     batch = q.shape[0]
@@ -420,7 +438,7 @@ def _newton_step(p: _Problem, q: np.ndarray, e: _Evaluation,
         y = np.stack([np.linalg.lstsq(k, f, rcond=None)[0] for k, f in zip(system, force)])
     du = np.einsum("bij,bj->bi", z, y)
     largest = np.max(np.abs(du), axis=1, initial=0.0)
-    limit = np.where(shift > 0.0, p.options.max_shifted_step, p.options.max_step)
+    limit = np.where(shift > 0.0, reach * p.options.max_shifted_step, p.options.max_step)
     cap = np.where(largest > limit, limit / np.maximum(largest, 1e-300), 1.0)
     du = du * cap[:, None]
     phi0 = _merit(e)
@@ -445,7 +463,8 @@ def _newton_step(p: _Problem, q: np.ndarray, e: _Evaluation,
         if not np.any(searching) or np.all(alpha[searching] < 1e-10):
             break
         alpha = np.where(searching, 0.5 * alpha, alpha)
-    return q_new, e_new
+    whole = (alpha == 1.0) & ~searching
+    return q_new, e_new, whole & (shift > 0.0) & (cap < 1.0)
 
 
 _FIELDS = ("residual", "closure", "closure_jacobian", "hessian", "energy", "force_scale", "q_force_reduced",
@@ -491,7 +510,7 @@ def independent_rows(model: Model, q: np.ndarray, free: np.ndarray, tolerance: f
 def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray,
                 loads: list[gen.AppliedLoad] = (), rates: np.ndarray | None = None,
                 options: SolverOptions = SolverOptions(), rows: np.ndarray | None = None,
-                fields: tuple[gen.ForceField, ...] = ()) -> BatchResult:
+                fields: tuple[gen.ForceField, ...] = (), classify: bool = True) -> BatchResult:
     """Equilibria of B independent cases sharing the model, the free coordinates and the closure rows.
 
     ``q_start`` (B, nq) holds the prescribed values and the starting guess, whose loops must close
@@ -499,7 +518,8 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     ``gravity`` (B, 3); loads carry (B, 3) force/torque arrays; ``fields`` are extra force fields
     (supports such as ground contacts), the same for every case. Cases in which some coordinate
     is held by nothing against the load are reported at once (``unheld``) without iterating;
-    cases whose full load fails are re-solved with load stepping.
+    cases whose full load fails are re-solved with load stepping. ``classify`` False skips the
+    stability verdict (every case reads 'stable'), for reference solves that need none.
     """
     q_start = np.atleast_2d(np.asarray(q_start, float))
     batch = q_start.shape[0]
@@ -509,25 +529,35 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
         rows = independent_rows(model, q_start[0], free)
     rate_force = gen.rate_forces(model, rates) if rates is not None else None
     p = _Problem(model, free, rows, gravity, list(loads), rate_force, options, tuple(fields),
-                 _force_floor(model, q_start[0], gravity, list(loads)))
+                 _force_floor(model, q_start[0], gravity, list(loads)), model_size(model, q_start[0]))
     q, closed = _project(p, q_start)
     e = _evaluate(p, q, None, 1.0)
     unheld = _unheld(p, q, e) & closed[:, None]
     trying = closed & ~np.any(unheld, axis=1)
     first_try = replace(p, options=replace(options, max_iterations=min(options.max_iterations,
                                                                       options.full_load_iterations)))
-    q, lam, converged, iterations = _newton(first_try, q, 1.0, trying)
-    failed = np.flatnonzero(trying & ~converged)
-    if len(failed):
-        q_f, lam_f, ok_f, its_f = _load_stepping(_subset(p, failed), q_start[failed])
-        q[failed], lam[failed], converged[failed] = q_f, lam_f, ok_f
-        iterations[failed] += its_f
-    e = _evaluate(p, q, lam, 1.0)
-    stability, neutral = _stability(p, e)
+    converged, iterations, lam = np.zeros(batch, dtype=bool), np.zeros(batch, dtype=int), e.multipliers
+    runaway = np.zeros_like(unheld)
+    if np.any(trying):
+        q, lam, converged, iterations, runaway = _newton(first_try, q, 1.0, trying)
+        failed = np.flatnonzero(trying & ~converged & ~np.any(runaway, axis=1))
+        if len(failed):
+            q_f, lam_f, ok_f, its_f = _load_stepping(_subset(p, failed), q_start[failed])
+            q[failed], lam[failed], converged[failed] = q_f, lam_f, ok_f
+            iterations[failed] += its_f
+        e = _evaluate(p, q, lam, 1.0)
+    stability, neutral = np.full(batch, "stable", dtype=object), [np.zeros((0, len(free)))] * batch
+    judged = np.flatnonzero(converged) if classify else np.zeros(0, dtype=int)
+    if len(judged):
+        verdicts, directions = _stability(p, _take(e, judged))
+        stability[judged] = verdicts
+        for k, b in enumerate(judged):
+            neutral[b] = directions[k]
+    stability = stability.astype(str)
     full = np.zeros((batch, 6 * len(model.closures)))
     full[:, rows] = lam
     return BatchResult(q, full, converged, iterations, _residual_norm(e), stability, free, neutral,
-                       [np.flatnonzero(row) for row in unheld])
+                       [np.flatnonzero(row) for row in unheld], [np.flatnonzero(row) for row in runaway])
 
 
 def model_size(model: Model, q: np.ndarray) -> float:
@@ -550,7 +580,8 @@ def _force_floor(model: Model, q: np.ndarray, gravity: np.ndarray, loads: list[g
     return max(1e-3 * ((weight + forces) * size + torques), 1e-9)
 
 
-_PROBE_DISTANCES = (1.0, 10.0, 100.0, 1000.0)  # in model sizes
+_PROBE_DISTANCES = (1.0, 1000.0)  # in model sizes
+RUNAWAY_SIZES = 100.0  # a free translation this many machine sizes from its start has no equilibrium to reach
 
 
 def _unheld(p: _Problem, q: np.ndarray, e: _Evaluation) -> np.ndarray:
@@ -559,7 +590,7 @@ def _unheld(p: _Problem, q: np.ndarray, e: _Evaluation) -> np.ndarray:
     A candidate has a generalized force beyond the tolerance and no stiffness at all
     (its row and column of the stiffness and its closure-Jacobian column vanish), so its
     energy falls linearly. It is confirmed by probing: every candidate moved with its force
-    by 1, 10, 100 and 1000 model sizes (a slider running to its end stop or a body falling
+    by 1 and 1000 model sizes (a slider running to its end stop or a body falling
     onto a contact would feel a change) and its force stays the same to 1e-6.
     """
     h = e.hessian
@@ -572,7 +603,7 @@ def _unheld(p: _Problem, q: np.ndarray, e: _Evaluation) -> np.ndarray:
     cases = np.flatnonzero(np.any(candidates, axis=1))
     if not len(cases):
         return candidates
-    size = max(model_size(p.model, q[cases[0]]), 1.0)
+    size = max(p.size, 1.0)
     sub = _subset(p, cases)
     direction = np.where(candidates[cases], np.sign(force[cases]), 0.0)
     for distance in _PROBE_DISTANCES:
@@ -623,14 +654,14 @@ def _load_stepping(p: _Problem, q_start: np.ndarray) -> tuple[np.ndarray, np.nda
     (doubled after a success, halved after a failure). Returns q, multipliers, converged, iterations."""
     batch = q_start.shape[0]
     everyone = np.ones(batch, dtype=bool)
-    q, lam, ok, iterations = _newton(p, q_start, 0.0, everyone)
+    q, lam, ok, iterations, _ = _newton(p, q_start, 0.0, everyone)
     level = np.zeros(batch)
     increment = np.full(batch, 0.25)
     smallest = 0.25 / 2**p.options.max_load_halvings
     going = ok.copy()
     while np.any(going):
         target = np.minimum(1.0, level + increment)
-        q_try, lam_try, done, its = _newton(p, q, target, going, anchor=q_start)
+        q_try, lam_try, done, its, _ = _newton(p, q, target, going, anchor=q_start)
         iterations += its
         good, bad = going & done, going & ~done
         q[good], lam[good], level[good] = q_try[good], lam_try[good], target[good]
@@ -715,8 +746,11 @@ def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold:
     loads_applied = applied(model, list(loads))
     rate_array = None if rates is None else np.atleast_2d(rates)
     # both solves start from the same assembled pose, so each ends in the well that pose lies in
-    reference = solve_batch(model, q[None], free, np.zeros(3), [], None, options, rows, fields)
     loaded = solve_batch(model, q[None], free, gravity[None], loads_applied, rate_array, options, rows, fields)
+    if len(loaded.unheld[0]) or len(loaded.runaway[0]):  # no equilibrium: nothing to measure deflections from
+        reference = loaded
+    else:
+        reference = solve_batch(model, q[None], free, np.zeros(3), [], None, options, rows, fields, classify=False)
     return Solution.build(model, loaded, reference, gravity, loads_applied, q, fields)
 
 
