@@ -55,10 +55,12 @@ def duration_text(seconds: float) -> str:
 
 
 class Heartbeat:
-    """One line every ``interval`` seconds (of ``clock``): steps done, rate, elapsed time, ETA."""
+    """One line every ``interval`` seconds (of ``clock``; default :data:`HEARTBEAT_S`): steps done, rate,
+    elapsed time, ETA. Nothing at the last step (the run's summary follows)."""
 
-    def __init__(self, total: int, stream: TextIO, interval: float = HEARTBEAT_S,
+    def __init__(self, total: int, stream: TextIO, interval: float | None = None,
                  clock: Callable[[], float] = time.monotonic):
+        interval = HEARTBEAT_S if interval is None else interval
         self.total, self.stream, self.interval, self.clock = total, stream, interval, clock
         self.done = self.failed = 0
         self.started = clock()

@@ -136,7 +136,7 @@ class RunResults:
             return self.arrays[key]
         except (KeyError, TypeError):
             pass
-        entity, _, quantity = (*key, "", "")[:3] if isinstance(key, tuple) else (key, "", "")
+        entity, quantity = (*key, "")[:2] if isinstance(key, tuple) else (key, "")
         known = sorted({q for e, q in self.arrays if e == entity})
         if known:
             raise KeyError(f"{entity!r} has no quantity {quantity!r}; it has {', '.join(known)}")

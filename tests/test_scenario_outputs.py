@@ -41,13 +41,15 @@ def test_results_follow_the_issue_layout_and_validate(tmp_path, capsys):
                                 "joints": {"sc:slider_crank:crank_pin": ["rad"]}}
     assert results["parameters"] == ["sc:slider_crank:slider_guide"]
     good, bad, last = results["steps"]
-    assert list(good)[:9] == ["index", "parameters", "status", "iterations", "residual", "stable", "joints", "frames", "bodies"]
+    assert list(good)[:10] == ["index", "parameters", "status", "iterations", "residual", "stable", "stability",
+                               "joints", "frames", "bodies"]
     assert good["parameters"] == {"sc:slider_crank:slider_guide": 0.5} and good["status"] == "converged"
     assert list(good["joints"]) == ["sc:slider_crank:crank_pin"] and list(good["frames"]) == ["sc:slider_crank:slider:origin"]
     assert set(good["joints"]["sc:slider_crank:crank_pin"]) == {"type", "position", "deflection", "effort",
                                                                  "wrench_joint", "wrench_world"}
     assert len(good["bodies"]) == 3  # bodies are not restricted by track.frames/joints
     assert bad["status"] == "failed" and bad["failures"][0]["machine"] == "sc" and bad["joints"] == {}
+    assert good["stability"] == "stable" and bad["stability"] == "unknown"
     assert last["status"] == "converged"
     assert "1 failed" in out and "FAILED step 1 (sc:slider_crank:slider_guide = 0.9 m)" in out
 
@@ -83,7 +85,7 @@ def test_tidy_csv_holds_the_json_numbers(tmp_path, capsys):
     assert units[("beam:hinge1", "wrench_world", "fz")] == "N" and units[("beam:hinge1", "wrench_world", "mx")] == "N m"
     assert units[("beam:link10:tip", "deflection", "x")] == "m" and units[("beam:link10", "rotation", "xy")] == "-"
     steps = list(csv.reader(io.StringIO((tmp_path / "out" / "steps.csv").read_text())))
-    assert steps[0] == ["step", "load:tip [-]", "status", "iterations", "stability"]
+    assert steps[0] == ["step", "load:tip", "status", "iterations", "stability"]
     for step, row in zip(results["steps"], steps[1:], strict=True):
         assert [int(row[0]), float(row[1]), row[2], int(row[3]), row[4]] == \
             [step["index"], step["parameters"]["load:tip"], "converged", step["iterations"], "stable"]

@@ -210,25 +210,19 @@ def tidy_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
             yield [i, entity, "in_collision", "", _number(pair["in_collision"]), "-"]
 
 
-def step_columns(document: dict[str, Any]) -> list[str]:
-    """steps.csv header: ``step``, each swept parameter as ``name [unit]``, then :data:`STEP_STATUS_COLUMNS`."""
-    units = document.get("units", {}).get("parameters", {})
-    angle_unit = document.get("angle_unit", "rad")
-    shown = {name: angle_unit_of(units.get(name, "-"), angle_unit) for name in document["parameters"]}
-    return ["step", *(f"{name} [{unit}]" for name, unit in shown.items()), *STEP_STATUS_COLUMNS]
-
-
 def step_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
-    """steps.csv rows: header (:func:`step_columns`), then per step its swept values (angles in the
-    document's ``angle_unit``), status (converged/failed), Newton iterations and stability
-    (``stable``, ``unstable``, or ``unknown`` for a failed step)."""
+    """steps.csv rows: the header ``step``, each swept parameter by name, :data:`STEP_STATUS_COLUMNS`;
+    then per step its swept values (in the units of results.json ``units.parameters``, angles in
+    the document's ``angle_unit``), status (converged/failed), Newton iterations and stability
+    (``stable``, ``neutral``, ``unstable``, or ``unknown`` for a failed step)."""
     factor = angle_factor(document.get("angle_unit", "rad"))
     units = document.get("units", {}).get("parameters", {})
-    yield step_columns(document)
+    yield ["step", *document["parameters"], *STEP_STATUS_COLUMNS]
     for step in document["steps"]:
         values = [step["parameters"][name] * (factor if units.get(name) == "rad" else 1.0)
                   for name in document["parameters"]]
-        stability = "unknown" if step["status"] == "failed" else ("stable" if step["stable"] else "unstable")
+        stability = step.get("stability") or ("unknown" if step["status"] != "converged"
+                                               else "stable" if step["stable"] else "unstable")
         yield [step["index"], *values, step["status"], step["iterations"], stability]
 
 

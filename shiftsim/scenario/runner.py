@@ -39,6 +39,7 @@ from .spec import Scenario
 from .sweep import Parameter
 
 StepCallback = Callable[["StepResult"], None]
+STABILITY_ORDER = ("stable", "neutral", "unstable")  # a step is as stable as its least stable machine
 
 
 @dataclass
@@ -48,7 +49,9 @@ class StepResult:
     ``q``/``q_reference`` (machine id -> coordinates of the loaded and the
     unloaded equilibrium) are kept for poses drawn or checked after the run.
     ``actuators``: per Mdx machine (id) its legs at the step; ``collisions``:
-    the machine pairs' closest distances when the scenario checks collisions (else None).
+    the machine pairs' closest distances when the scenario checks collisions (else None);
+    ``stability``: that of its least stable machine (``stable``, ``neutral``, ``unstable``;
+    ``unknown`` for a failed step).
     """
 
     index: int
@@ -63,6 +66,7 @@ class StepResult:
     failures: list[dict[str, Any]] = field(default_factory=list)
     actuators: dict[str, dict[str, Any]] = field(default_factory=dict)
     collisions: list[dict[str, Any]] | None = None
+    stability: str = "stable"
     q: dict[str, np.ndarray] = field(default_factory=dict)
     q_reference: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -74,7 +78,7 @@ class StepResult:
         """The step object of results.json."""
         out = {"index": self.index, "parameters": self.parameters, "status": self.status,
                "iterations": self.iterations, "residual": self.residual, "stable": self.stable,
-               "joints": self.joints, "frames": self.frames, "bodies": self.bodies}
+               "stability": self.stability, "joints": self.joints, "frames": self.frames, "bodies": self.bodies}
         if self.actuators:
             out["actuators"] = self.actuators
         if self.collisions is not None:
@@ -192,11 +196,12 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
             step.actuators[machine.id] = {**setup.actuators, "joints": [machine.name(leg) for leg in setup.legs],
                                           "forces": [float(solution.joint_loads[leg].effort[0]) for leg in setup.legs]}
         step.stable &= solution.stable
+        step.stability = max(step.stability, getattr(solution, "stability", "stable"), key=STABILITY_ORDER.index)
         step.q[machine.id], step.q_reference[machine.id] = solution.q, solution.q_reference
         state.advance(solution.q, time)
     step.residual = max(residuals) if residuals else None
     if step.failures:
-        step.status, step.stable = "failed", False
+        step.status, step.stable, step.stability = "failed", False, "unknown"
     return step
 
 
