@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -19,6 +20,7 @@ def parse_assignment(text: str, option: str) -> tuple[str, list[float]]:
     except ValueError:
         raise InputError([Problem(option, text, f"{values!r} is not a number or comma-separated numbers",
                                   "NAME=VALUE with numbers")]) from None
+    _refuse_non_finite(numbers, text, option)
     return name, numbers
 
 
@@ -29,7 +31,14 @@ def parse_vector(text: str, option: str, length: int) -> list[float]:
         numbers = []
     if len(numbers) != length:
         raise InputError([Problem(option, text, "not a vector of numbers", f"{length} comma-separated numbers")])
+    _refuse_non_finite(numbers, text, option)
     return numbers
+
+
+def _refuse_non_finite(numbers: list[float], text: str, option: str) -> None:
+    bad = [f"{v!r}" for v in numbers if not math.isfinite(v)]
+    if bad:
+        raise InputError([Problem(option, text, f"{', '.join(bad)} is not a finite number", "finite numbers")])
 
 
 def emit_json(data: Any) -> None:

@@ -12,6 +12,7 @@ world x, then y, then z axes). ``--set`` joints are held at their values;
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError([Problem("--start", names, "joint both held (--set) and given a start", "one or the other")])
     q[moved] = start[moved]
     held_joints = tuple(dict.fromkeys(model.joints[model.coordinate_joint[i]].name for i in held))
-    if args.tolerance <= 0 or args.max_iterations < 1 or args.restarts < 0:
+    if not 0 < args.tolerance < math.inf or args.max_iterations < 1 or args.restarts < 0:
         raise InputError([Problem("command line", "--tolerance/--max-iterations/--restarts",
                                   f"{args.tolerance}, {args.max_iterations}, {args.restarts}",
                                   "a positive tolerance, at least 1 iteration, restarts >= 0")])

@@ -28,6 +28,7 @@ from ..loading import load_model
 from ..model import Model
 from ..statics import resolve_prescribed
 from ._common import emit_json, parse_assignment
+from ._limits import check_joint_values
 
 ROWS = ("vx", "vy", "vz", "wx", "wy", "wz")
 
@@ -60,6 +61,7 @@ def prescribed_configuration(model: Model, texts: list[str], option: str = "--se
     A coupled joint cannot be set (it follows the joints its law names).
     """
     values = dict(parse_assignment(text, option) for text in texts)
+    check_joint_values(values, option)
     coupled = {c.target for c in model.couplings}
     problems = []
     for name in values:

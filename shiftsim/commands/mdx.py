@@ -28,8 +28,12 @@ import numpy as np
 from ..errors import InputError, Problem
 from ..jsonio import dumps, read_json
 from ..mdx.geometry import MODEL_EXTRA_KEYS, Platform, platform_from_reply
-from ..mdx.kinematics import forward, inverse, lengths_from_raw, normalized_pose, real_pose, workspace_violations
+from ..mdx.kinematics import (forward, inverse, lengths_from_raw, normalized_pose, pose_scale, real_pose,
+                              workspace_violations)
 from ..mdx.service import DEFAULT_CLIENT_PORT, DEFAULT_EFFECTOR_PORT, DEFAULT_WATCH_PORT, EventLog, run_until_signalled
+
+MAX_POSE_FACTOR = 100.0
+"""``mdx ik`` poses and ``mdx fk`` leg lengths beyond this many times the rated range are refused (exit 2)."""
 
 
 def _port(text: str) -> int:
@@ -57,6 +61,19 @@ def _finite(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     return value
+
+
+def _check_pose(platform: Platform, pose: np.ndarray, units: str) -> None:
+    """Refuse a pose more than MAX_POSE_FACTOR times the rated range (a typo, and 1e308 overflows the legs)."""
+    normalized = pose / pose_scale(platform) if units == "real" else pose
+    names = ("x", "y", "z", "roll", "pitch", "yaw")
+    far = [f"{name} {value:g}" for name, value, n in zip(names, pose, normalized) if abs(n) > MAX_POSE_FACTOR]
+    if far:
+        unit = "mm and degrees" if units == "real" else "normalized"
+        raise InputError([Problem("--xyzrpy", " ".join(f"{v:g}" for v in pose), f"{', '.join(far)} ({unit}) is more "
+                                  f"than {MAX_POSE_FACTOR:g} times the rated range",
+                                  f"each value within ±{MAX_POSE_FACTOR:g} x maxTranslation (mm) or maxRotation "
+                                  "(degrees), normalized within ±" + f"{MAX_POSE_FACTOR:g}")])
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -119,6 +136,7 @@ def run_ik(args: argparse.Namespace) -> int:
     platform, _ = _read_platform(args.geometry)
     units = "real" if args.real else "normalized"
     pose = np.array(args.xyzrpy)
+    _check_pose(platform, pose, units)
     legs = inverse(platform, pose, units)
     for problem in workspace_violations(platform, real_pose(platform, pose, units)):
         print(f"warning: outside the workspace: {problem}", file=sys.stderr)
@@ -138,7 +156,15 @@ def run_fk(args: argparse.Namespace) -> int:
         bad = [f"leg {i} is {v:g} mm" for i, v in enumerate(lengths) if v <= 0]
         if bad:
             raise InputError([Problem("--lengths", "", "; ".join(bad), "positive leg lengths in mm")])
+        too_long = [f"leg {i} is {v:g} mm" for i, v in enumerate(lengths) if v > MAX_POSE_FACTOR * platform.actuator_max_mm]
+        if too_long:
+            raise InputError([Problem("--lengths", "", "; ".join(too_long),
+                                      f"leg lengths up to {MAX_POSE_FACTOR:g} x actuatorLen's maximum "
+                                      f"({MAX_POSE_FACTOR * platform.actuator_max_mm:g} mm)")])
     else:
+        outside = [f"raw {i} is {v:g}" for i, v in enumerate(args.raw) if not -1.0 <= v <= 1.0]
+        if outside:
+            raise InputError([Problem("--raw", "", "; ".join(outside), "raw values from -1 (shortest) to 1 (longest)")])
         lengths = lengths_from_raw(platform, np.array(args.raw))
     solution = forward(platform, lengths)
     pose = solution.xyzrpy_real if args.real else normalized_pose(platform, solution.xyzrpy_real)

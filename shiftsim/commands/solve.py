@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import InputError, Problem
+import numpy as np
+
+from ..errors import InputError, Problem, SolveError
 from ..loading import load_model
 from ..statics import Load, solve
 from ._common import emit_json, parse_assignment, parse_vector
+from ._limits import (MAX_FORCE, MAX_GRAVITY, MAX_TORQUE, check_bounded, check_finite_result, check_joint_values,
+                      check_solve_memory)
 
 
 def add_parser(subparsers) -> None:
@@ -30,15 +34,31 @@ def _load(text: str) -> Load:
     if len(values) not in (3, 6):
         raise InputError([Problem("--load", text, f"{len(values)} numbers given",
                                   "FRAME=fx,fy,fz (N) or FRAME=fx,fy,fz,mx,my,mz (N, N m)")])
+    check_bounded(values[:3], MAX_FORCE, "--load", text, "N")
+    check_bounded(values[3:], MAX_TORQUE, "--load", text, "N m")
     return Load(frame, tuple(values[:3]), tuple(values[3:6]) if len(values) == 6 else (0.0, 0.0, 0.0))
+
+
+def _gravity(text: str) -> list[float]:
+    gravity = parse_vector(text, "--gravity", 3)
+    check_bounded(gravity, MAX_GRAVITY, "--gravity", text, "m/s^2")
+    return gravity
 
 
 def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     values = dict(parse_assignment(text, "--set") for text in args.set)
+    check_joint_values(values, "--set")
     loads = [_load(text) for text in args.load]
-    gravity = parse_vector(args.gravity, "--gravity", 3) if args.gravity else None
-    solution = solve(model, set=values, hold=args.hold, loads=loads, gravity=gravity)
+    gravity = _gravity(args.gravity) if args.gravity else None
+    check_solve_memory(model, args.model)
+    try:
+        solution = solve(model, set=values, hold=args.hold, loads=loads, gravity=gravity)
+    except (np.linalg.LinAlgError, FloatingPointError, OverflowError) as error:
+        raise SolveError(f"{args.model}: the solve failed in its arithmetic ({error}); "
+                         "the model's or the options' numbers are too large for double precision") from None
+    efforts = [load.effort for load in solution.joint_loads.values()]
+    check_finite_result(np.concatenate([solution.q, *efforts]), args.model)
     result = solution.as_dict()
     if args.json:
         emit_json(result)
