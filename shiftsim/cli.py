@@ -41,8 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from .threads import single_blas_thread
+
     try:
-        return int(args.func(args))
+        with single_blas_thread():  # small matrices: BLAS threads only add overhead
+            return int(args.func(args))
     except ShiftsimError as error:
         print(f"shiftsim {args.command}: error:", file=sys.stderr)
         for line in str(error).splitlines():
