@@ -18,7 +18,8 @@ load (a force at a frame, scaled by a factor lambda):
   the factor at which a cylinder's force (the effort of its held stroke joint,
   positive pushing) reaches its limit: ``p pi/4 D^2`` pushing,
   ``p pi/4 (D^2 - d^2)`` pulling (bore D, rod d, relief pressure p). Secant on
-  the largest force-to-limit ratio, to ``tolerance``.
+  each cylinder's force from factors 0 and 1, then re-solved at the predicted
+  factor until it moves by less than ``tolerance`` (relative).
 * **rated**: ``min(tipping_fraction * tipping, hydraulic_fraction * hydraulic)``,
   by default 75 % and 87 % (ISO 10567), and which of the two governs.
 """
@@ -178,35 +179,40 @@ def hydraulic_factors(stand: Stand, q_standing: np.ndarray, free: np.ndarray, gr
     pull = np.array([c.pull for c in cylinders])
     names = [c.joint for c in cylinders]
 
-    def ratios(factor: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def forces(factor: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cylinder forces (B, cylinders), N, pushing positive (nan where the solve failed), and the equilibria."""
         loaded = _with_factor(load, factor)
         result = st.solve_batch(model, q, held, grav, [loaded], None, options.solver, rows)
-        forces = np.array([[joint_loads(model, result.q[b], result.multipliers[b], grav[b],
+        values = np.array([[joint_loads(model, result.q[b], result.multipliers[b], grav[b],
                                         [_take(loaded, np.array([b]))])[j].effort[0] for j in index]
                            for b in range(batch)])
-        ratio = np.where(forces >= 0.0, forces / push, -forces / pull)
-        return np.where(result.converged[:, None], ratio, np.nan), result.q
+        return np.where(result.converged[:, None], values, np.nan), result.q
+
+    def crossing(f_a, force_a, f_b, force_b) -> tuple[np.ndarray, np.ndarray]:
+        """Per case the factor where the first cylinder reaches its limit on the secant, and that cylinder."""
+        slope = (force_b - force_a) / (f_b - f_a)[:, None]
+        limit = np.where(slope > 0.0, push, -pull)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            at = f_b[:, None] + (limit - force_b) / slope
+        at = np.where((slope != 0.0) & np.isfinite(at) & (at >= 0.0), at, np.inf)
+        at = np.where((force_a > push) | (force_a < -pull), 0.0, at)  # beyond its limit unloaded
+        return np.min(at, axis=1), np.argmin(at, axis=1)
 
     f_a, f_b = np.zeros(batch), np.ones(batch)
-    r_a, q_a = ratios(f_a, q_standing)
-    r_b, q_b = ratios(f_b, q_a)
+    force_a, q_a = forces(f_a, q_standing)
+    force_b, q_b = forces(f_b, q_a)
     solves = 2
-    factor = np.full(batch, np.nan)
+    factor, limiting = crossing(f_a, force_a, f_b, force_b)
     for _ in range(options.max_solves):
-        slope = (r_b - r_a) / (f_b - f_a)[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            crossing = np.where(slope > 0.0, f_b[:, None] + (1.0 - r_b) / slope, np.inf)
-        crossing = np.where(r_a >= 1.0, 0.0, crossing)
-        factor = np.min(crossing, axis=1)
-        near = np.abs(np.nanmax(r_b, axis=1) - 1.0) <= options.tolerance
-        if np.all(near | ~np.isfinite(factor)):
+        if np.all(~np.isfinite(factor) | (np.abs(factor - f_b) <= options.tolerance * np.maximum(factor, 1e-12))):
             break
-        f_a, r_a, q_a = f_b, r_b, q_b
-        f_b = np.where(np.isfinite(factor), np.maximum(factor, 0.0), f_b)
-        r_b, q_b = ratios(f_b, q_a)
+        going = np.isfinite(factor)
+        f_a, force_a, q_a = f_b, force_b, q_b
+        f_b = np.where(going, factor, f_b)
+        force_b, q_b = forces(f_b, q_a)
         solves += 1
-    factor = np.where(np.abs(np.nanmax(r_b, axis=1) - 1.0) <= options.tolerance, f_b, factor)
-    limiting = np.nanargmax(r_b, axis=1)
+        new, new_limiting = crossing(f_a, force_a, f_b, force_b)
+        factor, limiting = np.where(going, new, factor), np.where(going, new_limiting, limiting)
     return factor, [names[i] for i in limiting], solves
 
 
