@@ -426,7 +426,7 @@ def test_ik_command_exits_1_on_an_unreachable_target(capsys):
     (["--target", "turret:apxs=1,2"], "2 numbers (expected 3 (x,y,z in m) or 6"),
     (["--target", "turret:apxs=1,2,x"], "'1,2,x' is not a number"),
     (["--target", "turret:apxs"], "missing '='"),
-    (["--target", "turret:apxs=nan,0,0"], "not finite"),
+    (["--target", "turret:apxs=nan,0,0"], "is not a finite number"),
     (["--target", "turret:apx=0.5,0,0"], "unknown frame 'turret:apx'"),
     (["--target", "apxs=0.5,0,0", "--target", "turret:apxs=0.4,0,0"], "frame 'turret:apxs' has two targets"),
     (["--target", "apxs=0.5,0,0", "--set", "elbow=1", "--start", "elbow=0.5"], "both held (--set) and given a start"),

@@ -217,7 +217,7 @@ def test_mass_properties_rules(tmp_path) -> None:
     assert "ME_Body[@name='b']/Mass_Properties (line 1): only one of rho and volume given" in message
     assert "ME_Body[@name='c']/Mass_Properties (line 1): mass 3 differs from rho*volume = 2" in message
     assert "ME_Body[@name='d']/Mass_Properties (line 1): missing <CM> in <Mass_Properties>" in message
-    assert "ME_Body[@name='d']/Mass_Properties/Inertia (line 1): negative principal moment" in message
+    assert "ME_Body[@name='d']/Mass_Properties/Inertia (line 1): inertia has a negative principal moment" in message
 
 
 def test_bounding_shape_tree_rules(tmp_path) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from shiftsim.errors import ModelError
 from shiftsim.formats import read_model
 from shiftsim.formats.claraty import read_claraty
 from shiftsim.kinematics import forward
@@ -105,16 +106,24 @@ def test_euler_angles_are_intrinsic_in_the_order_named(tmp_path, sequence, spell
                                                                   "angles": list(angles)}
 
 
-def test_quaternion_is_scalar_last_and_normalised_with_a_warning(tmp_path) -> None:
+def test_quaternion_is_scalar_last_and_follows_the_rotation_rule(tmp_path) -> None:
     half = math.sqrt(0.5)
     spec = read_claraty(write_xml(tmp_path, one_body(
-        '<Transform><Position x="1" y="2" z="3"/><Quaternion qi="0" qj="0" qk="1" qs="1"/></Transform>')))
-    np.testing.assert_allclose(spec.fixed_frames["b_joint"].matrix(), _t(1, 2, 3) @ rz(math.pi / 2), atol=1e-15)
-    assert any("quaternion has norm 1.41421356" in w and "normalised" in w for w in spec.warnings)
+        f'<Transform><Position x="1" y="2" z="3"/><Quaternion qi="0" qj="0" qk="{half:.5f}" qs="{half:.5f}"/>'
+        '</Transform>')))  # typed to five decimals: |q|^4 - 1 ~ 1.6e-5, accepted with one warning
+    np.testing.assert_allclose(spec.fixed_frames["b_joint"].matrix(), _t(1, 2, 3) @ rz(math.pi / 2), atol=1e-5)
+    rotation = spec.fixed_frames["b_joint"].matrix()[:3, :3]
+    np.testing.assert_allclose(rotation.T @ rotation, np.eye(3), atol=1e-15)
+    [warning] = [w for w in spec.warnings if "not orthonormal" in w]
+    assert warning.endswith("replaced by the nearest rotation") and "a rotation is not orthonormal" in warning
     spec = read_claraty(write_xml(tmp_path, one_body(
         f'<Transform><Position/><Quaternion qi="{half!r}" qs="{half!r}"/></Transform>')))
     np.testing.assert_allclose(spec.fixed_frames["b_joint"].matrix(), rx(math.pi / 2), atol=1e-15)
     assert not spec.warnings
+    with pytest.raises(ModelError) as error:  # |q| = sqrt(2): not a rounded unit quaternion
+        read_claraty(write_xml(tmp_path, one_body(
+            '<Transform><Position/><Quaternion qi="0" qj="0" qk="1" qs="1"/></Transform>')))
+    assert "quaternion of norm 1.41421356 is not a rotation matrix: max |R^T R - I| = 3" in str(error.value)
 
 
 def _t(x: float, y: float, z: float) -> np.ndarray:
@@ -309,11 +318,12 @@ def test_cylinder_with_unequal_diameters_uses_the_larger(tmp_path) -> None:
     assert any("dim-x 0.2 != dim-y 0.3; radius taken as 0.15" in w for w in spec.warnings)
 
 
-def test_inertia_outside_the_triangle_inequality_warns(tmp_path) -> None:
+def test_inertia_outside_the_triangle_inequality_is_refused(tmp_path) -> None:
     mass = ('<Mass_Properties mass="1"><CM><Transform><Position/><Quaternion/></Transform></CM>'
             '<Inertia xx="1" yy="1" zz="5"/></Mass_Properties>')
-    spec = read_claraty(write_xml(tmp_path, one_body('<Transform><Position/><Quaternion/></Transform>', extra=mass)))
-    assert any("violate the triangle inequality" in w for w in spec.warnings)
+    with pytest.raises(ModelError) as error:
+        read_claraty(write_xml(tmp_path, one_body('<Transform><Position/><Quaternion/></Transform>', extra=mass)))
+    assert "Inertia (line 1): inertia breaks the triangle inequality I1 + I2 >= I3" in str(error.value)
 
 
 def test_doctype_naming_an_external_dtd_is_not_fetched(tmp_path) -> None:

@@ -320,11 +320,26 @@ def test_mass_without_inertia_is_a_point_mass_with_a_warning(tmp_path):
     assert any("point mass" in w for w in spec.warnings)
 
 
-def test_unphysical_inertia_is_kept_with_a_warning(tmp_path):
+def test_unphysical_inertia_is_refused_as_in_every_reader(tmp_path):
     data = {"bodies": [{"name": "p", "inertia": {"mass": 1.0, "Ixx": 1.0, "Iyy": 1.0, "Izz": 5.0}}]}
-    spec = load(tmp_path, data)
-    assert spec.bodies[0].inertia[2, 2] == 5.0
-    assert any("bodies[0].inertia: inertia is not physical" in w for w in spec.warnings)
+    problem = one_problem(tmp_path, data)
+    assert problem.where == "bodies[0].inertia"
+    assert problem.what == "breaks the triangle inequality I1 + I2 >= I3 (principal moments 1, 1, 5 kg m^2)"
+    data["bodies"][0]["inertia"] = {"mass": 1.0, "Ixx": 1.0, "Iyy": 1.0, "Izz": 1.0, "Ixy": 2.0}  # eigenvalues -1, 1, 3
+    problem = one_problem(tmp_path, data)
+    assert problem.what.startswith("has a negative principal moment (principal moments -1, 1, 3")
+    # a flat plate typed to six digits (Izz = Ixx + Iyy up to rounding) passes
+    data["bodies"][0]["inertia"] = {"mass": 1.0, "Ixx": 0.333333, "Iyy": 0.083333, "Izz": 0.416667}
+    assert load(tmp_path, data).bodies[0].inertia[2, 2] == 0.416667
+
+
+def test_negative_joint_stiffness_and_damping_are_refused(tmp_path):
+    data = pendulum_02()
+    data["assemblies"][0]["joints"][0].update(stiffness=[5.0, -100.0], damping=[0, -1.0])
+    found = {p.where: p for p in problems_of(tmp_path, data)}
+    assert found["assemblies[0].joints[0].stiffness[1]"].what == "negative stiffness -100"
+    assert found["assemblies[0].joints[0].damping[1]"].what == "negative damping -1"
+    assert len(found) == 2
 
 
 # ---------------------------------------------------------------------- fixed, lights, terrain, extras

@@ -85,6 +85,7 @@ from ..spec import (
     ShapeSpec,
     join_path,
 )
+from .physical import PHYSICAL_INERTIA, inertia_problem
 from .typed import json_type
 from .shift_values import (
     Findings,
@@ -557,12 +558,10 @@ class _ShiftReader:
             return None
         ixy, iyz, izx = (values.get(k, 0.0) for k in ("Ixy", "Iyz", "Izx"))
         tensor = np.array([[values["Ixx"], ixy, izx], [ixy, values["Iyy"], iyz], [izx, iyz, values["Izz"]]])
-        principal = np.linalg.eigvalsh(tensor)
-        scale = max(float(np.max(np.abs(principal))), 1e-300)
-        a, b, c = principal
-        if principal[0] < -1e-9 * scale or a + b < c * (1 - 1e-9):
-            self.f.warn(where, f"inertia is not physical (principal moments {a:.6g}, {b:.6g}, {c:.6g} "
-                        "break I1 + I2 >= I3); kept as written")
+        problem = inertia_problem(tensor)
+        if problem:
+            self.f.error(where, problem, PHYSICAL_INERTIA)
+            return None
         return tensor
 
     def _read_collision_shapes(self, obj: dict[str, Any], where: str) -> list[ShapeSpec]:
@@ -858,6 +857,10 @@ class _ShiftReader:
             return ()
         if numbers.size == 0:
             self.f.error(at(where, key), "empty coefficient list", "[c0, c1, ...] (constant term first)")
+            return ()
+        if numbers.size > 1 and numbers[1] < 0:
+            self.f.error(at(at(where, key), 1), f"negative {key} {numbers[1]:g}",
+                         f"a {key} coefficient >= 0 (c1 of [c0, c1, ...])")
             return ()
         return tuple(numbers.tolist())
 

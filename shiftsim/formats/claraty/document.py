@@ -26,6 +26,8 @@ from ...errors import ModelError, Problem
 from .lenient import repair
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 100
+"""Deepest element nesting read (a Mechanism_Model nests about six levels); deeper files are refused."""
 _DECLARED_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 _DECLARATION_ENCODING = re.compile(r"""^(\s*<\?xml[^>]*?encoding\s*=\s*)(["'])[A-Za-z0-9._-]+\2""")
 
@@ -70,6 +72,14 @@ class _DtdSubsetSkippingParser(DefusedExpatParser):
         raise ExternalReferenceForbidden(context, base, sysid, pubid)
 
 
+class _TooDeep(Exception):
+    """Raised by the SAX handler at the first element nested deeper than :data:`MAX_DEPTH`."""
+
+    def __init__(self, tag: str, line: int):
+        super().__init__(tag)
+        self.tag, self.line = tag, line
+
+
 class _TreeBuilder(xml.sax.handler.ContentHandler):
     def __init__(self) -> None:
         super().__init__()
@@ -82,6 +92,8 @@ class _TreeBuilder(xml.sax.handler.ContentHandler):
 
     def startElement(self, name, attrs) -> None:  # noqa: N802
         element = Element(name, dict(attrs), self.locator.getLineNumber() if self.locator else 0)
+        if len(self.stack) >= MAX_DEPTH:
+            raise _TooDeep(name, element.line)
         if self.stack:
             self.stack[-1].children.append(element)
         else:
@@ -175,6 +187,9 @@ def parse_document(path: str | Path) -> Document:
     except ExternalReferenceForbidden as error:
         raise ModelError([Problem(file, "DOCTYPE", f"refers to the external resource {error.sysid!r}; refused",
                                   "XML without external references")]) from None
+    except _TooDeep as error:
+        raise ModelError([Problem(file, f"line {error.line}", f"element <{error.tag}> is nested more than "
+                                  f"{MAX_DEPTH} levels deep", f"at most {MAX_DEPTH} levels of elements")]) from None
     except DefusedXmlException as error:
         raise ModelError([Problem(file, "", f"refused unsafe XML: {error}", "plain XML")]) from None
     if builder.root is None:

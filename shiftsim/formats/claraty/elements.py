@@ -28,7 +28,11 @@ from typing import Any, Collection, Mapping
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ...errors import Problems, suggest
+from ...errors import Notice, Problems, suggest
+from .. import typed
+from ..physical import PHYSICAL_INERTIA, inertia_problem
+from ..rotations import RotationRounding
+from ..typed import Mismatch, shown
 from .dh import CONVENTIONS, DhParameters
 from .document import Element
 from .expressions import ExpressionError, evaluate_number
@@ -37,7 +41,6 @@ NUMBER_EXPECTED = "a number or an arithmetic expression of numbers and constants
 EULER_SEQUENCES = {"EULER_XYZ": "XYZ", "EULER_ZYX": "ZYX", "EULER_ZYZ": "ZYZ"}
 JOINT_TYPES = ("revolute", "prismatic")
 SHAPE_TYPES = ("box", "cyl", "no_shape")
-UNIT_QUATERNION_TOLERANCE = 1e-6
 
 
 @dataclass
@@ -131,10 +134,18 @@ class ElementReader:
     def __init__(self, problems: Problems, warnings: list[str]):
         self.problems = problems
         self.warnings = warnings
+        self.rotations = RotationRounding()
+
+    def finish(self) -> None:
+        """Add the file-wide warnings (quaternion rounding) once every element has been read."""
+        rounding = self.rotations.warning()
+        if rounding:
+            self.warnings.append(Notice(self.problems.file, "", rounding.replace("rotation matrices", "rotations")
+                                        .replace("a rotation matrix", "a rotation")))
 
     # ------------------------------------------------------------------ basics
     def warn(self, element: Element, what: str) -> None:
-        self.warnings.append(f"{self.problems.file}: {element.where}: {what}")
+        self.warnings.append(Notice(self.problems.file, element.where, what))
 
     def check(self, element: Element, attributes: Collection[str],
               children: Mapping[str, tuple[int, int | None]] | None = None) -> None:
@@ -168,17 +179,20 @@ class ElementReader:
                               f"{attribute}=\"...\"")
         return value
 
-    def number(self, element: Element, attribute: str, default: str | None = None) -> float:
-        """Value of a numeric attribute (``default`` is the DTD's text); NaN after reporting a problem."""
+    def number(self, element: Element, attribute: str, default: str | None = None, unit: str = "") -> float:
+        """Value of a numeric attribute (``default`` is the DTD's text) within the magnitude bound of
+        ``unit`` (:data:`~shiftsim.formats.typed.BOUNDS`); NaN after reporting a problem."""
         text = self.text(element, attribute, default)
         if text is None:
             return math.nan
         try:
-            return evaluate_number(text)
+            return typed.number(evaluate_number(text), unit)
         except ExpressionError as error:
-            self.problems.add(element.where, f"attribute {attribute}={text!r} is not a number: {error}",
+            self.problems.add(element.where, f"attribute {attribute}={shown(text)} is not a number: {error}",
                               error.expected or NUMBER_EXPECTED)
-            return math.nan
+        except Mismatch as error:
+            self.problems.add(element.where, f"attribute {attribute}={shown(text)} {error.what}", error.expected)
+        return math.nan
 
     def choice(self, element: Element, attribute: str, choices: tuple[str, ...], default: str | None = None) -> str:
         """One of ``choices`` (matched ignoring case and surrounding blanks); '' after reporting a problem."""
@@ -207,7 +221,7 @@ class ElementReader:
         if positions:
             position = positions[0]
             self.check(position, ("x", "y", "z"))
-            matrix[:3, 3] = [self.number(position, axis, "0") for axis in "xyz"]
+            matrix[:3, 3] = [self.number(position, axis, "0", "m") for axis in "xyz"]
         orientations = element.children_named("Rotation") + element.children_named("Quaternion")
         if len(orientations) != 1:
             if not orientations:
@@ -242,9 +256,13 @@ class ElementReader:
         if norm < 1e-12:
             self.problems.add(element.where, "zero quaternion", "a unit quaternion qi qj qk qs (scalar last)")
             return np.eye(3)
-        if abs(norm - 1.0) > UNIT_QUATERNION_TOLERANCE:
-            self.warn(element, f"quaternion has norm {norm:.9g}; normalised")
-        return Rotation.from_quat(q / norm).as_matrix()
+        homogeneous = norm**2 * Rotation.from_quat(q).as_matrix()  # R^T R = |q|^4 I: the matrix rule applies
+        try:
+            return self.rotations.rotation(homogeneous, element.where)
+        except Mismatch as error:
+            self.problems.add(element.where, f"quaternion of norm {norm:.9g} {error.what}",
+                              "a unit quaternion qi qj qk qs (|q|^4 within 1e-3 of 1)")
+            return np.eye(3)
 
     def dh(self, element: Element) -> tuple[str, DhParameters | None]:
         """``DH_Parameter`` -> (its name, parameters or None after a problem)."""
@@ -320,7 +338,8 @@ class ElementReader:
     # ------------------------------------------------------------------ mass
     def mass(self, element: Element) -> MassRecord:
         self.check(element, ("rho", "volume", "mass"), {"CM": (1, 1), "Inertia": (1, 1)})
-        given = {k: self.number(element, k) for k in ("rho", "volume", "mass") if k in element.attrib}
+        given = {k: self.number(element, k, unit="kg" if k == "mass" else "") for k in ("rho", "volume", "mass")
+                 if k in element.attrib}
         for key, value in given.items():
             if value < 0:
                 self.problems.add(element.where, f"negative {key} {value:g}", f"{key} >= 0")
@@ -347,11 +366,9 @@ class ElementReader:
         for inertia in element.children_named("Inertia"):
             self.check(inertia, ("xx", "yy", "zz"))
             principal = np.array([self.number(inertia, k) for k in ("xx", "yy", "zz")])
-            if np.any(principal < 0):
-                self.problems.add(inertia.where, "negative principal moment of inertia", "xx, yy, zz >= 0")
-            elif np.all(np.isfinite(principal)) and 2 * principal.max() > principal.sum() * (1 + 1e-9):
-                self.warn(inertia, f"principal moments {principal.tolist()} violate the triangle inequality "
-                          "(no rigid body has them)")
+            problem = inertia_problem(np.diag(principal)) if np.all(np.isfinite(principal)) else None
+            if problem:
+                self.problems.add(inertia.where, f"inertia {problem}", PHYSICAL_INERTIA)
         r = frame[:3, :3]
         return MassRecord(float(mass), frame[:3, 3].copy(), r @ np.diag(principal) @ r.T, rho, volume)
 

@@ -50,6 +50,7 @@ def read_claraty(path: str | Path) -> ModelSpec:
     else:
         present = "only <Block_DH>" if block_dh else "only <Block_Joint>" if block_joint else "no bodies"
         problems.add(root.where, f"{present} in <{ROOT}>", "<ME_Body> elements, or <Block_DH> and <Block_Joint>")
+    reader.finish()
     spec = build_spec(path, name, version, layout, records, problems, warnings)
     problems.raise_if_any()
     return spec
