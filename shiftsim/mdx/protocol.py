@@ -27,6 +27,7 @@ platform in the wrong units).
 
 from __future__ import annotations
 
+import json
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
@@ -189,7 +190,22 @@ def decode_line(line: bytes | str) -> dict[str, Any]:
         raise ProtocolError(PARSE_ERROR, f"not valid JSON: {error}; expected one JSON object per line") from None
     if not isinstance(data, dict):
         raise ProtocolError(INVALID_REQUEST, f"found a JSON {type(data).__name__}, expected a JSON object")
+    if isinstance(data.get("id"), float):
+        data["id"] = _exact_id(text)
     return data
+
+
+def _exact_id(text: bytes | str) -> Any:
+    """The message's ``id`` as written: orjson reads an integer beyond 64 bits as a float, which
+    would echo a different id; such an integer is kept as its digits (an ``orjson.Fragment``)."""
+
+    def integer(digits: str) -> int | orjson.Fragment:
+        return int(digits) if len(digits.lstrip("-")) < 19 else orjson.Fragment(digits)
+
+    try:
+        return json.loads(text, parse_int=integer)["id"]
+    except RecursionError:
+        raise ProtocolError(INVALID_REQUEST, "nested too deeply; expected a flat JSON-RPC message") from None
 
 
 def parse_message(data: dict[str, Any], platform: Platform) -> Message:
