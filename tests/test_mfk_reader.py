@@ -108,8 +108,9 @@ def test_every_interface_is_typed(tmp_path):
     assert excavator.nodes and excavator.collision_shapes and excavator.measurements and excavator.replicate
     assert excavator.asbuilt_shapes and excavator.render_assets and excavator.transform
     assert excavator.points_of_interest and excavator.physics and config.components[0].attach
-    assert excavator.asbuilt_shapes.shapes[0].type == "quad"
-    assert [v.point_ref for v in excavator.asbuilt_shapes.shapes[1].vertices] == [
+    # the seed's deprecated quad footprint is two lines in the shipped file
+    assert [s.type for s in excavator.asbuilt_shapes.shapes] == ["line", "line", "line"]
+    assert [v.point_ref for v in excavator.asbuilt_shapes.shapes[2].vertices] == [
         "topcon.points_of_interest.base_fl", "topcon.points_of_interest.base_fr"]
     assert excavator.replicate.manifest[0].discrete.discrete_min == -32768
     assert excavator.render_assets.assets[0].resources[1].mime_type == "model/gltf+json"
