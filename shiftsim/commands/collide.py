@@ -3,7 +3,8 @@
 Steps are posed by kinematics only (no equilibrium solve). ``--json`` prints
 ``{"steps": [{"index", "parameters", "pairs": [...]}]}`` (pair objects as in
 docs/collision.md; a step whose machine could not be posed also lists
-``failures``). Exit codes: 0 no collision, 3 a collision at some step (the
+``failures``). ``-q`` prints only the one-line verdict (no warnings, no lines
+per step). Exit codes: 0 no collision, 3 a collision at some step (the
 result is printed all the same), 1 a step could not be posed (loops that do
 not close; takes precedence over 3), 2 bad scenario or model.
 """
@@ -30,19 +31,22 @@ def add_parser(subparsers) -> None:
                     "1 a step could not be posed, 2 bad scenario or model.")
     parser.add_argument("scenario", help="scenario file (.json); its optional \"collision\": {\"margin\", \"self\"} "
                                          "section is described in docs/collision.md")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the result as JSON")
+    output.add_argument("-q", "--quiet", action="store_true",
+                        help="only the one-line verdict: no warnings, no lines per step (the exit code says it too)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     steps, warnings = check(scenario)
-    for warning in [*scenario.warnings, *warnings]:
+    for warning in [] if args.quiet else [*scenario.warnings, *warnings]:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         emit_json({"steps": [step.as_dict() for step in steps]})
     else:
-        for step in steps:
+        for step in [] if args.quiet else steps:
             print(step_label(scenario, step))
             for pair in step.collisions:
                 print(f"  {'COLLISION ' if pair['in_collision'] else ''}{pair_text(pair)}")
