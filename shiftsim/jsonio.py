@@ -4,6 +4,10 @@ Real model files are sometimes not strict JSON (comments, trailing commas).
 :func:`read_json` accepts them through ``json5`` and returns a warning naming
 the file; a file that is neither is a :class:`~shiftsim.errors.InputError`
 naming the line and column. Writing uses :func:`dumps` (orjson, indented).
+
+Documents nested deeper than :data:`MAX_DEPTH` levels of arrays and objects
+are refused with the line where the limit is passed (orjson's own limit; the
+recursive JSON5 parser gets a recursion allowance that covers this depth).
 """
 
 from __future__ import annotations
@@ -11,11 +15,59 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import sys
+
 import json5
 import numpy as np
 import orjson
 
 from .errors import InputError, ModelError, Problem
+
+MAX_DEPTH = 1024
+"""Deepest nesting of arrays and objects read (orjson's limit)."""
+
+_FRAMES_PER_LEVEL = 20  # Python frames the json5 parser uses per nesting level (measured: 16)
+
+
+def nesting_depth(text: str, limit: int = MAX_DEPTH) -> tuple[int, int]:
+    """``(depth, line)``: the deepest nesting of ``[``/``{`` in JSON or JSON5 ``text`` (strings and comments
+    skipped), scanning no further than the first place deeper than ``limit``; ``line`` is where that depth is."""
+    depth = deepest = 0
+    line = deepest_line = 1
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+        elif c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, deepest_line = depth, line
+                if depth > limit:
+                    break
+        elif c in "]}":
+            depth -= 1
+        elif c in "\"'":
+            i += 1
+            while i < n and text[i] != c:
+                if text[i] == "\n":
+                    line += 1
+                i += 2 if text[i] == "\\" else 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end - 1
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 1
+            line += text.count("\n", i, end)
+            i = end
+        i += 1
+    return deepest, deepest_line
+
+
+def _too_deep(path: Path, line: int, error_type: type[InputError]) -> InputError:
+    return error_type([Problem(str(path), f"line {line}", f"arrays and objects nested more than {MAX_DEPTH} "
+                               "levels deep", f"at most {MAX_DEPTH} levels of nesting")])
 
 
 def read_json(path: str | Path, error_type: type[InputError] = ModelError) -> tuple[Any, list[str]]:
@@ -33,13 +85,26 @@ def read_json(path: str | Path, error_type: type[InputError] = ModelError) -> tu
     except orjson.JSONDecodeError as strict_error:
         try:
             text = raw.decode("utf-8")
-            data = json5.loads(text)
+            depth, line = nesting_depth(text)
+            if depth > MAX_DEPTH:
+                raise _too_deep(path, line, error_type) from None
+            data = _json5_loads(text, depth)
         except (UnicodeDecodeError, ValueError):
             where = f"line {strict_error.lineno}, column {strict_error.colno}"
             raise error_type(
                 [Problem(str(path), where, f"not valid JSON: {strict_error.msg}", "a JSON document")]
             ) from None
         return data, [f"{path}: not strict JSON (comments or trailing commas); read leniently"]
+
+
+def _json5_loads(text: str, depth: int) -> Any:
+    """``json5.loads`` with a recursion allowance for ``depth`` levels (the parser recurses per level)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 1000 + _FRAMES_PER_LEVEL * depth))
+    try:
+        return json5.loads(text)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _default(obj: Any) -> Any:

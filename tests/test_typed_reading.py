@@ -14,7 +14,7 @@ from shiftsim.formats.typed import Mismatch
 @pytest.mark.parametrize("value, words", [
     (None, "null"), (True, "a boolean"), (3, "the number 3"), (2.5, "the number 2.5"),
     ("ab", "the string 'ab'"), ([1], "an array of 1 item"), ([1, 2], "an array of 2 items"), ({}, "an object"),
-    (10**400, "an integer of about 400 digits"), (float("nan"), "the number NaN"),
+    (10**400, "an integer of about 401 digits"), (float("nan"), "the number NaN"),
 ])
 def test_one_wording_of_json_types(value, words):
     assert typed.json_type(value) == words

@@ -156,6 +156,8 @@ _JOINT_KEYS = {"name", "type", "active", "body_frame_pairs", "parent", "child", 
 _RESTRAINT_KEYS = {"name", "type", "active", "joint", "body_frame_pair", "body_frame_pairs",
                    "distance_type", "knot_points", "coefficients", "description"}
 
+MAX_ASSEMBLY_DEPTH = 64
+"""Deepest nesting of assemblies read (real models nest a few levels); deeper ones are refused."""
 _CONTINUITY_TOLERANCE = 1e-9  # relative jump at a knot below which a restraint law counts as continuous
 
 
@@ -450,6 +452,10 @@ class _ShiftReader:
     def _read_assembly(self, value: Any, where: str, scope: tuple[str, ...], active: bool) -> None:
         obj = read_object(self.f, value, where)
         if obj is None:
+            return
+        if len(scope) >= MAX_ASSEMBLY_DEPTH:
+            self.f.error(where, f"assemblies nested more than {MAX_ASSEMBLY_DEPTH} levels deep",
+                         f"at most {MAX_ASSEMBLY_DEPTH} levels of assemblies")
             return
         name = self._read_name(obj, where)
         own_active = self._read_active(obj, where, active)

@@ -126,7 +126,7 @@ def _scalar(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if _huge(value):
-        return f"an integer of about {value.bit_length() * math.log10(2):.0f} digits"
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
