@@ -5,19 +5,33 @@ Each sub-command lives in ``shiftsim/commands/<name>.py`` and exposes
 ``run(args) -> int`` returns the exit code. Exit codes: 0 ok, 1 could not
 finish, 2 bad input (3 is ``collide``'s "collision found"). Errors derived from
 :class:`~shiftsim.errors.ShiftsimError` are printed without a traceback.
+
+Start-up stays light: :data:`COMMANDS` holds every command's one-line help, so
+``shiftsim --help`` lists them without importing any, and only the module of
+the command being run is imported (with what it needs: scipy, matplotlib,
+pybullet, lupa are never loaded for a command that does not use them).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 
-from . import __version__
 from .errors import ShiftsimError
 
-COMMANDS = ("check", "fk", "solve", "jacobian", "ik", "run", "collide", "mfk", "mdx")
+# name -> one-line help, as each command's own parser gives it (tests/test_startup.py keeps them equal)
+COMMANDS = {
+    "check": "validate a model or a scenario and summarize it",
+    "fk": "forward kinematics: world poses of every body and frame",
+    "solve": "static equilibrium, deflections and joint loads",
+    "jacobian": "Jacobian of a frame (linear then angular rows)",
+    "ik": "inverse kinematics: joint values that reach target frame poses",
+    "run": "run a scenario: sweep, results.json, CSV and plots",
+    "collide": "distances between a scenario's machines at every sweep step (kinematics only)",
+    "mfk": "Topcon MFK resource configurations: show, encode, decode",
+    "mdx": "Mdx motion platform: kinematics, simulated middleware and effector",
+}
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -28,19 +42,37 @@ class _ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from . import __version__
+
+        print(f"shiftsim {__version__}")
+        parser.exit()
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; ``command``'s module adds its full sub-parser, the other commands are listed by name and help
+    only (``None``: every command's module is imported and adds its sub-parser)."""
     parser = _ArgumentParser(prog="shiftsim", description="Quasi-static multibody simulator.")
-    parser.add_argument("--version", action="version", version=f"shiftsim {__version__}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_ArgumentParser)
-    for name in COMMANDS:
-        module_name = f"{__package__}.commands.{name}"
-        if importlib.util.find_spec(module_name) is not None:
-            importlib.import_module(module_name).add_parser(subparsers)
+    for name, summary in COMMANDS.items():
+        if command is None or name == command:
+            importlib.import_module(f"{__package__}.commands.{name}").add_parser(subparsers)
+        else:
+            subparsers.add_parser(name, help=summary)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), "")  # the top level has only flags before it
+    args = build_parser(command).parse_args(argv)
     from .threads import single_blas_thread
 
     try:
