@@ -415,7 +415,8 @@ def _newton_step(p: _Problem, q: np.ndarray, e: _Evaluation, scale: float | np.n
     the reduced stiffness Z^T K Z shifted to be positive definite where it is not. Length: a
     backtracking line search whose every trial point is projected back onto g(q) = 0 before
     the energy is compared, so the search is a descent of the potential on the manifold.
-    Steps taken with a shifted stiffness are capped at ``reach`` (B,) times ``max_shifted_step``;
+    Steps taken with a shifted stiffness are capped at ``max_shifted_step`` in rotation and ``reach`` (B,)
+    times that in translation;
     returns the new q, its evaluation and where such a capped step was accepted whole.
     """
     model, free, nf = p.model, p.free, len(p.free)
@@ -437,9 +438,15 @@ def _newton_step(p: _Problem, q: np.ndarray, e: _Evaluation, scale: float | np.n
     except np.linalg.LinAlgError:
         y = np.stack([np.linalg.lstsq(k, f, rcond=None)[0] for k, f in zip(system, force)])
     du = np.einsum("bij,bj->bi", z, y)
-    largest = np.max(np.abs(du), axis=1, initial=0.0)
-    limit = np.where(shift > 0.0, reach * p.options.max_shifted_step, p.options.max_step)
-    cap = np.where(largest > limit, limit / np.maximum(largest, 1e-300), 1.0)
+    # caps: rotations to max_shifted_step (rad) where shifted and a quarter turn elsewhere (a weak well is not
+    # crossed in one step), translations to reach times max_shifted_step (m) where shifted
+    translation = np.asarray(model.node_kind[model.coordinate_node[free]] == PRISMATIC)
+    largest_turn = np.max(np.abs(du) * ~translation, axis=1, initial=0.0)
+    largest_move = np.max(np.abs(du) * translation, axis=1, initial=0.0)
+    turn_limit = np.where(shift > 0.0, p.options.max_shifted_step, min(p.options.max_step, np.pi / 2))
+    move_limit = np.where(shift > 0.0, reach * p.options.max_shifted_step, p.options.max_step)
+    cap = np.minimum(np.where(largest_turn > turn_limit, turn_limit / np.maximum(largest_turn, 1e-300), 1.0),
+                     np.where(largest_move > move_limit, move_limit / np.maximum(largest_move, 1e-300), 1.0))
     du = du * cap[:, None]
     phi0 = _merit(e)
     slope = -np.einsum("bi,bi->b", e.q_force_reduced, du) if e.conservative else -phi0
