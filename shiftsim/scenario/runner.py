@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import InputError, SolveError
 from ..statics import Load, solve
+from .ground import floating_model, step_report
 from .machines import Machine, SettingValues
 from .placement import Placement
 from .spec import Scenario
@@ -49,7 +50,8 @@ class StepResult:
     ``q``/``q_reference`` (machine id -> coordinates of the loaded and the
     unloaded equilibrium) are kept for poses drawn or checked after the run.
     ``actuators``: per Mdx machine (id) its legs at the step; ``collisions``:
-    the machine pairs' closest distances when the scenario checks collisions (else None);
+    the machine pairs' closest distances when the scenario checks collisions (else None); ``ground``: per
+    machine standing on the ground (id) what the ground carries (:func:`.ground.step_report`);
     ``stability``: that of its least stable machine (``stable``, ``neutral``, ``unstable``;
     ``unknown`` for a failed step).
     """
@@ -67,6 +69,7 @@ class StepResult:
     actuators: dict[str, dict[str, Any]] = field(default_factory=dict)
     collisions: list[dict[str, Any]] | None = None
     stability: str = "stable"
+    ground: dict[str, dict[str, Any]] = field(default_factory=dict)
     q: dict[str, np.ndarray] = field(default_factory=dict)
     q_reference: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -83,6 +86,8 @@ class StepResult:
             out["actuators"] = self.actuators
         if self.collisions is not None:
             out["collisions"] = self.collisions
+        if self.ground:
+            out["ground"] = self.ground
         if self.failures:
             out["failures"] = self.failures
         return out
@@ -168,11 +173,15 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
             step.failures.append({"machine": machine.id, "message": f"no valid model with this step's values: {error}"})
             continue
         placement = setup.placement
+        model, fields = setup.model, ()
+        if machine.support is not None:  # standing on the ground: a free base held by its contacts
+            model = floating_model(setup.model)
+            fields = (machine.support.field(model, machine),)
         try:
-            solution = solve(setup.model, set=_set_values(machine, setup.joints),
+            solution = solve(model, set=_set_values(machine, setup.joints),
                              loads=_machine_loads(scenario, machine, placement, factors),
                              gravity=placement.vector_to_model(scenario.gravity),
-                             q_start=state.q, rates=state.rates() if time is not None else None)
+                             q_start=state.q, rates=state.rates() if time is not None else None, fields=fields)
         except (SolveError, np.linalg.LinAlgError) as error:
             step.failures.append({"machine": machine.id, "message": str(error)})
             continue
@@ -180,8 +189,8 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
         residuals.append(solution.residual)
         if not solution.converged:
             failure = {"machine": machine.id,
-                       "message": f"no equilibrium after {solution.iterations} iterations "
-                                  f"(residual {solution.residual:.3g})"}
+                       "message": solution.blame[0] if solution.status == "no equilibrium" else
+                       f"no equilibrium after {solution.iterations} iterations (residual {solution.residual:.3g})"}
             if solution.blame:
                 failure["blame"] = [f"{machine.id}: {line}" for line in solution.blame]
             step.failures.append(failure)
@@ -198,6 +207,8 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
         step.stable &= solution.stable
         step.stability = max(step.stability, getattr(solution, "stability", "stable"), key=STABILITY_ORDER.index)
         step.q[machine.id], step.q_reference[machine.id] = solution.q, solution.q_reference
+        if machine.support is not None:
+            step.ground[machine.id] = step_report(machine, model, solution.q)
         state.advance(solution.q, time)
     step.residual = max(residuals) if residuals else None
     if step.failures:
