@@ -118,7 +118,7 @@ def test_the_actuator_plot_is_drawn_by_default_and_only_for_platforms(tmp_path, 
     document = _document(POSES[:2] / SCALE)
     del document["outputs"]
     scenario = load_scenario(write_scenario(tmp_path, document))
-    assert scenario.outputs.plots == ("deflection", "efforts", "pose", "convergence", "actuators")
+    assert scenario.outputs.plots == ("deflection", "efforts", "pin_loads", "pose", "convergence", "actuators")
     beam = {"name": "beam", "machines": [{"id": "beam", "model": model_path("cantilever10")}],
             "outputs": {"plots": ["actuators"]}}
     code, _, err = run_cli(capsys, "run", write_scenario(tmp_path, beam, "beam.json"), "-o", tmp_path / "beam")

@@ -109,8 +109,9 @@ def test_plots_are_png_of_the_stated_size(tmp_path, capsys):
     document = {**SLIDER, "outputs": {"csv": False, "dpi": 40}}
     assert run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")[0] == 1
     written = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert written == ["convergence.png", "deflection.png", "efforts.png", "pose.png", "results.json"]
-    for name in ("convergence", "deflection", "efforts", "pose"):  # actuators.png: tests/test_scenario_mdx.py
+    # the slider-crank is rigid: deflection.png would be empty and is not written (tests/test_plots.py)
+    assert written == ["convergence.png", "efforts.png", "pin_loads.png", "pose.png", "report.html", "results.json"]
+    for name in ("convergence", "efforts", "pin_loads", "pose"):  # actuators.png: tests/test_scenario_mdx.py
         width, height = FIGURE_SIZES[name]
         assert png_size(tmp_path / "out" / f"{name}.png") == (round(width * 40), round(height * 40))
     assert FIGURE_SIZES["pose"] == (14.0, 8.0)  # the size docs/scenarios.md states (1400 x 800 at 100 dpi)
@@ -129,8 +130,8 @@ def test_a_non_empty_output_folder_needs_force(tmp_path, capsys):
     code, _, err = run_cli(capsys, "run", path, "-o", folder, "--force")
     assert code == 0, err
     # shiftsim's files replaced, its stale ones removed, the user's file kept
-    assert sorted(p.name for p in folder.iterdir()) == ["convergence.png", "notes.txt", "results.csv", "results.json",
-                                                        "steps.csv"]
+    assert sorted(p.name for p in folder.iterdir()) == ["convergence.png", "notes.txt", "report.html", "results.csv",
+                                                        "results.json", "steps.csv"]
     assert (folder / "notes.txt").read_text() == "mine"
 
 

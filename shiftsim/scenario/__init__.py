@@ -16,8 +16,8 @@ from typing import Callable
 
 from ..jsonio import dumps
 from .executors import DaskExecutor, Executor, LocalExecutor
-from .outputs import (RESULTS_CSV, RESULTS_JSON, STEPS_CSV, check_folder, csv_bytes, default_folder, results_document,
-                      step_rows, tidy_rows, write_files)
+from .outputs import (REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, check_folder, csv_bytes, default_folder,
+                      results_document, step_rows, tidy_rows, write_files)
 from .runner import StepCallback, StepResult, run_chain
 from .spec import Scenario, build_scenario, load_scenario
 
@@ -53,6 +53,7 @@ def write_results(scenario: Scenario, steps: list[StepResult], folder: Path, int
     results are marked partial (results.json ``partial``, ``steps_planned``, ``interrupted``).
     """
     from .plots import render
+    from .report import report_html
 
     planned = len(scenario.sweep.table()) if interrupted else None
     document = results_document(scenario, steps, planned, interrupted)
@@ -61,6 +62,7 @@ def write_results(scenario: Scenario, steps: list[StepResult], folder: Path, int
         files[RESULTS_CSV] = csv_bytes(tidy_rows(document))
         files[STEPS_CSV] = csv_bytes(step_rows(document))
     files.update(render(scenario, steps))
+    files[REPORT_HTML] = report_html(scenario, steps, document, files)
     write_files(folder, files)
     return list(files)
 

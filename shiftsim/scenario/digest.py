@@ -1,13 +1,17 @@
-"""What a run's results amount to: peak deflection and efforts, the worst step, and how to label them.
+"""What a run's results amount to: peaks per quantity and entity, the worst step, the plots that would show
+nothing (and why), and how to label numbers.
 
-Shared by the end-of-run summary and the plots. Efforts are split by what
-they are: coordinates of prismatic motion carry forces (N), revolute ones
-torques (N m).
+Shared by the end-of-run summary, the plots and the report. Efforts are split by
+what they are: coordinates of prismatic motion carry forces (N), revolute ones
+torques (N m). A joint's *pin load* is the magnitude of the force its parent side
+exerts on its child side (N, the force part of ``wrench_world``), loop-closing
+joints included. Numbers are printed by :func:`number`, which never prints ``-0``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -17,6 +21,7 @@ from .spec import Scenario
 
 FORCE, TORQUE = "force", "torque"
 NO_DEFLECTION = 1e-9  # m: deflections below this are rounding noise of rigid structures
+CARRIES_NOTHING = 1e-9  # an effort or pin load below this fraction of the run's largest is round-off
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,12 @@ class Peak:
     value: float
     entity: str
     step: StepResult
+
+
+def number(value: float, digits: int = 4) -> str:
+    """``value`` to ``digits`` significant digits; a value that rounds to zero prints ``0``, never ``-0``."""
+    text = f"{value:.{digits}g}"
+    return text[1:] if text.startswith("-") and float(text) == 0.0 else text
 
 
 def effort_kinds(scenario: Scenario) -> dict[str, tuple[str, ...]]:
@@ -58,27 +69,68 @@ def deflections(step: StepResult) -> dict[str, float]:
     return {name: float(np.linalg.norm(frame["deflection"])) for name, frame in step.frames.items()}
 
 
-def peak_deflection(steps: list[StepResult]) -> Peak | None:
-    best = None
-    for step in steps:
-        for name, value in deflections(step).items():
-            if best is None or value > best.value:
-                best = Peak(value, name, step)
-    return best
+def pin_forces(step: StepResult) -> dict[str, np.ndarray]:
+    """Every tracked joint's reaction force at a step, world axes (3,), N: the parent side on the child side."""
+    return {name: np.asarray(joint["wrench_world"][:3], float) for name, joint in step.joints.items()}
 
 
-def peak_efforts(scenario: Scenario, steps: list[StepResult]) -> dict[str, Peak]:
-    """Largest |effort| of each kind over every step and tracked joint."""
+def _peaks(entries: Sequence[tuple[str, float, StepResult]]) -> dict[str, Peak]:
+    """Per entity, the entry of largest magnitude (first on ties), in order of first appearance."""
     best: dict[str, Peak] = {}
-    for step in steps:
-        for kind, entries in efforts(scenario, step).items():
-            for label, value in entries:
-                if kind not in best or abs(value) > abs(best[kind].value):
-                    best[kind] = Peak(value, label, step)
+    for entity, value, step in entries:
+        if entity not in best or abs(value) > abs(best[entity].value):
+            best[entity] = Peak(value, entity, step)
     return best
 
 
-def worst_step(scenario: Scenario, steps: list[StepResult]) -> StepResult | None:
+def deflection_peaks(steps: Sequence[StepResult]) -> dict[str, Peak]:
+    """Per tracked frame, its largest deflection magnitude (m) and where."""
+    return _peaks([(name, value, s) for s in steps for name, value in deflections(s).items()])
+
+
+def effort_peaks(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, dict[str, Peak]]:
+    """Per kind (force, torque) and tracked joint coordinate, its largest |effort| (signed value, N or N m)."""
+    rows: dict[str, list] = {FORCE: [], TORQUE: []}
+    for s in steps:
+        for kind, entries in efforts(scenario, s).items():
+            rows[kind] += [(label, value, s) for label, value in entries]
+    return {kind: _peaks(entries) for kind, entries in rows.items() if entries}
+
+
+def pin_load_peaks(steps: Sequence[StepResult]) -> dict[str, Peak]:
+    """Per tracked joint, its largest pin load (force magnitude, N) and where."""
+    return _peaks([(name, float(np.linalg.norm(f)), s) for s in steps for name, f in pin_forces(s).items()])
+
+
+def closest_approaches(steps: Sequence[StepResult]) -> dict[str, tuple[dict[str, Any], StepResult]]:
+    """Per machine pair (``a - b``), its pair result (``distance`` m, ``in_collision``, ``closest``, ``points``)
+    at the step of least distance, and that step; empty without collision checks."""
+    best: dict[str, tuple[dict[str, Any], StepResult]] = {}
+    for step in steps:
+        for pair in step.collisions or []:
+            key = f"{pair['a']} - {pair['b']}"
+            if key not in best or pair["distance"] < best[key][0]["distance"]:
+                best[key] = (pair, step)
+    return best
+
+
+def peak_deflection(steps: Sequence[StepResult]) -> Peak | None:
+    peaks = deflection_peaks(steps)
+    return max(peaks.values(), key=lambda p: p.value, default=None)
+
+
+def peak_efforts(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, Peak]:
+    """Largest |effort| of each kind over every step and tracked joint."""
+    return {kind: max(found.values(), key=lambda p: abs(p.value)) for kind, found in effort_peaks(scenario, steps).items()}
+
+
+def closest_step(steps: Sequence[StepResult]) -> StepResult | None:
+    """The converged step where two machines come closest (collision scenarios), else None."""
+    found = closest_approaches([s for s in steps if s.converged])
+    return min(found.values(), key=lambda item: item[0]["distance"])[1] if found else None
+
+
+def worst_step(scenario: Scenario, steps: Sequence[StepResult]) -> StepResult | None:
     """The converged step with the largest tracked deflection; when nothing deflects measurably
     (under :data:`NO_DEFLECTION`), the one with the largest tracked force, else torque. First on ties."""
     converged = [s for s in steps if s.converged]
@@ -92,9 +144,68 @@ def worst_step(scenario: Scenario, steps: list[StepResult]) -> StepResult | None
     return converged[0] if converged else None
 
 
+def carrying(peaks: dict[str, dict[str, Peak]]) -> dict[str, dict[str, Peak]]:
+    """The peaks above :data:`CARRIES_NOTHING` of the largest of all kinds (N and N m compared as if at a 1 m lever)."""
+    level = max((abs(p.value) for found in peaks.values() for p in found.values()), default=0.0)
+    return {kind: {n: p for n, p in found.items() if abs(p.value) > CARRIES_NOTHING * level}
+            for kind, found in peaks.items()}
+
+
+def _deflection_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
+    peak = peak_deflection(steps)
+    if peak is None:
+        return "no tracked frame was solved"
+    if peak.value < NO_DEFLECTION:
+        return f"no tracked frame deflects measurably (largest {peak.value:.2g} m, under 1 nm)"
+    return None
+
+
+def _efforts_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
+    peaks = effort_peaks(scenario, steps)
+    if not peaks:
+        return "no tracked joint was solved"
+    level = max(abs(p.value) for found in peaks.values() for p in found.values())
+    return None if level > 0.0 else "no tracked joint carries an effort (every effort is 0)"
+
+
+def _pin_loads_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
+    peaks = pin_load_peaks(steps)
+    if not peaks:
+        return "no tracked joint was solved"
+    return None if max(p.value for p in peaks.values()) > 0.0 else "no tracked joint carries a force (every pin load is 0)"
+
+
+def _pose_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
+    return None if any(s.converged for s in steps) else "no step converged"
+
+
+def _actuators_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
+    return None if any(s.actuators for s in steps) else "no motion platform was solved at any step"
+
+
+def _collisions_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
+    return None if any(s.collisions for s in steps) else "no pair of machines was posed at any step"
+
+
+EMPTY_WHEN = {"deflection": _deflection_empty, "efforts": _efforts_empty, "pin_loads": _pin_loads_empty,
+              "pose": _pose_empty, "actuators": _actuators_empty, "collisions": _collisions_empty}
+"""Per plot kind that can come out empty: ``(scenario, steps) -> reason or None``; a plot without an entry is
+always drawn."""
+
+
+def skipped_plots(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, str]:
+    """The plots the scenario asks for that would show nothing, file name -> why; they are not written."""
+    skipped = {}
+    for plot in scenario.outputs.plots:
+        reason = EMPTY_WHEN[plot](scenario, steps) if plot in EMPTY_WHEN else None
+        if reason is not None:
+            skipped[f"{plot}.png"] = reason
+    return skipped
+
+
 def parameter_text(scenario: Scenario, step: StepResult) -> str:
     """``name = value unit, ...`` of a step's swept values ('' without a sweep)."""
-    return ", ".join(f"{p.name} = {step.parameters[p.name]:.4g}{'' if p.unit in ('-', '') else ' ' + p.unit}"
+    return ", ".join(f"{p.name} = {number(step.parameters[p.name])}{'' if p.unit in ('-', '') else ' ' + p.unit}"
                      for p in scenario.sweep.parameters)
 
 
@@ -103,22 +214,26 @@ def step_text(scenario: Scenario, step: StepResult) -> str:
     return f"step {step.index}" + (f" ({values})" if values else "")
 
 
+def force_unit(value: float, kind: str) -> tuple[float, str]:
+    """The scale and unit an effort of this size reads best in: (1e-3, kN) from 10 kN on, else (1, N); N m alike."""
+    unit = "N" if kind == FORCE else "N m"
+    return (1e-3, f"k{unit}") if abs(value) >= 1e4 else (1.0, unit)
+
+
 def force_text(value: float, kind: str) -> str:
     """An effort with a readable unit: N or kN, N m or kN m."""
-    unit = "N" if kind == FORCE else "N m"
-    return f"{value / 1e3:.4g} k{unit}" if abs(value) >= 1e4 else f"{value:.4g} {unit}"
+    scale, unit = force_unit(value, kind)
+    return f"{number(value * scale)} {unit}"
 
 
-def summary_lines(scenario: Scenario, steps: list[StepResult], folder: str, files: list[str], how: str) -> list[str]:
-    """The one-screen report printed at the end of ``shiftsim run``."""
-    failed = [s for s in steps if not s.converged]
-    count = f"{len(steps)} step" + ("s" if len(steps) != 1 else "")
-    lines = [f"{scenario.name}: {count}, {len(steps) - len(failed)} converged, {len(failed)} failed ({how})"]
+def result_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
+    """What the run found: peak deflection, forces and torques, actuators, collisions, failed steps."""
+    lines = []
     deflection = peak_deflection(steps)
     if deflection is not None and deflection.value < NO_DEFLECTION:
         lines.append("  peak deflection  none measurable (< 1 nm) at the tracked frames")
     elif deflection is not None:
-        lines.append(f"  peak deflection  {deflection.value * 1e3:.4g} mm at {deflection.entity}, "
+        lines.append(f"  peak deflection  {number(deflection.value * 1e3)} mm at {deflection.entity}, "
                      f"{step_text(scenario, deflection.step)}")
     for kind, peak in peak_efforts(scenario, steps).items():
         lines.append(f"  peak {kind:11s} {force_text(peak.value, kind)} at {peak.entity}, {step_text(scenario, peak.step)}")
@@ -127,12 +242,27 @@ def summary_lines(scenario: Scenario, steps: list[StepResult], folder: str, file
         from .collisions import collision_summary
 
         lines.append(f"  collisions      {collision_summary(scenario, steps)}")
+    failed = [s for s in steps if not s.converged]
     shown = 5
     for step in failed[:shown]:
         reasons = "; ".join(f"{f['machine']}: {f['message']}" for f in step.failures)
         lines.append(f"  FAILED {step_text(scenario, step)}: {_clip(reasons, 160)}")
     if len(failed) > shown:
         lines.append(f"  ... and {len(failed) - shown} more failed steps (see results.json)")
+    return lines
+
+
+def count_line(scenario: Scenario, steps: list[StepResult]) -> str:
+    failed = sum(not s.converged for s in steps)
+    count = f"{len(steps)} step" + ("s" if len(steps) != 1 else "")
+    return f"{scenario.name}: {count}, {len(steps) - failed} converged, {failed} failed"
+
+
+def summary_lines(scenario: Scenario, steps: list[StepResult], folder: str, files: list[str], how: str) -> list[str]:
+    """The one-screen report printed at the end of ``shiftsim run``."""
+    lines = [f"{count_line(scenario, steps)} ({how})", *result_lines(scenario, steps)]
+    for name, reason in skipped_plots(scenario, steps).items():
+        lines.append(f"  not plotted     {name}: {reason}")
     lines.append(f"  outputs in {folder}: {', '.join(files)}")
     return lines
 
@@ -151,9 +281,9 @@ def actuator_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
                                key=lambda item: abs(item[0]))
         low, high = (1e3 * v for v in machine.vocabulary.limits)
         outside = [s for s in solved if not all(s.actuators[machine.id]["in_range"])]
-        reach = (f"legs outside actuatorLen [{low:g}, {high:g}] mm at {len(outside)} of {len(solved)} steps "
+        reach = (f"legs outside actuatorLen [{number(low)}, {number(high)}] mm at {len(outside)} of {len(solved)} steps "
                  f"(first: {step_text(scenario, outside[0])})" if outside
-                 else f"all legs within actuatorLen [{low:g}, {high:g}] mm")
+                 else f"all legs within actuatorLen [{number(low)}, {number(high)}] mm")
         lines.append(f"  actuators       {machine.id}: peak {force_text(value, FORCE)} at {machine.name(leg)}, "
                      f"{step_text(scenario, step)}; {reach}")
     return lines

@@ -29,7 +29,7 @@ from .machines import Machine, assemble_start, resolve
 from .sweep import Parameter, Sweep, expand
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
-PLOTS = ("deflection", "efforts", "pose", "convergence")
+PLOTS = ("deflection", "efforts", "pin_loads", "pose", "convergence")
 ACTUATORS_PLOT = "actuators"  # drawn for scenarios with an Mdx platform
 COLLISIONS_PLOT = "collisions"  # drawn for scenarios that check collisions
 ALL_PLOTS = (*PLOTS, ACTUATORS_PLOT, COLLISIONS_PLOT)
@@ -74,11 +74,13 @@ class Track:
 
 @dataclass(frozen=True)
 class Outputs:
-    """What is written besides results.json: the tidy CSV, which plots, and the plots' resolution."""
+    """What is written besides results.json: the tidy CSV, which plots, the plots' resolution, and options per
+    plot kind (``{"pin_loads": {"components": true}}``, see the scenario schema)."""
 
     csv: bool = True
     plots: tuple[str, ...] = PLOTS
     dpi: int = 100
+    plot_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,8 @@ def _outputs(document: dict, machines: list[Machine], problems: Problems) -> Out
         if not applies.get(plot, True):
             problems.add(f"outputs.plots[{k}]", f"{plot!r} cannot be drawn: {reasons[plot]}",
                          "plots that apply to the scenario")
-    return Outputs(wanted.get("csv", default.csv), tuple(plots), int(wanted.get("dpi", default.dpi)))
+    return Outputs(wanted.get("csv", default.csv), tuple(plots), int(wanted.get("dpi", default.dpi)),
+                   wanted.get("plot_options", {}))
 
 
 def _check_finite(value: Any, path: list[str | int], problems: Problems) -> None:

@@ -1,0 +1,144 @@
+"""What every plot of a run shares: figures on matplotlib's Agg canvas, the sweep's x axis, line styles, coinciding
+series, failed-step marks.
+
+Figures are laid out with fixed margins in inches (no layout engine: the constrained layout cost as much as the
+drawing itself); sizes in inches are :data:`FIGURE_SIZES`, pixels are inches x dpi. The x axis of the sweep plots
+is the first parameter of a line sweep, the last (chain) parameter of a grid with one curve per combination of the
+others, or the step index without a sweep.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from .digest import number
+from .runner import StepResult
+from .spec import Scenario
+from .sweep import Parameter
+
+FIGURE_SIZES = {"deflection": (9.0, 6.0), "efforts": (9.0, 7.0), "pin_loads": (9.0, 7.0), "pose": (14.0, 8.0),
+                "convergence": (9.0, 6.0), "actuators": (10.0, 8.0), "collisions": (9.0, 6.0)}
+MAX_SERIES = 10
+FAILED_COLOUR = "tab:red"
+LINE_STYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "v", "D")
+COINCIDE = 1e-6  # series closer than this fraction of the plot's largest value are drawn as one
+
+
+def unit_text(parameter: Parameter) -> str:
+    """What a swept value is measured in, for axis labels."""
+    if parameter.kind == "load":
+        return "load factor, -"
+    if parameter.kind == "pose" and parameter.unit == "-":
+        return "normalized, -"
+    if parameter.kind == "geometry":
+        return "MFK value, in the configuration's units"
+    return parameter.unit or "-"
+
+
+@dataclass(frozen=True)
+class SweepAxis:
+    """The x axis of the sweep plots: label, value of a step, and the curves (legend suffix, steps in order)."""
+
+    label: str
+    x: Callable[[StepResult], float]
+    groups: list[tuple[str, list[StepResult]]]
+
+
+def sweep_axis(scenario: Scenario, steps: Sequence[StepResult]) -> SweepAxis:
+    parameters = scenario.sweep.parameters
+    steps = list(steps)
+    if not parameters:
+        return SweepAxis("step index (-)", lambda s: float(s.index), [("", steps)])
+    if scenario.sweep.mode == "line":
+        p = parameters[0]
+        others = f" (with {', '.join(q.name for q in parameters[1:])})" if len(parameters) > 1 else ""
+        return SweepAxis(f"{p.name} ({unit_text(p)}){others}", lambda s: s.parameters[p.name], [("", steps)])
+    p = parameters[-1]
+    groups: dict[tuple, list[StepResult]] = {}
+    for step in steps:
+        key = tuple((q.name, step.parameters[q.name]) for q in parameters[:-1])
+        groups.setdefault(key, []).append(step)
+    named = [(", " + ", ".join(f"{n} = {number(v)}" for n, v in key), group) for key, group in groups.items()]
+    return SweepAxis(f"{p.name} ({unit_text(p)})", lambda s: s.parameters[p.name], named)
+
+
+def figure(name: str, dpi: int, rows: int = 1, columns: int = 1, *, left: float = 0.9, right: float = 0.25,
+           bottom: float = 0.65, top: float = 0.75, hspace: float = 0.35, wspace: float = 0.25,
+           **subplot_options) -> tuple[Figure, np.ndarray]:
+    """A figure of size ``FIGURE_SIZES[name]`` with a grid of axes (rows, columns), margins in inches."""
+    width, height = FIGURE_SIZES[name]
+    fig = Figure(figsize=(width, height), dpi=dpi)
+    FigureCanvasAgg(fig)
+    fig.subplots_adjust(left=left / width, right=1.0 - right / width, bottom=bottom / height, top=1.0 - top / height,
+                        hspace=hspace, wspace=wspace)
+    axes = fig.subplots(rows, columns, squeeze=False, **subplot_options)
+    return fig, axes
+
+
+def png(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def style(entity: int, group: int) -> dict:
+    """One colour per entity (frame, joint), one line style and marker per curve group of a grid."""
+    return dict(color=f"C{entity % 10}", linestyle=LINE_STYLES[group % len(LINE_STYLES)],
+                marker=MARKERS[group % len(MARKERS)], markersize=3)
+
+
+def legend(ax, **options) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc=options.pop("loc", "best"), **options)
+
+
+def mark_failures(ax, axis: SweepAxis, steps: Sequence[StepResult]) -> None:
+    failed = [axis.x(s) for s in steps if not s.converged]
+    for k, x in enumerate(failed):
+        ax.axvline(x, color=FAILED_COLOUR, linestyle=":", linewidth=1.2, label="failed step" if k == 0 else None)
+
+
+def largest(peaks: dict[str, float], count: int) -> list[str]:
+    """Names of the ``count`` largest peaks, in their original order."""
+    keep = set(sorted(peaks, key=lambda n: -peaks[n])[:count])
+    return [n for n in peaks if n in keep]
+
+
+def coinciding(series: dict[str, np.ndarray]) -> list[list[str]]:
+    """The names of ``series`` (equal-length arrays, NaN where missing) grouped by series that coincide: equal
+    within :data:`COINCIDE` of the largest value, NaN at the same places. Groups in order of their first name."""
+    finite = [np.abs(v[np.isfinite(v)]) for v in series.values()]
+    scale = max((float(v.max()) for v in finite if v.size), default=0.0)
+    tolerance = COINCIDE * scale
+    groups: list[list[str]] = []
+    for name, values in series.items():
+        for group in groups:
+            other = series[group[0]]
+            same_gaps = np.array_equal(np.isnan(values), np.isnan(other))
+            if same_gaps and np.all(np.abs(np.nan_to_num(values - other)) <= tolerance):
+                group.append(name)
+                break
+        else:
+            groups.append([name])
+    return groups
+
+
+def plot_series(ax, axis: SweepAxis, values: Callable[[StepResult, str], float], names: Sequence[str],
+                scale: float = 1.0) -> None:
+    """Draw each named series (``values(step, name)``, NaN when missing) over every curve group; series that
+    coincide over the whole sweep are drawn once, labelled with all their names joined by ' = '."""
+    series = {name: np.array([values(s, name) for _, group in axis.groups for s in group], float) for name in names}
+    for k, group_names in enumerate(coinciding(series)):
+        label = " = ".join(group_names)
+        for g, (suffix, group) in enumerate(axis.groups):
+            xs = [axis.x(s) for s in group]
+            ys = [values(s, group_names[0]) * scale for s in group]
+            ax.plot(xs, ys, **style(k, g), label=f"{label}{suffix}")
+

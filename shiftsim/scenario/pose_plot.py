@@ -1,0 +1,358 @@
+"""``pose.png``: every machine of the world drawn at a few steps, in the views its motion needs.
+
+Steps (columns): the first and last converged steps and the worst one — for a scenario with ``collision`` the
+step where two machines come closest (the closest points joined by a red line), else the step of largest
+tracked deflection (else largest effort; ``digest.worst_step``).
+
+Views (rows): the first view is the plane of the two world axes along which the drawing moves most over the
+sweep (the tracked frames' paths and the poses drawn), with z vertical when it is one of them; a second view,
+along the third axis, is added only when the machines extend along that axis by more than
+:data:`SECOND_VIEW` of their size (a planar machine gets one view).
+
+What is drawn, per machine in its own colour: bodies with collision shapes by their shapes (boxes and cylinders
+by the outline of their bounding box, spheres as circles), other bodies as the outline of their frames (a plate
+through their pins), prismatic joints — cylinders — as thick orange bars from barrel pin to rod, pins as small
+circles, bodies labelled with their names. The ground: each machine's fixed attachments as hatched supports
+joined by the fixed link, and in views with z up the ground level (z = 0) when a machine stands on it. The
+unloaded reference is dashed grey underneath; deflections are drawn exaggerated by a factor from 1, 2, 5 x 10^n
+that makes the largest about :data:`SAG_SHARE` of the machine size, stated in the title and the legend.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from matplotlib.collections import LineCollection, PatchCollection, PolyCollection
+from matplotlib.lines import Line2D
+from matplotlib.patches import Circle, Patch, Polygon
+from scipy.spatial import ConvexHull, QhullError
+
+from ..collision.shapes import SPHERE, shape_table
+from ..model import PRISMATIC
+from ..spec import FIXED, PATH_SEPARATOR
+from .digest import NO_DEFLECTION, closest_approaches, closest_step, number, parameter_text, worst_step
+from .machines import Machine
+from .plotting import figure, png, sweep_axis
+from .runner import StepResult, machine_values
+from .spec import Scenario
+
+SECOND_VIEW = 0.1  # a second view when the machines extend this share of their size along the view's depth
+SAG_SHARE = 0.15  # exaggerated deflections reach about this share of the machine size
+AXIS_NAMES = "xyz"
+VIEW_NAMES = {(0, 2): "side view (x-z)", (1, 2): "front view (y-z)", (0, 1): "top view (x-y)"}
+CYLINDER_COLOUR = "tab:orange"
+REFERENCE = dict(color="0.55", linestyle="--", linewidth=0.9)
+MAX_LABELS = 20  # bodies of a machine labelled at most
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What of a machine's model is drawn, as indices into its frames (F) and bodies (B)."""
+
+    links: list[tuple[str, np.ndarray]]  # (label, frame indices) of bodies drawn by their frames' outline
+    shaped: list[str]  # labels of the bodies drawn by their collision shapes
+    cylinders: np.ndarray  # (k, 2) parent and child frame of each prismatic joint
+    cylinder_names: list[str]
+    pins: np.ndarray  # child frames of the other joints
+    connections: np.ndarray  # (k, 2) parent and child frame of the other joints (zero length where they coincide)
+    fixed: np.ndarray  # ground attachment frames
+
+
+def _parts(model, shaped_bodies: set[int]) -> _Parts:
+    by_length = sorted(model.body_names, key=len, reverse=True)  # frame names may hold ':' (attached ground frames)
+    body_of = np.array([model.body_names.index(next(b for b in by_length if name.startswith(b + PATH_SEPARATOR)))
+                        for name in model.frame_names])
+    prismatic = [j for j in model.joints if j.coordinates
+                 and any(model.node_kind[model.coordinate_node[c]] == PRISMATIC for c in j.coordinates)]
+    actuator_bodies = {int(body_of[f]) for j in prismatic for f in (j.parent_frame, j.child_frame)}
+    fixed_body = model.body_names.index(FIXED)
+    links, shaped = [], []
+    for b, name in enumerate(model.body_names):
+        label = name.rsplit(PATH_SEPARATOR, 1)[-1]
+        if b in shaped_bodies:
+            shaped.append(label)
+        elif b != fixed_body and b not in actuator_bodies:
+            links.append((label, np.flatnonzero(body_of == b)))
+    others = [j for j in model.joints if j not in prismatic]
+    fixed = sorted({f for j in model.joints for f in (j.parent_frame, j.child_frame) if body_of[f] == fixed_body})
+    return _Parts(links, shaped, np.array([(j.parent_frame, j.child_frame) for j in prismatic], int).reshape(-1, 2),
+                  [j.name.rsplit(PATH_SEPARATOR, 1)[-1] for j in prismatic],
+                  np.array([j.child_frame for j in others], int),
+                  np.array([(j.parent_frame, j.child_frame) for j in others], int).reshape(-1, 2),
+                  np.array(fixed, int))
+
+
+@dataclass(frozen=True)
+class _Posed:
+    """One machine at one step: frame positions (F, 3) loaded (exaggerated) and unloaded, shape outlines."""
+
+    machine: Machine
+    parts: _Parts
+    loaded: np.ndarray
+    reference: np.ndarray
+    boxes: list[np.ndarray]  # (8, 3) corners of each non-sphere shape, loaded
+    reference_boxes: list[np.ndarray]  # the same, unloaded
+    spheres: list[tuple[np.ndarray, float]]  # centre (3,), radius
+    shape_labels: list[tuple[str, np.ndarray]]  # body label, centre (3,)
+
+
+def _pose(scenario: Scenario, machine: Machine, step: StepResult, factor: float | None) -> _Posed:
+    """The machine at the step; ``factor`` None: deflections at true scale (used to size the drawing)."""
+    setup = machine.setup(machine_values(scenario, machine, step.parameters))
+    loaded = machine.world_poses(step.q[machine.id], setup)
+    reference = machine.world_poses(step.q_reference[machine.id], setup)
+    table, _ = shape_table([(machine.id, setup.model)])
+    parts = _parts(setup.model, {int(b) for b in table.body})
+    blend = 1.0 if factor is None else factor
+    frames = reference.frames[:, :3, 3] + blend * (loaded.frames[:, :3, 3] - reference.frames[:, :3, 3])
+    bodies = loaded.bodies.copy()
+    bodies[:, :3, 3] = reference.bodies[:, :3, 3] + blend * (loaded.bodies[:, :3, 3] - reference.bodies[:, :3, 3])
+    boxes, reference_boxes, spheres, labels = [], [], [], {}
+    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
+    for k in range(len(table)):
+        pose = bodies[table.body[k]] @ table.local[k]
+        centre = pose[:3, 3]
+        if table.kind[k] == SPHERE:
+            spheres.append((centre, float(table.size[k, 0])))
+        else:
+            unloaded = reference.bodies[table.body[k]] @ table.local[k]
+            boxes.append(centre + (signs * table.size[k]) @ pose[:3, :3].T)
+            reference_boxes.append(unloaded[:3, 3] + (signs * table.size[k]) @ unloaded[:3, :3].T)
+        labels.setdefault(setup.model.body_names[table.body[k]].rsplit(PATH_SEPARATOR, 1)[-1], centre)
+    return _Posed(machine, parts, frames, reference.frames[:, :3, 3], boxes, reference_boxes, spheres,
+                  list(labels.items()))
+
+
+def _outline(points: np.ndarray) -> np.ndarray:
+    """The convex outline (n, 2) of 2-D points; two points (a segment) when they are (nearly) collinear."""
+    points = np.unique(np.round(points, 9), axis=0)
+    if len(points) >= 3:
+        try:
+            return points[ConvexHull(points).vertices]
+        except QhullError:
+            pass
+    if len(points) <= 1:
+        return points
+    centred = points - points.mean(axis=0)
+    direction = np.linalg.svd(centred, full_matrices=False)[2][0]
+    along = centred @ direction
+    return points[[int(np.argmin(along)), int(np.argmax(along))]]
+
+
+def _closed(outline: np.ndarray) -> np.ndarray:
+    """An outline of three or more points with its first point repeated at the end."""
+    return np.vstack([outline, outline[:1]]) if len(outline) > 2 else outline
+
+
+def _limits(ax, low: np.ndarray, high: np.ndarray) -> None:
+    """Axis limits holding the box [low, high] (2,) at equal scale on both axes, filling the axes' box."""
+    box = ax.get_position()
+    width, height = box.width * ax.figure.get_figwidth(), box.height * ax.figure.get_figheight()
+    centre, span = (low + high) / 2.0, np.maximum(high - low, 1e-9)
+    span = np.maximum(span, span[::-1] * np.array([width / height, height / width]))
+    ax.set_xlim(centre[0] - span[0] / 2.0, centre[0] + span[0] / 2.0)
+    ax.set_ylim(centre[1] - span[1] / 2.0, centre[1] + span[1] / 2.0)
+
+
+def _grid(count: int, span: np.ndarray, views: list[tuple[int, int]]) -> tuple[int, int]:
+    """Rows and columns for ``count`` panels of ``views`` that draw the data (``span`` (3,) m) at the largest scale."""
+    width, height = 13.0, 6.0  # inches of the pose figure inside its margins
+
+    def scale(rows: int) -> float:
+        columns = math.ceil(count / rows)
+        return min(min(0.85 * width / columns / span[h], 0.8 * height / rows / span[v]) for h, v in views)
+
+    rows = max(range(1, count + 1), key=scale)
+    return rows, math.ceil(count / rows)
+
+
+def _exaggeration(deflection: float, size: float) -> float:
+    """1, 2 or 5 x 10^n (>= 1) that makes the largest deflection about :data:`SAG_SHARE` of the size; 1 when
+    nothing deflects measurably or the deflection shows at true scale."""
+    if deflection < NO_DEFLECTION:
+        return 1.0
+    ratio = SAG_SHARE * size / deflection
+    if ratio < 2.0:
+        return 1.0
+    exponent = math.floor(math.log10(ratio))
+    mantissa = ratio / 10.0 ** exponent
+    return (5.0 if mantissa >= 5.0 else 2.0 if mantissa >= 2.0 else 1.0) * 10.0 ** exponent
+
+
+def _views(motion: np.ndarray, extent: np.ndarray) -> list[tuple[int, int]]:
+    """(horizontal, vertical) world axes of each view: the plane of largest motion first (see the module docstring)."""
+    ranked = [int(a) for a in np.argsort(-motion, kind="stable")]
+    if motion.max() <= 1e-9 * max(extent.max(), 1e-9):
+        ranked = [int(a) for a in np.argsort(-extent, kind="stable")]
+    first = tuple(sorted(ranked[:2]))
+    views = [first]
+    depth = ranked[2]
+    if extent[depth] > SECOND_VIEW * extent.max():
+        partner = max(first, key=lambda a: extent[a])
+        views.append(tuple(sorted((partner, depth))))
+    return views
+
+
+def _chosen_steps(scenario: Scenario, steps: list[StepResult]) -> dict[int, list[str]]:
+    converged = [s for s in steps if s.converged]
+    closest = closest_step(steps)
+    special = ("closest approach", closest) if closest is not None else ("worst", worst_step(scenario, steps))
+    chosen: dict[int, list[str]] = {}
+    if converged:
+        for role, step in (("first", converged[0]), ("last", converged[-1]), special):
+            chosen.setdefault(step.index, []).append(role)
+    return chosen
+
+
+def _tracked_paths(scenario: Scenario, steps: list[StepResult]) -> list[np.ndarray]:
+    """World positions (n, 3) of up to 10 tracked frames over each curve group's converged steps."""
+    paths = []
+    for _, group in sweep_axis(scenario, steps).groups:
+        done = [s for s in group if s.converged]
+        names = list(dict.fromkeys(name for s in done for name in s.frames))[:10]
+        paths += [np.array([s.frames[n]["position"] for s in done if n in s.frames]) for n in names]
+    return [p for p in paths if len(p) > 1]
+
+
+def _ground_symbol(point: np.ndarray, size: float) -> Polygon:
+    """A support triangle under ``point`` (2,), ``size`` high, hatched."""
+    x, y = point
+    return Polygon([(x, y), (x - 0.6 * size, y - size), (x + 0.6 * size, y - size)], closed=True)
+
+
+def _draw(ax, posed: list[_Posed], view: tuple[int, int], size: float, stands: bool, ground_level: float) -> None:
+    h, v = view
+    for k, item in enumerate(posed):
+        colour = f"C{(2 * k) % 10}" if k else "tab:blue"
+        parts = item.parts
+        reference = [_closed(_outline(item.reference[idx][:, [h, v]])) for _, idx in parts.links if len(idx) > 1]
+        reference += [item.reference[pair][:, [h, v]] for pair in (*parts.cylinders, *parts.connections)]
+        reference += [_closed(_outline(box[:, [h, v]])) for box in item.reference_boxes]
+        ax.add_collection(LineCollection(reference, **REFERENCE, zorder=1))
+        ax.add_collection(LineCollection(item.loaded[parts.connections][:, :, [h, v]], colors=colour,
+                                         linewidths=1.5, zorder=2))
+        polygons = [_outline(item.loaded[idx][:, [h, v]]) for _, idx in parts.links if len(idx)]
+        ax.add_collection(PolyCollection([p for p in polygons if len(p) >= 3], closed=True, facecolor=colour,
+                                         edgecolor=colour, alpha=0.35, linewidth=1.5, zorder=2))
+        ax.add_collection(LineCollection([p for p in polygons if len(p) == 2], colors=colour, linewidths=2.5,
+                                         zorder=2))
+        shapes = [_outline(box[:, [h, v]]) for box in item.boxes]
+        ax.add_collection(PolyCollection([s for s in shapes if len(s) >= 3], closed=True, facecolor=colour,
+                                         edgecolor="black", alpha=0.3, linewidth=0.8, zorder=2))
+        if item.spheres:
+            ax.add_collection(PatchCollection([Circle(c[[h, v]], r) for c, r in item.spheres], facecolor=colour,
+                                              edgecolor="black", alpha=0.3, linewidth=0.8, zorder=2))
+        bars = item.loaded[parts.cylinders][:, :, [h, v]]
+        ax.add_collection(LineCollection(bars, colors=CYLINDER_COLOUR, linewidths=4.5, capstyle="round", zorder=3))
+        pins = item.loaded[parts.pins][:, [h, v]]
+        ax.plot(pins[:, 0], pins[:, 1], "o", markersize=3.5, markerfacecolor="white", markeredgecolor="black",
+                markeredgewidth=0.8, linestyle="none", zorder=4)
+        fixed = item.reference[parts.fixed][:, [h, v]]
+        if len(np.unique(np.round(fixed, 9), axis=0)) > 1:
+            ground_link = _outline(fixed)
+            closed = _closed(ground_link)
+            ax.plot(closed[:, 0], closed[:, 1], color="0.25", linewidth=1.2, zorder=1)
+        ax.add_collection(PatchCollection([_ground_symbol(p, 0.03 * size) for p in fixed], facecolor="white",
+                                          edgecolor="black", hatch="////", linewidth=0.8, zorder=5))
+        labels = [(name, item.loaded[idx].mean(axis=0)) for name, idx in parts.links if len(idx)]
+        labels += item.shape_labels
+        labels += [(name, item.loaded[pair].mean(axis=0)) for name, pair in zip(parts.cylinder_names, parts.cylinders)
+                   if np.linalg.norm(item.loaded[pair[1]] - item.loaded[pair[0]]) > 0.05 * size]
+        if len(labels) <= MAX_LABELS:
+            for name, at in labels:
+                ax.text(at[h], at[v], name, fontsize=6.5, ha="center", va="center", zorder=6,
+                        bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.7))
+    if stands and v == 2:
+        ax.axhline(ground_level, color="saddlebrown", linewidth=1.2, zorder=0)
+        ax.axhspan(ground_level - 0.02 * size, ground_level, facecolor="none", edgecolor="tan",
+                   hatch="////", linewidth=0.0, zorder=0)
+
+
+def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
+    by_index = {s.index: s for s in steps}
+    chosen = _chosen_steps(scenario, steps)
+    true_scale = {index: [_pose(scenario, m, by_index[index], None) for m in scenario.machines
+                          if m.id in by_index[index].q] for index in chosen}
+    points = np.concatenate([p.reference for posed in true_scale.values() for p in posed]
+                            + [b for posed in true_scale.values() for p in posed for b in p.boxes])
+    extent = np.ptp(points, axis=0)
+    size = max(float(extent.max()), 1e-3)
+    largest = max((float(np.abs(p.loaded - p.reference).max()) for posed in true_scale.values() for p in posed),
+                  default=0.0)
+    factor = _exaggeration(largest, size)
+    posed = {index: [_pose(scenario, p.machine, by_index[index], factor) for p in items]
+             for index, items in true_scale.items()} if factor != 1.0 else true_scale
+    paths = _tracked_paths(scenario, steps)
+    moving = [np.stack([p.loaded for p in items]) for items in zip(*true_scale.values())
+              if len({len(p.loaded) for p in items}) == 1]
+    motion = np.max([np.ptp(path, axis=0) for path in paths]
+                    + [np.ptp(stack, axis=0).max(axis=0) for stack in moving] + [np.zeros(3)], axis=0)
+    views = _views(motion, extent)
+    ground_level = float(scenario.document.get("ground", {}).get("height", 0.0)) if scenario.document else 0.0
+    stands = bool(scenario.document and "ground" in scenario.document) or any(
+        abs(p.reference[p.parts.fixed][:, 2] - ground_level).min(initial=np.inf) < 0.02 * size
+        for items in true_scale.values() for p in items)
+
+    drawn = [points, *paths, *(p.loaded for items in posed.values() for p in items),
+             *(b for items in posed.values() for p in items for b in p.boxes)]
+    low = np.min([p.min(axis=0) for p in drawn], axis=0) - 0.05 * size
+    high = np.max([p.max(axis=0) for p in drawn], axis=0) + 0.05 * size
+    panels = [(index, roles, view) for index, roles in chosen.items() for view in views]
+    rows, columns = _grid(len(panels), high - low, views)
+    fig, axes = figure("pose", dpi, rows, columns, top=1.45, bottom=0.55, left=0.75, hspace=0.3, wspace=0.2)
+    closest = closest_approaches([by_index[i] for i in chosen])
+    sag = (f"deflection drawn x{number(factor)} (largest at a frame {number(largest * 1e3)} mm)" if factor != 1.0
+           else "true scale" if largest >= NO_DEFLECTION else "no measurable deflection (< 1 nm)")
+    for k, (index, roles, (h, v)) in enumerate(panels):
+        ax = axes[k // columns, k % columns]
+        _draw(ax, posed[index], (h, v), size, stands, ground_level)
+        for path in paths:
+            ax.plot(path[:, h], path[:, v], ":", color="tab:purple", linewidth=1.0, zorder=1)
+        for pair, at in closest.values():
+            if at.index == index and pair.get("points"):
+                a, b = (np.asarray(p, float) for p in pair["points"])
+                ax.plot([a[h], b[h]], [a[v], b[v]], "-", color="tab:red", linewidth=1.5, marker="o",
+                        markersize=3, zorder=7)
+        _limits(ax, low[[h, v]], high[[h, v]])
+        ax.set_xlabel(f"{AXIS_NAMES[h]} (m)")
+        ax.set_ylabel(f"{AXIS_NAMES[v]} (m)")
+        ax.grid(True, alpha=0.3)
+        ax.tick_params(labelsize=8)
+        values = parameter_text(scenario, by_index[index])
+        ax.set_title(f"{' = '.join(roles)}: step {index}, {VIEW_NAMES[(h, v)]}" + (f"\n{values}" if values else ""),
+                     fontsize=8.5 if columns < 4 else 7.5)
+        if factor != 1.0:
+            ax.text(0.99, 0.01, f"deflection x{number(factor)}", transform=ax.transAxes, ha="right", va="bottom",
+                    fontsize=8, color="black", bbox=dict(facecolor="white", edgecolor="0.6", alpha=0.9))
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    fig.legend(handles=_legend_handles(scenario, posed, paths, closest, stands, sag), loc="upper center",
+               ncol=5, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 1.0 - 0.4 / fig.get_figheight()))
+    special = "closest approach" if closest else "worst (largest deflection, else largest effort)"
+    fig.suptitle(f"{scenario.name}: poses in the world frame (z up) at the first, last and {special} steps; {sag}",
+                 fontsize=11)
+    return png(fig)
+
+
+def _legend_handles(scenario: Scenario, posed: dict[int, list[_Posed]], paths: list, closest: dict, stands: bool,
+                    sag: str) -> list:
+    items = next(iter(posed.values()), [])
+    handles = [Patch(facecolor=f"C{(2 * k) % 10}" if k else "tab:blue", alpha=0.5,
+                     label=f"{p.machine.id}: bodies, loaded") for k, p in enumerate(items)]
+    if any(len(p.parts.cylinders) for p in items):
+        handles.append(Line2D([], [], color=CYLINDER_COLOUR, linewidth=4.5, label="cylinders (prismatic joints)"))
+    if any(p.boxes or p.spheres for p in items):
+        handles.append(Patch(facecolor="0.6", edgecolor="black", alpha=0.5, label="collision shapes"))
+    handles.append(Line2D([], [], marker="o", markerfacecolor="white", markeredgecolor="black", linestyle="none",
+                          label="pins (joints)"))
+    handles.append(Line2D([], [], **REFERENCE, label=f"unloaded reference ({sag})"))
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch="////", label="ground attachments"))
+    if stands:
+        handles.append(Line2D([], [], color="saddlebrown", label="ground level"))
+    if paths:
+        handles.append(Line2D([], [], color="tab:purple", linestyle=":", label="tracked frames over the sweep"))
+    if closest:
+        handles.append(Line2D([], [], color="tab:red", marker="o", markersize=3, label="closest points"))
+    return handles

@@ -1,0 +1,150 @@
+"""``report.html``: one self-contained page per run, for a reader with nothing but a browser.
+
+The page holds the scenario's description, the run summary, the peak tables (deflection, joint efforts, pin
+loads, closest approach; units in the headers), every plot the run wrote (PNG embedded as ``data:`` URIs, with
+the plots left out and why), and the solver status of every step. It references nothing outside itself: no
+links, scripts, style sheets, fonts or images from files or the network; the style is inline CSS. Text from the
+scenario and the results is HTML-escaped.
+
+Built by :func:`report_html` from the results document (the object written to results.json) and the rendered
+plots, with the scenario for its description and the peak tables (``digest``).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from typing import Any, Iterable, Sequence
+
+from .digest import (FORCE, NO_DEFLECTION, closest_approaches, count_line, deflection_peaks, effort_peaks,
+                     force_unit, number, parameter_text, pin_load_peaks, result_lines, skipped_plots)
+from .runner import StepResult
+from .spec import Scenario
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
+h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 1.6em; }
+.meta { color: #666; margin-top: 0; } .partial { color: #a00; font-weight: bold; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+th { background: #eee; } td.number { text-align: right; font-variant-numeric: tabular-nums; }
+tr.failed td { background: #fde8e8; }
+figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { color: #555; font-size: 0.9em; }
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = (),
+           failed: Sequence[bool] | None = None) -> str:
+    """An HTML table; cells of the ``numeric`` columns are right-aligned; ``failed`` rows are highlighted."""
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = []
+    for k, row in enumerate(rows):
+        cells = "".join(f'<td class="number">{_e(c)}</td>' if i in numeric else f"<td>{_e(c)}</td>"
+                        for i, c in enumerate(row))
+        mark = ' class="failed"' if failed is not None and failed[k] else ""
+        body.append(f"<tr{mark}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _when(scenario: Scenario, step: StepResult) -> tuple[int, str]:
+    return step.index, parameter_text(scenario, step)
+
+
+def peak_tables(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, tuple[list[str], list[list[Any]]]]:
+    """The report's peak tables: title -> (headers, rows), rows as displayed text; empty tables left out."""
+    tables: dict[str, tuple[list[str], list[list[Any]]]] = {}
+    deflection = deflection_peaks(steps)
+    if deflection:
+        tables["Deflection of the tracked frames"] = (
+            ["frame", "peak |d| (mm)", "step", "swept values"],
+            [[p.entity, number(p.value * 1e3) if p.value >= NO_DEFLECTION else "< 1e-6 (none measurable)",
+              *_when(scenario, p.step)] for p in deflection.values()])
+    rows = []
+    for kind, found in effort_peaks(scenario, steps).items():
+        for p in found.values():
+            scale, unit = force_unit(p.value, kind)
+            rows.append([p.entity, kind, number(p.value * scale), unit, *_when(scenario, p.step)])
+    if rows:
+        tables["Joint efforts (largest magnitude, signed: + pushes the child toward +q)"] = (
+            ["joint", "kind", "peak effort", "unit", "step", "swept values"], rows)
+    pins = pin_load_peaks(steps)
+    if pins:
+        scale, unit = force_unit(max(p.value for p in pins.values()), FORCE)
+        tables["Pin loads (force each joint transmits, magnitude)"] = (
+            ["joint", f"peak |F| ({unit})", "step", "swept values"],
+            [[p.entity, number(p.value * scale), *_when(scenario, p.step)] for p in pins.values()])
+    closest = closest_approaches(steps)
+    if closest:
+        from .collisions import collision_settings
+
+        margin = collision_settings(scenario).margin
+        rows = []
+        for pair_name, (pair, step) in closest.items():
+            distance = pair["distance"]
+            state = "in collision" if distance <= 0.0 else "within margin" if distance < margin else "clear"
+            rows.append([pair_name, number(distance * 1e3), state, " / ".join(pair.get("closest") or []),
+                         *_when(scenario, step)])
+        tables[f"Closest approach of every machine pair (margin {number(margin * 1e3)} mm)"] = (
+            ["pair", "least distance (mm)", "state", "closest shapes", "step", "swept values"], rows)
+    return tables
+
+
+def _status_rows(scenario: Scenario, document: dict[str, Any]) -> tuple[list[str], list[list[Any]], list[bool]]:
+    units = document.get("units", {}).get("parameters", {})
+    names = document.get("parameters", [])
+    headers = ["step", *(f"{n} ({units.get(n) or '-'})" for n in names), "status", "iterations",
+               "final residual (scaled, -)", "stable", "failures"]
+    rows, failed = [], []
+    for step in document["steps"]:
+        residual = "no solve" if step["residual"] is None else f"{step['residual']:.3g}"
+        failures = "; ".join(f"{f['machine']}: {f['message']}" for f in step.get("failures", []))
+        rows.append([step["index"], *(number(step["parameters"][n]) for n in names), step["status"],
+                     step["iterations"], residual, "yes" if step["stable"] else "no", failures])
+        failed.append(step["status"] != "converged")
+    return headers, rows, failed
+
+
+def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[str, Any],
+                files: dict[str, bytes]) -> bytes:
+    """The report page (UTF-8) of a run: ``document`` is the results.json object, ``files`` the run's output
+    files by name (the ``.png`` ones are embedded, in order)."""
+    steps = list(steps)
+    parts = [f"<h1>{_e(document['scenario'])}</h1>",
+             f'<p class="meta">shiftsim {_e(document.get("shiftsim_version", ""))} &middot; '
+             f'{len(document["steps"])} of {document.get("steps_planned", len(document["steps"]))} steps</p>']
+    if document.get("partial"):
+        parts.append(f'<p class="partial">Partial results: the run was stopped '
+                     f'({_e(document.get("interrupted", "interrupted"))}) before every step was solved.</p>')
+    if scenario.description:
+        parts.append(f"<p>{_e(scenario.description)}</p>")
+    summary = [count_line(scenario, steps), *result_lines(scenario, steps)]
+    parts += ["<h2>Summary</h2>", f"<pre>{_e(chr(10).join(summary))}</pre>"]
+    tables = peak_tables(scenario, steps)
+    if tables:
+        parts.append("<h2>Peaks</h2>")
+        for title, (headers, rows) in tables.items():
+            numeric = [i for i, h in enumerate(headers) if h.startswith(("peak", "least")) or h == "step"]
+            parts += [f"<h3>{_e(title)}</h3>", _table(headers, rows, numeric)]
+    parts.append("<h2>Plots</h2>")
+    for name, data in files.items():
+        if name.endswith(".png"):
+            encoded = base64.b64encode(data).decode("ascii")
+            parts.append(f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{encoded}">'
+                         f"<figcaption>{_e(name)}</figcaption></figure>")
+    skipped = skipped_plots(scenario, steps)
+    if skipped:
+        parts.append("<p>Not plotted (nothing to show):</p><ul>"
+                     + "".join(f"<li>{_e(name)}: {_e(reason)}</li>" for name, reason in skipped.items()) + "</ul>")
+    headers, rows, failed = _status_rows(scenario, document)
+    parts += ["<h2>Solver status per step</h2>",
+              _table(headers, rows, [0, *range(1, len(headers) - 5), len(headers) - 4, len(headers) - 3], failed)]
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>shiftsim run: {_e(document['scenario'])}</title><style>{STYLE}</style></head>\n<body>\n"
+            + "\n".join(parts) + "\n</body></html>\n")
+    return page.encode("utf-8")
