@@ -73,3 +73,35 @@ def test_mira_slider_drives_a_fusion_export_placed_y_up():
             - (step.parameters["rig:Slider 2"] - first.parameters["rig:Slider 2"])
         start, now = first.frames["rig:Beam_1:Beam_1"]["position"], step.frames["rig:Beam_1:Beam_1"]["position"]
         np.testing.assert_allclose(np.subtract(now, start), [0.0, 0.0, rise], atol=1e-12)
+
+
+def test_the_docs_example_is_not_a_shipped_scenario():
+    """The complete example must not share its name (and so its output folder) with a shipped scenario."""
+    text = (SCENARIOS.parent / "docs" / "scenarios.md").read_text()
+    example = json.loads(text.split("## Complete example", 1)[1].split("```json", 1)[1].split("```", 1)[0])
+    shipped = {json.loads(path.read_text())["name"] for path in SCENARIOS.glob("*.json")}
+    assert example["name"] not in shipped and f"plots/{example['name']}/" in text
+
+
+def test_every_shipped_file_is_listed_where_users_look():
+    repo = SCENARIOS.parent
+    intro = (repo / "docs" / "scenarios.md").read_text().split("## Complete example", 1)[0]
+    assert [p.name for p in SCENARIOS.glob("*.json") if f"`{p.name}`" not in intro] == []
+    for folder, pattern in (("shift", "*.json"), ("mirabuf", "*.mira")):
+        listing = (repo / "models" / folder / "README.md").read_text()
+        assert [p.name for p in (repo / "models" / folder).glob(pattern) if f"`{p.name}`" not in listing] == []
+    assert "`models/mirabuf/`" in (repo / "README.md").read_text()
+
+
+def test_the_readme_quotes_the_demo_as_it_runs():
+    """README: the boom cylinder's force range over the lift and the bore the model states."""
+    import re
+
+    readme = (SCENARIOS.parent / "README.md").read_text()
+    low, high = map(int, re.search(r"boom cylinder carries (\d+)–(\d+) kN", readme).groups())
+    steps = execute(load_scenario(SCENARIOS / "excavator_lift.json"), LocalExecutor(1))
+    forces = [step.joints["ex1:arm:boom_cyl"]["effort"] / 1e3 for step in steps]
+    assert (low, high) == (round(min(forces)), round(max(forces)))
+    bore = int(re.search(r"model's (\d+) mm boom bore", readme).group(1))
+    model = json.loads((SCENARIOS.parent / "models" / "shift" / "excavator_hydraulic.json").read_text())
+    assert f"bore {bore}/" in model["description"]  # the boom's bore comes first in the model's list
