@@ -47,7 +47,7 @@ def test_each_step_reports_the_pair_and_the_summary_names_the_first_collision(tm
     width, height = FIGURE_SIZES["collisions"]
     assert png_size(tmp_path / "out" / "collisions.png") == (round(width * 30), round(height * 30))
     rows = list(csv.reader(io.StringIO((tmp_path / "out" / "results.csv").read_text())))
-    table = {(r[0], r[2], r[3]): r[5] for r in rows[1:]}
+    table = {(r[0], r[1], r[2]): r[4] for r in rows[1:]}  # step, entity, quantity: value
     assert float(table[("3", "ex1|ex2", "distance")]) == results["steps"][3]["collisions"][0]["distance"]
     assert table[("1", "ex1|ex2", "in_collision")] == "0" and table[("2", "ex1|ex2", "in_collision")] == "1"
 

@@ -106,7 +106,7 @@ def test_start_pose_in_joints_and_legs_out_of_range_are_flagged(tmp_path, capsys
     assert last["in_range"] == [666 <= length <= 790 for length in expected] and not all(last["in_range"])
     assert "legs outside actuatorLen" in out
     rows = list(csv.reader(io.StringIO((tmp_path / "out" / "results.csv").read_text())))
-    table = {(r[0], r[2], r[3], r[4]): r[5] for r in rows[1:]}
+    table = {(r[0], r[1], r[2], r[3]): r[4] for r in rows[1:]}  # step, entity, quantity, component: value
     assert float(table[("1", "chair:leg1", "actuator_length", "")]) == last["lengths"][1]
     assert table[("1", "chair:leg1", "actuator_in_range", "")] == str(int(last["in_range"][1]))
     assert float(table[("1", "chair", "platform_pose", "pitch")]) == pytest.approx(40.0)
