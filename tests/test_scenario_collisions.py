@@ -43,7 +43,7 @@ def test_each_step_reports_the_pair_and_the_summary_names_the_first_collision(tm
         assert pair["distance"] == pytest.approx(easting - TRACK_WIDTH, abs=1e-4)
         assert pair["in_collision"] == (easting - TRACK_WIDTH < 0.6)
         assert pair["closest"] == ["ex1:c1:tracks:tracks", "ex2:c1:tracks:tracks"]
-    assert "first collision (margin 0.6 m) at step 2 (ex2:topcon.transform.local_position.easting = 3.5 m)" in out
+    assert "within margin (0.6 m) first at step 2 (ex2:topcon.transform.local_position.easting = 3.5 m)" in out
     width, height = FIGURE_SIZES["collisions"]
     assert png_size(tmp_path / "out" / "collisions.png") == (round(width * 30), round(height * 30))
     rows = list(csv.reader(io.StringIO((tmp_path / "out" / "results.csv").read_text())))
@@ -59,7 +59,7 @@ def test_default_margin_is_zero_and_plots_apply_only_with_collision(tmp_path, ca
     assert code == 0, err
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert not any(step["collisions"][0]["in_collision"] for step in results["steps"])  # 0.2 m apart at the closest
-    assert "no collision (margin 0 m); least distance at step 3" in out
+    assert "no collision; least distance at step 3" in out
     assert (tmp_path / "out" / "collisions.png").is_file()  # drawn by default with collision
 
     plain = _document({}, plots=["collisions"])

@@ -3,7 +3,9 @@
 Steps are posed by kinematics only (no equilibrium solve). ``--json`` prints
 ``{"steps": [{"index", "parameters", "pairs": [...]}]}`` (pair objects as in
 docs/collision.md; a step whose machine could not be posed also lists
-``failures``). ``-q`` prints only the one-line verdict (no warnings, no lines
+``failures``). A pair line is marked ``COLLISION`` when the shapes touch or
+overlap (distance <= 0) and ``WITHIN MARGIN`` when they are only closer than
+the margin. ``-q`` prints only the one-line verdict (no warnings, no lines
 per step). Exit codes: 0 no collision, 3 a collision at some step (the
 result is printed all the same), 1 a step could not be posed (loops that do
 not close; takes precedence over 3), 2 bad scenario or model.
@@ -27,7 +29,8 @@ def add_parser(subparsers) -> None:
         "collide", help="distances between a scenario's machines at every sweep step (kinematics only)",
         description="Pose every step of the scenario's sweep by kinematics (no equilibrium solve) and report, per "
                     "pair of machines, the least signed distance between their collision shapes. Exit 0 no "
-                    "collision, 3 a collision (distance below the scenario's collision.margin) at some step, "
+                    "collision, 3 a collision or a pair within the margin (distance below the scenario's "
+                    "collision.margin) at some step, "
                     "1 a step could not be posed, 2 bad scenario or model.")
     parser.add_argument("scenario", help="scenario file (.json); its optional \"collision\": {\"margin\", \"self\"} "
                                          "section is described in docs/collision.md")
@@ -36,6 +39,13 @@ def add_parser(subparsers) -> None:
     output.add_argument("-q", "--quiet", action="store_true",
                         help="only the one-line verdict: no warnings, no lines per step (the exit code says it too)")
     parser.set_defaults(func=run)
+
+
+def _mark(pair: dict) -> str:
+    """``COLLISION`` when the shapes touch or overlap, ``WITHIN MARGIN`` when closer than the margin only."""
+    if pair["distance"] <= 0.0:
+        return "COLLISION "
+    return "WITHIN MARGIN " if pair["in_collision"] else ""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         for step in [] if args.quiet else steps:
             print(step_label(scenario, step))
             for pair in step.collisions:
-                print(f"  {'COLLISION ' if pair['in_collision'] else ''}{pair_text(pair)}")
+                print(f"  {_mark(pair)}{pair_text(pair)}")
             for failure in step.failures:
                 print(f"  NOT POSED {failure['machine']}: {failure['message']}")
         print(summary_line(scenario, steps, collision_settings(scenario).margin))

@@ -4,8 +4,9 @@ A scenario checks collisions when it holds (see docs/collision.md)::
 
     "collision": {"margin": 0.05, "self": false}
 
-``margin`` (m, >= 0, default 0): a pair is *in collision* when its signed
-distance is below it; ``self`` (default false): also check each machine
+``margin`` (m, >= 0, default 0): a pair's ``in_collision`` flag is set when its
+signed distance is below it (the shapes are *in collision* when the distance is
+<= 0, *within margin* when it is between 0 and the margin: the summary keeps them apart); ``self`` (default false): also check each machine
 against itself, skipping adjacent bodies (see ``world``).
 
 A machine at a step is what its vocabulary makes of the step's swept values
@@ -193,19 +194,28 @@ def step_label(scenario: Scenario, step: Any) -> str:
 
 
 def summary_line(scenario: Scenario, steps: Sequence[Any], margin: float) -> str:
-    """The first colliding step and its closest pair, or the least distance met when nothing collides.
+    """What the pair distances amount to, in words that keep contact and clearance apart: the first step
+    *in collision* (shapes touch or overlap, distance <= 0) and the first step *within margin*
+    (0 < distance < margin), each with its closest pair; or the least distance met when neither occurs.
     ``steps`` have ``index``, ``parameters`` and ``collisions`` (StepResult or StepCollisions)."""
     ordered = sorted((s for s in steps if s.collisions), key=lambda s: s.index)
-    for step in ordered:
-        colliding = [pair for pair in step.collisions if pair["in_collision"]]
-        if colliding:
-            return f"first collision (margin {margin:g} m) at {step_label(scenario, step)}: " \
-                   f"{pair_text(closest_pair(colliding))}"
     if not ordered:
         return "no collision checked: no pair of machines with collision shapes"
+    parts = []
+    for words, test in ((f"within margin ({margin:g} m)", lambda d: 0.0 < d < margin),
+                        ("in collision", lambda d: d <= 0.0)):
+        for step in ordered:
+            hits = [pair for pair in step.collisions if test(pair["distance"])]
+            if hits:
+                parts.append(f"{words} first at {step_label(scenario, step)}: {pair_text(closest_pair(hits))}")
+                break
+    if len(parts) == 1 and parts[0].startswith("within"):
+        parts.append("no contact")
+    if parts:
+        return "; ".join(parts)
     step = min(ordered, key=lambda s: closest_pair(s.collisions)["distance"])
-    return f"no collision (margin {margin:g} m); least distance at {step_label(scenario, step)}: " \
-           f"{pair_text(closest_pair(step.collisions))}"
+    band = f", none within margin ({margin:g} m)" if margin > 0 else ""
+    return f"no collision{band}; least distance at {step_label(scenario, step)}: {pair_text(closest_pair(step.collisions))}"
 
 
 def collision_summary(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
