@@ -53,7 +53,7 @@ def test_shipped_scenario_finds_the_first_contact_step_and_exits_3(capsys):
     steps = document["steps"]
     angles = np.radians(np.arange(41.0))
     assert [s["index"] for s in steps] == list(range(41))
-    assert [s["parameters"]["ex1:1:topcon.nodes.tracks.rz"] for s in steps] == pytest.approx(angles)
+    assert [s["parameters"]["ex1:c1:tracks.rz"] for s in steps] == pytest.approx(angles)
     for step in steps:
         assert set(step) == {"index", "parameters", "pairs"}
         pair, = step["pairs"]
@@ -69,9 +69,13 @@ def test_shipped_scenario_finds_the_first_contact_step_and_exits_3(capsys):
 def test_text_output_names_the_first_collision(capsys):
     code, out, _ = run(capsys, "collide", str(SHIPPED))
     assert code == 3
-    assert "  COLLISION ex1 - ex2: 0.04809 m (ex1:c1:tracks:tracks / ex2:c1:tracks:tracks)" in out.splitlines()
-    assert out.splitlines()[-1] == ("first collision (margin 0.05 m) at step 18 (ex1:1:topcon.nodes.tracks.rz = "
-                                    "0.3142 rad): ex1 - ex2: 0.04809 m (ex1:c1:tracks:tracks / ex2:c1:tracks:tracks)")
+    assert "  WITHIN MARGIN ex1 - ex2: 0.04809 m (ex1:c1:tracks:tracks / ex2:c1:tracks:tracks)" in out.splitlines()
+    assert "  COLLISION ex1 - ex2: -0.009596 m (ex1:c1:tracks:tracks / ex2:c1:tracks:tracks)" in out.splitlines()
+    # within the 0.05 m margin from 17.9 degrees, touching from 20.5 degrees: steps 18 and 21
+    assert out.splitlines()[-1] == (
+        "within margin (0.05 m) first at step 18 (ex1:c1:tracks.rz = 0.3142 rad): ex1 - ex2: 0.04809 m "
+        "(ex1:c1:tracks:tracks / ex2:c1:tracks:tracks); in collision first at step 21 (ex1:c1:tracks.rz = "
+        "0.3665 rad): ex1 - ex2: -0.009596 m (ex1:c1:tracks:tracks / ex2:c1:tracks:tracks)")
 
 
 def test_machines_apart_exit_0_and_report_the_least_distance(tmp_path, capsys):
@@ -82,7 +86,7 @@ def test_machines_apart_exit_0_and_report_the_least_distance(tmp_path, capsys):
     assert code == 0
     # ex2's tracks 30 - 1.5 m east; ex1's tracks corner reaches 1.7 sin a + 1.5 cos a, largest at 40 degrees
     least = 28.5 - (1.7 * math.sin(math.radians(40)) + 1.5 * math.cos(math.radians(40)))
-    assert out.splitlines()[-1].startswith("no collision (margin 0.05 m); least distance at step 40 ")
+    assert out.splitlines()[-1].startswith("no collision, none within margin (0.05 m); least distance at step 40 ")
     assert f"ex1 - ex2: {least:.4g} m" in out.splitlines()[-1]
 
 
@@ -93,7 +97,7 @@ def test_the_flag_flips_where_a_machine_moved_on_site_comes_within_the_margin(tm
     del document["machines"][1]["placement"]
     eastings = [3.2, 3.05 + 1e-6, 3.05 - 1e-6, 2.9]
     code, out, _ = run(capsys, "collide", scenario_file(tmp_path, machines=document["machines"], sweep={
-        "parameters": {"ex2:1:topcon.transform.local_position.easting": eastings}}), "--json")
+        "parameters": {"ex2:c1:topcon.transform.local_position.easting": eastings}}), "--json")
     assert code == 3
     pairs = [s["pairs"][0] for s in json.loads(out)["steps"]]
     np.testing.assert_allclose([p["distance"] for p in pairs], np.array(eastings) - 3.0, atol=1e-9)
@@ -169,7 +173,7 @@ def test_a_run_gets_collisions_a_summary_line_and_a_plot(tmp_path):
     """The run's solved steps: the slew joint is prescribed and the tracks hang from the fixed upper structure,
     so their distances are the kinematic ones; the arms sag under gravity but stay clear of the tracks."""
     scenario = load_scenario(scenario_file(tmp_path, sweep={
-        "parameters": {"ex1:1:topcon.nodes.tracks.rz": {"from": 0.0, "to": 0.6981317007977318, "steps": 9}}}))
+        "parameters": {"ex1:c1:tracks.rz": {"from": 0.0, "to": 0.6981317007977318, "steps": 9}}}))
     steps = execute(scenario, LocalExecutor(1))  # attaches the collisions
     assert all(step.converged for step in steps)
     attached = [step.collisions for step in steps]
@@ -182,7 +186,7 @@ def test_a_run_gets_collisions_a_summary_line_and_a_plot(tmp_path):
         assert step.collisions[0]["distance"] == pytest.approx(posed.collisions[0]["distance"], abs=1e-9)
         assert step.as_dict()["collisions"] == step.collisions
     assert collision_summary(scenario, steps).startswith(
-        "first collision (margin 0.05 m) at step 4 (ex1:1:topcon.nodes.tracks.rz = 0.3491 rad)")  # 20 degrees
+        "within margin (0.05 m) first at step 4 (ex1:c1:tracks.rz = 0.3491 rad)")  # 20 degrees: 9 mm apart
     png = collisions_plot(scenario, steps, dpi=50)
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
 

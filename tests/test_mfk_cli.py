@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from shiftsim.cli import main
+from shiftsim.formats import read_model
 
 MODELS = Path(__file__).resolve().parent.parent / "models" / "mfk"
 EXCAVATOR = str(MODELS / "excavator.json")
@@ -30,49 +31,59 @@ def test_show_json(capsys):
     report = json.loads(out)
     assert report["uuid"] == "0213f001-cd3e-4e90-a004-6a6da201ea0c"
     assert report["description"] == "Excavator client example"
-    assert report["nodes"]["1:stick"]["machine"]["position"] == pytest.approx([5.7, 0, -1.65])
-    assert report["nodes"]["1:stick"]["site"]["position"] == pytest.approx([0, 5.7, 1.65])  # E=y, N=x, U=-z
-    assert np.array(report["nodes"]["1:stick"]["site"]["rotation"]) == pytest.approx(
+    assert report["nodes"]["c1:stick"]["machine"]["position"] == pytest.approx([5.7, 0, -1.65])
+    assert report["nodes"]["c1:stick"]["site"]["position"] == pytest.approx([0, 5.7, 1.65])  # E=y, N=x, U=-z
+    assert np.array(report["nodes"]["c1:stick"]["site"]["rotation"]) == pytest.approx(
         np.array([[0, 1, 0], [1, 0, 0], [0, 0, -1]]))
-    body = report["collision_shapes"]["1:body"]
-    assert body["type"] == "aabb" and body["node"] == "1:body"
+    body = report["collision_shapes"]["c1:body:body"]
+    assert body["type"] == "aabb" and body["node"] == "c1:body"
     assert body["centre_machine"] == pytest.approx([-0.8, 0, -2.4])
     assert body["half_extents"] == pytest.approx([2.15, 1.4, 1.5])
     assert np.array(body["rotation_machine"]) == pytest.approx(np.eye(3))
-    assert report["points"]["1:base_fr"] == {"machine": pytest.approx([1.25, 1.5, 0]),
+    assert report["points"]["c1:tracks:base_fr"] == {"machine": pytest.approx([1.25, 1.5, 0]),
                                              "site": pytest.approx([1.5, 1.25, 0])}
-    assert report["measurements"]["1:body_length"] == 4.3 and report["measurements"]["0:bucket_width"] == 1.1
+    assert report["measurements"]["c1:topcon.measurements.body_length.value"] == 4.3
+    assert report["measurements"]["c0:topcon.measurements.bucket_width.value"] == 1.1
+    # every key is a shiftsim name: node bodies, points and shapes are names of the model built from the file
+    model = read_model(EXCAVATOR)
+    bodies = {b.name: b for b in model.bodies}
+    assert set(report["nodes"]) == set(bodies)
+    assert set(report["points"]) == {f"{b.name}:{f}" for b in model.bodies for f in b.frames if "." not in f}
+    assert set(report["collision_shapes"]) == {f"{b.name}:{shape.name}" for b in model.bodies for shape in b.shapes}
     assert err == ""  # the shipped model loads without warnings
 
 
 def test_show_with_values(capsys):
-    code, out, _ = run(capsys, "mfk", "show", EXCAVATOR, "--json", "--set", "1:topcon.nodes.boom.ry=0.5",
+    code, out, _ = run(capsys, "mfk", "show", EXCAVATOR, "--json", "--set", "c1:topcon.nodes.boom.ry=0.5",
                        "--set", "topcon.transform.local_rotation.yaw=1.5707963267948966",
                        "--set", "topcon.measurements.stick_length.value=3.1")
     assert code == 0
     report = json.loads(out)
-    stick_attach = report["nodes"]["1:stick_attach"]["machine"]["position"]
+    stick_attach = report["nodes"]["c1:stick_attach"]["machine"]["position"]
     reach = 5.7 + 3.1  # the new stick length went through the measurement script
     assert stick_attach == pytest.approx([reach * math.cos(0.5), 0, -1.65 - reach * math.sin(0.5)])
-    site = report["nodes"]["1:stick_attach"]["site"]["position"]
+    site = report["nodes"]["c1:stick_attach"]["site"]["position"]
     assert site == pytest.approx([reach * math.cos(0.5), 0, 1.65 + reach * math.sin(0.5)], abs=1e-12)
-    assert report["collision_shapes"]["1:stick"]["half_extents"][0] == pytest.approx(3.1 / 2)
+    assert report["collision_shapes"]["c1:stick:stick"]["half_extents"][0] == pytest.approx(3.1 / 2)
 
 
 def test_show_table(capsys):
     code, out, _ = run(capsys, "mfk", "show", CRANE)
     assert code == 0
     assert "truck crane with hook block and concrete skip" in out
-    assert "2:hook_point" in out and "radius 0.450" in out and "1:boom_base_length" in out
+    assert "c2:hook:hook_point" in out and "radius 0.450" in out
+    assert "c1:topcon.measurements.boom_base_length.value" in out
 
 
 @pytest.mark.parametrize("setting, message", [
     ("topcon.nodes.boom.ry", "not REF=VALUE with a finite number"),
     ("topcon.nodes.boom.ry=abc", "not REF=VALUE with a finite number"),
     ("topcon.nodes.boom.ry=inf", "not REF=VALUE with a finite number"),
-    ("7:topcon.nodes.boom.ry=1", "component index 7 does not exist"),
+    ("c7:topcon.nodes.boom.ry=1", "component c7 does not exist (expected c0 .. c1)"),
+    ("1:topcon.nodes.boom.ry=1", "'1:topcon.nodes.boom.ry' names the component by its bare index (expected the "
+                                 "component's assembly name: 'c1:topcon.nodes.boom.ry'"),
     ("topcon.nodes.bom.ry=1", "no component has topcon.nodes.bom"),
-    ("0:topcon.nodes.boom.ry=1", "has no id 'boom' (expected one of bucket)"),
+    ("c0:topcon.nodes.boom.ry=1", "has no id 'boom' (expected one of bucket)"),
 ])
 def test_bad_settings_exit_2(capsys, setting, message):
     code, out, err = run(capsys, "mfk", "show", EXCAVATOR, "--set", setting)
@@ -88,7 +99,7 @@ def test_ambiguous_setting_needs_a_component_prefix(capsys, tmp_path):
     path.write_text(json.dumps(data))
     code, _, err = run(capsys, "mfk", "show", str(path), "--set", "topcon.measurements.deck_height.value=2")
     assert code == 2
-    assert "resolves in components 0, 1" in err and "'0:topcon.measurements.deck_height.value'" in err
+    assert "resolves in components 0, 1" in err and "'c0:topcon.measurements.deck_height.value'" in err
 
 
 def test_bad_configuration_exits_2(capsys, tmp_path):
@@ -123,9 +134,9 @@ def test_encode_then_decode_from_file_and_stdin(capsys, tmp_path, monkeypatch):
     code, out, _ = run(capsys, "mfk", "decode", EXCAVATOR, str(path))
     assert code == 0
     values = json.loads(out)["values"]
-    assert abs(values["1:topcon.nodes.boom.ry"] - 0.5) <= 3.1415923 / 65535
-    assert abs(values["0:topcon.nodes.bucket.ry"] + 1) <= 3.1415923 / 65535
-    assert values["1:topcon.transform.local_position.northing"] == 120.0
+    assert abs(values["c1:topcon.nodes.boom.ry"] - 0.5) <= 3.1415923 / 65535
+    assert abs(values["c0:topcon.nodes.bucket.ry"] + 1) <= 3.1415923 / 65535
+    assert values["c1:topcon.transform.local_position.northing"] == 120.0
     assert len(values) == 11
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
     code, out_stdin, _ = run(capsys, "mfk", "decode", EXCAVATOR, "-")

@@ -90,10 +90,10 @@ def permuted(data: dict, order: list[int]) -> dict:
 
 
 @pytest.mark.parametrize("name, values", [
-    ("excavator.json", {"1:topcon.nodes.boom.ry": 0.4, "1:topcon.nodes.stick.ry": -1.2,
-                        "0:topcon.nodes.bucket.ry": 0.2, "1:topcon.nodes.stick_attach.ry": -0.7}),
-    ("crane.json", {"1:topcon.nodes.boom.ry": 0.7, "2:topcon.nodes.sheave.ry": -0.7,
-                    "1:topcon.nodes.superstructure.rz": 1.1}),
+    ("excavator.json", {"c1:topcon.nodes.boom.ry": 0.4, "c1:topcon.nodes.stick.ry": -1.2,
+                        "c0:topcon.nodes.bucket.ry": 0.2, "c1:topcon.nodes.stick_attach.ry": -0.7}),
+    ("crane.json", {"c1:topcon.nodes.boom.ry": 0.7, "c2:topcon.nodes.sheave.ry": -0.7,
+                    "c1:topcon.nodes.superstructure.rz": 1.1}),
 ])
 def test_attach_order_does_not_depend_on_array_order(name, values):
     path = MODELS / name
@@ -102,7 +102,7 @@ def test_attach_order_does_not_depend_on_array_order(name, values):
     count = len(data["components"])
     for order in itertools.permutations(range(count)):
         new_index = {old: new for new, old in enumerate(order)}
-        moved = {f"{new_index[int(k.split(':')[0])]}:{k.split(':', 1)[1]}": v for k, v in values.items()}
+        moved = {f"c{new_index[int(k.split(':')[0][1:])]}:{k.split(':', 1)[1]}": v for k, v in values.items()}
         poses = poses_by_description(load_configuration(permuted(data, list(order)), path, moved))
         assert poses.keys() == reference.keys()
         for key, pose in poses.items():
@@ -116,8 +116,8 @@ def test_attach_order_puts_parents_first():
 
 
 def test_attached_root_takes_the_parent_node_pose():
-    config = load("excavator.json", {"1:topcon.nodes.boom.ry": 0.3, "0:topcon.nodes.bucket.ry": 0.0,
-                                     "1:topcon.nodes.stick_attach.ry": 0.0})
+    config = load("excavator.json", {"c1:topcon.nodes.boom.ry": 0.3, "c0:topcon.nodes.bucket.ry": 0.0,
+                                     "c1:topcon.nodes.stick_attach.ry": 0.0})
     poses = machine_transforms(config)
     assert poses[(0, "bucket")] == pytest.approx(poses[(1, "stick_attach")])
 
@@ -172,11 +172,11 @@ def test_placement_equals_axis_map_after_j670_yaw_pitch_roll(yaw, pitch, roll, p
 def test_point_of_interest_on_site_for_a_placed_rotated_machine():
     boom = 0.3
     config = load("excavator.json", {
-        "1:topcon.nodes.boom.ry": boom, "1:topcon.nodes.stick.ry": 0.0, "1:topcon.nodes.stick_attach.ry": 0.0,
-        "0:topcon.nodes.bucket.ry": 0.0, "1:topcon.transform.local_position.easting": 200.0,
-        "1:topcon.transform.local_position.northing": 100.0, "1:topcon.transform.local_position.elevation": 50.0,
-        "1:topcon.transform.local_rotation.yaw": math.pi / 2})
-    point = describe(config)["points"]["0:bucket_r"]
+        "c1:topcon.nodes.boom.ry": boom, "c1:topcon.nodes.stick.ry": 0.0, "c1:topcon.nodes.stick_attach.ry": 0.0,
+        "c0:topcon.nodes.bucket.ry": 0.0, "c1:topcon.transform.local_position.easting": 200.0,
+        "c1:topcon.transform.local_position.northing": 100.0, "c1:topcon.transform.local_position.elevation": 50.0,
+        "c1:topcon.transform.local_rotation.yaw": math.pi / 2})
+    point = describe(config)["points"]["c0:bucket:bucket_r"]
     # by hand: hinge 1.65 m up; boom 5.7 + stick 2.9 + bucket_r 1.5 along the pitched boom, 0.55 to the right
     reach, c, s = 5.7 + 2.9 + 1.5, math.cos(boom), math.sin(boom)
     assert point["machine"] == pytest.approx([reach * c, 0.55, -1.65 - reach * s])
@@ -186,7 +186,7 @@ def test_point_of_interest_on_site_for_a_placed_rotated_machine():
 
 def test_crane_hook_hangs_plumb_below_the_boom_tip_on_site():
     report = describe(load("crane.json"))
-    tip, hook = report["points"]["1:boom_tip"]["site"], report["points"]["2:hook_point"]["site"]
+    tip, hook = report["points"]["c1:boom_head:boom_tip"]["site"], report["points"]["c2:hook:hook_point"]["site"]
     assert hook[:2] == pytest.approx(tip[:2]) and tip[2] - hook[2] == pytest.approx(6.0)
 
 
@@ -195,8 +195,8 @@ def test_scale_is_applied_with_a_warning():
     nodes = next(i for i in data["components"][1]["interfaces"] if i["name"] == "nodes")
     nodes["nodes"][0]["nodes"][0]["sx"] = 2.0  # scale the boom node
     config = load_configuration(data, "scaled.json")
-    assert any("node 1:boom has scale (2.0, 1.0, 1.0)" in w for w in config.warnings)
+    assert any("node c1:boom has scale (2.0, 1.0, 1.0)" in w for w in config.warnings)
     assert machine_transforms(config)[(1, "stick")][:3, 3] == pytest.approx([2 * 5.7, 0, -1.65])
-    boom_box = describe(config)["collision_shapes"]["1:boom"]
+    boom_box = describe(config)["collision_shapes"]["c1:boom:boom"]
     assert boom_box["half_extents"] == pytest.approx([2 * 2.85, 0.2, 0.625])
     assert np.array(boom_box["rotation_machine"]) == pytest.approx(np.eye(3))

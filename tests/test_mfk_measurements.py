@@ -93,7 +93,7 @@ def test_seed_script_reads_other_interfaces(excavator):
 
 
 def test_new_measurement_values_rerun_the_script(excavator_data):
-    config = load_configuration(excavator_data, EXCAVATOR, {"1:topcon.measurements.boom_length.value": 6.2,
+    config = load_configuration(excavator_data, EXCAVATOR, {"c1:topcon.measurements.boom_length.value": 6.2,
                                                             "topcon.measurements.bucket_width.value": 1.4})
     assert config.components[1].nodes.node("stick").number("tx") == pytest.approx(6.2)
     boom = next(s for s in config.components[1].collision_shapes.shapes if s.id == "boom")
@@ -106,7 +106,7 @@ def test_new_measurement_values_rerun_the_script(excavator_data):
 
 
 def test_explicit_value_wins_over_the_script(excavator_data):
-    config = load_configuration(excavator_data, EXCAVATOR, {"1:topcon.nodes.stick.tx": 7.0})
+    config = load_configuration(excavator_data, EXCAVATOR, {"c1:topcon.nodes.stick.tx": 7.0})
     assert config.components[1].nodes.node("stick").number("tx") == 7.0
 
 

@@ -135,7 +135,7 @@ def test_unknown_interface_is_kept_and_addressable():
     assert get_value(config.components[0], parse_reference("acme.sensors.tilt.value")) == 0.25
     assert config.components[0].nodes.node("tip").number("tx") == 3.0
     values = dict((str(q), v) for q, v in decode(config, encode(config)))
-    assert values["0:acme.sensors.tilt.value"] == 0.25
+    assert values["c0:acme.sensors.tilt.value"] == 0.25
 
 
 # ---------------------------------------------------------------- refusals

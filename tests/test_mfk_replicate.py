@@ -35,9 +35,9 @@ def load(name: str, values=None):
 
 
 def test_seed_buffers_by_hand():
-    config = load("excavator.json", {"1:topcon.nodes.boom.ry": 0.5, "0:topcon.nodes.bucket.ry": -1.0,
-                                     "1:topcon.nodes.tracks.rz": 0.25,
-                                     "1:topcon.transform.local_position.northing": 120.0})
+    config = load("excavator.json", {"c1:topcon.nodes.boom.ry": 0.5, "c0:topcon.nodes.bucket.ry": -1.0,
+                                     "c1:topcon.nodes.tracks.rz": 0.25,
+                                     "c1:topcon.transform.local_position.northing": 120.0})
     bucket, excavator = encode(config)
     # int16 over [-PI_SEED, PI_SEED] -> [-32768, 32767]: d = -32768 + (v + PI_SEED) * 65535 / (2 PI_SEED)
     expected_bucket = round_half_away(-32768 + (-1.0 + PI_SEED) * 65535 / (2 * PI_SEED))
@@ -52,15 +52,15 @@ def test_seed_buffers_by_hand():
 
 
 def test_message_round_trip_of_the_seed_within_half_a_step():
-    values = {"1:topcon.nodes.boom.ry": 0.5, "1:topcon.nodes.stick.ry": -1.3, "0:topcon.nodes.bucket.ry": 2.0,
-              "1:topcon.transform.local_position.easting": 1234.5678}
+    values = {"c1:topcon.nodes.boom.ry": 0.5, "c1:topcon.nodes.stick.ry": -1.3, "c0:topcon.nodes.bucket.ry": 2.0,
+              "c1:topcon.transform.local_position.easting": 1234.5678}
     config = load("excavator.json", values)
     message = encode_message(config)
     assert message["rc_uuid"] == "0213f001-cd3e-4e90-a004-6a6da201ea0c" and len(message["manifest"]) == 2
     decoded = {str(k): v for k, v in decode_message(load("excavator.json"), message, "wire.json")}
-    assert abs(decoded["1:topcon.nodes.boom.ry"] - 0.5) <= PI_SEED / 65535
-    assert abs(decoded["1:topcon.nodes.stick.ry"] + 1.3) <= PI_SEED / 255
-    assert decoded["1:topcon.transform.local_position.easting"] == 1234.5678  # double: exact
+    assert abs(decoded["c1:topcon.nodes.boom.ry"] - 0.5) <= PI_SEED / 65535
+    assert abs(decoded["c1:topcon.nodes.stick.ry"] + 1.3) <= PI_SEED / 255
+    assert decoded["c1:topcon.transform.local_position.easting"] == 1234.5678  # double: exact
 
 
 @st.composite
@@ -113,23 +113,23 @@ def test_float_and_double_round_trip(single, double):
 @given(st.floats(-3.0, 3.0), st.floats(-3.0, 3.0), st.floats(0.5, 8.0), st.floats(0.0, 60.0),
        st.floats(-1e5, 1e5), st.floats(-math.pi, math.pi))
 def test_crane_message_round_trip(slew, sheave, extension, rope, easting, yaw):
-    values = {"1:topcon.nodes.superstructure.rz": slew, "2:topcon.nodes.sheave.ry": sheave,
-              "1:topcon.nodes.boom_tele.tx": extension, "2:topcon.nodes.hook.tz": rope,
-              "1:topcon.transform.local_position.easting": easting, "1:topcon.transform.local_rotation.yaw": yaw}
+    values = {"c1:topcon.nodes.superstructure.rz": slew, "c2:topcon.nodes.sheave.ry": sheave,
+              "c1:topcon.nodes.boom_tele.tx": extension, "c2:topcon.nodes.hook.tz": rope,
+              "c1:topcon.transform.local_position.easting": easting, "c1:topcon.transform.local_rotation.yaw": yaw}
     message = encode_message(load("crane.json", values))
     assert base64.b64decode(message["manifest"][0]) == b""  # the skip has no manifest: an empty buffer
     decoded = {str(k): v for k, v in decode_message(load("crane.json"), message, "wire")}
-    assert abs(decoded["1:topcon.nodes.superstructure.rz"] - slew) <= math.pi / 65535 + 1e-12
-    assert abs(decoded["1:topcon.nodes.boom_tele.tx"] - extension) <= 0.0005 + 1e-12
-    assert abs(decoded["2:topcon.nodes.hook.tz"] - rope) <= 0.0005 + 1e-12
-    assert decoded["2:topcon.nodes.sheave.ry"] == pytest.approx(sheave, rel=2**-23, abs=1e-37)
-    assert decoded["1:topcon.transform.local_position.easting"] == easting
+    assert abs(decoded["c1:topcon.nodes.superstructure.rz"] - slew) <= math.pi / 65535 + 1e-12
+    assert abs(decoded["c1:topcon.nodes.boom_tele.tx"] - extension) <= 0.0005 + 1e-12
+    assert abs(decoded["c2:topcon.nodes.hook.tz"] - rope) <= 0.0005 + 1e-12
+    assert decoded["c2:topcon.nodes.sheave.ry"] == pytest.approx(sheave, rel=2**-23, abs=1e-37)
+    assert decoded["c1:topcon.transform.local_position.easting"] == easting
 
 
 def test_decoded_values_apply_to_the_configuration():
     from shiftsim.formats.mfk.replicate import apply
 
-    sender = load("excavator.json", {"1:topcon.nodes.boom.ry": 0.75})
+    sender = load("excavator.json", {"c1:topcon.nodes.boom.ry": 0.75})
     receiver = load("excavator.json")
     apply(receiver, decode(receiver, encode(sender)))
     assert abs(receiver.components[1].nodes.node("boom").number("ry") - 0.75) <= PI_SEED / 65535
@@ -201,7 +201,7 @@ def test_integer_outside_the_discrete_range_is_refused():
     raw = bytearray(base64.b64decode(message["manifest"][1]))
     raw[4:6] = struct.pack("<h", 9001)  # boom_tele.tx: discrete range [0, 9000]
     message["manifest"][1] = base64.b64encode(bytes(raw)).decode()
-    assert "1:topcon.nodes.boom_tele.tx: integer 9001 is outside the discrete range [0, 9000]" in \
+    assert "c1:topcon.nodes.boom_tele.tx: integer 9001 is outside the discrete range [0, 9000]" in \
         refused(message, config)
 
 
@@ -211,7 +211,7 @@ def test_non_finite_float_is_refused():
     raw = bytearray(base64.b64decode(message["manifest"][1]))
     raw[4:8] = struct.pack("<f", math.nan)  # tracks.rz
     message["manifest"][1] = base64.b64encode(bytes(raw)).decode()
-    assert "1:topcon.nodes.tracks.rz: nan is not a finite number" in refused(message, config)
+    assert "c1:topcon.nodes.tracks.rz: nan is not a finite number" in refused(message, config)
 
 
 def test_values_the_wire_cannot_carry_are_refused():
@@ -224,7 +224,7 @@ def test_values_the_wire_cannot_carry_are_refused():
     # the loader bounds positions (1e12 m), so put a value beyond float32 in after loading
     config = load("excavator.json")
     config.components[1].transform.local_position.set_value("elevation", 1e39)
-    with pytest.raises(InputError, match="cannot encode 1:topcon.transform.local_position.elevation"):
+    with pytest.raises(InputError, match="cannot encode c1:topcon.transform.local_position.elevation"):
         encode(config)
     with pytest.raises(Exception, match="local_position.elevation is 1e"):
-        load("excavator.json", {"1:topcon.transform.local_position.elevation": 1e39})
+        load("excavator.json", {"c1:topcon.transform.local_position.elevation": 1e39})

@@ -59,7 +59,7 @@ def test_excavator_names_and_joints(excavator):
     assert bucket.parent.body == "c1:stick_attach" and bucket.child.body == "c0:bucket"
     assert excavator.gravity.tolist() == [0.0, 0.0, 9.81]
     assert excavator.assemblies == {"c0": True, "c1": True}
-    assert excavator.extras["mfk"]["joints"]["1:topcon.nodes.boom.ry"] == "c1:boom.ry"
+    assert excavator.extras["mfk"]["joints"]["c1:topcon.nodes.boom.ry"] == "c1:boom.ry"
     assert excavator.extras["mfk"]["root_component"] == 1
 
 
@@ -92,7 +92,7 @@ def test_masses_combine_by_the_parallel_axis_theorem(excavator):
 
 
 def test_springs_rest_at_the_current_value_unless_given():
-    spec = mfk_model_spec(EXCAVATOR, data_of("excavator.json"), {"1:topcon.nodes.boom.ry": 0.4})
+    spec = mfk_model_spec(EXCAVATOR, data_of("excavator.json"), {"c1:topcon.nodes.boom.ry": 0.4})
     boom = next(j for j in spec.joints if j.name == "c1:boom.ry")
     assert boom.initial == (0.4,) and boom.stiffness == pytest.approx((-1.4e7 * 0.4, 1.4e7))
     assert boom.limits == (-1.0, 1.25) and boom.actuated
@@ -150,7 +150,7 @@ def test_scale_cannot_enter_a_rigid_model():
     interface(data, "nodes", 1)["nodes"][0]["nodes"][0]["sz"] = 1.5
     with pytest.raises(ModelError) as info:
         mfk_model_spec("scaled.json", data)
-    assert "node 1:boom has scale (1.0, 1.0, 1.5)" in str(info.value)
+    assert "node c1:boom has scale (1.0, 1.0, 1.5)" in str(info.value)
     assert "a rigid-body model cannot carry scale" in str(info.value)
 
 

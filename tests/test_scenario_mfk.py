@@ -1,4 +1,4 @@
-"""MFK machines in scenarios: value references in joints, hold and sweeps; site placement; geometry re-loads.
+"""MFK machines in scenarios: joints by name, value references for placement and geometry; site placement.
 
 Positions are checked against ``shiftsim mfk show``'s report (``formats.mfk.report.describe``), which
 poses points through the MFK node transforms and the transform interface directly, without the
@@ -17,8 +17,9 @@ from shiftsim.jsonio import read_json
 from shiftsim.scenario import LocalExecutor, execute, load_scenario
 
 EXCAVATOR = REPO / "models" / "mfk" / "excavator.json"
-POINTS = {"ex:c0:bucket:bucket_r": "0:bucket_r", "ex:c0:bucket:bucket_l": "0:bucket_l",
-          "ex:c1:stick_attach:stick_attach": "1:stick_attach", "ex:c1:tracks:base_fl": "1:base_fl"}
+POINTS = {"ex:c0:bucket:bucket_r": "c0:bucket:bucket_r", "ex:c0:bucket:bucket_l": "c0:bucket:bucket_l",
+          "ex:c1:stick_attach:stick_attach": "c1:stick_attach:stick_attach", "ex:c1:tracks:base_fl": "c1:tracks:base_fl"}
+"""Scenario frame names and ``shiftsim mfk show``'s point names: one scheme, the machine id in front."""
 POSITION = "topcon.transform.local_position."
 ROTATION = "topcon.transform.local_rotation."
 
@@ -78,30 +79,48 @@ def test_placed_by_its_transform_interface_under_a_site_placement(tmp_path):
         np.testing.assert_allclose(step.frames[name]["position"], world, atol=1e-9)
 
 
-def test_sweeping_a_boom_value_reference_prescribes_the_boom_joint(tmp_path):
+def test_sweeping_the_boom_joint_moves_the_boom_as_the_mfk_value_does(tmp_path):
     angles = [-0.2, 0.1, 0.45]
-    by_reference = _scenario({}, {"ex:topcon.nodes.boom.ry": angles})
-    by_joint = _scenario({}, {"ex:c1:boom.ry": angles})
-    scenario, steps = _run(tmp_path, by_reference, "reference.json")
+    scenario, steps = _run(tmp_path, _scenario({}, {"ex:c1:boom.ry": angles}))
     (parameter,) = scenario.sweep.parameters
     assert (parameter.kind, parameter.target, parameter.unit) == ("joint", "c1:boom.ry", "rad")
     assert not any("gravity" in w for w in scenario.warnings)  # J670 gravity (z down) on site points down world z
-    _, joint_steps = _run(tmp_path, by_joint, "joint.json")
-    for step, same, angle in zip(steps, joint_steps, angles):
-        assert step.converged and step.joints == same.joints and step.frames == same.frames
+    for step, angle in zip(steps, angles):
+        assert step.converged
         assert step.joints["ex:c1:boom.ry"]["position"] == pytest.approx(angle, abs=1e-12)
         # the unloaded machine is the configuration with the boom at the swept angle
-        for name, site_point in _site_points({"1:topcon.nodes.boom.ry": angle}).items():
+        for name, site_point in _site_points({"c1:topcon.nodes.boom.ry": angle}).items():
             np.testing.assert_allclose(_reference(step, name), site_point, atol=1e-9)
     tips = [step.frames["ex:c0:bucket:bucket_r"]["position"][2] for step in steps]
     assert np.all(np.diff(tips) > 0)  # positive ry raises the boom
+
+
+@pytest.mark.parametrize("where, name", [("sweep", "ex:topcon.nodes.boom.ry"), ("sweep", "ex:c1:topcon.nodes.boom.ry"),
+                                         ("joints", "topcon.nodes.boom.ry"), ("hold", "c1:topcon.nodes.boom.ry")])
+def test_an_articulated_value_reference_is_refused_with_the_joint_name(tmp_path, capsys, where, name):
+    """One name per joint: the MFK value reference of a joint is not a second name for it in a scenario."""
+    local = name.removeprefix("ex:")
+    machine = {"joints": {local: 0.1}} if where == "joints" else {"hold": [local]} if where == "hold" else {}
+    document = _scenario(machine, {name: [0.0, 0.1]} if where == "sweep" else None)
+    code, _, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
+    assert code == 2 and "Traceback" not in err
+    assert f"machine 'ex': {local} is the MFK value reference of the joint c1:boom.ry" in err
+    assert "(expected the joint's name, ex:c1:boom.ry (one name per joint; docs/naming.md))" in err
+
+
+def test_a_bare_component_index_is_refused_with_the_assembly_name(tmp_path, capsys):
+    document = _scenario({}, {f"ex:1:{POSITION}northing": [0.0, 1.0]})
+    code, _, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
+    assert code == 2
+    assert (f"'1:{POSITION}northing' names the component by its bare index (expected the component's assembly "
+            f"name: 'c1:{POSITION}northing' (docs/naming.md)") in err
 
 
 def test_sweeping_northing_and_yaw_moves_the_machine_on_site(tmp_path):
     northings = [0.0, 10.0, 25.0]
     scenario, steps = _run(tmp_path, _scenario({}, {f"ex:{POSITION}northing": northings}))
     assert [(p.kind, p.target, p.unit) for p in scenario.sweep.parameters] == [
-        ("placement", "1:topcon.transform.local_position.northing", "m")]
+        ("placement", "c1:topcon.transform.local_position.northing", "m")]
     for step, northing in zip(steps, northings):
         assert step.joints == steps[0].joints  # the same machine under the same gravity carries the same loads
         for name in POINTS:
@@ -127,8 +146,8 @@ def test_geometry_values_reload_the_configuration(tmp_path):
     assert [(p.kind, p.unit) for p in scenario.sweep.parameters] == [("geometry", "")]
     for step, length in zip(steps, lengths):
         assert step.converged
-        expected = _site_points({"1:topcon.measurements.boom_length.value": 6.2,
-                                 "1:topcon.measurements.stick_length.value": length})
+        expected = _site_points({"c1:topcon.measurements.boom_length.value": 6.2,
+                                 "c1:topcon.measurements.stick_length.value": length})
         for name, site_point in expected.items():
             np.testing.assert_allclose(_reference(step, name), site_point, atol=1e-9)
     reach = [np.linalg.norm(_reference(s, "ex:c0:bucket:bucket_r")[:2]) for s in steps]
@@ -144,11 +163,10 @@ def test_a_geometry_value_that_breaks_the_model_fails_its_step_only(tmp_path):
     assert "hex of shape 'boom' is -0.1 (expected >= 0)" in failure["message"]
 
 
-def test_component_prefixed_references_and_held_values(tmp_path):
-    """`1:topcon.nodes.stick.ry` and `topcon.nodes.stick.ry` are one joint; an articulated value in `joints`
-    is written into the configuration, so the stick spring's rest follows and the held stick stays there."""
-    document = _scenario({"joints": {"1:topcon.nodes.stick.ry": 0.3}, "hold": ["topcon.nodes.stick.ry"]},
-                         {"ex:0:topcon.nodes.bucket.ry": [0.0, 0.4]})
+def test_joints_by_name_are_written_into_the_configuration_and_held(tmp_path):
+    """An articulated joint in `joints` (full name or an unambiguous ending) is written into the configuration,
+    so the stick spring's rest follows and the held stick stays there."""
+    document = _scenario({"joints": {"stick.ry": 0.3}, "hold": ["c1:stick.ry"]}, {"ex:c0:bucket.ry": [0.0, 0.4]})
     scenario, steps = _run(tmp_path, document)
     machine = scenario.machines[0]
     assert machine.held == ("c1:stick.ry",)
@@ -156,39 +174,44 @@ def test_component_prefixed_references_and_held_values(tmp_path):
     for step, bucket in zip(steps, [0.0, 0.4]):
         assert step.joints["ex:c1:stick.ry"]["position"] == pytest.approx(0.3, abs=1e-12)
         assert step.joints["ex:c0:bucket.ry"]["position"] == pytest.approx(bucket, abs=1e-12)
-        for name, site_point in _site_points({"1:topcon.nodes.stick.ry": 0.3, "0:topcon.nodes.bucket.ry": bucket}).items():
+        for name, site_point in _site_points({"c1:topcon.nodes.stick.ry": 0.3, "c0:topcon.nodes.bucket.ry": bucket}).items():
             np.testing.assert_allclose(_reference(step, name), site_point, atol=1e-9)
 
-    twice = _scenario({}, {"ex:topcon.nodes.boom.ry": [0.1], "ex:1:topcon.nodes.boom.ry": [0.2]})
-    with pytest.raises(Exception, match="sets the same quantity as 'ex:topcon.nodes.boom.ry'"):
+    # unheld, the stick at 0.3 only sags by its load over the spring (rest 0.3), far less than 0.3 rad
+    free = _scenario({"joints": {"c1:stick.ry": 0.3}})
+    _, (step,) = _run(tmp_path, free, "free.json")
+    sag = step.joints["ex:c1:stick.ry"]["position"] - 0.3
+    assert step.converged and abs(sag) < 0.05  # a spring resting at the file's 0 would pull it 0.3 rad back
+    assert abs(sag) == pytest.approx(abs(step.joints["ex:c1:stick.ry"]["effort"]) / 3.6e6, rel=0.05)
+
+    twice = _scenario({}, {f"ex:{POSITION}easting": [0.1], f"ex:c1:{POSITION}easting": [0.2]})
+    with pytest.raises(Exception, match=f"sets the same quantity as 'ex:{POSITION}easting'"):
         load_scenario(write_scenario(tmp_path, twice, "twice.json"))
 
 
 def test_unknown_references_exit_2_naming_the_path_and_the_valid_references(tmp_path, capsys):
-    document = _scenario({"joints": {"topcon.nodes.bom.ry": 0.1, "1:topcon.transform.local_position.nothing": 4.0},
+    document = _scenario({"joints": {"topcon.nodes.bom.ry": 0.1, "c1:topcon.transform.local_position.nothing": 4.0},
                           "hold": [f"{POSITION}easting", "topcon.measurements.stick_length.value"]},
-                         {"ex:topcon.nodes.boom.rq": [0.0], "ex:2:topcon.nodes.boom.ry": [0.0]})
+                         {"ex:topcon.nodes.boom.rq": [0.0], "ex:c2:topcon.nodes.boom.ry": [0.0]})
     path = write_scenario(tmp_path, document)
     code, _, err = run_cli(capsys, "run", path, "-o", tmp_path / "out")
     assert code == 2 and "Traceback" not in err and not (tmp_path / "out").exists()
     assert ('machines[0].joints["topcon.nodes.bom.ry"]: machine \'ex\': MFK value reference \'topcon.nodes.bom.ry\' '
             "does not resolve: no component has topcon.nodes.bom (expected one of body, boom, bucket") in err
-    assert "joints and placement values: one of 1:topcon.nodes.boom.ry" in err
-    assert ("1:topcon.transform.local_position.nothing\"]: machine 'ex': MFK value reference "
-            "'1:topcon.transform.local_position.nothing' does not resolve: topcon.transform.local_position has no "
+    assert "c1:boom.ry" in err.split("joints and placement values: one of", 1)[1].split("\n")[0]
+    assert ("c1:topcon.transform.local_position.nothing\"]: machine 'ex': MFK value reference "
+            "'c1:topcon.transform.local_position.nothing' does not resolve: topcon.transform.local_position has no "
             "value 'nothing' (expected one of easting, elevation, northing") in err
     # the machine did not load, so hold and sweep are not looked at yet; fix joints and run again
     del document["machines"][0]["joints"]
     code, _, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
     assert code == 2
-    assert ("machines[0].hold[0]: machine 'ex': 1:topcon.transform.local_position.easting is a placement value, "
-            "not a joint: nothing to hold (expected an articulated value: one of 0:topcon.nodes.bucket.ry, "
-            "1:topcon.nodes.boom.ry, 1:topcon.nodes.stick.ry, 1:topcon.nodes.stick_attach.ry, 1:topcon.nodes.tracks.rz)")\
-        in err
-    assert "machines[0].hold[1]: machine 'ex': 1:topcon.measurements.stick_length.value is fixed geometry" in err
+    assert ("machines[0].hold[0]: machine 'ex': c1:topcon.transform.local_position.easting is a placement value, "
+            "not a joint: nothing to hold (expected a joint: one of c0:bucket.ry, c1:boom.ry, c1:stick.ry, "
+            "c1:stick_attach.ry, c1:tracks.rz)") in err
+    assert "machines[0].hold[1]: machine 'ex': c1:topcon.measurements.stick_length.value is fixed geometry" in err
     assert ("sweep.parameters[\"ex:topcon.nodes.boom.rq\"]: machine 'ex': MFK value reference 'topcon.nodes.boom.rq' "
             "does not resolve: topcon.nodes.boom has no value 'rq' (expected one of rx, ry, rz") in err
-    assert "1:topcon.nodes.boom.ry" in err.split("boom.rq", 2)[2]  # the valid references nearby
-    assert ("sweep.parameters[\"ex:2:topcon.nodes.boom.ry\"]: machine 'ex': MFK value reference "
-            "'2:topcon.nodes.boom.ry' does not resolve: component index 2 does not exist (expected an index in [0, 1]")\
-        in err
+    assert "c1:boom.ry" in err.split("boom.rq", 2)[2]  # the valid names nearby
+    assert ("sweep.parameters[\"ex:c2:topcon.nodes.boom.ry\"]: machine 'ex': MFK value reference "
+            "'c2:topcon.nodes.boom.ry' does not resolve: component c2 does not exist (expected c0 .. c1;") in err

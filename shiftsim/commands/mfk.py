@@ -6,10 +6,11 @@
 * ``shiftsim mfk encode CONFIG [--set REF=VALUE]...``: the replicate buffers,
   ``{"rc_uuid": ..., "manifest": [base64 per component]}``;
 * ``shiftsim mfk decode CONFIG FILE``: the values in such an object (FILE or
-  ``-`` for standard input), ``{"values": {"C:REF": value}}``.
+  ``-`` for standard input), ``{"values": {"cC:REF": value}}``.
 
-``REF`` is an MFK value reference, optionally prefixed by the component index
-(``1:topcon.nodes.boom.ry=0.4``). Exit codes: 0 ok, 2 bad input.
+``REF`` is an MFK value reference, optionally prefixed by the component's
+assembly name (``c1:topcon.nodes.boom.ry=0.4``; names: ``docs/naming.md``).
+Exit codes: 0 ok, 2 bad input.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("mfk", help="Topcon MFK resource configurations: show, encode, decode",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = parser.add_subparsers(dest="mfk_command", required=True)
-    set_help = "set an MFK value before and after the measurement scripts, e.g. 1:topcon.nodes.boom.ry=0.4"
+    set_help = "set an MFK value before and after the measurement scripts, e.g. c1:topcon.nodes.boom.ry=0.4"
 
     show = actions.add_parser("show", help="poses of nodes, shapes and points; measurements")
     show.add_argument("config", help="MFK resource configuration (JSON)")
@@ -79,7 +80,7 @@ def parse_settings(items: list[str]) -> dict[str, float]:
         except ValueError:
             value = math.nan
         if not sep or not ref.strip() or not math.isfinite(value):
-            problems.add(item, "not REF=VALUE with a finite number", "e.g. 1:topcon.nodes.boom.ry=0.4")
+            problems.add(item, "not REF=VALUE with a finite number", "e.g. c1:topcon.nodes.boom.ry=0.4")
             continue
         values[ref.strip()] = value
     problems.raise_if_any()

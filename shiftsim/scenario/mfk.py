@@ -1,14 +1,17 @@
-"""Topcon MFK machines in scenarios: value references, site placement, geometry re-loads.
+"""Topcon MFK machines in scenarios: joints by name, value references, site placement, geometry re-loads.
 
-An MFK machine's names in ``joints``, ``hold`` and sweep parameters may be MFK
-value references (``topcon.nodes.boom.ry``), optionally with the component
-index in front (``1:topcon.nodes.boom.ry``), besides its model joint names
-(``c1:boom.ry``). A name with four dot-separated parts after an optional
-``C:`` is a reference; it resolves against the configuration (after its
-measurement scripts) to one value, and that value is one of:
+An MFK machine's joints are named as every model's are (``docs/naming.md``):
+``c1:boom.ry`` (in the scenario ``ex1:c1:boom.ry``). Its other values are
+named by MFK value references (``topcon.measurements.stick_length.value``),
+optionally with the component's assembly name in front
+(``c1:topcon.measurements.stick_length.value``): a name with four
+dot-separated parts after an optional ``cC:`` is a reference; it resolves
+against the configuration (after its measurement scripts) to one value, and
+that value is one of:
 
 * **articulated** (listed in the component's replicate manifest, a joint of
-  the model): the joint;
+  the model): refused, with the joint's name to use instead (one name per
+  joint);
 * **placement** (the root component's transform interface:
   ``local_position.easting/northing/elevation``, m, and
   ``local_rotation.roll/pitch/yaw``, rad): where the machine stands on site;
@@ -22,10 +25,11 @@ the transform interface (``site <- machine``, see
 ``placement`` places the *site* frame in the world (default: the world is the
 site, both z up), so ``world <- machine = placement · site <- machine``.
 
-Values in ``joints`` are written into the configuration before it is loaded
-(as ``shiftsim mfk show --set`` does): measurement scripts see them, a
-physics spring's rest value (which defaults to the current value) follows an
-articulated value, and transform values place the machine. Swept values act
+Values in ``joints``, articulated joints by their names included, are written
+into the configuration before it is loaded (as ``shiftsim mfk show --set``
+does): measurement scripts see them, a physics spring's rest value (which
+defaults to the current value) follows an articulated value, and transform
+values place the machine. Swept values act
 per step: an articulated value is prescribed like a swept joint, a placement
 value moves the machine on site (the model is unchanged), a geometry value
 loads the configuration again with it (models are kept per distinct set of
@@ -51,13 +55,14 @@ from .parts import Attachment, Part, compose
 from .placement import Placement
 from .schema import json_path
 
-VALUE_REFERENCE = re.compile(r"^(\d+:)?[^.:\s]+(\.[^.:\s]+){3}$")
+VALUE_REFERENCE = re.compile(r"^(c?\d+:)?[^.:\s]+(\.[^.:\s]+){3}$")
+"""``[cC:]oem.interface.id.field``; the bare index ``C:`` too, so that it is refused with the canonical form."""
 ROTATION_FIELDS = ("roll", "pitch", "yaw")
 PLACEMENT_FIELDS = ("easting", "northing", "elevation", *ROTATION_FIELDS)
 
 
 def is_value_reference(name: str) -> bool:
-    """``[C:]oem.interface.id.field`` (a joint name such as ``c1:boom.ry`` is not)."""
+    """``[cC:]oem.interface.id.field`` (a joint name such as ``c1:boom.ry`` is not)."""
     return bool(VALUE_REFERENCE.match(name))
 
 
@@ -66,8 +71,8 @@ class _References:
     """What the value references of one configuration are: joint names and placement values by reference."""
 
     config: ResourceConfiguration
-    joints: Mapping[str, str]  # "C:ref" of an articulated value -> joint name
-    placement: Mapping[str, float]  # "C:ref" of a transform value -> its value
+    joints: Mapping[str, str]  # "cC:ref" of an articulated value -> joint name
+    placement: Mapping[str, float]  # "cC:ref" of a transform value -> its value
 
     @classmethod
     def of(cls, config: ResourceConfiguration) -> _References:
@@ -75,20 +80,28 @@ class _References:
         return cls(config, dict(extras["joints"]), dict(extras["placement_values"]))
 
     def settable(self) -> list[str]:
-        return [*self.joints, *self.placement]
+        return [*self.joints.values(), *self.placement]
 
-    def classify(self, name: str) -> tuple[str, str] | tuple[None, str, str]:
-        """``(kind, "C:ref")`` with kind ``joint``, ``placement`` or ``geometry``; or ``(None, what, expected)``."""
+    def classify(self, machine: str, name: str) -> tuple[str, str] | tuple[None, str, str]:
+        """``(kind, "cC:ref")`` with kind ``placement`` or ``geometry``; or ``(None, what, expected)``, also for
+        the reference of an articulated value, which is named by its joint (``machine`` names it)."""
         qualified, what, exists = resolve_qualified(self.config, name)
         if qualified is None:
             nearby = f"; joints and placement values: {suggest(name, self.settable())}" if self.settable() else ""
             return None, f"MFK value reference {name!r} does not resolve: {what}", (exists or "a value reference") + nearby
         canonical = str(qualified)
         if canonical in self.joints:
-            return "joint", canonical
+            joint = self.joints[canonical]
+            return None, f"{name} is the MFK value reference of the joint {joint}", \
+                f"the joint's name, {machine}:{joint} (one name per joint; docs/naming.md)"
         if canonical in self.placement:
             return "placement", canonical
         return "geometry", canonical
+
+    def articulated(self, name: str) -> str | None:
+        """The ``cC:ref`` of the articulated value that joint ``name`` (full or an unambiguous ending) is."""
+        found = [ref for ref, joint in self.joints.items() if joint == name or joint.endswith(":" + name)]
+        return found[0] if len(found) == 1 else None
 
 
 def site_placement(site: Placement, values: Mapping[str, float]) -> Placement:
@@ -130,17 +143,15 @@ class MfkVocabulary(Vocabulary):
     def setting(self, machine: Machine, name: str, where: str, problems: Problems, purpose: Purpose) -> Setting | None:
         if not is_value_reference(name):
             return joint_setting(machine, name, where, problems, purpose)
-        found = self.references.classify(name)
+        found = self.references.classify(machine.id, name)
         if found[0] is None:
             problems.add(where, f"machine {machine.id!r}: {found[1]}", found[2])
             return None
         kind, canonical = found
-        if kind == "joint":
-            return joint_setting(machine, self.references.joints[canonical], where, problems, purpose)
         if purpose != "sweep":
             what = "a placement value" if kind == "placement" else "fixed geometry (not articulated)"
             problems.add(where, f"machine {machine.id!r}: {canonical} is {what}, not a joint: nothing to hold",
-                         "an articulated value: " + existing(name, self.references.joints))
+                         "a joint: " + existing(name, self.references.joints.values()))
             return None
         if kind == "placement":
             unit = "rad" if canonical.rsplit(".", 1)[1] in ROTATION_FIELDS else "m"
@@ -171,22 +182,29 @@ class MfkVocabulary(Vocabulary):
 
 def read_mfk_part(index: int, entry: dict[str, Any], source: Path, data: Any, site: Placement,
                   problems: Problems) -> Part | None:
-    """Read an MFK machine: its ``joints`` value references written into the configuration. Raises ModelError."""
+    """Read an MFK machine: its ``joints`` values (articulated joints and value references) written into the
+    configuration. Raises ModelError."""
     first = _References.of(load_configuration(data, source))
-    values, joints = {}, {}
+    values, joints, refused = {}, {}, False
     for name, value in entry.get("joints", {}).items():
-        if not is_value_reference(name):
-            joints[name] = value
+        articulated = None if is_value_reference(name) else first.articulated(name)
+        if articulated is not None and not isinstance(value, list):
+            values[articulated] = float(value)
+            continue
+        if articulated is not None or not is_value_reference(name):
+            joints[name] = value  # a list (multi-dof) or another joint: the model's own checks report it
             continue
         at = json_path(["machines", index, "joints", name])
-        found = first.classify(name)
+        found = first.classify(entry["id"], name)
         if found[0] is None:
             problems.add(at, f"machine {entry['id']!r}: {found[1]}", found[2])
+            refused = True
         elif isinstance(value, list):
             problems.add(at, f"a list given for the MFK value {found[1]}", "a number")
+            refused = True
         else:
             values[found[1]] = float(value)
-    if len(values) < sum(is_value_reference(n) for n in entry.get("joints", {})):
+    if refused:
         return None
     references = _References.of(load_configuration(data, source, values, values_source=f"machines[{index}].joints"))
     spec = build_model_spec(references.config)

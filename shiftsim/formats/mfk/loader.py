@@ -1,7 +1,7 @@
 """Loading an MFK configuration: parse, set values, run measurement scripts, resolve, check.
 
 :func:`load_configuration` is the one entry point. Values given by reference
-(``{"topcon.measurements.boom_length.value": 6.0, "1:topcon.nodes.boom.ry": 0.4}``)
+(``{"topcon.measurements.boom_length.value": 6.0, "c1:topcon.nodes.boom.ry": 0.4}``)
 are written before the measurement scripts run, so a new measurement flows
 through the script, and again after, so an explicit value always wins over
 what a script computes. Loading the raw data again with other values re-runs
@@ -19,6 +19,7 @@ from .base import member_path
 from ..typed import bound_of
 from .config import Component, ResourceConfiguration, parse_configuration
 from .kinematics import attach_order, root_components
+from .names import body_name
 from .measurements import Budgets, apply_measurements
 from .physics import check_physics_values
 from .references import QualifiedRef, check_references, parse_reference, resolve_qualified, set_value
@@ -29,7 +30,7 @@ def load_configuration(data: Any, file: str | Path, values: Mapping[str, float] 
                        values_source: str = "values", budgets: Budgets = Budgets()) -> ResourceConfiguration:
     """A checked configuration with measurements applied. Raises ModelError.
 
-    ``values`` are ``{"[C:]oem.interface.id.field": number}``; one that does not
+    ``values`` are ``{"[cC:]oem.interface.id.field": number}``; one that does not
     resolve raises InputError naming ``values_source`` (e.g. ``--set``). ``budgets`` bound what each
     measurement script may use (:class:`~.measurements.Budgets`).
     """
@@ -49,7 +50,7 @@ def load_configuration(data: Any, file: str | Path, values: Mapping[str, float] 
 
 def resolve_settings(config: ResourceConfiguration, values: Mapping[str, float],
                      source: str = "values") -> list[tuple[QualifiedRef, float]]:
-    """Resolve ``[C:]oem.interface.id.field`` keys against the configuration as parsed."""
+    """Resolve ``[cC:]oem.interface.id.field`` keys against the configuration as parsed."""
     problems = Problems(source, InputError)
     settings = []
     for text, value in values.items():
@@ -77,7 +78,7 @@ def check_values(config: ResourceConfiguration, problems: Problems) -> None:
         check_magnitudes(component, problems)
         for node in component.walk_nodes():
             if any(node.number(s) != 1.0 for s in ("sx", "sy", "sz")):
-                warn(f"{config.file}: {node.where}: node {component.index}:{node.id} has scale "
+                warn(f"{config.file}: {node.where}: node {body_name(component.index, node.id)} has scale "
                      f"{tuple(float(x) for x in node.scale)}; the standard keeps scale out of the node hierarchy "
                      "(applied here as written)")
         for shape in component.collision_shapes.shapes if component.collision_shapes else []:
@@ -87,7 +88,7 @@ def check_values(config: ResourceConfiguration, problems: Problems) -> None:
                 if size < 0:
                     problems.add(member_path(shape.where, name), f"{name} of shape {shape.id!r} is {size:g}", ">= 0")
             if all(size == 0 for size in sizes):
-                warn(f"{config.file}: {shape.where}: collision shape {component.index}:{shape.id} has zero size")
+                warn(f"{config.file}: {shape.where}: collision shape {shape.id!r} of {component.label} has zero size")
         if component.physics:
             check_physics_values(component.physics, problems)
         if component.transform is not None and roots and component.index != roots[0]:

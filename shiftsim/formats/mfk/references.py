@@ -3,8 +3,8 @@
 References resolve within one component (the standard's rule), except an
 attach interface's ``parent_node_ref``, which resolves in the parent
 component. Outside a component (command line, decoded replicate values) a
-reference may carry the component index: ``1:topcon.nodes.boom.ry``
-(:class:`QualifiedRef`).
+reference may carry the component's assembly name: ``c1:topcon.nodes.boom.ry``
+(:class:`QualifiedRef`, ``docs/naming.md``).
 
 :func:`check_references` resolves every reference the typed interfaces hold
 and records each dangling one with the reference, where it was used and the
@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from ...errors import Problems, suggest
+from ..typed import shown
 from .base import MfkObject, is_number, member_path
 from .config import Component, ResourceConfiguration
+from .names import assembly_name, canonical_bare_index, component_index
 from .topcon import Node, PointOfInterest
 
 
@@ -51,19 +53,19 @@ def parse_reference(text: str, with_field: bool | None = None) -> Reference:
     shape = {3: "oem.interface.id", 4: "oem.interface.id.field"}
     expected = " or ".join(shape[n] for n in counts)
     if len(parts) not in counts or not all(parts):
-        raise ValueError(f"malformed reference {text!r}; expected {expected}")
+        raise ValueError(f"malformed reference {shown(text)}; expected {expected}")
     return Reference(*parts)
 
 
 @dataclass(frozen=True)
 class QualifiedRef:
-    """A value reference in a given component: ``C:oem.interface.id.field``."""
+    """A value reference in a given component: ``cC:oem.interface.id.field``."""
 
     component: int
     ref: Reference
 
     def __str__(self) -> str:
-        return f"{self.component}:{self.ref}"
+        return f"{assembly_name(self.component)}:{self.ref}"
 
 
 def existing(name: str, valid: Iterable[str], all_up_to: int = 16) -> str:
@@ -203,15 +205,21 @@ def check_attach(config: ResourceConfiguration, component: Component, problems: 
 
 
 def resolve_qualified(config: ResourceConfiguration, text: str) -> tuple[QualifiedRef | None, str, str]:
-    """Resolve ``[C:]oem.interface.id.field`` to a value; without C it must resolve in exactly one component."""
+    """Resolve ``[cC:]oem.interface.id.field`` to a value; without ``cC:`` it must resolve in exactly one
+    component. The bare index (``1:topcon...``) is refused with the canonical form."""
     prefix, sep, rest = text.partition(":")
+    count = len(config.components)
     if sep:
-        try:
-            index = int(prefix)
-        except ValueError:
-            return None, f"component index {prefix!r} is not an integer", "C:oem.interface.id.field"
-        if not 0 <= index < len(config.components):
-            return None, f"component index {index} does not exist", f"an index in [0, {len(config.components) - 1}]"
+        index = component_index(prefix)
+        if index is None:
+            canonical = canonical_bare_index(text)
+            if canonical is not None:
+                return None, f"{shown(text)} names the component by its bare index", \
+                    f"the component's assembly name: {shown(canonical)} (docs/naming.md)"
+            return None, f"{shown(prefix)} is not a component", \
+                f"cC:oem.interface.id.field with C in 0..{count - 1}, or no prefix"
+        if not 0 <= index < count:
+            return None, f"component {prefix} does not exist", f"c0 .. c{count - 1}"
         candidates = [index]
     else:
         rest = text
@@ -234,7 +242,7 @@ def resolve_qualified(config: ResourceConfiguration, text: str) -> tuple[Qualifi
         return QualifiedRef(found[0], ref), "", ""
     if found:
         return None, f"{ref} resolves in components {', '.join(map(str, found))}", \
-            "a component prefix such as " + " or ".join(f"'{i}:{ref}'" for i in found)
+            "a component prefix such as " + " or ".join(f"'{QualifiedRef(i, ref)}'" for i in found)
     best = max(r[0] for r in reasons)
     if len(candidates) == 1 or best == 2:
         _, what, exists = next(r for r in reasons if r[0] == best)

@@ -94,7 +94,8 @@ def encode(config: ResourceConfiguration) -> list[bytes]:
             try:
                 chunks.append(struct.pack(FORMATS[entry.type], to_wire(entry, value)))
             except ValueError as exc:
-                problems.add(entry.where, f"cannot encode {component.index}:{entry.value_ref} = {value:g}: {exc}",
+                problems.add(entry.where, f"cannot encode {QualifiedRef(component.index, parse_reference(entry.value_ref))} "
+                             f"= {value:g}: {exc}",
                              "a value the wire type can carry")
         buffers.append(b"".join(chunks))
     problems.raise_if_any()
@@ -128,7 +129,7 @@ def decode(config: ResourceConfiguration, buffers: list[bytes],
             try:
                 values.append((QualifiedRef(component.index, ref), from_wire(entry, wire)))
             except ValueError as exc:
-                problems.add(where, f"{component.index}:{ref}: {exc}", "a value the manifest allows")
+                problems.add(where, f"{QualifiedRef(component.index, ref)}: {exc}", "a value the manifest allows")
     problems.raise_if_any()
     return values
 

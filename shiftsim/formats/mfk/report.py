@@ -1,7 +1,10 @@
 """Where everything of an MFK machine is: nodes, collision shapes, points, measurements.
 
-Keys are ``C:ID`` (component index in the array, object id). Positions are
-metres; a ``rotation`` is a 3x3 matrix whose columns are the object's axes
+Keys are shiftsim names (``docs/naming.md``): nodes by their body name
+``c1:boom``, points of interest as frames ``c1:tracks:base_fr``, collision
+shapes as ``c1:tracks:tracks`` (on their node's body) and measurements by the
+qualified reference of their value ``c1:topcon.measurements.boom_length.value``.
+Positions are metres; a ``rotation`` is a 3x3 matrix whose columns are the object's axes
 (J670 node axes) in the frame named: ``machine`` (J670 of the root
 component) or ``site`` (easting, northing, up).
 
@@ -18,6 +21,8 @@ import numpy as np
 
 from .config import ResourceConfiguration
 from .kinematics import machine_transforms, placement, rotation_and_scale
+from .names import body_name, member_name
+from .references import QualifiedRef, Reference
 
 
 def describe(config: ResourceConfiguration) -> dict[str, Any]:
@@ -27,28 +32,31 @@ def describe(config: ResourceConfiguration) -> dict[str, Any]:
     report: dict[str, Any] = {"uuid": config.uuid, "description": config.description,
                               "nodes": {}, "collision_shapes": {}, "points": {}, "measurements": {}}
     for (index, identifier), machine in nodes.items():
-        report["nodes"][f"{index}:{identifier}"] = {"machine": _pose(machine), "site": _pose(site @ machine)}
+        report["nodes"][body_name(index, identifier)] = {"machine": _pose(machine), "site": _pose(site @ machine)}
     for component in config.components:
         index = component.index
         for shape in component.collision_shapes.shapes if component.collision_shapes else []:
             node_id = shape.node_ref.split(".")[2]
             machine = nodes[(index, node_id)]
             rotation, scale = rotation_and_scale(machine[:3, :3])
-            entry: dict[str, Any] = {"type": shape.type, "node": f"{index}:{node_id}",
+            entry: dict[str, Any] = {"type": shape.type, "node": body_name(index, node_id),
                                      "centre_machine": _apply(machine, shape.centre).tolist(),
                                      "rotation_machine": rotation.tolist()}
             if shape.type == "aabb":
                 entry["half_extents"] = (shape.half_extents * scale).tolist()
             else:
                 entry["radius"] = shape.radius * float(scale.max())
-            report["collision_shapes"][f"{index}:{shape.id}"] = entry
+            report["collision_shapes"][member_name(index, node_id, shape.id)] = entry
         for point in component.points_of_interest.points if component.points_of_interest else []:
-            machine = nodes[(index, point.node_ref.split(".")[2])]
+            node_id = point.node_ref.split(".")[2]
+            machine = nodes[(index, node_id)]
             position = _apply(machine, point.position)
-            report["points"][f"{index}:{point.id}"] = {"machine": position.tolist(),
+            report["points"][member_name(index, node_id, point.id)] = {"machine": position.tolist(),
                                                        "site": _apply(site, position).tolist()}
         for measurement in component.measurements.measurements if component.measurements else []:
-            report["measurements"][f"{index}:{measurement.id}"] = measurement.number("value")
+            value = QualifiedRef(index, Reference(component.measurements.oem, component.measurements.name,
+                                                  measurement.id, "value"))
+            report["measurements"][str(value)] = measurement.number("value")
     return report
 
 

@@ -43,8 +43,9 @@ from .base import member_path
 from .config import Component, ResourceConfiguration
 from .kinematics import attach_order, homogeneous, node_local_transform, placement, root_components
 from .loader import load_configuration
+from .names import assembly_name, body_name, joint_name
 from .physics import PhysicsJoint, combine_mass_properties
-from .references import Reference, parse_reference
+from .references import QualifiedRef, Reference, parse_reference
 from .topcon import NODE_MOTION_VALUES, ManifestEntry, Node
 
 GRAVITY_J670 = np.array([0.0, 0.0, 9.81])
@@ -55,14 +56,6 @@ FACTOR_ORDER = ("tx", "ty", "tz", "rz", "ry", "rx")
 def mfk_model_spec(path: str | Path, data: Any, values: Mapping[str, float] | None = None) -> ModelSpec:
     """Read an MFK resource configuration (bare or enveloped) into a ModelSpec. Raises ModelError."""
     return build_model_spec(load_configuration(data, path, values))
-
-
-def body_name(component: int, node: str) -> str:
-    return f"c{component}:{node}"
-
-
-def joint_name(component: int, node: str, value: str | None = None) -> str:
-    return f"c{component}:{node}" + (f".{value}" if value else "")
 
 
 def factor_matrix(value: str, amount: float) -> np.ndarray:
@@ -139,7 +132,7 @@ class _Builder:
                              actuated=True, source_type=f"mfk articulated {value}", where=entry.where)
             _apply_spring(spec, self.springs.get((index, node.id, value)), node.number(value))
             self.spec.joints.append(spec)
-            self.joint_refs[f"{index}:{entry.value_ref}"] = joint
+            self.joint_refs[str(QualifiedRef(index, parse_reference(entry.value_ref)))] = joint
             carrier, fixed = child, np.eye(4)
         if not np.allclose(fixed, np.eye(4)):
             last_joint = self.spec.joints[-1]
@@ -153,7 +146,7 @@ class _Builder:
     def finish(self) -> ModelSpec:
         self.problems.raise_if_any()
         self.spec.bodies = list(self.bodies.values())
-        self.spec.assemblies = {f"c{c.index}": True for c in self.config.components}
+        self.spec.assemblies = {assembly_name(c.index): True for c in self.config.components}
         self.spec.extras["mfk"] = _extras(self.config, self.joint_refs)
         return self.spec
 
@@ -221,7 +214,7 @@ def _check_representable(node: Node, component: Component, problems: Problems) -
         problems.add(member_path(node.where, "id"), f"node id {node.id!r} contains ':'",
                      "an id without ':' (':' separates body path parts)")
     if any(node.number(s) != 1.0 for s in ("sx", "sy", "sz")):
-        problems.add(node.where, f"node {component.index}:{node.id} has scale {tuple(float(x) for x in node.scale)}",
+        problems.add(node.where, f"node {body_name(component.index, node.id)} has scale {tuple(float(x) for x in node.scale)}",
                      "scale 1 (a rigid-body model cannot carry scale; the standard keeps it out of nodes)")
 
 
@@ -256,7 +249,7 @@ def _extras(config: ResourceConfiguration, joint_refs: dict[str, str]) -> dict[s
         for part in (transform.local_position, transform.local_rotation):
             for value in part.DEFAULTS if part else ():
                 ref = Reference(transform.oem, transform.name, part.id, value)
-                placement_refs[f"{roots[0]}:{ref}"] = part.number(value)
+                placement_refs[str(QualifiedRef(roots[0], ref))] = part.number(value)
     return {
         "uuid": config.uuid,
         "description": config.description,
