@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -158,7 +159,6 @@ class Model:
     node_com: np.ndarray  # (n_nodes, 3) in node coordinates
     node_inertia: np.ndarray
     levels: tuple[Level, ...]
-    subtree: np.ndarray  # (n_nodes, n_nodes) bool: subtree[i, j] = j is i or a descendant of i
     # bodies and frames
     body_names: tuple[str, ...]  # index 0 is "fixed"
     body_node: np.ndarray
@@ -180,6 +180,19 @@ class Model:
     joint_restraints: tuple[JointRestraint, ...]
     pair_restraints: tuple[PairRestraint, ...]
     warnings: tuple[str, ...] = field(default=())
+
+    @cached_property
+    def subtree(self) -> np.ndarray:
+        """(n_nodes, n_nodes) bool: ``subtree[i, j]`` = node j is i or a descendant of i.
+
+        Built on first use (n_nodes² bytes), so that compiling and checking stay linear in model size.
+        """
+        ancestors = np.zeros((self.n_nodes, self.n_nodes), dtype=bool)  # ancestors[j, i]: i is j or above j
+        for j, parent in enumerate(self.node_parent):  # a node comes after its parent
+            if parent >= 0:
+                ancestors[j] = ancestors[parent]
+            ancestors[j, j] = True
+        return ancestors.T
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -438,15 +451,9 @@ def compile_model(spec: ModelSpec) -> Model:
     depth = np.zeros(n_nodes, dtype=int)
     for i in range(1, n_nodes):
         depth[i] = depth[node_parent[i]] + 1
-    levels = tuple(
-        Level(np.flatnonzero(depth == d), node_parent[np.flatnonzero(depth == d)]) for d in range(1, depth.max(initial=0) + 1)
-    )
-    subtree = np.zeros((n_nodes, n_nodes), dtype=bool)
-    for i in range(n_nodes):
-        a = i
-        while a >= 0:
-            subtree[a, i] = True
-            a = node_parent[a]
+    by_depth = np.argsort(depth, kind="stable")  # nodes of one depth together, in node order
+    starts = np.searchsorted(depth[by_depth], np.arange(1, depth.max(initial=0) + 2))
+    levels = tuple(Level(by_depth[a:b], node_parent[by_depth[a:b]]) for a, b in zip(starts[:-1], starts[1:]))
 
     node_mass = np.zeros(n_nodes)
     node_com = np.zeros((n_nodes, 3))
@@ -465,6 +472,7 @@ def compile_model(spec: ModelSpec) -> Model:
             frame_node.append(int(body_node[b]))
             frame_offset.append(matrix)
     frame_lookup = {n: i for i, n in enumerate(frame_names)}
+    reversed_joints = {t for t, r in tree_order if r}
 
     compiled_joints = tuple(
         CompiledJoint(
@@ -475,7 +483,7 @@ def compile_model(spec: ModelSpec) -> Model:
             parent_frame=frame_lookup[join_path(joint.parent.body, joint.parent.frame)],
             child_frame=frame_lookup[join_path(joint.child.body, joint.child.frame)],
             in_tree=used[j],
-            reversed=any(j == t and r for t, r in tree_order),
+            reversed=j in reversed_joints,
             nodes=joint_nodes.get(j, ()),
             offset=joint.offset,
             limits=joint.limits,
@@ -507,7 +515,6 @@ def compile_model(spec: ModelSpec) -> Model:
         node_com=node_com,
         node_inertia=node_inertia,
         levels=levels,
-        subtree=subtree,
         body_names=tuple(body_names),
         body_node=body_node,
         frame_names=tuple(frame_names),

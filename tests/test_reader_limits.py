@@ -128,3 +128,47 @@ def test_cli_gives_exit_2_and_no_traceback(tmp_path):
                              text=True, timeout=120)
         assert run.returncode == 2 and "Traceback" not in run.stderr and str(path) in run.stderr
         assert path.read_bytes() == before
+
+
+# ---------------------------------------------------------------------- size: loading and checking stay linear
+
+
+def flat_model(n: int) -> dict:
+    """n bodies, each on its own revolute joint to the ground (the shape of a 20,000-body stress model)."""
+    inertia = {"Ixx": 0.01, "Iyy": 0.1, "Izz": 0.1}
+    return {"model_parameters": {"version": "0.2", "gravity": [0, 0, 9.81]},
+            "assemblies": [{"name": "a",
+                            "bodies": [{"name": f"b{i}", "mass": 1.0, "moment_of_inertia": inertia,
+                                        "frames": [{"name": "tip", "T": [1, 0, 0]}]} for i in range(n)],
+                            "joints": [{"name": f"j{i}", "type": "Ry",
+                                        "body_frame_pairs": [["fixed", "origin"], [f"b{i}", "origin"]]}
+                                       for i in range(n)]}]}
+
+
+def calls_to_check(tmp_path: Path, n: int) -> int:
+    """Python and C function calls made by reading, compiling and summarizing a flat model of n bodies."""
+    from shiftsim.model import compile_model
+    from shiftsim.summary import summarize
+
+    path = tmp_path / f"flat{n}.json"
+    path.write_text(json.dumps(flat_model(n)))
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(profile)
+    try:
+        model = compile_model(read_model(path))
+        summarize(model)
+    finally:
+        sys.setprofile(None)
+    assert "subtree" not in model.__dict__  # the (n_nodes, n_nodes) matrix is built only when a solve needs it
+    return count
+
+
+def test_check_work_grows_linearly_with_the_number_of_bodies(tmp_path):
+    small, large = calls_to_check(tmp_path, 200), calls_to_check(tmp_path, 800)
+    # linear: about 4 times the calls for 4 times the bodies (quadratic steps would give about 16 times)
+    assert large < 4.5 * small, (small, large)
