@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
+from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -78,7 +79,8 @@ def figure(name: str, dpi: int, rows: int = 1, columns: int = 1, *, left: float 
     FigureCanvasAgg(fig)
     fig.subplots_adjust(left=left / width, right=1.0 - right / width, bottom=bottom / height, top=1.0 - top / height,
                         hspace=hspace, wspace=wspace)
-    axes = fig.subplots(rows, columns, squeeze=False, **subplot_options)
+    with rc_context({"axes.titley": 1.0}):  # a fixed title height: matplotlib does not measure the tick labels
+        axes = fig.subplots(rows, columns, squeeze=False, **subplot_options)
     return fig, axes
 
 
