@@ -1,0 +1,136 @@
+"""report.html: one self-contained page per run, checked by parsing it with html.parser."""
+
+from __future__ import annotations
+
+import base64
+import json
+from html.parser import HTMLParser
+
+from test_scenario_support import PNG_SIGNATURE, REPO, beam_scenario, run_cli, write_scenario
+
+EXCAVATOR = str(REPO / "models" / "mfk" / "excavator.json")
+
+
+class _Page(HTMLParser):
+    """Collects images, tables (rows of cell texts), every attribute, tags, and the text of headings."""
+
+    def __init__(self):
+        super().__init__()
+        self.images: list[dict[str, str]] = []
+        self.tables: list[list[list[str]]] = []
+        self.attributes: list[tuple[str, str, str]] = []
+        self.tags: set[str] = set()
+        self.headings: list[str] = []
+        self.text: list[str] = []
+        self._cell: list[str] | None = None
+        self._heading: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        self.attributes += [(tag, name, value or "") for name, value in attrs]
+        if tag == "img":
+            self.images.append(dict(attrs))
+        elif tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag in ("h1", "h2", "h3"):
+            self._heading = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self.tables[-1][-1].append("".join(self._cell))
+            self._cell = None
+        elif tag in ("h1", "h2", "h3"):
+            self.headings.append("".join(self._heading))
+            self._heading = None
+
+    def handle_data(self, data):
+        self.text.append(data)
+        for part in (self._cell, self._heading):
+            if part is not None:
+                part.append(data)
+
+
+def _parse(path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    page.close()
+    return page
+
+
+def _table(page: _Page, first_header: str, *more: str) -> list[list[str]]:
+    """The rows (header first) of the table whose header row starts with the given cells."""
+    wanted = [first_header, *more]
+    return next(t for t in page.tables if t and t[0][:len(wanted)] == wanted)
+
+
+def _self_contained(page: _Page) -> None:
+    assert not {"script", "link", "iframe", "object", "embed", "base"} & page.tags
+    for tag, name, value in page.attributes:
+        assert name not in ("href", "srcset", "action"), (tag, name)
+        if name == "src":
+            assert value.startswith("data:image/png;base64,"), value[:60]
+        assert "http:" not in value and "https:" not in value and "file:" not in value and "//" not in value[:8]
+    assert not any("url(" in t or "@import" in t or "http" in t for t in page.text if "{" in t)  # the inline CSS
+
+
+def test_the_report_embeds_every_plot_and_lists_every_step(tmp_path, capsys):
+    description = "A beam <script>alert(1)</script> & a tip load"
+    document = beam_scenario(description=description,
+                             outputs={"csv": False, "dpi": 30,
+                                      "plots": ["deflection", "efforts", "pin_loads", "pose", "convergence"]})
+    code, out, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
+    assert code == 0, err
+    folder = tmp_path / "out"
+    page = _parse(folder / "report.html")
+    _self_contained(page)
+    assert "script" not in page.tags and description in "".join(page.text)  # escaped, shown as text
+
+    pngs = sorted(p.name for p in folder.glob("*.png"))
+    assert sorted(image["alt"] for image in page.images) == pngs == [
+        "convergence.png", "deflection.png", "efforts.png", "pin_loads.png", "pose.png"]
+    for image in page.images:
+        data = base64.b64decode(image["src"].split(",", 1)[1], validate=True)
+        assert data.startswith(PNG_SIGNATURE) and data == (folder / image["alt"]).read_bytes()
+
+    results = json.loads((folder / "results.json").read_text())
+    status = _table(page, "step")
+    assert status[0][-5:] == ["status", "iterations", "final residual (scaled, -)", "stable", "failures"]
+    assert [row[0] for row in status[1:]] == [str(s["index"]) for s in results["steps"]]
+    assert [row[-4] for row in status[1:]] == [str(s["iterations"]) for s in results["steps"]]
+    assert all(row[-5] == "converged" for row in status[1:])
+
+    deflection = _table(page, "frame", "peak |d| (mm)")
+    tip = [row for row in deflection[1:] if row[0] == "beam:link10:tip"]
+    largest = max(sum(c * c for c in s["frames"]["beam:link10:tip"]["deflection"]) ** 0.5 for s in results["steps"])
+    assert len(tip) == 1 and float(tip[0][1]) == float(f"{largest * 1e3:.4g}")
+    efforts = _table(page, "joint", "kind", "peak effort", "unit")
+    assert {row[0] for row in efforts[1:]} == {"beam:hinge1", "beam:hinge10"}
+    assert {row[3] for row in efforts[1:]} <= {"N m", "kN m"}
+    pins = _table(page, "joint")
+    pin_rows = next(t for t in page.tables if t[0][1].startswith("peak |F|"))
+    assert {row[0] for row in pin_rows[1:]} == {"beam:hinge1", "beam:hinge10"} and pins
+    assert "Summary" in page.headings and "Solver status per step" in page.headings
+    assert "beam: 3 steps, 3 converged, 0 failed" in "".join(page.text)
+
+
+def test_the_report_of_a_collision_scenario_has_the_closest_approach(tmp_path, capsys):
+    document = {"name": "pair", "description": "two excavators",
+                "machines": [{"id": "ex1", "model": EXCAVATOR}, {"id": "ex2", "model": EXCAVATOR}],
+                "sweep": {"parameters": {"ex2:topcon.transform.local_position.easting": [4.0, 3.04, 2.9]}},
+                "track": {"joints": ["ex1:c1:boom.ry"]},
+                "collision": {"margin": 0.1}, "outputs": {"csv": False, "dpi": 20, "plots": ["collisions"]}}
+    code, _, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
+    assert code == 0, err
+    page = _parse(tmp_path / "out" / "report.html")
+    _self_contained(page)
+    closest = _table(page, "pair", "least distance (mm)", "state")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    least = min(s["collisions"][0]["distance"] for s in results["steps"])
+    assert least < 0.0  # 2.9 m apart with 3 m wide tracks: they overlap by 0.1 m
+    assert [row[:3] for row in closest[1:]] == [["ex1 - ex2", f"{least * 1e3:.4g}", "in collision"]]
+    states = {s["index"]: s["collisions"][0]["distance"] for s in results["steps"]}
+    assert 0.0 < states[1] < 0.1  # step 1 is within the margin, not in collision (summary wording)
