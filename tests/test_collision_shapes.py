@@ -95,12 +95,12 @@ def test_unknown_shape_keys_are_kept_with_a_warning(tmp_path):
     ({"name": "s", "type": "sphere", "radius": 1.0, "length": 2.0},
      "collision_shapes[0].length: 'length' does not apply to type 'sphere' (expected only radius as its size)"),
     ({"name": "s", "type": "sphere", "radius": 1.0, "cx": "1"},
-     "collision_shapes[0].cx: expected a number, got the string '1'"),
+     "collision_shapes[0].cx: is the string '1' (expected a finite number (m)"),
     ({"name": "s", "type": "aabb", "hex": 1.0, "hey": 1.0, "hez": 1.0, "R": [[1, 1, 0], [0, 1, 0], [0, 0, 1]]},
-     "collision_shapes[0].R: not a rotation matrix"),
+     "collision_shapes[0].R: is not a rotation matrix: max |R^T R - I| = 1"),
     ({"type": "sphere", "radius": 1.0}, "collision_shapes[0]: missing required key 'name'"),
     ({"name": "a:b", "type": "sphere", "radius": 1.0}, "collision_shapes[0].name: name 'a:b' contains ':'"),
-    ("sphere", "collision_shapes[0]: expected an object, got the string 'sphere'"),
+    ("sphere", "collision_shapes[0]: is the string 'sphere' (expected an object)"),
 ], ids=["no type", "unknown type", "missing size", "missing length", "zero radius", "negative half extent",
         "size of another type", "centre not a number", "not a rotation", "no name", "name with colon", "not an object"])
 def test_bad_collision_shapes_are_refused_with_their_json_path(tmp_path, shape, expected):
@@ -120,7 +120,7 @@ def test_every_bad_shape_of_a_file_is_reported_at_once(tmp_path):
 def test_collision_shapes_must_be_a_list(tmp_path):
     data = model_with([])
     data["bodies"][0]["collision_shapes"] = {"name": "s"}
-    with pytest.raises(ModelError, match=r"bodies\[0\]\.collision_shapes: expected a list"):
+    with pytest.raises(ModelError, match=r"bodies\[0\]\.collision_shapes: is an object \(expected an array\)"):
         read(tmp_path, data)
 
 
