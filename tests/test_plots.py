@@ -15,8 +15,8 @@ from test_scenario_support import REPO, PNG_SIGNATURE, beam_scenario, model_path
 
 from shiftsim.scenario import LocalExecutor, execute, load_scenario
 from shiftsim.scenario import plots
-from shiftsim.scenario.digest import closest_step, number, pin_load_peaks, skipped_plots
-from shiftsim.scenario.plotting import SweepAxis, coinciding, plot_series
+from shiftsim.scenario.digest import closest_step, number, parameter_text, pin_load_peaks, skipped_plots
+from shiftsim.scenario.plotting import SweepAxis, coinciding, plot_series, sweep_axis
 from shiftsim.scenario.pose_plot import SAG_SHARE, _exaggeration, _views
 from shiftsim.scenario.runner import StepResult
 
@@ -145,3 +145,17 @@ def test_a_new_plot_kind_is_one_registry_entry(tmp_path, monkeypatch):
 def test_numbers_never_print_minus_zero():
     assert number(-0.0) == "0" and number(0.0) == "0"
     assert number(-1.5e-7) == "-1.5e-07" and number(-2.5) == "-2.5" and number(297012.3) == "2.97e+05"
+
+
+def test_swept_angles_are_drawn_in_the_scenario_angle_unit(tmp_path):
+    document = json.loads((REPO / "scenarios" / "four_bar_drive.json").read_text())
+    document["machines"][0]["model"] = model_path("four_bar")
+    document["sweep"]["parameters"]["fb:four_bar:crank_pin"] = [0.0, math.pi / 2.0]
+    for unit, factor in (("rad", 1.0), ("deg", 180.0 / math.pi)):
+        scenario = load_scenario(write_scenario(tmp_path, {**document, "angle_unit": unit}))
+        steps = [StepResult(k, {"fb:four_bar:crank_pin": v}, "converged", 1, 0.0, True)
+                 for k, v in enumerate([0.0, math.pi / 2.0])]
+        axis = sweep_axis(scenario, steps)
+        assert axis.label == f"fb:four_bar:crank_pin ({unit})"
+        assert [axis.x(s) for s in steps] == pytest.approx([0.0, factor * math.pi / 2.0])
+        assert parameter_text(scenario, steps[1]) == f"fb:four_bar:crank_pin = {number(factor * math.pi / 2.0)} {unit}"

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..model import PRISMATIC
 from .runner import StepResult
-from .spec import Scenario
+from .spec import Scenario, angle_unit_of
+from .sweep import Parameter
 
 FORCE, TORQUE = "force", "torque"
 NO_DEFLECTION = 1e-9  # m: deflections below this are rounding noise of rigid structures
@@ -203,10 +204,20 @@ def skipped_plots(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, 
     return skipped
 
 
+def shown_value(scenario: Scenario, parameter: Parameter, value: float) -> tuple[float, str]:
+    """A swept value as people read it, and its unit: angles in the scenario's ``angle_unit``."""
+    if parameter.unit == "rad":
+        return float(scenario.angle(value)), angle_unit_of(parameter.unit, scenario.angle_unit)
+    return value, parameter.unit
+
+
 def parameter_text(scenario: Scenario, step: StepResult) -> str:
-    """``name = value unit, ...`` of a step's swept values ('' without a sweep)."""
-    return ", ".join(f"{p.name} = {number(step.parameters[p.name])}{'' if p.unit in ('-', '') else ' ' + p.unit}"
-                     for p in scenario.sweep.parameters)
+    """``name = value unit, ...`` of a step's swept values ('' without a sweep); angles in the scenario's unit."""
+    parts = []
+    for p in scenario.sweep.parameters:
+        value, unit = shown_value(scenario, p, step.parameters[p.name])
+        parts.append(f"{p.name} = {number(value)}{'' if unit in ('-', '') else ' ' + unit}")
+    return ", ".join(parts)
 
 
 def step_text(scenario: Scenario, step: StepResult) -> str:

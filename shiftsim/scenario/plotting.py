@@ -18,7 +18,7 @@ from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .digest import number
+from .digest import number, shown_value
 from .runner import StepResult
 from .spec import Scenario
 from .sweep import Parameter
@@ -32,15 +32,15 @@ MARKERS = ("o", "s", "^", "v", "D")
 COINCIDE = 1e-6  # series closer than this fraction of the plot's largest value are drawn as one
 
 
-def unit_text(parameter: Parameter) -> str:
-    """What a swept value is measured in, for axis labels."""
+def unit_text(scenario: Scenario, parameter: Parameter) -> str:
+    """What a swept value is measured in, for axis labels (angles in the scenario's ``angle_unit``)."""
     if parameter.kind == "load":
         return "load factor, -"
     if parameter.kind == "pose" and parameter.unit == "-":
         return "normalized, -"
     if parameter.kind == "geometry":
         return "MFK value, in the configuration's units"
-    return parameter.unit or "-"
+    return shown_value(scenario, parameter, 0.0)[1] or "-"
 
 
 @dataclass(frozen=True)
@@ -60,14 +60,17 @@ def sweep_axis(scenario: Scenario, steps: Sequence[StepResult]) -> SweepAxis:
     if scenario.sweep.mode == "line":
         p = parameters[0]
         others = f" (with {', '.join(q.name for q in parameters[1:])})" if len(parameters) > 1 else ""
-        return SweepAxis(f"{p.name} ({unit_text(p)}){others}", lambda s: s.parameters[p.name], [("", steps)])
+        return SweepAxis(f"{p.name} ({unit_text(scenario, p)}){others}",
+                         lambda s: shown_value(scenario, p, s.parameters[p.name])[0], [("", steps)])
     p = parameters[-1]
     groups: dict[tuple, list[StepResult]] = {}
     for step in steps:
-        key = tuple((q.name, step.parameters[q.name]) for q in parameters[:-1])
+        key = tuple(step.parameters[q.name] for q in parameters[:-1])
         groups.setdefault(key, []).append(step)
-    named = [(", " + ", ".join(f"{n} = {number(v)}" for n, v in key), group) for key, group in groups.items()]
-    return SweepAxis(f"{p.name} ({unit_text(p)})", lambda s: s.parameters[p.name], named)
+    named = [(", " + ", ".join(f"{q.name} = {number(shown_value(scenario, q, v)[0])}" for q, v in zip(parameters, key)),
+              group) for key, group in groups.items()]
+    return SweepAxis(f"{p.name} ({unit_text(scenario, p)})",
+                     lambda s: shown_value(scenario, p, s.parameters[p.name])[0], named)
 
 
 def figure(name: str, dpi: int, rows: int = 1, columns: int = 1, *, left: float = 0.9, right: float = 0.25,

@@ -17,7 +17,8 @@ import html
 from typing import Any, Iterable, Sequence
 
 from .digest import (FORCE, NO_DEFLECTION, closest_approaches, count_line, deflection_peaks, effort_peaks,
-                     force_unit, number, parameter_text, pin_load_peaks, result_lines, skipped_plots)
+                     force_unit, number, parameter_text, pin_load_peaks, result_lines, shown_value,
+                     skipped_plots)
 from .runner import StepResult
 from .spec import Scenario
 
@@ -96,16 +97,17 @@ def peak_tables(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, tu
 
 
 def _status_rows(scenario: Scenario, document: dict[str, Any]) -> tuple[list[str], list[list[Any]], list[bool]]:
-    units = document.get("units", {}).get("parameters", {})
-    names = document.get("parameters", [])
-    headers = ["step", *(f"{n} ({units.get(n) or '-'})" for n in names), "status", "iterations",
-               "final residual (scaled, -)", "stable", "failures"]
+    """The solver status table: a row per step of the results document, swept values as people read them."""
+    parameters = scenario.sweep.parameters
+    headers = ["step", *(f"{p.name} ({shown_value(scenario, p, 0.0)[1] or '-'})" for p in parameters), "status",
+               "iterations", "final residual (scaled, -)", "stable", "failures"]
     rows, failed = [], []
     for step in document["steps"]:
         residual = "no solve" if step["residual"] is None else f"{step['residual']:.3g}"
         failures = "; ".join(f"{f['machine']}: {f['message']}" for f in step.get("failures", []))
-        rows.append([step["index"], *(number(step["parameters"][n]) for n in names), step["status"],
-                     step["iterations"], residual, "yes" if step["stable"] else "no", failures])
+        values = [number(shown_value(scenario, p, step["parameters"][p.name])[0]) for p in parameters]
+        rows.append([step["index"], *values, step["status"], step["iterations"], residual,
+                     "yes" if step["stable"] else "no", failures])
         failed.append(step["status"] != "converged")
     return headers, rows, failed
 
