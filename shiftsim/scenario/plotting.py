@@ -89,7 +89,7 @@ def figure(name: str, dpi: int, rows: int = 1, columns: int = 1, *, left: float 
 
 def png(fig: Figure) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
+    fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 3})  # 6 (the default): 1.4x the time, 7 % smaller
     return buffer.getvalue()
 
 
