@@ -1,8 +1,10 @@
 """``shiftsim mfk``: inspect Topcon MFK resource configurations and their replicate buffers.
 
-* ``shiftsim mfk show CONFIG [--set REF=VALUE]... [--json]``: poses of nodes,
-  collision shapes and points of interest in the machine and site frames,
-  and the measurements, after the measurement scripts and the given values;
+* ``shiftsim mfk show CONFIG [--set REF=VALUE]... [--site-origin LAT,LON,ALT] [--json]``: poses of
+  nodes, collision shapes and points of interest in the machine and site
+  frames, and the measurements, after the measurement scripts and the given
+  values; a machine placed by WGS84 coordinates is shown in the tangent plane
+  about ``--site-origin`` (degrees, degrees, metres; default its own position);
 * ``shiftsim mfk encode CONFIG [--set REF=VALUE]...``: the replicate buffers,
   ``{"rc_uuid": ..., "manifest": [base64 per component]}``;
 * ``shiftsim mfk decode CONFIG FILE``: the values in such an object (FILE or
@@ -27,6 +29,7 @@ from ..errors import InputError, Problem, Problems
 from ..formats.mfk import load_configuration, read_mfk_file
 from ..formats.mfk.replicate import decode_message, encode_message
 from ..formats.mfk.report import describe
+from ..formats.mfk.wgs import Geodetic
 from ._common import emit_json
 
 
@@ -39,6 +42,10 @@ def add_parser(subparsers: Any) -> None:
     show = actions.add_parser("show", help="poses of nodes, shapes and points; measurements")
     show.add_argument("config", help="MFK resource configuration (JSON)")
     show.add_argument("--set", action="append", default=[], metavar="REF=VALUE", help=set_help)
+    show.add_argument("--site-origin", metavar="LAT,LON,ALT", type=parse_origin,
+                      help="WGS84 origin of the site (degrees, degrees, metres above the ellipsoid) for a machine "
+                           "placed by a 'wgs' transform; default: the machine's own position. Write "
+                           "--site-origin=-23.4,119.7,520 for a southern latitude")
     show.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     encode = actions.add_parser("encode", help="replicate buffers of the configuration's current values")
@@ -58,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
     for warning in [*warnings, *config.warnings]:
         print(f"warning: {warning}", file=sys.stderr)
     if args.mfk_command == "show" and not args.json:
-        print(format_table(describe(config)))
+        print(format_table(describe(config, args.site_origin)))
     elif args.mfk_command == "show":
-        emit_json(describe(config))
+        emit_json(describe(config, args.site_origin))
     elif args.mfk_command == "encode":
         emit_json(encode_message(config))
     else:
@@ -85,6 +92,19 @@ def parse_settings(items: list[str]) -> dict[str, float]:
         values[ref.strip()] = value
     problems.raise_if_any()
     return values
+
+
+def parse_origin(text: str) -> Geodetic:
+    """``LAT,LON,ALT`` (degrees, degrees, metres) -> a geodetic origin; argparse reports a bad one (exit 2)."""
+    parts = text.split(",")
+    try:
+        lat, lon, alt = (float(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not LAT,LON,ALT (three numbers)") from None
+    if not (-90 <= lat <= 90 and -180 <= lon <= 360 and abs(alt) <= 1e6):
+        raise argparse.ArgumentTypeError(f"{text!r}: latitude in [-90, 90], longitude in [-180, 360] degrees and "
+                                         "altitude within 1e6 m expected")
+    return Geodetic(lat, lon, alt)
 
 
 def read_message(path: str) -> Any:

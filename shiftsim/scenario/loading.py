@@ -53,7 +53,7 @@ def load_machines(document: dict[str, Any], scenario_dir: Path, problems: Proble
                          f"machine id {entry['id']!r} is already used by machines[{first_use[entry['id']]}]", "a unique id")
             continue
         first_use[entry["id"]] = i
-        parts[entry["id"]] = read_part(entry, i, scenario_dir, problems)
+        parts[entry["id"]] = read_part(entry, i, scenario_dir, problems, document.get("world", {}).get("site_origin"))
 
     hosts = _hosts(entries, first_use, problems)
     children: dict[str, list[str]] = {}
@@ -74,8 +74,10 @@ def load_machines(document: dict[str, Any], scenario_dir: Path, problems: Proble
     return machines, paths
 
 
-def read_part(entry: dict[str, Any], index: int, scenario_dir: Path, problems: Problems) -> Part | None:
-    """Read machine ``index``'s model file and switch its assemblies; None (with problems added) if it cannot."""
+def read_part(entry: dict[str, Any], index: int, scenario_dir: Path, problems: Problems,
+              site_origin: dict[str, float] | None = None) -> Part | None:
+    """Read machine ``index``'s model file and switch its assemblies; None (with problems added) if it cannot.
+    ``site_origin`` is the scenario's ``world.site_origin`` (for MFK machines placed by WGS84 coordinates)."""
     where = f"machines[{index}]"
     placement = read_placement(entry.get("placement"), f"{where}.placement", problems)
     source = (scenario_dir / entry["model"]).resolve()
@@ -97,7 +99,7 @@ def read_part(entry: dict[str, Any], index: int, scenario_dir: Path, problems: P
         if len(problems.items) > before:
             return None
         if kind == "mfk" and "attach" not in entry:
-            part = read_mfk_part(index, entry, source, data, placement, problems)
+            part = read_mfk_part(index, entry, source, data, placement, problems, site_origin)
         elif kind == "mdx" and "attach" not in entry:
             part = read_mdx_part(index, entry, source, data, placement, problems)
         else:

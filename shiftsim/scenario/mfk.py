@@ -46,7 +46,8 @@ from typing import Any, Mapping
 from ..errors import ModelError, Problems, suggest
 from ..formats.mfk import build_model_spec, load_configuration
 from ..formats.mfk.config import ResourceConfiguration
-from ..formats.mfk.kinematics import site_from_machine
+from ..formats.mfk.kinematics import site_from_machine, site_from_wgs
+from ..formats.mfk.wgs import Geodetic
 from ..formats.mfk.references import existing, resolve_qualified
 from ..formats.mfk.spec import mfk_model_spec
 from ..model import Model, compile_model
@@ -57,8 +58,10 @@ from .schema import json_path
 
 VALUE_REFERENCE = re.compile(r"^(c?\d+:)?[^.:\s]+(\.[^.:\s]+){3}$")
 """``[cC:]oem.interface.id.field``; the bare index ``C:`` too, so that it is refused with the canonical form."""
-ROTATION_FIELDS = ("roll", "pitch", "yaw")
-PLACEMENT_FIELDS = ("easting", "northing", "elevation", *ROTATION_FIELDS)
+PLACEMENT_UNITS = {"easting": "m", "northing": "m", "elevation": "m", "roll": "rad", "pitch": "rad", "yaw": "rad",
+                   "lat": "deg", "lon": "deg", "alt": "m", "dir": "deg"}
+"""Units of the transform values: ``local`` (easting ... yaw) and ``wgs`` (lat, lon, alt, dir)."""
+LOCAL_FIELDS = ("easting", "northing", "elevation", "roll", "pitch", "yaw")
 
 
 def is_value_reference(name: str) -> bool:
@@ -104,10 +107,14 @@ class _References:
         return found[0] if len(found) == 1 else None
 
 
-def site_placement(site: Placement, values: Mapping[str, float]) -> Placement:
-    """world <- machine: the site's placement in the world, then the transform values (by reference)."""
+def site_placement(site: Placement, values: Mapping[str, float], origin: Geodetic | None = None) -> Placement:
+    """world <- machine: the site's placement in the world, then the transform values (by reference): a
+    ``wgs`` transform's (lat, lon, alt, dir) in the tangent plane about ``origin``, else the local ones."""
     fields = {ref.rsplit(".", 1)[1]: value for ref, value in values.items()}
-    return site.then(site_from_machine(**{k: v for k, v in fields.items() if k in PLACEMENT_FIELDS}))
+    if "lat" in fields:
+        position = Geodetic(fields["lat"], fields["lon"], fields["alt"])
+        return site.then(site_from_wgs(position, fields["dir"], origin))
+    return site.then(site_from_machine(**{k: v for k, v in fields.items() if k in LOCAL_FIELDS}))
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,7 @@ class MfkVocabulary(Vocabulary):
 
     references: _References = field(repr=False)
     site: Placement  # world <- site
+    origin: Geodetic | None  # the scenario's site origin (for a machine placed by WGS84 coordinates)
     values: Mapping[str, float]  # the values written into the configuration at load ("C:ref" -> value)
     recipe: MfkRecipe = field(repr=False)
     models: dict[tuple, Model] = field(default_factory=dict, repr=False, compare=False)
@@ -154,7 +162,7 @@ class MfkVocabulary(Vocabulary):
                          "a joint: " + existing(name, self.references.joints.values()))
             return None
         if kind == "placement":
-            unit = "rad" if canonical.rsplit(".", 1)[1] in ROTATION_FIELDS else "m"
+            unit = PLACEMENT_UNITS[canonical.rsplit(".", 1)[1]]
             return Setting("placement", canonical, unit)
         return Setting("geometry", canonical, "")
 
@@ -164,7 +172,7 @@ class MfkVocabulary(Vocabulary):
             {"joint": joints, "placement": moved, "geometry": geometry}[kind][target] = value
         placement = machine.placement
         if moved:
-            placement = site_placement(self.site, {**self.references.placement, **moved})
+            placement = site_placement(self.site, {**self.references.placement, **moved}, self.origin)
         model = self.model_for(machine, geometry) if geometry else machine.model
         return Setup(model, placement, joints)
 
@@ -181,9 +189,17 @@ class MfkVocabulary(Vocabulary):
 
 
 def read_mfk_part(index: int, entry: dict[str, Any], source: Path, data: Any, site: Placement,
-                  problems: Problems) -> Part | None:
+                  problems: Problems, site_origin: Mapping[str, float] | None = None) -> Part | None:
     """Read an MFK machine: its ``joints`` values (articulated joints and value references) written into the
-    configuration. Raises ModelError."""
+    configuration; a machine placed by WGS84 coordinates stands in the tangent plane about ``site_origin``
+    (the scenario's ``world.site_origin``). Raises ModelError."""
+    origin = None if site_origin is None else Geodetic(site_origin["lat"], site_origin["lon"],
+                                                         site_origin.get("alt", 0.0))
+    return _read_mfk_part(index, entry, source, data, site, problems, origin)
+
+
+def _read_mfk_part(index: int, entry: dict[str, Any], source: Path, data: Any, site: Placement,
+                   problems: Problems, origin: Geodetic | None) -> Part | None:
     first = _References.of(load_configuration(data, source))
     values, joints, refused = {}, {}, False
     for name, value in entry.get("joints", {}).items():
@@ -208,10 +224,15 @@ def read_mfk_part(index: int, entry: dict[str, Any], source: Path, data: Any, si
         return None
     references = _References.of(load_configuration(data, source, values, values_source=f"machines[{index}].joints"))
     spec = build_model_spec(references.config)
-    placement = site_placement(site, references.placement)
+    if spec.extras["mfk"]["placement"] == "wgs" and origin is None:
+        problems.add(f"machines[{index}].model", f"machine {entry['id']!r} is placed by WGS84 coordinates (its "
+                     "transform interface is of type 'wgs'), but the scenario gives no site origin",
+                     "world.site_origin {\"lat\", \"lon\", \"alt\"} in degrees and metres")
+        return None
+    placement = site_placement(site, references.placement, origin)
 
     def vocabulary(attachments: tuple[Attachment, ...]) -> MfkVocabulary:
         recipe = MfkRecipe(source, data, dict(entry.get("assemblies", {})), attachments)
-        return MfkVocabulary(references, site, values, recipe)
+        return MfkVocabulary(references, site, origin, values, recipe)
 
     return Part(index, entry, source, spec, placement, joints, vocabulary)

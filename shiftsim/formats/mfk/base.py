@@ -44,6 +44,8 @@ class MfkObject:
     UNITS: ClassVar[dict[str, str]] = {}
     """Units of numeric members that have a tighter magnitude bound than any number
     (:data:`shiftsim.formats.typed.BOUNDS`)."""
+    RANGES: ClassVar[dict[str, tuple[float, float]]] = {}
+    """Closed intervals numeric members must lie in (a latitude in [-90, 90])."""
 
     def has_value(self, name: str) -> bool:
         return name in self.values or name in self.DEFAULTS

@@ -20,8 +20,10 @@ Placement (transform interface of the root component)::
 
 with M the axis map (x_J, y_J, z_J) -> (E = y_J, N = x_J, U = -z_J): yaw 0
 faces north and positive yaw turns clockwise (east), positive pitch raises
-the front, positive roll lowers the right side. All transforms are 4x4
-float64 arrays.
+the front, positive roll lowers the right side. A transform of type ``wgs``
+places the machine by latitude, longitude, altitude and heading ``dir``
+(degrees clockwise from north) in the tangent plane about a site origin
+(:func:`site_from_wgs`, :mod:`.wgs`). All transforms are 4x4 float64 arrays.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from scipy.spatial.transform import Rotation
 from ...errors import Problems
 from .base import member_path
 from .config import ResourceConfiguration
-from .topcon import Node
+from .topcon import Node, WgsPosition
+from .wgs import Geodetic, site_from_local_enu, to_site
 
 J670_TO_SITE = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
 """Rotation taking J670 axes to site axes: (x, y, z) -> (E = y, N = x, U = -z)."""
@@ -137,12 +140,32 @@ def site_from_machine(easting: float = 0.0, northing: float = 0.0, elevation: fl
     return homogeneous(attitude.as_matrix() @ J670_TO_SITE, np.array([easting, northing, elevation]))
 
 
-def placement(config: ResourceConfiguration) -> np.ndarray:
-    """site <- machine from the root component's transform interface (axis map only if it has none)."""
+def site_from_wgs(position: Geodetic, heading: float, origin: Geodetic | None = None) -> np.ndarray:
+    """site <- machine for a machine at a WGS84 ``position`` heading ``heading`` degrees clockwise from north,
+    level in its own tangent plane, in the tangent plane (ENU) about ``origin`` (default: its own position)."""
+    origin = origin or position
+    up = np.array([0.0, 0.0, 1.0])
+    level = site_from_local_enu(origin, position) @ Rotation.from_rotvec(-np.radians(heading) * up).as_matrix()
+    return homogeneous(level @ J670_TO_SITE, to_site(origin, position))
+
+
+def wgs_position(wgs: WgsPosition) -> tuple[Geodetic, float]:
+    """The geodetic position and heading (degrees) of a ``wgs`` transform object."""
+    return Geodetic(wgs.number("lat"), wgs.number("lon"), wgs.number("alt")), wgs.number("dir")
+
+
+def placement(config: ResourceConfiguration, origin: Geodetic | None = None) -> np.ndarray:
+    """site <- machine from the root component's transform interface (axis map only if it has none).
+
+    A ``wgs`` transform is placed in the tangent plane about ``origin`` (default: the machine's own
+    position, so that the site is the machine's own ENU frame).
+    """
     roots = root_components(config)
     transform = config.components[roots[0]].transform if roots else None
     if transform is None:
         return site_from_machine()
+    if transform.type == "wgs" and transform.wgs is not None:
+        return site_from_wgs(*wgs_position(transform.wgs), origin)
     position, rotation = transform.local_position, transform.local_rotation
     return site_from_machine(
         easting=position.number("easting") if position else 0.0,

@@ -110,9 +110,12 @@ def check_magnitudes(component: Component, problems: Problems) -> None:
                     continue
                 unit = obj.UNITS.get(name, "")
                 bound = bound_of(unit)
-                if not abs(value) <= bound:
+                low, high = obj.RANGES.get(name, (-bound, bound))
+                if not low <= value <= high:
+                    expected = (f"a value in [{low:g}, {high:g}]" if name in obj.RANGES
+                                else f"a magnitude of at most {bound:g}")
                     problems.add(member_path(obj.where, name), f"{obj.id}.{name} is {value:g}",
-                                 f"a magnitude of at most {bound:g}{' ' + unit if unit else ''}")
+                                 expected + (f" {unit}" if unit else ""))
 
 
 def _check_manifest(config: ResourceConfiguration, component: Component, warn) -> None:

@@ -23,12 +23,16 @@ from .config import ResourceConfiguration
 from .kinematics import machine_transforms, placement, rotation_and_scale
 from .names import body_name, member_name
 from .references import QualifiedRef, Reference
+from .wgs import Geodetic
 
 
-def describe(config: ResourceConfiguration) -> dict[str, Any]:
-    """The ``shiftsim mfk show`` document of a loaded configuration (plain lists and floats)."""
+def describe(config: ResourceConfiguration, origin: Geodetic | None = None) -> dict[str, Any]:
+    """The ``shiftsim mfk show`` document of a loaded configuration (plain lists and floats).
+
+    A machine placed by WGS84 coordinates is shown in the site about ``origin`` (default: its own position).
+    """
     nodes = machine_transforms(config)
-    site = placement(config)
+    site = placement(config, origin)
     report: dict[str, Any] = {"uuid": config.uuid, "description": config.description,
                               "nodes": {}, "collision_shapes": {}, "points": {}, "measurements": {}}
     for (index, identifier), machine in nodes.items():

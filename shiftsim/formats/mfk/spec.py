@@ -246,7 +246,8 @@ def _extras(config: ResourceConfiguration, joint_refs: dict[str, str]) -> dict[s
     transform = config.components[roots[0]].transform if roots else None
     placement_refs = {}
     if transform is not None:
-        for part in (transform.local_position, transform.local_rotation):
+        parts = (transform.wgs,) if transform.type == "wgs" else (transform.local_position, transform.local_rotation)
+        for part in parts:
             for value in part.DEFAULTS if part else ():
                 ref = Reference(transform.oem, transform.name, part.id, value)
                 placement_refs[str(QualifiedRef(roots[0], ref))] = part.number(value)
@@ -256,5 +257,6 @@ def _extras(config: ResourceConfiguration, joint_refs: dict[str, str]) -> dict[s
         "root_component": roots[0] if roots else None,
         "joints": joint_refs,
         "site_from_machine": placement(config).tolist(),
+        "placement": transform.type if transform is not None else "local",
         "placement_values": placement_refs,
     }

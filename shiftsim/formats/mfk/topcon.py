@@ -462,22 +462,48 @@ class LocalRotation(MfkObject):
 
 
 @dataclass(eq=False)
+class WgsPosition(MfkObject):
+    """Machine position on the earth: WGS84 latitude and longitude (degrees), altitude above the ellipsoid
+    (metres) and ``dir``, the heading of the machine's forward axis in degrees clockwise from north."""
+
+    DEFAULTS = {"lat": 0.0, "lon": 0.0, "alt": 0.0, "dir": 0.0}
+    UNITS = {"lat": "deg", "lon": "deg", "alt": "m", "dir": "deg"}
+    RANGES = {"lat": (-90.0, 90.0), "lon": (-180.0, 360.0)}
+
+
+TRANSFORM_TYPES = ("local", "wgs")
+
+
+@dataclass(eq=False)
 class TransformInterface(Interface):
+    """Where the machine stands: ``local`` (site easting/northing/elevation and roll/pitch/yaw) or ``wgs``
+    (latitude, longitude, altitude and heading, placed on a site through its local tangent plane)."""
+
+    type: str = "local"
     local_position: LocalPosition | None = None
     local_rotation: LocalRotation | None = None
+    wgs: WgsPosition | None = None
 
 
 def parse_transform(reader: FieldReader, data: dict[str, Any], header: Header) -> TransformInterface:
-    interface = TransformInterface(header.oem, header.name, header.version, header.where)
-    for key, cls in (("local_position", LocalPosition), ("local_rotation", LocalRotation)):
+    kind = reader.string(data, "type", header.where, required=False, default="local")
+    if kind not in TRANSFORM_TYPES:
+        reader.problems.add(member_path(header.where, "type"), f"unknown transform type {shown(kind)}",
+                            " or ".join(repr(t) for t in TRANSFORM_TYPES))
+    interface = TransformInterface(header.oem, header.name, header.version, header.where, type=kind)
+    needed = ("wgs",) if kind == "wgs" else ("local_position", "local_rotation")
+    for key, cls in (("local_position", LocalPosition), ("local_rotation", LocalRotation), ("wgs", WgsPosition)):
         path = member_path(header.where, key)
         if key not in data:
-            reader.problems.add(path, "missing", f"an object with an id and {', '.join(cls.DEFAULTS)}")
+            if key in needed:
+                what = f"missing (the transform is of type {kind!r})"
+                reader.problems.add(path, what, f"an object with an id and {', '.join(cls.DEFAULTS)}")
             continue
         obj = reader.object(data[key], path)
         if obj is not None:
             setattr(interface, key, reader.identified(cls, obj, path))
-    register_objects(reader, interface, [o for o in (interface.local_position, interface.local_rotation) if o])
+    register_objects(reader, interface, [o for o in (interface.local_position, interface.local_rotation,
+                                                     interface.wgs) if o])
     return interface
 
 
