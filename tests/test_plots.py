@@ -105,7 +105,9 @@ def test_views_follow_the_motion():
     planar = _views(motion=np.array([4.0, 0.0, 5.0]), extent=np.array([9.0, 0.0, 10.0]))
     assert planar == [(0, 2)]  # x-z only: a planar machine needs no top view
     slewing = _views(motion=np.array([3.0, 2.0, 0.0]), extent=np.array([5.0, 13.0, 4.0]))
-    assert slewing == [(0, 1), (1, 2)]  # top view first; then the depth axis z with the longer of x, y
+    assert slewing == [(0, 1), (0, 2)]  # top view first; then the depth axis z beside x, which moves most
+    sliding = _views(motion=np.array([1.1, 0.0, 0.0]), extent=np.array([8.0, 13.0, 4.0]))
+    assert sliding == [(0, 1), (0, 2)]  # moved along x: top view, then the side view x-z (not y-z)
     still = _views(motion=np.zeros(3), extent=np.array([0.5, 0.1, 2.0]))
     assert still[0] == (0, 2)
 

@@ -1,13 +1,15 @@
 """``pose.png``: every machine of the world drawn at a few steps, in the views its motion needs.
 
-Steps (columns): the first and last converged steps and the worst one — for a scenario with ``collision`` the
+Steps: the first and last converged steps and the worst one — for a scenario with ``collision`` the
 step where two machines come closest (the closest points joined by a red line), else the step of largest
 tracked deflection (else largest effort; ``digest.worst_step``).
 
-Views (rows): the first view is the plane of the two world axes along which the drawing moves most over the
-sweep (the tracked frames' paths and the poses drawn), with z vertical when it is one of them; a second view,
-along the third axis, is added only when the machines extend along that axis by more than
-:data:`SECOND_VIEW` of their size (a planar machine gets one view).
+Views: the first view is the plane of the two world axes along which the drawing moves most over the sweep
+(the tracked frames' paths and the poses drawn), with z vertical when it is one of them; a second view, of the
+third (depth) axis beside the axis of most motion, is added only when the machines extend along the depth axis
+by more than :data:`SECOND_VIEW` of their size (a planar machine gets one view). Panels (a step and a view
+each) are laid out in the grid that draws them at the largest common scale, every panel at equal scale on
+both axes.
 
 What is drawn, per machine in its own colour: bodies with collision shapes by their shapes (boxes and cylinders
 by the outline of their bounding box, spheres as circles), other bodies as the outline of their frames (a plate
@@ -190,8 +192,7 @@ def _views(motion: np.ndarray, extent: np.ndarray) -> list[tuple[int, int]]:
     views = [first]
     depth = ranked[2]
     if extent[depth] > SECOND_VIEW * extent.max():
-        partner = max(first, key=lambda a: extent[a])
-        views.append(tuple(sorted((partner, depth))))
+        views.append(tuple(sorted((ranked[0], depth))))  # the depth axis beside the axis of most motion
     return views
 
 
