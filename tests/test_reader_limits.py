@@ -63,6 +63,18 @@ def test_mdx_payload_mass_of_1e308(tmp_path):
     assert "payloadMass: is 1e+308 (expected a mass in kg, zero or more and at most 1e+09)" in refused(tmp_path, data)
 
 
+@pytest.mark.parametrize("key, value, place, expected", [
+    ("maxTranslation", 1e308, "maxTranslation", "at most 1e+09 mm in magnitude"),
+    ("actuatorLen", [666, 1e308], "actuatorLen[1]", "at most 1e+09 mm in magnitude"),
+    ("platformAngles", [147, 154, 266, 274, 26, -1e300], "platformAngles[5]", "at most 1e+08 deg in magnitude"),
+])
+def test_mdx_geometry_numbers_beyond_their_bound(tmp_path, key, value, place, expected):
+    data = json.loads((ROOT / "models/mdx/chair.json").read_text())
+    data[key] = value
+    assert f"{place}: is {value[-1] if isinstance(value, list) else value!r} (expected {expected})" \
+        in refused(tmp_path, data)
+
+
 def test_claraty_numbers_beyond_their_bound(tmp_path):
     text = (ROOT / "models/claraty/rover_arm_5dof.xml").read_text()
     assert 'mass="' in text

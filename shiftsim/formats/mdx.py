@@ -68,6 +68,7 @@ def mdx_model_spec(path: str | Path, data: Any, *, payload_kg: float | None = No
             except Mismatch as error:
                 what = error.what if error.place else f"is {typed.shown(fields['payloadCom'])}"
                 problems.add(f"{prefix}payloadCom{error.place}", what, "[x, y, z] in mm in the platform frame")
+        _check_magnitudes(fields, prefix, problems)
     try:
         platform, warnings = platform_from_reply(data, source, extra_keys=MODEL_EXTRA_KEYS)
     except ModelError as error:
@@ -82,6 +83,23 @@ def mdx_model_spec(path: str | Path, data: Any, *, payload_kg: float | None = No
     )
     spec.warnings.extend(warnings)
     return spec
+
+
+GEOMETRY_UNITS = {"baseRadius": "mm", "platformRadius": "mm", "initialHeight": "mm", "maxTranslation": "mm",
+                  "actuatorLen": "mm", "maxRotation": "deg", "baseAngles": "deg", "platformAngles": "deg"}
+
+
+def _check_magnitudes(fields: dict[str, Any], prefix: str, problems: Problems) -> None:
+    """Geometry numbers beyond their unit's bound (:data:`~shiftsim.formats.typed.BOUNDS`); the protocol's
+    own checks (types, signs, counts) are :func:`~shiftsim.mdx.geometry.platform_from_reply`'s."""
+    for key, unit in GEOMETRY_UNITS.items():
+        value = fields.get(key)
+        items = enumerate(value) if isinstance(value, list) else [(None, value)]
+        for i, item in items:
+            number = typed.finite_float(item)
+            if number is not None and abs(number) > typed.bound_of(unit):
+                place = f"{prefix}{key}" if i is None else f"{prefix}{key}[{i}]"
+                problems.add(place, f"is {typed.shown(item)}", f"at most {typed.bound_of(unit):g} {unit} in magnitude")
 
 
 def neutral_leg_frames(platform: Platform) -> np.ndarray:
