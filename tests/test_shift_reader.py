@@ -580,6 +580,20 @@ def test_reflection_is_refused_and_small_rounding_is_accepted(tmp_path):
     np.testing.assert_allclose(rotation.T @ rotation, np.eye(3), atol=1e-15)
 
 
+def test_rotation_typed_to_five_decimals_is_accepted_with_one_warning(tmp_path):
+    data = pendulum_02()
+    typed = np.round(Rotation.from_euler("y", 2, degrees=True).as_matrix(), 5)  # |R^T R - I| = 1.6e-6
+    frames = data["assemblies"][0]["bodies"][0]["frames"]
+    frames += [{"name": "a", "R": typed.tolist()}, {"name": "b", "R": typed.T.tolist()}]
+    spec = load(tmp_path, data)
+    for name in ("a", "b"):
+        rotation = body(spec, "pendulum:link1").frames[name].rotation
+        np.testing.assert_allclose(rotation.T @ rotation, np.eye(3), atol=1e-15)
+        np.testing.assert_allclose(rotation, typed if name == "a" else typed.T, atol=1e-5)
+    [warning] = [w for w in spec.warnings if "orthonormal" in w]
+    assert "2 rotation matrices are not orthonormal (worst max |R^T R - I| = 1.6e-06 at " in warning
+
+
 def test_wrong_coefficient_count(tmp_path):
     data = pendulum_02()
     data["assemblies"][0]["restraints"] = [
