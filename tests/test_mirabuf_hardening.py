@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 from shiftsim.errors import ModelError
 from shiftsim.formats.mirabuf import decode, read_mirabuf
@@ -124,3 +125,35 @@ def test_revolute_value_no_turn_of_which_fits_is_warned(tmp_path):
     assert any("Shoulder" in w and "outside its limits" in w for w in spec.warnings)
     lower, upper = by_name(spec.joints)["Shoulder"].limits
     assert upper - lower == pytest.approx(1.0)
+
+
+def test_rounded_rotations_are_made_exact_with_one_warning_and_far_ones_refused(tmp_path):
+    """A 2 degree rotation typed to five decimals (|R^T R - I| ~ 1e-5) in two parts: accepted, re-orthonormalized,
+    one warning naming the worst deviation and its place; a deviation of 2e-3 is refused with the number."""
+    rotation = Rotation.from_euler("z", 2, degrees=True).as_matrix()
+    rounded = np.round(rotation, 5)
+    deviation = np.max(np.abs(rounded.T @ rounded - np.eye(3)))
+    assert 1e-6 < deviation < 1e-3
+    builder = robot()
+    for key, scale in (("Wheel:1", 1.0), ("Carriage:1", 1.0 + 2e-6)):
+        matrix = builder.assembly.data.parts.part_instances[key].global_transform.spatial_matrix
+        pose = np.array(matrix).reshape(4, 4)
+        pose[:3, :3] = rounded * scale
+        matrix[:] = np.ravel(pose)
+    spec = read_mirabuf(write(tmp_path, builder))
+    rounding = [w for w in spec.warnings if "not orthonormal" in w]
+    assert len(rounding) == 1
+    assert rounding[0].startswith("2 rotation matrices are not orthonormal (worst max |R^T R - I| = ")
+    assert "at data.parts.part_instances['Carriage:1'].global_transform" in rounding[0]
+    assert "replaced by the nearest rotation" in rounding[0]
+    wheel = by_name(spec.bodies)["Wheel_1"].frames["Wheel_1"].rotation
+    assert wheel.T @ wheel == pytest.approx(np.eye(3), abs=1e-12)
+    assert wheel == pytest.approx(rotation, abs=1e-5)
+
+    builder = robot()
+    matrix = builder.assembly.data.parts.part_instances["Wheel:1"].global_transform.spatial_matrix
+    matrix[0] = 1.001  # |R^T R - I| = 2e-3
+    with pytest.raises(ModelError) as caught:
+        read_mirabuf(write(tmp_path, builder))
+    assert ("part_instances['Wheel:1'].global_transform: spatial_matrix is not a rigid transform: its 3x3 part is "
+            "not a rotation matrix: max |R^T R - I| = 0.002") in str(caught.value)

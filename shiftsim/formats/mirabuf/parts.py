@@ -25,16 +25,17 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ...errors import Problems
+from ..rotations import RotationRounding
+from ..typed import Mismatch
 from .mesh import box_inertia, is_closed, solid_properties, weld
 
 CM = 0.01
 """Metres per centimetre (file lengths)."""
 
-RIGID_TOLERANCE = 1e-4
-"""Largest deviation of a transform's 3x3 block from a rotation (float32 data)."""
+HOMOGENEOUS_TOLERANCE = 1e-3
+"""Largest deviation of a transform's bottom row from ``[0, 0, 0, 1]``."""
 
 
 @dataclass
@@ -81,8 +82,13 @@ def _label(key: str, name: str) -> str:
     return repr(name) if name else repr(key)
 
 
-def read_matrix(values, where: str, problems: Problems) -> np.ndarray | None:
-    """A ``Transform.spatial_matrix`` (16 floats, row-major, cm) as a 4x4 in metres; empty -> identity."""
+def read_matrix(values, where: str, problems: Problems, rounding: RotationRounding) -> np.ndarray | None:
+    """A ``Transform.spatial_matrix`` (16 floats, row-major, cm) as a 4x4 in metres; empty -> identity.
+
+    The 3x3 part follows the rotation rule of every reader (:mod:`shiftsim.formats.rotations`): within
+    1e-3 of orthonormal it is replaced by the nearest rotation (noted in ``rounding`` for the file's one
+    warning), beyond it is refused with the deviation.
+    """
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return np.eye(4)
@@ -90,18 +96,19 @@ def read_matrix(values, where: str, problems: Problems) -> np.ndarray | None:
         problems.add(where, f"spatial_matrix has {values.size} values", "16 (a row-major 4x4) or none")
         return None
     matrix = values.reshape(4, 4)
-    rotation = matrix[:3, :3]
-    if (
-        not np.all(np.isfinite(matrix))
-        or not np.allclose(rotation @ rotation.T, np.eye(3), atol=RIGID_TOLERANCE)
-        or abs(np.linalg.det(rotation) - 1.0) > RIGID_TOLERANCE
-        or not np.allclose(matrix[3], [0.0, 0.0, 0.0, 1.0], atol=RIGID_TOLERANCE)
-    ):
-        problems.add(where, "spatial_matrix is not a rigid transform",
-                     "a rotation and a translation (no scale, shear or NaN)")
+    expected = "a rotation and a translation (no scale, shear or NaN)"
+    if not np.all(np.isfinite(matrix)) or not np.allclose(matrix[3], [0.0, 0.0, 0.0, 1.0],
+                                                           atol=HOMOGENEOUS_TOLERANCE):
+        problems.add(where, "spatial_matrix is not a rigid transform", expected)
+        return None
+    try:
+        rotation = rounding.rotation(matrix[:3, :3], where)
+    except Mismatch as mismatch:
+        problems.add(where, f"spatial_matrix is not a rigid transform: its 3x3 part {mismatch.what}",
+                     mismatch.expected)
         return None
     pose = np.eye(4)
-    pose[:3, :3] = Rotation.from_matrix(rotation).as_matrix()  # re-orthonormalize float32 data
+    pose[:3, :3] = rotation
     pose[:3, 3] = matrix[:3, 3] * CM
     return pose
 
@@ -211,7 +218,10 @@ def index_parts(assembly, problems: Problems, warnings: list[str]) -> PartIndex 
             parts[key].parent = root
             parts[root].children.append(key)
 
-    _place(parts, root, instances, problems)
+    rounding = RotationRounding()
+    _place(parts, root, instances, problems, rounding)
+    if rounding.warning():
+        warnings.append(rounding.warning())
     geometry = {
         key: _geometry(definitions[key], f"data.parts.part_definitions[{_label(key, d.info.name)}]", problems, warnings)
         for key, d in definitions.items()
@@ -226,15 +236,16 @@ def index_parts(assembly, problems: Problems, warnings: list[str]) -> PartIndex 
     return PartIndex(parts=parts, root=root, root_mass=_definition_mass(definitions[parts[root].definition_key]))
 
 
-def _place(parts: dict[str, Part], root: str, instances, problems: Problems) -> None:
+def _place(parts: dict[str, Part], root: str, instances, problems: Problems, rounding: RotationRounding) -> None:
     """World poses: global_transform, or transform chained down the design tree."""
     stack = [(root, np.eye(4))]
     while stack:
         key, parent_pose = stack.pop()
         part = parts[key]
         instance = instances[key]
-        local = read_matrix(instance.transform.spatial_matrix, f"{part.where}.transform", problems)
-        pose = read_matrix(instance.global_transform.spatial_matrix, f"{part.where}.global_transform", problems)
+        local = read_matrix(instance.transform.spatial_matrix, f"{part.where}.transform", problems, rounding)
+        pose = read_matrix(instance.global_transform.spatial_matrix, f"{part.where}.global_transform", problems,
+                           rounding)
         if local is None or pose is None:
             continue
         if len(instance.global_transform.spatial_matrix) == 0:
