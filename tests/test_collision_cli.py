@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from shiftsim.cli import main
-from shiftsim.collision.plot import collisions_plot
+from shiftsim.scenario.collision_plot import collisions_plot
 from shiftsim.scenario.collisions import attach_collisions, check, collision_summary
 from shiftsim.scenario import LocalExecutor, execute, load_scenario
 

@@ -7,7 +7,7 @@ reason, and such a plot is not written (the run summary and the report say why).
 * ``deflection``, ``efforts``, ``pin_loads``, ``convergence``, ``actuators``: against the sweep
   (:mod:`.sweep_plots`);
 * ``pose``: the machines in the world at the first, last and worst or closest steps (:mod:`.pose_plot`);
-* ``collisions``: machine pair distances (:func:`shiftsim.collision.plot.collisions_plot`).
+* ``collisions``: machine pair distances (:mod:`.collision_plot`).
 
 Everything is drawn on matplotlib's Agg canvas (no pyplot, no display needed); figure sizes in inches are
 :data:`.plotting.FIGURE_SIZES`.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..collision.plot import collisions_plot
+from .collision_plot import collisions_plot
 from .digest import skipped_plots
 from .plotting import FIGURE_SIZES
 from .pose_plot import pose_plot

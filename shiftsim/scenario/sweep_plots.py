@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
 from ..statics import SolverOptions
 from .digest import (FORCE, TORQUE, carrying, deflection_peaks, deflections, effort_peaks, efforts, force_unit,
@@ -159,7 +159,7 @@ def convergence_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> b
     bottom.set_ylim(floor, ceiling)
     bottom.yaxis.set_major_locator(LogLocator(numticks=8))
     bottom.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0e}"))  # plain text, no mathtext
-    bottom.yaxis.set_minor_formatter(NullFormatter())
+    bottom.yaxis.set_minor_locator(NullLocator())  # ticks per decade are objects drawn one by one
     bottom.axhline(tolerance, color="black", linestyle="--", linewidth=1.0,
                    label=f"solver tolerance {tolerance:g} (per coordinate; shown: the norm over all)")
     for chosen, colour, marker, label in ((ok, "tab:blue", "o", "converged"), (~ok, FAILED_COLOUR, "x", "failed")):

@@ -1,6 +1,6 @@
 """``collisions.png``: the distance of every machine pair against the swept parameter, with the margin line.
 
-The x axis is the scenario plots' (:func:`shiftsim.scenario.plotting.sweep_axis`): the first parameter of a
+The x axis is the scenario plots' (:func:`.plotting.sweep_axis`): the first parameter of a
 line sweep, the last parameter of a grid (one curve per combination of the others), or the step index without
 a sweep. Steps where a pair was not posed leave gaps. Steps *in collision* (distance <= 0: the shapes touch or
 overlap) are marked with red crosses, steps *within the margin* (0 < distance < margin) with orange circles;
@@ -9,15 +9,14 @@ the band below the margin is shaded.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from ..scenario.plotting import figure, legend, png, style, sweep_axis
-from ..scenario.collisions import collision_settings
-
-if TYPE_CHECKING:
-    from ..scenario import Scenario, StepResult
+from .collisions import collision_settings
+from .plotting import figure, legend, png, style, sweep_axis
+from .runner import StepResult
+from .spec import Scenario
 
 COLLISION_COLOUR = "tab:red"
 MARGIN_COLOUR = "tab:orange"
