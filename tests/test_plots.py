@@ -161,3 +161,55 @@ def test_swept_angles_are_drawn_in_the_scenario_angle_unit(tmp_path):
         assert axis.label == f"fb:four_bar:crank_pin ({unit})"
         assert [axis.x(s) for s in steps] == pytest.approx([0.0, factor * math.pi / 2.0])
         assert parameter_text(scenario, steps[1]) == f"fb:four_bar:crank_pin = {number(factor * math.pi / 2.0)} {unit}"
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The matplotlib figures the plot functions draw, captured instead of encoded."""
+    from shiftsim.scenario import collision_plot, pose_plot, sweep_plots
+
+    drawn = []
+    for module in (sweep_plots, pose_plot, collision_plot):
+        monkeypatch.setattr(module, "png", lambda fig: drawn.append(fig) or PNG_SIGNATURE)
+    return drawn
+
+
+def test_convergence_draws_the_tolerance_zeros_at_the_floor_and_no_empty_bars(tmp_path, figures):
+    scenario = load_scenario(write_scenario(tmp_path, beam_scenario(outputs={"plots": ["convergence"]})))
+    steps = [StepResult(0, {"load:tip": 0.0}, "converged", 0, 0.0, True),
+             StepResult(1, {"load:tip": 0.5}, "converged", 3, 2e-12, True),
+             StepResult(2, {"load:tip": 1.0}, "failed", 60, 3e-3, False)]
+    plots.PLOTTERS["convergence"](scenario, steps, 30)
+    top, bottom = figures[0].axes
+    heights = sorted(patch.get_height() for patch in top.patches)
+    assert heights == [3, 60]  # step 0 took 0 iterations: a mark, not an empty bar
+    lines = {line.get_label(): line for line in bottom.get_lines()}
+    tolerance = next(line for label, line in lines.items() if label.startswith("solver tolerance"))
+    assert tolerance.get_ydata()[0] == pytest.approx(1e-10)
+    zero = next(line for label, line in lines.items() if "exactly 0" in label)
+    assert list(zero.get_xdata()) == [0] and zero.get_ydata()[0] == pytest.approx(bottom.get_ylim()[0])
+    assert bottom.get_ylim()[0] < 2e-12 < 3e-3 < bottom.get_ylim()[1]
+
+
+def test_every_axis_names_a_quantity_and_a_unit(figures):
+    import re
+
+    for name in ("excavator_lift.json", "four_bar_drive.json", "mdx_heave.json"):
+        scenario = load_scenario(REPO / "scenarios" / name)
+        scenario = dataclasses.replace(scenario, outputs=dataclasses.replace(
+            scenario.outputs, plots=tuple(p for p in plots.PLOTTERS if p in ("deflection", "efforts", "pin_loads",
+                                                                              "pose", "convergence", "actuators")
+                                          and (p != "actuators" or "mdx" in name))))
+        figures.clear()
+        steps = execute(scenario, LocalExecutor(1))
+        plots.render(scenario, steps)
+        assert figures
+        for figure in figures:
+            for ax in figure.axes:
+                if not ax.get_visible():
+                    continue
+                for label in (ax.get_xlabel(), ax.get_ylabel()):
+                    if label:  # shared x axes label the bottom panel only
+                        assert re.search(r"\S.*\((-|[^)]*[A-Za-z][^)]*)\)", label), (name, label)
+                assert ax.get_ylabel(), (name, ax.get_title())
+            assert any(ax.get_xlabel() for ax in figure.axes if ax.get_visible())
