@@ -31,8 +31,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, Patch, Polygon
 from scipy.spatial import ConvexHull, QhullError
 
-from ..collision.shapes import SPHERE, shape_table
-from ..model import PRISMATIC
+from ..collision.shapes import SPHERE, ShapeTable, shape_table
+from ..kinematics import Poses
+from ..model import PRISMATIC, Model
 from ..spec import FIXED, PATH_SEPARATOR
 from .digest import NO_DEFLECTION, closest_approaches, closest_step, number, parameter_text, worst_step
 from .machines import Machine
@@ -100,17 +101,32 @@ class _Posed:
     shape_labels: list[tuple[str, np.ndarray]]  # body label, centre (3,)
 
 
-def _pose(scenario: Scenario, machine: Machine, step: StepResult, factor: float | None) -> _Posed:
-    """The machine at the step; ``factor`` None: deflections at true scale (used to size the drawing)."""
+@dataclass(frozen=True)
+class _Solved:
+    """One machine at one step as solved: world poses loaded and unloaded, its collision shapes, what is drawn."""
+
+    machine: Machine
+    model: Model
+    loaded: Poses
+    reference: Poses
+    shapes: ShapeTable
+    parts: _Parts
+
+
+def _solved(scenario: Scenario, machine: Machine, step: StepResult) -> _Solved:
     setup = machine.setup(machine_values(scenario, machine, step.parameters))
-    loaded = machine.world_poses(step.q[machine.id], setup)
-    reference = machine.world_poses(step.q_reference[machine.id], setup)
     table, _ = shape_table([(machine.id, setup.model)])
-    parts = _parts(setup.model, {int(b) for b in table.body})
-    blend = 1.0 if factor is None else factor
-    frames = reference.frames[:, :3, 3] + blend * (loaded.frames[:, :3, 3] - reference.frames[:, :3, 3])
+    return _Solved(machine, setup.model, machine.world_poses(step.q[machine.id], setup),
+                   machine.world_poses(step.q_reference[machine.id], setup), table,
+                   _parts(setup.model, {int(b) for b in table.body}))
+
+
+def _pose(solved: _Solved, factor: float) -> _Posed:
+    """The machine with its deflections (loaded - unloaded positions) drawn ``factor`` times their size."""
+    loaded, reference, table = solved.loaded, solved.reference, solved.shapes
+    frames = reference.frames[:, :3, 3] + factor * (loaded.frames[:, :3, 3] - reference.frames[:, :3, 3])
     bodies = loaded.bodies.copy()
-    bodies[:, :3, 3] = reference.bodies[:, :3, 3] + blend * (loaded.bodies[:, :3, 3] - reference.bodies[:, :3, 3])
+    bodies[:, :3, 3] = reference.bodies[:, :3, 3] + factor * (loaded.bodies[:, :3, 3] - reference.bodies[:, :3, 3])
     boxes, reference_boxes, spheres, labels = [], [], [], {}
     signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
     for k in range(len(table)):
@@ -122,8 +138,8 @@ def _pose(scenario: Scenario, machine: Machine, step: StepResult, factor: float 
             unloaded = reference.bodies[table.body[k]] @ table.local[k]
             boxes.append(centre + (signs * table.size[k]) @ pose[:3, :3].T)
             reference_boxes.append(unloaded[:3, 3] + (signs * table.size[k]) @ unloaded[:3, :3].T)
-        labels.setdefault(setup.model.body_names[table.body[k]].rsplit(PATH_SEPARATOR, 1)[-1], centre)
-    return _Posed(machine, parts, frames, reference.frames[:, :3, 3], boxes, reference_boxes, spheres,
+        labels.setdefault(solved.model.body_names[table.body[k]].rsplit(PATH_SEPARATOR, 1)[-1], centre)
+    return _Posed(solved.machine, solved.parts, frames, reference.frames[:, :3, 3], boxes, reference_boxes, spheres,
                   list(labels.items()))
 
 
@@ -274,8 +290,9 @@ def _draw(ax, posed: list[_Posed], view: tuple[int, int], size: float, stands: b
 def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
     by_index = {s.index: s for s in steps}
     chosen = _chosen_steps(scenario, steps)
-    true_scale = {index: [_pose(scenario, m, by_index[index], None) for m in scenario.machines
-                          if m.id in by_index[index].q] for index in chosen}
+    solved = {index: [_solved(scenario, m, by_index[index]) for m in scenario.machines if m.id in by_index[index].q]
+              for index in chosen}
+    true_scale = {index: [_pose(item, 1.0) for item in items] for index, items in solved.items()}
     points = np.concatenate([p.reference for posed in true_scale.values() for p in posed]
                             + [b for posed in true_scale.values() for p in posed for b in p.boxes])
     extent = np.ptp(points, axis=0)
@@ -283,8 +300,8 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
     largest = max((float(np.abs(p.loaded - p.reference).max()) for posed in true_scale.values() for p in posed),
                   default=0.0)
     factor = _exaggeration(largest, size)
-    posed = {index: [_pose(scenario, p.machine, by_index[index], factor) for p in items]
-             for index, items in true_scale.items()} if factor != 1.0 else true_scale
+    posed = {index: [_pose(item, factor) for item in items] for index, items in solved.items()} \
+        if factor != 1.0 else true_scale
     paths = _tracked_paths(scenario, steps)
     moving = [np.stack([p.loaded for p in items]) for items in zip(*true_scale.values())
               if len({len(p.loaded) for p in items}) == 1]
