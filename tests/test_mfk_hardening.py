@@ -218,3 +218,15 @@ def test_base64_script_limits_apply_to_the_decoded_text():
     measurements["apply_measurements_b64"] = base64.b64encode(script.encode()).decode()
     text = refusal(data)
     assert "components[0].interfaces[1].apply_measurements_b64: the measurement script is" in text
+
+
+def test_huge_input_values_are_echoed_cut():
+    """A megabyte reference, id and key come back as at most about 200 characters each."""
+    huge = "x" * 1_000_000
+    data = config("mfk.topcon.nodes.base.tx = 1", extra_interfaces=[
+        {"oem": "topcon", "name": "collision_shapes", "version": "0.1",
+         "shapes": [{"id": "a.b" + huge, "type": "aabb", "node_ref": "topcon.nodes.base"},
+                    {"id": "box", "type": huge, "node_ref": "topcon.nodes." + huge}]}])
+    text = refusal(data)
+    assert "contains '.'" in text and "unknown collision shape type 'xxx" in text
+    assert len(text) < 2000

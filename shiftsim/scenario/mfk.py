@@ -47,9 +47,10 @@ from ..errors import ModelError, Problems, suggest
 from ..formats.mfk import build_model_spec, load_configuration
 from ..formats.mfk.config import ResourceConfiguration
 from ..formats.mfk.kinematics import site_from_machine, site_from_wgs
-from ..formats.mfk.wgs import Geodetic
 from ..formats.mfk.references import existing, resolve_qualified
 from ..formats.mfk.spec import mfk_model_spec
+from ..formats.mfk.wgs import Geodetic
+from ..formats.typed import shown
 from ..model import Model, compile_model
 from .machines import Machine, Purpose, Setting, SettingValues, Setup, Vocabulary, joint_setting, switch_assemblies
 from .parts import Attachment, Part, compose
@@ -91,7 +92,8 @@ class _References:
         qualified, what, exists = resolve_qualified(self.config, name)
         if qualified is None:
             nearby = f"; joints and placement values: {suggest(name, self.settable())}" if self.settable() else ""
-            return None, f"MFK value reference {name!r} does not resolve: {what}", (exists or "a value reference") + nearby
+            return None, f"MFK value reference {shown(name)} does not resolve: {what}", \
+                (exists or "a value reference") + nearby
         canonical = str(qualified)
         if canonical in self.joints:
             joint = self.joints[canonical]
@@ -153,12 +155,12 @@ class MfkVocabulary(Vocabulary):
             return joint_setting(machine, name, where, problems, purpose)
         found = self.references.classify(machine.id, name)
         if found[0] is None:
-            problems.add(where, f"machine {machine.id!r}: {found[1]}", found[2])
+            problems.add(where, f"machine {shown(machine.id)}: {found[1]}", found[2])
             return None
         kind, canonical = found
         if purpose != "sweep":
             what = "a placement value" if kind == "placement" else "fixed geometry (not articulated)"
-            problems.add(where, f"machine {machine.id!r}: {canonical} is {what}, not a joint: nothing to hold",
+            problems.add(where, f"machine {shown(machine.id)}: {canonical} is {what}, not a joint: nothing to hold",
                          "a joint: " + existing(name, self.references.joints.values()))
             return None
         if kind == "placement":
@@ -213,7 +215,7 @@ def _read_mfk_part(index: int, entry: dict[str, Any], source: Path, data: Any, s
         at = json_path(["machines", index, "joints", name])
         found = first.classify(entry["id"], name)
         if found[0] is None:
-            problems.add(at, f"machine {entry['id']!r}: {found[1]}", found[2])
+            problems.add(at, f"machine {shown(entry['id'])}: {found[1]}", found[2])
             refused = True
         elif isinstance(value, list):
             problems.add(at, f"a list given for the MFK value {found[1]}", "a number")
@@ -225,7 +227,7 @@ def _read_mfk_part(index: int, entry: dict[str, Any], source: Path, data: Any, s
     references = _References.of(load_configuration(data, source, values, values_source=f"machines[{index}].joints"))
     spec = build_model_spec(references.config)
     if spec.extras["mfk"]["placement"] == "wgs" and origin is None:
-        problems.add(f"machines[{index}].model", f"machine {entry['id']!r} is placed by WGS84 coordinates (its "
+        problems.add(f"machines[{index}].model", f"machine {shown(entry['id'])} is placed by WGS84 coordinates (its "
                      "transform interface is of type 'wgs'), but the scenario gives no site origin",
                      "world.site_origin {\"lat\", \"lon\", \"alt\"} in degrees and metres")
         return None

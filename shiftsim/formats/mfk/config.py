@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ...errors import Problems
+from ..typed import shown
 from .base import FieldReader, GenericInterface, GenericObject, Interface, member_path, register_objects
 from .physics import NAME as PHYSICS_NAME
 from .physics import OEM as PHYSICS_OEM
@@ -146,7 +147,7 @@ def parse_configuration(data: Any, file: str) -> tuple[ResourceConfiguration, Pr
     data = _strip_keys(data, "", reader)
     if isinstance(data, dict) and "type" in data and "components" not in data:
         if data["type"] != ENVELOPE_TYPE:
-            problems.add("type", f"unknown message type {data['type']!r}", repr(ENVELOPE_TYPE))
+            problems.add("type", f"unknown message type {shown(data['type'])}", repr(ENVELOPE_TYPE))
         envelope = {k: data[k] for k in ("at", "ttl") if k in data}
         root = "data"
         data = data.get("data")
@@ -209,7 +210,7 @@ def _component(reader: FieldReader, obj: dict[str, Any], index: int, where: str)
         bad = False
         for key, value in (("oem", oem), ("name", name)):
             if "." in value:
-                reader.problems.add(member_path(path, key), f"{key} {value!r} contains '.'",
+                reader.problems.add(member_path(path, key), f"{key} {shown(value)} contains '.'",
                                     f"an {key} without '.' (references are dot-separated)")
                 bad = True
         if not oem or not name or bad:
@@ -235,7 +236,7 @@ def _generic(reader: FieldReader, data: dict[str, Any], header: Header) -> Gener
             identifier = value.get("id")
             if isinstance(identifier, str) and identifier and value is not data:
                 if "." in identifier:
-                    reader.warn(where, f"id {identifier!r} contains '.' and cannot be referenced")
+                    reader.warn(where, f"id {shown(identifier)} contains '.' and cannot be referenced")
                 else:
                     obj = reader.identified(GenericObject, value, where)
                     register_objects(reader, interface, [obj] if obj else [])
@@ -259,11 +260,11 @@ def _strip_keys(value: Any, where: str, reader: FieldReader) -> Any:
     for key, item in value.items():
         clean = key.strip() if isinstance(key, str) else key
         if clean != key:
-            message = f"key {key!r} has surrounding whitespace; read as {clean!r}"
+            message = f"key {shown(key)} has surrounding whitespace; read as {shown(clean)}"
             if not any(message in w for w in reader.warnings):
                 reader.warn(member_path(where, key), message + " (further occurrences not repeated)")
             if clean in value:
-                reader.problems.add(member_path(where, key), f"key {key!r} duplicates key {clean!r}",
+                reader.problems.add(member_path(where, key), f"key {shown(key)} duplicates key {shown(clean)}",
                                     "each key once")
                 continue
         out[clean] = _strip_keys(item, member_path(where, clean), reader)

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from ...errors import InputError, Problems
 from .base import member_path
-from ..typed import bound_of
+from ..typed import bound_of, shown
 from .config import Component, ResourceConfiguration, parse_configuration
 from .kinematics import attach_order, root_components
 from .names import body_name
@@ -86,9 +86,11 @@ def check_values(config: ResourceConfiguration, problems: Problems) -> None:
             names = ("hex", "hey", "hez") if shape.type == "aabb" else ("radius",)
             for name, size in zip(names, sizes):
                 if size < 0:
-                    problems.add(member_path(shape.where, name), f"{name} of shape {shape.id!r} is {size:g}", ">= 0")
+                    problems.add(member_path(shape.where, name), f"{name} of shape {shown(shape.id)} is {size:g}",
+                                 ">= 0")
             if all(size == 0 for size in sizes):
-                warn(f"{config.file}: {shape.where}: collision shape {shape.id!r} of {component.label} has zero size")
+                warn(f"{config.file}: {shape.where}: collision shape {shown(shape.id)} of {component.label} "
+                     "has zero size")
         if component.physics:
             check_physics_values(component.physics, problems)
         if component.transform is not None and roots and component.index != roots[0]:
@@ -129,5 +131,5 @@ def _check_manifest(config: ResourceConfiguration, component: Component, warn) -
         except ValueError:
             continue  # reported by check_references
         if ref.oem == "topcon" and ref.interface == "nodes" and ref.field not in NODE_MOTION_VALUES:
-            warn(f"{config.file}: {entry.where}: {entry.value_ref} is replicated but a {ref.field!r} value "
+            warn(f"{config.file}: {entry.where}: {entry.value_ref} is replicated but a {shown(ref.field)} value "
                  f"cannot be a joint; it stays fixed geometry")

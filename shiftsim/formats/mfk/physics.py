@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import Problems
+from ..typed import shown
 from .base import FieldReader, Interface, MfkObject, member_path, register_objects
 from .topcon import Header
 
@@ -106,7 +107,7 @@ def check_physics_values(interface: PhysicsInterface, problems: Problems) -> Non
         tolerance = 1e-9 * max(1.0, float(np.abs(moments).max()))
         a, b, c = moments
         if a < -tolerance or a + b < c - tolerance:
-            problems.add(body.where, f"inertia of {body.id!r} has principal moments "
+            problems.add(body.where, f"inertia of {shown(body.id)} has principal moments "
                          f"{', '.join(f'{m:g}' for m in moments)} kg m^2",
                          "a physical inertia: principal moments >= 0 obeying the triangle inequality")
     for joint in interface.joints:

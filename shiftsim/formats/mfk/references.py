@@ -85,7 +85,8 @@ def find_object(component: Component, ref: Reference) -> tuple[MfkObject | None,
             f"{ref.oem}.{ref.interface}", names)
     obj = interface.objects.get(ref.id)
     if obj is None:
-        return None, f"{interface.label} in {component.label} has no id {ref.id!r}", existing(ref.id, interface.objects)
+        return None, f"{interface.label} in {component.label} has no id {shown(ref.id)}", \
+            existing(ref.id, interface.objects)
     return obj, "", ""
 
 
@@ -98,9 +99,9 @@ def find_value(component: Component, ref: Reference) -> tuple[MfkObject | None, 
         return None, f"{ref} names an object, not a value", "oem.interface.id.field"
     if not obj.has_value(ref.field):
         numeric = [k for k, v in obj.scalars().items() if is_number(v)]
-        return None, f"{ref.object_ref} has no value {ref.field!r}", existing(ref.field, numeric)
+        return None, f"{ref.object_ref} has no value {shown(ref.field)}", existing(ref.field, numeric)
     if not is_number(obj.value(ref.field)):
-        return None, f"{ref} is {obj.value(ref.field)!r}, not a number", "a numeric value"
+        return None, f"{ref} is {shown(obj.value(ref.field))}, not a number", "a numeric value"
     return obj, "", ""
 
 
@@ -172,7 +173,7 @@ def check_references(config: ResourceConfiguration, problems: Problems) -> None:
         for text, where, kind in reference_uses(component):
             obj, what, exists = resolve_use(component, text, kind)
             if obj is None:
-                problems.add(where, f"reference {text!r} does not resolve: {what}", exists)
+                problems.add(where, f"reference {shown(text)} does not resolve: {what}", exists)
         check_attach(config, component, problems)
 
 
@@ -190,17 +191,17 @@ def check_attach(config: ResourceConfiguration, component: Component, problems: 
         parent = config.components[index]
         obj, what, exists = resolve_use(parent, attach.parent_node_ref, "node")
         if obj is None:
-            problems.add(member_path(attach.where, "parent_node_ref"), f"reference {attach.parent_node_ref!r} "
+            problems.add(member_path(attach.where, "parent_node_ref"), f"reference {shown(attach.parent_node_ref)} "
                          f"does not resolve in the parent component: {what}", exists)
     obj, what, exists = resolve_use(component, attach.local_node_ref, "node")
     if obj is None:
         problems.add(member_path(attach.where, "local_node_ref"),
-                     f"reference {attach.local_node_ref!r} does not resolve: {what}", exists)
+                     f"reference {shown(attach.local_node_ref)} does not resolve: {what}", exists)
     elif isinstance(obj, Node) and obj.parent is not None:
         roots = [n.id for n in component.nodes.roots] if component.nodes else []
         problems.add(member_path(attach.where, "local_node_ref"),
-                     f"{attach.local_node_ref!r} is not a root node of {component.label} "
-                     f"(its parent is {obj.parent!r})",
+                     f"{shown(attach.local_node_ref)} is not a root node of {component.label} "
+                     f"(its parent is {shown(obj.parent)})",
                      "one of the root nodes " + ", ".join(roots))
 
 

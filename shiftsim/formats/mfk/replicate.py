@@ -26,6 +26,7 @@ import struct
 from typing import Any
 
 from ...errors import InputError, Problems
+from ..typed import shown
 from .config import Component, ResourceConfiguration
 from .references import QualifiedRef, get_value, parse_reference, set_value
 from .topcon import INTEGER_RANGES, ManifestEntry
@@ -94,8 +95,8 @@ def encode(config: ResourceConfiguration) -> list[bytes]:
             try:
                 chunks.append(struct.pack(FORMATS[entry.type], to_wire(entry, value)))
             except ValueError as exc:
-                problems.add(entry.where, f"cannot encode {QualifiedRef(component.index, parse_reference(entry.value_ref))} "
-                             f"= {value:g}: {exc}",
+                qualified = QualifiedRef(component.index, parse_reference(entry.value_ref))
+                problems.add(entry.where, f"cannot encode {qualified} = {value:g}: {exc}",
                              "a value the wire type can carry")
         buffers.append(b"".join(chunks))
     problems.raise_if_any()
@@ -153,8 +154,8 @@ def decode_message(config: ResourceConfiguration, message: Any, source: str) -> 
         problems.raise_if_any()
     uuid, manifest = message.get("rc_uuid"), message.get("manifest")
     if uuid != config.uuid:
-        problems.add("rc_uuid", f"buffers belong to configuration {uuid!r}",
-                     f"the uuid of {config.file}, {config.uuid!r}")
+        problems.add("rc_uuid", f"buffers belong to configuration {shown(uuid)}",
+                     f"the uuid of {config.file}, {shown(config.uuid)}")
     if not isinstance(manifest, list) or not all(isinstance(b, str) for b in manifest):
         problems.add("manifest", "missing or not an array of strings", "an array of base64 strings")
     problems.raise_if_any()

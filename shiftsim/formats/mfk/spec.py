@@ -39,6 +39,7 @@ from scipy.spatial.transform import Rotation
 
 from ...errors import Problems
 from ...spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, ShapeSpec
+from ..typed import shown
 from .base import member_path
 from .config import Component, ResourceConfiguration
 from .kinematics import attach_order, homogeneous, node_local_transform, placement, root_components
@@ -211,10 +212,11 @@ def _node_masses(component: Component) -> dict[str, tuple[float, np.ndarray, np.
 
 def _check_representable(node: Node, component: Component, problems: Problems) -> None:
     if ":" in node.id:
-        problems.add(member_path(node.where, "id"), f"node id {node.id!r} contains ':'",
+        problems.add(member_path(node.where, "id"), f"node id {shown(node.id)} contains ':'",
                      "an id without ':' (':' separates body path parts)")
     if any(node.number(s) != 1.0 for s in ("sx", "sy", "sz")):
-        problems.add(node.where, f"node {body_name(component.index, node.id)} has scale {tuple(float(x) for x in node.scale)}",
+        scale = tuple(float(x) for x in node.scale)
+        problems.add(node.where, f"node {body_name(component.index, node.id)} has scale {scale}",
                      "scale 1 (a rigid-body model cannot carry scale; the standard keeps it out of nodes)")
 
 
@@ -223,7 +225,7 @@ def _add_points_and_shapes(component: Component, bodies: dict[str, BodySpec], pr
 
     def body_of(item) -> BodySpec | None:
         if ":" in item.id:
-            problems.add(member_path(item.where, "id"), f"id {item.id!r} contains ':'", "an id without ':'")
+            problems.add(member_path(item.where, "id"), f"id {shown(item.id)} contains ':'", "an id without ':'")
             return None
         return bodies.get(body_name(component.index, item.node_ref.split(".")[2]))
 

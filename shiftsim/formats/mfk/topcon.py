@@ -156,7 +156,8 @@ def parse_collision_shapes(reader: FieldReader, data: dict[str, Any], header: He
     for path, obj in reader.objects(data, "shapes", header.where, required=True):
         kind = reader.string(obj, "type", path)
         if kind and kind not in ("aabb", "sphere"):
-            reader.problems.add(member_path(path, "type"), f"unknown collision shape type {kind!r}", "aabb or sphere")
+            reader.problems.add(member_path(path, "type"), f"unknown collision shape type {shown(kind)}",
+                                "aabb or sphere")
         shape = reader.identified(CollisionShape, obj, path, type=kind,
                                   node_ref=reader.string(obj, "node_ref", path))
         if shape is not None:
@@ -194,7 +195,7 @@ def parse_measurements(reader: FieldReader, data: dict[str, Any], header: Header
 
     plain, encoded = "apply_measurements", "apply_measurements_b64"
     if plain in data and encoded in data:
-        reader.problems.add(member_path(header.where, encoded), f"both {plain!r} and {encoded!r} are given",
+        reader.problems.add(member_path(header.where, encoded), f"both {shown(plain)} and {shown(encoded)} are given",
                             "one measurement script")
     elif plain in data:
         interface.script = reader.string(data, plain, header.where) or None
@@ -249,7 +250,7 @@ def parse_asbuilt_shapes(reader: FieldReader, data: dict[str, Any], header: Head
     for path, obj in reader.objects(data, "shapes", header.where, required=True):
         kind = reader.string(obj, "type", path)
         if kind and kind not in vertex_count:
-            reader.problems.add(member_path(path, "type"), f"unknown as-built shape type {kind!r}", "line or quad")
+            reader.problems.add(member_path(path, "type"), f"unknown as-built shape type {shown(kind)}", "line or quad")
         elif kind == "quad":
             reader.warn(path, "the 'quad' as-built shape is deprecated by the standard")
         vertices = [_asbuilt_vertex(reader, v, member_path(member_path(path, "vertices"), j))
@@ -328,7 +329,7 @@ def parse_replicate(reader: FieldReader, data: dict[str, Any], header: Header) -
         ref = reader.string(obj, "value_ref", path)
         kind = reader.string(obj, "type", path)
         if kind and kind not in WIRE_TYPES:
-            reader.problems.add(member_path(path, "type"), f"unknown wire type {kind!r}", ", ".join(WIRE_TYPES))
+            reader.problems.add(member_path(path, "type"), f"unknown wire type {shown(kind)}", ", ".join(WIRE_TYPES))
             continue
         discrete = None
         if "discrete" in obj:
@@ -345,7 +346,7 @@ def _discrete(reader: FieldReader, item: Any, where: str, kind: str) -> Discrete
     if obj is None:
         return None
     if kind not in INTEGER_RANGES:
-        reader.problems.add(where, f"a discrete map on a {kind!r} value", "discrete only on int8, int16 or int32")
+        reader.problems.add(where, f"a discrete map on a {shown(kind)} value", "discrete only on int8, int16 or int32")
         return None
     low, high = reader.number(obj, "min", where), reader.number(obj, "max", where)
     dlow, dhigh = reader.integer(obj, "discrete_min", where), reader.integer(obj, "discrete_max", where)
@@ -496,7 +497,7 @@ def parse_transform(reader: FieldReader, data: dict[str, Any], header: Header) -
         path = member_path(header.where, key)
         if key not in data:
             if key in needed:
-                what = f"missing (the transform is of type {kind!r})"
+                what = f"missing (the transform is of type {shown(kind)})"
                 reader.problems.add(path, what, f"an object with an id and {', '.join(cls.DEFAULTS)}")
             continue
         obj = reader.object(data[key], path)
