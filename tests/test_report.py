@@ -6,7 +6,7 @@ import base64
 import json
 from html.parser import HTMLParser
 
-from test_scenario_support import PNG_SIGNATURE, REPO, beam_scenario, run_cli, write_scenario
+from test_scenario_support import PNG_SIGNATURE, REPO, beam_scenario, model_path, run_cli, write_scenario
 
 EXCAVATOR = str(REPO / "models" / "mfk" / "excavator.json")
 
@@ -134,3 +134,18 @@ def test_the_report_of_a_collision_scenario_has_the_closest_approach(tmp_path, c
     assert [row[:3] for row in closest[1:]] == [["ex1 - ex2", f"{least * 1e3:.4g}", "in collision"]]
     states = {s["index"]: s["collisions"][0]["distance"] for s in results["steps"]}
     assert 0.0 < states[1] < 0.1  # step 1 is within the margin, not in collision (summary wording)
+
+
+def test_the_report_says_which_plots_were_left_out_and_why(tmp_path, capsys):
+    document = {"name": "slider", "machines": [{"id": "sc", "model": model_path("slider_crank")}],
+                "sweep": {"parameters": {"sc:slider_crank:slider_guide": [0.5, 0.6]}},
+                "track": {"frames": ["sc:slider_crank:slider"], "joints": ["sc:slider_crank:crank_pin"]},
+                "outputs": {"csv": False, "dpi": 20, "plots": ["deflection", "convergence"]}}
+    code, out, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
+    assert code == 0, err
+    page = _parse(tmp_path / "out" / "report.html")
+    _self_contained(page)
+    assert [image["alt"] for image in page.images] == ["convergence.png"]
+    text = "".join(page.text)
+    assert "deflection.png: no tracked frame deflects measurably" in text
+    assert _table(page, "frame", "peak |d| (mm)")[1][:2] == ["the frame", "none (< 1 nm)"]

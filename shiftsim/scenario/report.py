@@ -16,7 +16,7 @@ import base64
 import html
 from typing import Any, Iterable, Sequence
 
-from .digest import (FORCE, NO_DEFLECTION, closest_approaches, count_line, deflection_peaks, effort_peaks,
+from .digest import (FORCE, NO_DEFLECTION, carrying, closest_approaches, count_line, deflection_peaks, effort_peaks,
                      force_unit, number, parameter_text, pin_load_peaks, result_lines, shown_value,
                      skipped_plots)
 from .runner import StepResult
@@ -26,7 +26,7 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
 h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 1.6em; }
 .meta { color: #666; margin-top: 0; } .partial { color: #a00; font-weight: bold; }
-pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
+pre { background: #f6f6f6; padding: 0.8em; white-space: pre-wrap; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
 th { background: #eee; } td.number { text-align: right; font-variant-numeric: tabular-nums; }
@@ -62,15 +62,22 @@ def peak_tables(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, tu
     tables: dict[str, tuple[list[str], list[list[Any]]]] = {}
     deflection = deflection_peaks(steps)
     if deflection:
-        tables["Deflection of the tracked frames"] = (
-            ["frame", "peak |d| (mm)", "step", "swept values"],
-            [[p.entity, number(p.value * 1e3) if p.value >= NO_DEFLECTION else "< 1e-6 (none measurable)",
-              *_when(scenario, p.step)] for p in deflection.values()])
+        moving = [p for p in deflection.values() if p.value >= NO_DEFLECTION]
+        rows = [[p.entity, number(p.value * 1e3), *_when(scenario, p.step)] for p in moving]
+        still = len(deflection) - len(moving)
+        if still:
+            plural = "s" if still > 1 else ""
+            which = f"{still} other frame{plural}" if moving else f"all {still} frames" if plural else "the frame"
+            rows.append([which, "none (< 1 nm)", "", ""])
+        tables["Deflection of the tracked frames"] = (["frame", "peak |d| (mm)", "step", "swept values"], rows)
     rows = []
-    for kind, found in effort_peaks(scenario, steps).items():
+    efforts = effort_peaks(scenario, steps)
+    carrying_load = carrying(efforts)
+    for kind, found in efforts.items():
         for p in found.values():
             scale, unit = force_unit(p.value, kind)
-            rows.append([p.entity, kind, number(p.value * scale), unit, *_when(scenario, p.step)])
+            value = number(p.value * scale) if p.entity in carrying_load[kind] else "0 (round-off)"
+            rows.append([p.entity, kind, value, unit, *_when(scenario, p.step)])
     if rows:
         tables["Joint efforts (largest magnitude, signed: + pushes the child toward +q)"] = (
             ["joint", "kind", "peak effort", "unit", "step", "swept values"], rows)
