@@ -105,7 +105,7 @@ BUDGET_MESSAGE = "instruction budget exceeded"
 TIME_MESSAGE = "time budget exceeded"
 
 _HOST = r"""
-local GLOBALS, LIBRARIES, FORBIDDEN, BUDGET_MESSAGE, TIME_MESSAGE, clock, BYTES_PER_UNIT = ...
+local GLOBALS, LIBRARIES, FORBIDDEN, BUDGET_MESSAGE, TIME_MESSAGE, clock, BYTES_PER_UNIT, HOOK_PERIOD = ...
 local sethook, getinfo, load, next, type, error = debug.sethook, debug.getinfo, load, next, type, error
 local tostring, setmetatable, ipairs, select, xpcall = tostring, setmetatable, ipairs, select, xpcall
 local format, find, sub, floor, log = string.format, string.find, string.sub, math.floor, math.log
@@ -330,10 +330,9 @@ def run_script(script: str, values: dict[ValueKey, Scalar], chunk_name: str = "a
     check_sizes(script, source, budgets)
     runtime = lua.LuaRuntime(register_eval=False, register_builtins=False, max_memory=0,
                              attribute_filter=_refuse_attributes)
-    host = runtime.eval('function(source) return assert(load(source, "=measurement sandbox", "t")) end')(
-        _HOST.replace("HOOK_PERIOD", str(HOOK_PERIOD)))
+    host = runtime.eval('function(source) return assert(load(source, "=measurement sandbox", "t")) end')(_HOST)
     host = host(_lua_sequence(runtime, GLOBALS), _lua_libraries(runtime), _lua_sequence(runtime, FORBIDDEN),
-                BUDGET_MESSAGE, TIME_MESSAGE, time.monotonic, BYTES_PER_UNIT)
+                BUDGET_MESSAGE, TIME_MESSAGE, time.monotonic, BYTES_PER_UNIT, HOOK_PERIOD)
     host.stage(script, chunk_name, source)
     del source
     runtime.set_max_memory(budgets.memory, total=True)
