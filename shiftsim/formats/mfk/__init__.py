@@ -10,6 +10,8 @@ Modules, one job each:
 * :mod:`.references`    ``oem.interface.id.field`` references
 * :mod:`.measurements`  sandboxed Lua measurement scripts
 * :mod:`.loader`        parse, set values, run scripts, resolve, check
+* :mod:`.names`         shiftsim names of components, nodes, values, points, shapes
+* :mod:`.wgs`           WGS84 geodetic -> ECEF -> a site's tangent plane
 * :mod:`.kinematics`    node transforms, attach order, site placement
 * :mod:`.replicate`     the replicate wire codec
 * :mod:`.report`        poses of nodes, shapes and points (``shiftsim mfk show``)
