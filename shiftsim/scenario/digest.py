@@ -122,7 +122,8 @@ def peak_deflection(steps: Sequence[StepResult]) -> Peak | None:
 
 def peak_efforts(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, Peak]:
     """Largest |effort| of each kind over every step and tracked joint."""
-    return {kind: max(found.values(), key=lambda p: abs(p.value)) for kind, found in effort_peaks(scenario, steps).items()}
+    return {kind: max(found.values(), key=lambda p: abs(p.value))
+            for kind, found in effort_peaks(scenario, steps).items()}
 
 
 def closest_step(steps: Sequence[StepResult]) -> StepResult | None:
@@ -173,7 +174,9 @@ def _pin_loads_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | N
     peaks = pin_load_peaks(steps)
     if not peaks:
         return "no tracked joint was solved"
-    return None if max(p.value for p in peaks.values()) > 0.0 else "no tracked joint carries a force (every pin load is 0)"
+    if max(p.value for p in peaks.values()) > 0.0:
+        return None
+    return "no tracked joint carries a force (every pin load is 0)"
 
 
 def _pose_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:

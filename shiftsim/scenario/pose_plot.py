@@ -55,7 +55,6 @@ class _Parts:
     """What of a machine's model is drawn, as indices into its frames (F) and bodies (B)."""
 
     links: list[tuple[str, np.ndarray]]  # (label, frame indices) of bodies drawn by their frames' outline
-    shaped: list[str]  # labels of the bodies drawn by their collision shapes
     cylinders: np.ndarray  # (k, 2) parent and child frame of each prismatic joint
     cylinder_names: list[str]
     pins: np.ndarray  # child frames of the other joints
@@ -63,7 +62,9 @@ class _Parts:
     fixed: np.ndarray  # ground attachment frames
 
 
-def _parts(model, shaped_bodies: set[int]) -> _Parts:
+def _parts(model: Model, shaped_bodies: set[int]) -> _Parts:
+    """Bodies with collision shapes (``shaped_bodies``) are drawn by them; the fixed body and the bodies at either
+    end of a prismatic joint (cylinder barrels, pistons, rods) are not drawn as links."""
     by_length = sorted(model.body_names, key=len, reverse=True)  # frame names may hold ':' (attached ground frames)
     body_of = np.array([model.body_names.index(next(b for b in by_length if name.startswith(b + PATH_SEPARATOR)))
                         for name in model.frame_names])
@@ -71,16 +72,11 @@ def _parts(model, shaped_bodies: set[int]) -> _Parts:
                  and any(model.node_kind[model.coordinate_node[c]] == PRISMATIC for c in j.coordinates)]
     actuator_bodies = {int(body_of[f]) for j in prismatic for f in (j.parent_frame, j.child_frame)}
     fixed_body = model.body_names.index(FIXED)
-    links, shaped = [], []
-    for b, name in enumerate(model.body_names):
-        label = name.rsplit(PATH_SEPARATOR, 1)[-1]
-        if b in shaped_bodies:
-            shaped.append(label)
-        elif b != fixed_body and b not in actuator_bodies:
-            links.append((label, np.flatnonzero(body_of == b)))
+    drawn = [b for b in range(len(model.body_names)) if b not in shaped_bodies | actuator_bodies | {fixed_body}]
+    links = [(model.body_names[b].rsplit(PATH_SEPARATOR, 1)[-1], np.flatnonzero(body_of == b)) for b in drawn]
     others = [j for j in model.joints if j not in prismatic]
     fixed = sorted({f for j in model.joints for f in (j.parent_frame, j.child_frame) if body_of[f] == fixed_body})
-    return _Parts(links, shaped, np.array([(j.parent_frame, j.child_frame) for j in prismatic], int).reshape(-1, 2),
+    return _Parts(links, np.array([(j.parent_frame, j.child_frame) for j in prismatic], int).reshape(-1, 2),
                   [j.name.rsplit(PATH_SEPARATOR, 1)[-1] for j in prismatic],
                   np.array([j.child_frame for j in others], int),
                   np.array([(j.parent_frame, j.child_frame) for j in others], int).reshape(-1, 2),
