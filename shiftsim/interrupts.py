@@ -10,6 +10,7 @@ delivered when the section ends, so it never splits the set.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from contextlib import contextmanager
@@ -36,8 +37,19 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
-def _raise(signum: int, frame: FrameType | None) -> None:
-    raise Interrupted(signum)
+def _raiser(owner: int):
+    """The handler that raises :class:`Interrupted` in process ``owner``. A process forked from it (a
+    worker of a local process pool) inherits the handler but not the job: there the signal takes its
+    default action (the process ends), so a worker never survives the signal its pool sends to stop it."""
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Interrupted(signum)
+
+    return handle
 
 
 @contextmanager
@@ -57,7 +69,7 @@ def _handlers(handler) -> Iterator[None]:
 @contextmanager
 def signals_raise() -> Iterator[None]:
     """SIGINT and SIGTERM raise :class:`Interrupted` inside the block."""
-    with _handlers(_raise):
+    with _handlers(_raiser(os.getpid())):
         yield
 
 

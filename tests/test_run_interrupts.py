@@ -142,3 +142,50 @@ def test_signals_during_the_swap_are_delivered_after_it(tmp_path, monkeypatch):
         outputs.write_files(folder, {"results.json": b"new", "results.csv": b"new"})
     assert stopped.value.exit_code == 143 and len(calls) == 2
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == {"results.json": b"new", "results.csv": b"new"}
+
+
+def _group_alive(group: int) -> list[int]:
+    """Processes still in process group ``group`` (Linux /proc)."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == group and fields[0] != "Z":
+                alive.append(int(entry.name))
+    return alive
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("signum, whole_group", [(signal.SIGINT, True), (signal.SIGTERM, False)])
+def test_a_parallel_run_stops_with_its_workers_and_keeps_finished_chains(tmp_path, signum, whole_group):
+    """--jobs 2: Ctrl-C reaches the whole process group (workers too), SIGTERM only the run; either way
+    the run exits with 128 + signal, writes the chains finished so far, and leaves no process behind."""
+    document = beam_scenario(sweep={"parameters": {"load:tip": {"from": 0, "to": 1, "steps": STEPS}}, "segment": 50})
+    folder = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "shiftsim", "run", str(write_scenario(tmp_path, document)),
+                                "-o", str(folder), "--jobs", "2", "-v"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen = 0
+    while seen < 60:  # -v prints the steps of each finished chain: two chains done
+        line = process.stderr.readline()
+        assert line, "the run ended before the signal was sent"
+        seen += line.startswith("step ")
+    if whole_group:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
+    _, err = process.communicate(timeout=HANG_LIMIT_S)
+    assert process.returncode == 128 + signum, err
+    results = json.loads((folder / "results.json").read_text())
+    assert results["partial"] and 60 <= len(results["steps"]) < STEPS
+    solved = {step["index"] for step in results["steps"]}
+    for start in range(0, STEPS, 50):  # of each chain, the steps from its start (finished chains whole)
+        kept = [i for i in range(start, start + 50) if i in solved]
+        assert kept == list(range(start, start + len(kept)))
+    deadline = time.monotonic() + HANG_LIMIT_S
+    while _group_alive(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _group_alive(process.pid) == []

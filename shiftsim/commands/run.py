@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, started: float) -> int:
     """The run; SIGINT/SIGTERM (``Interrupted``) while solving writes the steps solved so far."""
+    executor, how = _executor(args)  # options first: a bad --scheduler is refused before any work
     scenario = load_scenario(args.scenario)
-    executor, how = _executor(args)
     folder = Path(args.output) if args.output else default_folder(scenario)
     check_folder(folder, args.force, scenario.input_files)
     warn = None if args.quiet else (lambda warning: print(f"warning: {warning}", file=sys.stderr))
