@@ -214,6 +214,10 @@ def test_exit_codes_and_quiet_verbose(tmp_path, capsys):
     code, out, err = run_cli(capsys, "run", ok, "-o", tmp_path / "b", "-v")
     assert code == 0 and err.count("converged") == 3 and "step 2 (load:tip = 1)" in err
     assert "beam: 3 steps, 3 converged, 0 failed" in out and "peak deflection" in out and "peak torque" in out
+    import re
+
+    wall, solving = map(float, re.search(r"\(1 process, ([\d.]+) s wall, ([\d.]+) s solving\)", out).groups())
+    assert wall >= solving  # the wall time holds the solve (and reading, writing, plotting)
     failing = write_scenario(tmp_path, SLIDER, "failing.json")
     assert run_cli(capsys, "run", failing, "-o", tmp_path / "c", "-q")[0] == 1
     assert (tmp_path / "c" / "results.json").is_file()
