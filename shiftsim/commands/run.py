@@ -80,9 +80,8 @@ def _run(args: argparse.Namespace, started: float) -> int:
     folder = Path(args.output) if args.output else default_folder(scenario)
     check_folder(folder, args.force, scenario.input_files)
     warn = None if args.quiet else (lambda warning: print(f"warning: {warning}", file=sys.stderr))
-    for warning in scenario.warnings:
-        if warn:
-            warn(warning)
+    for warning in scenario.warnings if warn else ():
+        warn(warning)
 
     total = len(scenario.sweep.table())
     bar = progress(total, sys.stderr) if not (args.quiet or args.verbose) else None
@@ -101,8 +100,8 @@ def _run(args: argparse.Namespace, started: float) -> int:
     stop: Interrupted | None = None
     try:
         steps = execute(scenario, executor, on_step, on_warning=warn)
-    except Interrupted as signal:
-        stop = signal
+    except Interrupted as caught:
+        stop = caught
         steps = finish(scenario, solved, warn)
     finally:
         if bar is not None:
@@ -113,10 +112,10 @@ def _run(args: argparse.Namespace, started: float) -> int:
         return stop.exit_code
     try:
         files = write_results(scenario, steps, folder, interrupted=stop.name if stop else None)
-    except Interrupted as signal:
-        print(f"shiftsim run: stopped by {signal.name} while writing; {folder}/ holds a complete set of results, "
+    except Interrupted as caught:
+        print(f"shiftsim run: stopped by {caught.name} while writing; {folder}/ holds a complete set of results, "
               "the earlier one if the new one was not yet in place", file=sys.stderr)
-        return signal.exit_code
+        return caught.exit_code
     wall = time.perf_counter() - started
     if not args.quiet:
         for line in summary_lines(scenario, steps, f"{folder}/", files,
