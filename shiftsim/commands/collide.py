@@ -19,6 +19,7 @@ import sys
 from ..collision.queries import pair_text
 from ..scenario import load_scenario
 from ..scenario.collisions import check, collided, collision_settings, step_label, summary_line
+from ..scenario.sweep import check_size
 from ._common import emit_json
 
 EXIT_COLLISION = 3
@@ -50,6 +51,7 @@ def _mark(pair: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
+    check_size(scenario.sweep, str(scenario.source))
     steps, warnings = check(scenario)
     for warning in [] if args.quiet else [*scenario.warnings, *warnings]:
         print(f"warning: {warning}", file=sys.stderr)

@@ -14,6 +14,7 @@ from ..scenario import (DaskExecutor, LocalExecutor, check_folder, default_folde
                         write_results)
 from ..scenario.digest import step_text, summary_lines
 from ..scenario.runner import StepResult
+from ..scenario.sweep import check_size
 
 
 def _positive(text: str) -> int:
@@ -77,13 +78,14 @@ def _run(args: argparse.Namespace, started: float) -> int:
     """The run; SIGINT/SIGTERM (``Interrupted``) while solving writes the steps solved so far."""
     executor, how = _executor(args)  # options first: a bad --scheduler is refused before any work
     scenario = load_scenario(args.scenario)
+    check_size(scenario.sweep, str(scenario.source))
     folder = Path(args.output) if args.output else default_folder(scenario)
     check_folder(folder, args.force, scenario.input_files)
     warn = None if args.quiet else (lambda warning: print(f"warning: {warning}", file=sys.stderr))
     for warning in scenario.warnings if warn else ():
         warn(warning)
 
-    total = len(scenario.sweep.table())
+    total = scenario.sweep.size
     bar = progress(total, sys.stderr) if not (args.quiet or args.verbose) else None
     solved: list[StepResult] = []
 

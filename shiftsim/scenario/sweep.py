@@ -18,15 +18,31 @@ whatever ``--jobs`` says and results are identical bit for bit:
 
 Every chain starts from the scenario's start state (the machines' assembled
 file configuration with the scenario's joint values).
+
+Size: a sweep may have at most :data:`MAX_STEPS` steps (one million; at a few
+milliseconds a step that is already hours of solving, and gigabytes of
+results). :attr:`Sweep.size` counts the steps from the parameters' value
+counts without building anything, and :func:`check_size` refuses a larger
+sweep with the count before any table is built. A ``{"from", "to", "steps"}``
+range beyond the limit is only counted (:class:`OversizedRange`), so even a
+``"steps": 1000000000`` costs nothing until it is refused. Within the limit
+the values and the table (at most a million rows) are built once per sweep.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
+from ..errors import Problem, ScenarioError
+
+MAX_STEPS = 1_000_000
 
 ParameterKind = Literal["joint", "placement", "geometry", "pose", "load", "time"]
 
@@ -55,24 +71,45 @@ class Sweep:
 
     mode: Literal["line", "grid"] = "line"
     parameters: tuple[Parameter, ...] = ()
-    values: tuple[tuple[float, ...], ...] = ()
+    values: tuple[Sequence[float], ...] = ()
     segment: int | None = None
 
     @property
     def names(self) -> list[str]:
         return [p.name for p in self.parameters]
 
+    @property
+    def size(self) -> int:
+        """Number of steps (1 without a sweep), counted without building the table."""
+        counts = [len(v) for v in self.values]
+        if not counts:
+            return 1
+        return counts[0] if self.mode == "line" else math.prod(counts)
+
     def table(self) -> np.ndarray:
-        """Parameter values of every step, ``(n_steps, n_parameters)``; one step and no columns without a sweep."""
+        """Parameter values of every step, ``(n_steps, n_parameters)``; one step and no columns without a sweep.
+
+        Built on first use and kept (read-only: every chain asks for it); raises
+        ScenarioError beyond :data:`MAX_STEPS` steps.
+        """
+        return self._table
+
+    @functools.cached_property
+    def _table(self) -> np.ndarray:
+        check_size(self)
         if not self.parameters:
-            return np.zeros((1, 0))
-        if self.mode == "line":
-            return np.array(self.values, dtype=float).T
-        return np.array(list(itertools.product(*self.values)), dtype=float)
+            table = np.zeros((1, 0))
+        elif self.mode == "line":
+            table = np.array([np.asarray(v, dtype=float) for v in self.values]).T
+        else:
+            table = np.array(list(itertools.product(*self.values)), dtype=float).reshape(-1, len(self.parameters))
+        table.flags.writeable = False
+        return table
 
     def chains(self) -> list[tuple[int, ...]]:
         """Step indices of every chain, in step order (see the module docstring)."""
-        n_steps = len(self.table())
+        n_steps = self.size
+        check_size(self)
         run = len(self.values[-1]) if self.mode == "grid" and self.parameters else n_steps
         chains = [tuple(range(start, start + run)) for start in range(0, n_steps, run)]
         if self.segment:
@@ -80,8 +117,48 @@ class Sweep:
         return chains
 
 
-def expand(values: list[float] | dict[str, float]) -> tuple[float, ...]:
-    """A parameter's values: a list as given, or ``{"from", "to", "steps"}`` as evenly spaced values, ends included."""
+def size_problem(sweep: Sweep) -> str | None:
+    """Why ``sweep`` is too large to run (its step count against :data:`MAX_STEPS`), or None."""
+    if sweep.size <= MAX_STEPS:
+        return None
+    counts = " x ".join(f"{len(v):,}" for v in sweep.values) if sweep.mode == "grid" else ""
+    grid = f" ({counts} grid)" if counts and len(sweep.values) > 1 else ""
+    return f"{sweep.size:,} steps{grid}, more than a run can hold"
+
+
+def check_size(sweep: Sweep, file: str = "scenario") -> None:
+    """Raise ScenarioError (exit 2) naming ``file`` when the sweep has more than :data:`MAX_STEPS` steps."""
+    problem = size_problem(sweep)
+    if problem:
+        raise ScenarioError([Problem(file, "sweep", problem, f"at most {MAX_STEPS:,} steps")])
+
+
+class OversizedRange(Sequence[float]):
+    """A ``{"from", "to", "steps"}`` range of more than :data:`MAX_STEPS` values: counted, never built.
+
+    Its length is the step count; reading a value raises ScenarioError with the
+    count, so nothing can build (or loop over) a billion values by accident.
+    """
+
+    def __init__(self, count: int):
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):  # type: ignore[override]
+        raise ScenarioError([Problem("scenario", "sweep", f"a range of {self.count:,} steps",
+                                     f"at most {MAX_STEPS:,} steps")])
+
+
+def expand(values: list[float] | dict[str, float]) -> Sequence[float]:
+    """A parameter's values: a list as given, or ``{"from", "to", "steps"}`` as evenly spaced values, ends included.
+
+    A range of more than :data:`MAX_STEPS` values is an :class:`OversizedRange` (counted, then refused).
+    """
     if isinstance(values, dict):
-        return tuple(float(v) for v in np.linspace(values["from"], values["to"], int(values["steps"])))
+        count = int(values["steps"])
+        if count > MAX_STEPS:
+            return OversizedRange(count)
+        return tuple(float(v) for v in np.linspace(values["from"], values["to"], count))
     return tuple(float(v) for v in values)
