@@ -15,7 +15,7 @@ A value beyond its bound is bad input (exit 2).
 Memory: a solve works on dense matrices of the system's size
 ``n = coordinates + 6 x closures``. :func:`solve_memory_bytes` estimates the
 peak as :data:`DENSE_MATRICES` float64 matrices of ``n x (n + 1)`` (measured:
-a peak of about 10.4 such matrices for flat models of 100 to 800 bodies; the
+a peak of about 10.4 such matrices for flat models of 400 to 800 bodies; the
 test keeps the estimate above the measured peak). A solve whose estimate is
 more than the machine's physical memory is refused before it starts, with the
 estimate: exit 1, since the input is valid and only this machine cannot hold
@@ -37,7 +37,7 @@ MAX_JOINT_VALUE = 1e3
 MAX_GRAVITY = 1e3
 MAX_FORCE = 1e12
 MAX_TORQUE = 1e12
-DENSE_MATRICES = 12
+DENSE_MATRICES = 16
 
 
 class SolveTooLarge(ShiftsimError):
@@ -78,7 +78,7 @@ def check_solve_memory(model: Model, what: str, copies: int = 1) -> None:
         n = model.nq + 6 * len(model.closures)
         per = f" ({copies} processes at once)" if copies > 1 else ""
         raise SolveTooLarge(
-            f"{what}: a solve of {model.nq} coordinates and {len(model.closures)} loops works on dense "
+            f"{what}: a solve of {model.nq} coordinates and {_count(len(model.closures), 'loop')} works on dense "
             f"{n} x {n + 1} matrices and needs about {_gib(need)}{per}, more than this machine's "
             f"{_gib(have)} of memory; refused before starting"
         )
@@ -89,6 +89,10 @@ def check_finite_result(values: np.ndarray, what: str) -> None:
     if not np.all(np.isfinite(values)):
         raise SolveError(f"{what}: the solve overflowed (results are not finite numbers); "
                             "the loads, gravity or values given are too large for double precision")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _gib(size: float) -> str:

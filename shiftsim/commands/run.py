@@ -15,6 +15,7 @@ from ..scenario import (DaskExecutor, LocalExecutor, check_folder, default_folde
 from ..scenario.digest import step_text, summary_lines
 from ..scenario.runner import StepResult
 from ..scenario.sweep import check_size
+from ._limits import check_solve_memory
 
 
 def _positive(text: str) -> int:
@@ -79,6 +80,9 @@ def _run(args: argparse.Namespace, started: float) -> int:
     executor, how = _executor(args)  # options first: a bad --scheduler is refused before any work
     scenario = load_scenario(args.scenario)
     check_size(scenario.sweep, str(scenario.source))
+    for machine in scenario.machines:  # each local process solves one machine's equilibrium at a time
+        check_solve_memory(machine.model, f"{scenario.source}: machine {machine.id!r}",
+                           copies=args.jobs if args.executor == "local" else 1)
     folder = Path(args.output) if args.output else default_folder(scenario)
     check_folder(folder, args.force, scenario.input_files)
     warn = None if args.quiet else (lambda warning: print(f"warning: {warning}", file=sys.stderr))

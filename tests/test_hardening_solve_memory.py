@@ -1,0 +1,82 @@
+"""Solves that would need more memory than the machine has are refused up front, with the estimate (issue 17, item 16).
+
+The reproducer (a flat CLARAty model of 20,000 bodies: dense 20000 x 20001
+matrices, a memory traceback) is sized down: the estimate is checked against
+the measured peak of real solves of flat models, and the refusal is shown by
+giving the check a smaller machine.
+"""
+
+from __future__ import annotations
+
+import os
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from test_scenario_support import beam_scenario, model_path, run_cli, write_scenario
+
+from shiftsim.commands import _limits
+from shiftsim.loading import load_model
+from shiftsim.statics import solve
+
+FOUR_BAR = model_path("four_bar")
+IDENTITY = '<Transform><Position x="0.1" y="0" z="0" /><Quaternion qi="0" qj="0" qk="0" qs="1" /></Transform>'
+
+
+def flat_claraty(path: Path, bodies: int) -> Path:
+    """``bodies`` one-kilogram links, each on its own revolute joint to the ground."""
+    links = "\n".join(
+        f'<ME_Body name="b{i}"><ME_Joint name="j{i}" type="revolute" actuated="false" offset="0"></ME_Joint>'
+        f'<Frame name="r{i}" type="reference">{IDENTITY}</Frame>'
+        f'<Mass_Properties mass="1.0"><CM>{IDENTITY}</CM><Inertia xx="0.001" yy="0.001" zz="0.001" /></Mass_Properties>'
+        "</ME_Body>"
+        for i in range(bodies))
+    path.write_text(f'<?xml version="1.0"?>\n<Mechanism_Model name="flat" version="1.0">\n{links}\n</Mechanism_Model>\n')
+    return path
+
+
+def test_the_machine_memory_comes_from_sysconf():
+    assert _limits.physical_memory_bytes() == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") > 0
+
+
+@pytest.mark.parametrize("bodies", [300, 600])
+def test_the_estimate_covers_the_measured_peak_of_a_solve(tmp_path, bodies):
+    model = load_model(flat_claraty(tmp_path / "flat.xml", bodies))
+    assert model.nq == bodies and not model.closures
+    tracemalloc.start()
+    try:
+        solve(model)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    estimate = _limits.solve_memory_bytes(model)
+    assert estimate == _limits.DENSE_MATRICES * 8 * bodies * (bodies + 1)
+    assert estimate / 3 < peak <= estimate  # above the real peak, and not wildly so
+
+
+def test_loops_count_six_equations_each():
+    model = load_model(FOUR_BAR)
+    n = model.nq + 6 * len(model.closures)
+    assert len(model.closures) == 1 and _limits.solve_memory_bytes(model) == _limits.DENSE_MATRICES * 8 * n * (n + 1)
+
+
+def test_solve_is_refused_with_the_estimate_on_a_machine_too_small(capsys, monkeypatch):
+    need = _limits.solve_memory_bytes(load_model(FOUR_BAR))
+    monkeypatch.setattr(_limits, "physical_memory_bytes", lambda: need - 1)
+    code, out, err = run_cli(capsys, "solve", FOUR_BAR)
+    assert code == 1 and out == ""
+    assert f"{FOUR_BAR}: a solve of 4 coordinates and 1 loop works on dense 10 x 11 matrices and needs about " \
+           f"{-(-need // 2**20)} MiB" in err and "refused before starting" in err
+    monkeypatch.setattr(_limits, "physical_memory_bytes", lambda: need)
+    assert run_cli(capsys, "solve", FOUR_BAR)[0] == 0
+
+
+def test_run_counts_one_solve_per_local_process(tmp_path, capsys, monkeypatch):
+    path = write_scenario(tmp_path, beam_scenario(machines=[{"id": "fb", "model": FOUR_BAR}], loads=[], track={},
+                                                  sweep={"parameters": {"fb:four_bar:crank_pin": [1.0, 1.1, 1.2]}}))
+    need = _limits.solve_memory_bytes(load_model(FOUR_BAR))
+    monkeypatch.setattr(_limits, "physical_memory_bytes", lambda: 2 * need - 1)
+    assert run_cli(capsys, "run", path, "-o", tmp_path / "one", "-q")[0] == 0
+    code, _, err = run_cli(capsys, "run", path, "-o", tmp_path / "two", "--jobs", "2", "-q")
+    assert code == 1 and f"machine 'fb': a solve of 4 coordinates" in err and "(2 processes at once)" in err
+    assert not (tmp_path / "two").exists()
