@@ -87,7 +87,9 @@ def test_bad_input_exits_2(capsys, tmp_path):
     assert shiftsim_mdx("ik", str(bad), "--xyzrpy", "0", "0", "0", "0", "0", "0") == 2
     assert f"{bad}: baseRadius: is -1 (expected a positive number)" in capsys.readouterr().err
     assert shiftsim_mdx("effector", "--geometry", CHAIR_FILE, "--payload", "-5") == 2
-    assert "--payload: is -5 (expected a mass in kg, zero or more)" in capsys.readouterr().err
+    assert "--payload: is -5 (expected a mass in kg from 0 to 1e+09)" in capsys.readouterr().err
+    assert shiftsim_mdx("effector", "--geometry", CHAIR_FILE, "--payload", "1e308") == 2  # overflowed the statics
+    assert "--payload: is 1e+308 (expected a mass in kg from 0 to 1e+09)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from typing import IO, Iterator
 import numpy as np
 
 from ..errors import InputError, Problem
+from ..formats.typed import bound_of
 from ..jsonio import dumps, read_json
 from ..mdx.geometry import MODEL_EXTRA_KEYS, Platform, platform_from_reply
 from ..mdx.kinematics import (forward, inverse, lengths_from_raw, normalized_pose, pose_scale, real_pose,
@@ -211,8 +212,9 @@ def run_effector(args: argparse.Namespace) -> int:
     from ..mdx.effector import Effector
     from ..mdx.statics import ActuatorStatics
 
-    if args.payload is not None and args.payload < 0:
-        raise InputError([Problem("--payload", "", f"is {args.payload:g}", "a mass in kg, zero or more")])
+    if args.payload is not None and not 0 <= args.payload <= bound_of("kg"):
+        raise InputError([Problem("--payload", "", f"is {args.payload:g}",
+                                  f"a mass in kg from 0 to {bound_of('kg'):g}")])
     platform, data = _read_platform(args.geometry)
     spec = mdx_model_spec(args.geometry, data, payload_kg=args.payload)
     forces = ActuatorStatics(spec)
