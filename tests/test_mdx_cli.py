@@ -88,7 +88,7 @@ def test_bad_input_exits_2(capsys, tmp_path):
     assert f"{bad}: baseRadius: is -1 (expected a positive number)" in capsys.readouterr().err
     assert shiftsim_mdx("effector", "--geometry", CHAIR_FILE, "--payload", "-5") == 2
     assert "--payload: is -5 (expected a mass in kg from 0 to 1e+09)" in capsys.readouterr().err
-    assert shiftsim_mdx("effector", "--geometry", CHAIR_FILE, "--payload", "1e308") == 2  # overflowed the statics
+    assert shiftsim_mdx("effector", "--geometry", CHAIR_FILE, "--payload", "1e308") == 2
     assert "--payload: is 1e+308 (expected a mass in kg from 0 to 1e+09)" in capsys.readouterr().err
 
 
