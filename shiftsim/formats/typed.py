@@ -20,6 +20,7 @@ One wording for every reader:
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -84,17 +85,17 @@ def shown(value: Any, limit: int = ECHO_LIMIT) -> str:
         item = stack.pop()
         if isinstance(item, _Text):
             text = item.text
-        elif isinstance(item, list):
+        elif isinstance(item, list):  # at most ``limit`` items can show: the rest are never pushed
             text = "["
-            stack.append(_Text("]"))
-            for i in range(len(item) - 1, -1, -1):
+            stack.append(_Text("]" if len(item) <= limit else ", ...]"))
+            for i in range(min(len(item), limit) - 1, -1, -1):
                 stack.append(item[i])
                 if i:
                     stack.append(_Text(", "))
         elif isinstance(item, dict):
             text = "{"
-            stack.append(_Text("}"))
-            entries = list(item.items())
+            stack.append(_Text("}" if len(item) <= limit else ", ...}"))
+            entries = list(itertools.islice(item.items(), limit))
             for i in range(len(entries) - 1, -1, -1):
                 key, member = entries[i]
                 stack.append(member)
