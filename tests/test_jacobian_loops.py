@@ -186,3 +186,20 @@ def test_help_states_the_exit_codes(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert exit_.value.code == 0
     assert "Exit 0 ok, 1 the loops cannot close" in out and "2 bad input" in out and "--wrt" in out
+
+
+def test_observer_and_axes_apply_to_the_closed_loop_columns():
+    """Seen from the stick and in its axes: the world columns minus the stick's own motion, rotated."""
+    model = load_model(EXCAVATOR)
+    q = assemble(model, model.q0).q
+    world, _ = closed_loop_jacobian(model, q, "arm:bucket:tip")
+    stick, _ = closed_loop_jacobian(model, q, "arm:stick")
+    seen, basis = closed_loop_jacobian(model, q, "arm:bucket:tip", relative_to="arm:stick")
+    assert basis.names(model) == CYLINDERS
+    poses = forward(model, q).frames
+    rotation = poses[model.frame_index("arm:stick")][:3, :3]
+    arm = poses[model.frame_index("arm:bucket:tip")][:3, 3] - poses[model.frame_index("arm:stick")][:3, 3]
+    linear = world[:3] - stick[:3] - np.cross(stick[3:].T, arm).T
+    np.testing.assert_allclose(seen[:3], rotation.T @ linear, atol=1e-12)
+    np.testing.assert_allclose(seen[3:], rotation.T @ (world[3:] - stick[3:]), atol=1e-12)
+    np.testing.assert_allclose(seen[:, 0], 0.0, atol=1e-12)  # the boom cylinder moves the stick and tip together
