@@ -54,7 +54,7 @@ def test_check_imports_its_own_command_only():
                                   "shiftsim.collision") if loaded(modules, name)]
 
 
-def test_collide_does_not_load_the_plotting_or_solving_libraries(tmp_path):
+def test_collide_help_loads_neither_matplotlib_nor_the_run_command():
     code, modules = modules_after("collide", "--help")
     assert code == 0 and loaded(modules, "shiftsim.commands.collide")
     assert not loaded(modules, "matplotlib") and not loaded(modules, "shiftsim.commands.run")
