@@ -353,3 +353,10 @@ def _close_loops(model: Model, q: np.ndarray, held: list[int], tolerance: float,
         raise SolveError(f"the loops cannot close with the held joints (residual {norm:.3g} after "
                          f"{iterations} iterations); loop-closing joints with the largest residual: {named}")
     return Assembly(q, norm, iterations)
+
+
+def model_size(model: Model, q: np.ndarray) -> float:
+    """The machine's size (m): the largest distance of a frame or body origin from the world origin at q (nq,)."""
+    poses = forward(model, q)
+    points = np.concatenate([poses.frames[:, :3, 3], poses.bodies[:, :3, 3]])
+    return float(np.max(np.linalg.norm(points, axis=1), initial=0.0))

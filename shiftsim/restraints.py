@@ -16,10 +16,13 @@ Sign convention everywhere: the law gives f(x) and the generalized force is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.polynomial import Polynomial
-from scipy.interpolate import PPoly
+
+if TYPE_CHECKING:
+    from scipy.interpolate import PPoly
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class PiecewiseLaw:
     @classmethod
     def from_pieces(cls, knots: tuple[float, ...], highest_first: tuple[tuple[float, ...], ...]) -> PiecewiseLaw:
         """Build from knots and n+1 absolute-x polynomials, highest power first."""
+        from scipy.interpolate import PPoly  # 0.4 s to import: only models with piecewise laws pay it
         knots = [float(k) for k in knots]
         if len(highest_first) != len(knots) + 1:
             raise ValueError(f"{len(knots)} knots need {len(knots) + 1} polynomials, got {len(highest_first)}")

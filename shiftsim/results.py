@@ -174,7 +174,7 @@ class Solution:
         if len(unheld):
             status, blame = "no equilibrium", [_unheld_message(model, loaded.free[unheld])]
         elif len(runaway):
-            status, blame = "no equilibrium", [_runaway_message(model, loaded.free[runaway])]
+            status, blame = "no equilibrium", [_runaway_message(model, loaded.free[runaway], loaded.runaway_distance)]
         elif loaded.converged[0]:
             status, blame = "converged", []
         else:
@@ -236,21 +236,22 @@ def _unheld_message(model: Model, coordinates: np.ndarray) -> str:
     """Why there is no equilibrium: the coordinates that nothing holds against the load, and the fixes."""
     names = [model.coordinate_names[i] for i in coordinates]
     shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    them = "them" if len(names) > 1 else "it"
     return (f"no equilibrium: nothing holds {len(names)} coordinate{'s' if len(names) > 1 else ''} against the load "
-            f"(a constant force and no stiffness along {'them' if len(names) > 1 else 'it'}, up to 1000 machine sizes "
-            f"away): {shown}. Hold the joint (--hold, or a scenario setting), give it a restraint (a spring or end "
-            f"stop), or stand the machine on the ground (scenario contacts)")
+            f"(a constant force and no stiffness along {them}, even far beyond the machine's size): {shown}. "
+            f"Hold {them} (--hold, or a scenario setting), give {them} a restraint (a spring or end stop), or stand "
+            f"the machine on the ground (scenario contacts)")
 
 
-def _runaway_message(model: Model, coordinates: np.ndarray) -> str:
-    """Why there is no equilibrium within reach: translations that ran away while the energy kept falling."""
-    from .statics import RUNAWAY_SIZES
-
+def _runaway_message(model: Model, coordinates: np.ndarray, distance: float) -> str:
+    """Why there is no equilibrium within reach: translations that ran ``distance`` (m) away while the energy
+    kept falling."""
     names = [model.coordinate_names[i] for i in coordinates]
     shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-    return (f"no equilibrium within reach: {shown} ran more than {RUNAWAY_SIZES:g} machine sizes from the start while "
-            f"the energy kept falling: nothing holds them against the load. Hold these joints (--hold, or a scenario "
-            f"setting), give them restraints, or stand the machine on the ground (scenario contacts)")
+    return (f"no equilibrium within reach: {shown} ran more than {distance:.3g} m from the start (far beyond the "
+            f"machine's size) while the energy kept falling: nothing holds them against the load. Hold these joints "
+            f"(--hold, or a scenario setting), give them restraints, or stand the machine on the ground "
+            f"(scenario contacts)")
 
 
 def _combination(model: Model, free: np.ndarray, direction: np.ndarray) -> str:
@@ -267,8 +268,7 @@ def _combination(model: Model, free: np.ndarray, direction: np.ndarray) -> str:
 def _large_motion(model: Model, q_start: np.ndarray, q: np.ndarray, free: np.ndarray) -> list[str]:
     """Remarks on free coordinates that moved far from the start: over 0.5 rad, or over a tenth of the
     machine's size for a translation (the machine may have folded under its weight: hold the actuators)."""
-    from .kinematics import REVOLUTE
-    from .statics import model_size
+    from .kinematics import REVOLUTE, model_size
 
     size = model_size(model, q_start)
     remarks = []

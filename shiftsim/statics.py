@@ -33,7 +33,7 @@ import scipy.linalg
 
 from . import generalized as gen
 from .errors import InputError, Problem
-from .kinematics import assemble, closure_jacobian, closure_residual, coupling_map, state
+from .kinematics import assemble, closure_jacobian, closure_residual, coupling_map, model_size, state
 from .model import PRISMATIC, Model
 
 
@@ -96,6 +96,7 @@ class BatchResult:
     neutral: list[np.ndarray]
     unheld: list[np.ndarray]
     runaway: list[np.ndarray]
+    runaway_distance: float = np.inf  # m: how far a free translation ran before it counted as ``runaway``
 
     @property
     def stable(self) -> np.ndarray:
@@ -334,8 +335,8 @@ def _project(p: _Problem, q: np.ndarray, g_rows: np.ndarray | None = None) -> tu
         moved = q[cases]
         moved[:, p.free] += step
         q[cases] = model.apply_couplings(moved)
-    s = state(model, q)
-    norm = np.max(np.abs(closure_residual(model, s)), axis=1)
+    else:  # out of iterations: measure where the last step left the loops
+        norm = np.max(np.abs(closure_residual(model, state(model, q))), axis=1)
     return q, np.isfinite(norm) & (norm <= p.options.closure_tolerance)
 
 
@@ -535,8 +536,9 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     if rows is None:
         rows = independent_rows(model, q_start[0], free)
     rate_force = gen.rate_forces(model, rates) if rates is not None else None
+    size = model_size(model, q_start[0])
     p = _Problem(model, free, rows, gravity, list(loads), rate_force, options, tuple(fields),
-                 _force_floor(model, q_start[0], gravity, list(loads)), model_size(model, q_start[0]))
+                 _force_floor(model, size, gravity, list(loads)), size)
     q, closed = _project(p, q_start)
     e = _evaluate(p, q, None, 1.0)
     unheld = _unheld(p, q, e) & closed[:, None]
@@ -564,23 +566,15 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     full = np.zeros((batch, 6 * len(model.closures)))
     full[:, rows] = lam
     return BatchResult(q, full, converged, iterations, _residual_norm(e), stability, free, neutral,
-                       [np.flatnonzero(row) for row in unheld], [np.flatnonzero(row) for row in runaway])
+                       [np.flatnonzero(row) for row in unheld], [np.flatnonzero(row) for row in runaway],
+                       RUNAWAY_SIZES * max(size, 1.0))
 
 
-def model_size(model: Model, q: np.ndarray) -> float:
-    """The machine's size (m): the largest distance of a frame or body origin from the world origin at q (nq,)."""
-    from .kinematics import forward
-
-    poses = forward(model, q)
-    points = np.concatenate([poses.frames[:, :3, 3], poses.bodies[:, :3, 3]])
-    return float(np.max(np.linalg.norm(points, axis=1), initial=0.0))
-
-
-def _force_floor(model: Model, q: np.ndarray, gravity: np.ndarray, loads: list[gen.AppliedLoad]) -> float:
-    """The model's own force scale (N m): 1e-3 of its weight and load forces times its size, plus the load
+def _force_floor(model: Model, size: float, gravity: np.ndarray, loads: list[gen.AppliedLoad]) -> float:
+    """The model's own force scale (N m): 1e-3 of its weight and load forces times its size (m), plus the load
     torques. Forces below ``force_tolerance`` times this are round-off: a model whose forces all vanish
     (wheels with their centres of mass on their axles) has converged, not failed."""
-    size = max(model_size(model, q), 1e-3)
+    size = max(size, 1e-3)
     weight = model.total_mass * float(np.max(np.linalg.norm(gravity, axis=1), initial=0.0))
     forces = sum(float(np.max(np.linalg.norm(l.force, axis=1), initial=0.0)) for l in loads)
     torques = sum(float(np.max(np.linalg.norm(l.torque, axis=1), initial=0.0)) for l in loads)

@@ -45,8 +45,6 @@ MODULES = module_files()
 PENDING = {
     # collisions.png plots a scenario: belongs beside the other plots in shiftsim/scenario/
     ("shiftsim.collision.plot", "shiftsim.scenario"),
-    # results reads statics.model_size (deferred import) while statics builds its results
-    ("shiftsim.results", "shiftsim.statics"),
     # the mdx package reads with formats.typed and formats.mdx, while formats.mdx reads the mdx geometry:
     # a top-level typed-reading module (and ACTUATOR_JOINTS in shiftsim.mdx) would break it
     ("shiftsim.mdx.protocol", "shiftsim.formats"), ("shiftsim.mdx.geometry", "shiftsim.formats"),

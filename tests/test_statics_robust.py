@@ -32,7 +32,7 @@ from shiftsim.loading import load_model
 from shiftsim.model import Model, compile_model
 from shiftsim.results import body_balance
 from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec
-from shiftsim.statics import RUNAWAY_SIZES, solve
+from shiftsim.statics import solve
 
 ROOT = Path(__file__).resolve().parents[1]
 G = 9.81
@@ -345,7 +345,7 @@ def test_stewart_platform_with_free_legs_has_no_equilibrium_within_reach():
     chair = load_model(ROOT / "models" / "mdx" / "chair.json")
     sol = solve(chair)
     assert sol.status == "no equilibrium" and sol.iterations < 60
-    assert f"{RUNAWAY_SIZES:g} machine sizes" in sol.blame[0] and "leg0" in sol.blame[0]
+    assert "far beyond the machine's size" in sol.blame[0] and "leg0" in sol.blame[0]
 
 
 def test_no_equilibrium_exits_1_naming_the_joints_and_the_fixes():
