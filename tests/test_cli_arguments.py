@@ -91,6 +91,11 @@ def test_arithmetic_failures_in_the_solver_are_exit_1_with_a_message(capsys, mon
     _limits.check_finite_result(np.array([0.0, 1e300]), "model.json")
 
 
+def test_ik_refuses_non_finite_targets(capsys):
+    assert main(["ik", MODEL, "--target", f"{TIP}=0.5,nan,1"]) == 2
+    assert f"--target: {TIP}=0.5,nan,1: nan is not a finite number" in capsys.readouterr().err
+
+
 def test_ik_refuses_a_non_finite_tolerance(capsys):
     assert main(["ik", MODEL, "--target", f"{TIP}=0.5,0,1", "--tolerance", "nan"]) == 2
     assert "expected a positive tolerance" in capsys.readouterr().err

@@ -52,8 +52,6 @@ def parse_target(model: Model, text: str) -> EndEffectorConstraint:
     if len(numbers) not in (3, 6):
         raise InputError([Problem("--target", text, f"{len(numbers)} numbers",
                                   "3 (x,y,z in m) or 6 (x,y,z in m, roll,pitch,yaw in rad)")])
-    if not np.all(np.isfinite(numbers)):
-        raise InputError([Problem("--target", text, "a value that is not finite", "finite numbers")])
     name = model.frame_names[frame_index(model, frame, ("--target", text))]
     rotation = None
     if len(numbers) == 6:
