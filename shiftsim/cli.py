@@ -29,6 +29,7 @@ COMMANDS = {
     "ik": "inverse kinematics: joint values that reach target frame poses",
     "run": "run a scenario: sweep, results.json, CSV and plots",
     "collide": "distances between a scenario's machines at every sweep step (kinematics only)",
+    "capacity": "tipping, hydraulic and rated lift capacity (ISO 10567) at every sweep step",
     "mfk": "Topcon MFK resource configurations: show, encode, decode",
     "mdx": "Mdx motion platform: kinematics, simulated middleware and effector",
 }

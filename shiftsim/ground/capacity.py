@@ -31,10 +31,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import statics as st
-from ..generalized import AppliedLoad
+from ..generalized import AppliedLoad, frame_point
 from ..kinematics import state
 from ..results import joint_loads
-from .stand import Stand
+from .stand import Equilibria, Stand, solve_grouped, take
 
 
 @dataclass(frozen=True)
@@ -65,15 +65,16 @@ class CapacityOptions:
     hydraulic_fraction: float = 0.87
     tolerance: float = 1e-3
     max_solves: int = 40
-    solver: st.SolverOptions = field(default_factory=lambda: st.SolverOptions(max_iterations=40, full_load_iterations=40,
-                                                                             max_load_halvings=2))
+    solver: st.SolverOptions = field(default_factory=lambda: st.SolverOptions(max_iterations=15, full_load_iterations=15,
+                                                                             max_load_halvings=0))
 
 
 @dataclass
 class Capacity:
     """Per lift point (B,): tipping factor bracket ``tipping`` (largest standing) and ``tipped`` (smallest not),
     the tipping edge (contact names), hydraulic factor and its cylinder, rated factor and what governs
-    (``tipping`` / ``hydraulic``). Factors multiply the named load; ``load`` is its size (N)."""
+    (``tipping`` / ``hydraulic``). Factors multiply the named load; ``load`` is its size (N).
+    ``q_unloaded`` (B, nq): the machine standing with the named load at factor 0."""
 
     load: float
     tipping: np.ndarray
@@ -84,6 +85,7 @@ class Capacity:
     rated: np.ndarray
     governs: list[str]
     solves: int
+    q_unloaded: np.ndarray
 
 
 @dataclass
@@ -95,58 +97,97 @@ class _Search:
     q_lo: np.ndarray
     previous: np.ndarray  # (B, 2): factor and margin of the standing point before lo (nan: none yet)
     hi: np.ndarray
-    edge: np.ndarray  # (B, 2) contact indices of the tipping edge at lo
+    edge: np.ndarray  # (B, 2) contact indices of the tipping edge (the rigid prediction's)
 
 
 def _with_factor(load: AppliedLoad, factor: np.ndarray) -> AppliedLoad:
     return AppliedLoad(load.frame, load.force * factor[:, None], load.torque * factor[:, None], load.follow)
 
 
-def _standing(stand: Stand, field_, q: np.ndarray, result: st.BatchResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(B,) standing, tipping margin (m), tipping edge (B, 2)."""
-    prints, _, _ = stand.footprints(field_, result.q)
+def _standing(stand: Stand, field_, result: Equilibria, edge: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B,) standing, and the signed distance (m, positive inside) of the centre of pressure from the line of
+    the tipping ``edge`` (B, 2) contact indices."""
+    prints, points, _ = stand.footprints(field_, result.q)
     margin = np.array([p.margin for p in prints])
-    edge = np.array([p.edge for p in prints])
-    return result.converged & result.stable & (margin > 0.0), margin, edge
+    cop = np.array([p.centre_of_pressure[:2] for p in prints])
+    rows = np.arange(len(prints))
+    a, b = points[rows, edge[:, 0], :2], points[rows, edge[:, 1], :2]
+    along = b - a
+    length = np.linalg.norm(along, axis=1)
+    cross = along[:, 0] * (cop - a)[:, 1] - along[:, 1] * (cop - a)[:, 0]
+    distance = np.where(length > 0.0, cross / np.maximum(length, 1e-300), margin)  # no edge predicted: the margin
+    return result.converged & result.stable & (margin > 0.0), distance
+
+
+def _rigid_prediction(stand: Stand, field_, result: Equilibria, load: AppliedLoad) -> tuple[np.ndarray, np.ndarray]:
+    """Per case the factor at which the machine would tip if it were rigid, and the edge it would tip over:
+    the moment balance of the ground reaction and the added vertical load about every edge of the support
+    polygon, the edge reached first. (B,) factors (inf: never), (B, 2) contact indices."""
+    prints, points, _ = stand.footprints(field_, result.q)
+    s = state(stand.model, result.q)
+    _, at = frame_point(stand.model, s, load.frame)
+    at = at @ stand.rotation.T + stand.translation
+    down = -(load.force @ stand.rotation.T)[:, 2]  # vertical load per unit factor, N (positive downward)
+    factor, edges = np.full(len(prints), np.inf), np.zeros((len(prints), 2), dtype=int)
+    for b, p in enumerate(prints):
+        ring = p.polygon
+        if len(ring) < 3 or down[b] <= 0.0:
+            continue
+        for i, j in zip(ring, ring[1:] + ring[:1]):
+            e = points[b, j, :2] - points[b, i, :2]
+
+            def inside(x: np.ndarray) -> float:
+                return float(e[0] * (x[1] - points[b, i, 1]) - e[1] * (x[0] - points[b, i, 0])) / float(np.linalg.norm(e))
+
+            d_load = inside(at[b, :2])
+            if d_load < 0.0:
+                candidate = p.force[2] * inside(p.centre_of_pressure[:2]) / (down[b] * -d_load)
+                if candidate < factor[b]:
+                    factor[b], edges[b] = candidate, (i, j)
+    return factor, edges
 
 
 def tipping_factors(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray, load: AppliedLoad,
-                    options: CapacityOptions = CapacityOptions()) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Tipping factor brackets (lo, hi) (B,), tipping edges (B, 2) and the number of batched solves.
+                    options: CapacityOptions = CapacityOptions(),
+                    others: list[AppliedLoad] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Tipping factor brackets (lo, hi) (B,), tipping edges (B, 2), the unloaded equilibria (B, nq) and the
+    number of batched solves.
 
     ``q_start`` (B, nq): the lift points, base settled; ``load``: the named load at factor 1, (B, 3)
-    arrays, model axes; ``gravity`` (3,) model axes. A case that does not stand unloaded has lo = hi = 0.
+    arrays, model axes; ``others``: loads that stay as they are; ``gravity`` (3,) model axes. A case that
+    does not stand unloaded, or that no downward load tips, has lo = hi = 0 or inf.
     """
     batch = q_start.shape[0]
     field_ = stand.field(q_start[0])
-    rows = st.independent_rows(stand.model, q_start[0], free)
     solver = options.solver
     grav = np.broadcast_to(gravity, (batch, 3))
-    first = st.solve_batch(stand.model, q_start, free, grav, [_with_factor(load, np.zeros(batch))], None, solver, rows,
-                           (field_,))
-    ok, margin, edge = _standing(stand, field_, q_start, first)
-    s = _Search(np.zeros(batch), margin, first.q.copy(), np.full((batch, 2), np.nan),
-                np.where(ok, np.inf, 0.0), edge)
+    unloaded = [_with_factor(load, np.zeros(batch)), *others]
+    seated = stand.seat(q_start, free, grav, unloaded, solver)
+    first = solve_grouped(stand.model, seated, free, grav, unloaded, solver, (field_,))
+    rigid, edge = _rigid_prediction(stand, field_, first, load)
+    ok, margin = _standing(stand, field_, first, edge)
+    lo = np.where(ok & np.isinf(rigid), np.inf, 0.0)
+    s = _Search(lo, margin, first.q.copy(), np.full((batch, 2), np.nan), np.where(ok, np.inf, 0.0), edge)
     solves = 1
     tol = options.tolerance
+    first_guess = np.where(np.isfinite(rigid), 0.95 * rigid, np.inf)
     while solves < options.max_solves:
-        active = np.flatnonzero((s.hi - s.lo) > tol * np.maximum(s.lo, 1e-12))
+        with np.errstate(invalid="ignore"):
+            gap = np.where(np.isinf(s.lo), 0.0, s.hi - s.lo)  # lo = inf: nothing tips it
+        active = np.flatnonzero(gap > tol * np.maximum(s.lo, 1e-12))
         if not len(active):
             break
-        target = _next_factor(s, active, tol)
-        result = st.solve_batch(stand.model, s.q_lo[active], free, grav[active], [_with_factor(_take(load, active), target)],
-                                None, solver, rows, (field_,))
+        target = np.where(s.lo[active] == 0.0, np.minimum(first_guess[active], s.hi[active] * 0.5),
+                          _next_factor(s, active, tol))
+        loads = [_with_factor(take(load, active), target), *(take(o, active) for o in others)]
+        result = solve_grouped(stand.model, s.q_lo[active], free, grav[active], loads, solver, (field_,))
         solves += 1
-        good, margin, edge = _standing(stand, field_, s.q_lo[active], result)
+        good, margin = _standing(stand, field_, result, s.edge[active])
         up, down = active[good], active[~good]
         s.previous[up] = np.column_stack([s.lo[up], s.margin_lo[up]])
-        s.lo[up], s.margin_lo[up], s.q_lo[up], s.edge[up] = target[good], margin[good], result.q[good], edge[good]
+        s.lo[up], s.margin_lo[up], s.q_lo[up] = target[good], margin[good], result.q[good]
         s.hi[down] = target[~good]
-    return s.lo, s.hi, s.edge, solves
-
-
-def _take(load: AppliedLoad, cases: np.ndarray) -> AppliedLoad:
-    return AppliedLoad(load.frame, load.force[cases], load.torque[cases], load.follow)
+    return s.lo, s.hi, s.edge, first.q, solves
 
 
 def _next_factor(s: _Search, active: np.ndarray, tol: float) -> np.ndarray:
@@ -163,8 +204,8 @@ def _next_factor(s: _Search, active: np.ndarray, tol: float) -> np.ndarray:
 
 
 def hydraulic_factors(stand: Stand, q_standing: np.ndarray, free: np.ndarray, gravity: np.ndarray,
-                      load: AppliedLoad, cylinders: list[Cylinder],
-                      options: CapacityOptions = CapacityOptions()) -> tuple[np.ndarray, list[str], int]:
+                      load: AppliedLoad, cylinders: list[Cylinder], options: CapacityOptions = CapacityOptions(),
+                      others: list[AppliedLoad] = ()) -> tuple[np.ndarray, list[str], int]:
     """Hydraulic factor (B,) with the base held at ``q_standing`` (B, nq), the limiting cylinder per case,
     and the number of batched solves. No cylinders: inf."""
     batch = q_standing.shape[0]
@@ -172,7 +213,6 @@ def hydraulic_factors(stand: Stand, q_standing: np.ndarray, free: np.ndarray, gr
         return np.full(batch, np.inf), [""] * batch, 0
     model = stand.model
     held = np.array([i for i in free if i not in stand.base], dtype=int)
-    rows = st.independent_rows(model, q_standing[0], held)
     grav = np.broadcast_to(gravity, (batch, 3))
     index = [model.joint_index(c.joint) for c in cylinders]
     push = np.array([c.push for c in cylinders])
@@ -181,49 +221,52 @@ def hydraulic_factors(stand: Stand, q_standing: np.ndarray, free: np.ndarray, gr
 
     def forces(factor: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cylinder forces (B, cylinders), N, pushing positive (nan where the solve failed), and the equilibria."""
-        loaded = _with_factor(load, factor)
-        result = st.solve_batch(model, q, held, grav, [loaded], None, options.solver, rows)
+        loads = [_with_factor(load, factor), *others]
+        result = solve_grouped(model, q, held, grav, loads, options.solver)
         values = np.array([[joint_loads(model, result.q[b], result.multipliers[b], grav[b],
-                                        [_take(loaded, np.array([b]))])[j].effort[0] for j in index]
+                                        [take(l, np.array([b])) for l in loads])[j].effort[0] for j in index]
                            for b in range(batch)])
         return np.where(result.converged[:, None], values, np.nan), result.q
 
     def crossing(f_a, force_a, f_b, force_b) -> tuple[np.ndarray, np.ndarray]:
         """Per case the factor where the first cylinder reaches its limit on the secant, and that cylinder."""
-        slope = (force_b - force_a) / (f_b - f_a)[:, None]
-        limit = np.where(slope > 0.0, push, -pull)
         with np.errstate(divide="ignore", invalid="ignore"):
+            slope = (force_b - force_a) / (f_b - f_a)[:, None]
+            limit = np.where(slope > 0.0, push, -pull)
             at = f_b[:, None] + (limit - force_b) / slope
         at = np.where((slope != 0.0) & np.isfinite(at) & (at >= 0.0), at, np.inf)
-        at = np.where((force_a > push) | (force_a < -pull), 0.0, at)  # beyond its limit unloaded
         return np.min(at, axis=1), np.argmin(at, axis=1)
 
     f_a, f_b = np.zeros(batch), np.ones(batch)
     force_a, q_a = forces(f_a, q_standing)
+    beyond = np.any((force_a > push) | (force_a < -pull), axis=1)  # the cylinders cannot hold the machine itself
     force_b, q_b = forces(f_b, q_a)
     solves = 2
     factor, limiting = crossing(f_a, force_a, f_b, force_b)
     for _ in range(options.max_solves):
-        if np.all(~np.isfinite(factor) | (np.abs(factor - f_b) <= options.tolerance * np.maximum(factor, 1e-12))):
+        going = np.flatnonzero(np.isfinite(factor) & ~beyond
+                               & (np.abs(factor - f_b) > options.tolerance * np.maximum(factor, 1e-12)))
+        if not len(going):
             break
-        going = np.isfinite(factor)
-        f_a, force_a, q_a = f_b, force_b, q_b
-        f_b = np.where(going, factor, f_b)
-        force_b, q_b = forces(f_b, q_a)
+        trial = f_b.copy()
+        trial[going] = factor[going]
+        force, q = forces(trial, q_b)  # every case re-solved (the others where they are); the going ones move on
         solves += 1
+        f_a[going], force_a[going] = f_b[going], force_b[going]
+        f_b[going], force_b[going], q_b[going] = factor[going], force[going], q[going]
         new, new_limiting = crossing(f_a, force_a, f_b, force_b)
-        factor, limiting = np.where(going, new, factor), np.where(going, new_limiting, limiting)
+        factor[going], limiting[going] = new[going], new_limiting[going]
+    factor = np.where(beyond, 0.0, np.where(np.any(np.isnan(force_b), axis=1), np.nan, factor))
     return factor, [names[i] for i in limiting], solves
 
 
 def capacity(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray, load: AppliedLoad,
-             cylinders: list[Cylinder], options: CapacityOptions = CapacityOptions()) -> Capacity:
-    """Tipping, hydraulic and rated factors of the named ``load`` at every lift point (see the module docstring)."""
-    lo, hi, edge, solves = tipping_factors(stand, q_start, free, gravity, load, options)
-    unloaded = st.solve_batch(stand.model, q_start, free, np.broadcast_to(gravity, q_start.shape[:1] + (3,)),
-                              [_with_factor(load, np.zeros(len(q_start)))], None, options.solver, None,
-                              (stand.field(q_start[0]),))
-    hydraulic, limiting, more = hydraulic_factors(stand, unloaded.q, free, gravity, load, cylinders, options)
+             cylinders: list[Cylinder], options: CapacityOptions = CapacityOptions(),
+             others: list[AppliedLoad] = ()) -> Capacity:
+    """Tipping, hydraulic and rated factors of the named ``load`` at every lift point (see the module docstring);
+    ``others``: loads that stay as they are (B, 3 arrays)."""
+    lo, hi, edge, q_unloaded, solves = tipping_factors(stand, q_start, free, gravity, load, options, others)
+    hydraulic, limiting, more = hydraulic_factors(stand, q_unloaded, free, gravity, load, cylinders, options, others)
     tipping_rated = options.tipping_fraction * lo
     hydraulic_rated = options.hydraulic_fraction * hydraulic
     rated = np.minimum(tipping_rated, hydraulic_rated)
@@ -231,4 +274,4 @@ def capacity(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.nd
     names = stand.field(q_start[0]).names
     edges = [(names[a], names[b]) if a >= 0 else ("", "") for a, b in edge]
     size = float(np.linalg.norm(load.force[0]))
-    return Capacity(size, lo, hi, edges, hydraulic, limiting, rated, governs, solves + more + 1)
+    return Capacity(size, lo, hi, edges, hydraulic, limiting, rated, governs, solves + more, q_unloaded)

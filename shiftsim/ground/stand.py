@@ -74,6 +74,15 @@ class Stand:
         q[self.base[:3]] += self.rotation.T @ np.array([0.0, 0.0, -drop])
         return q
 
+    def seat(self, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
+             options: st.SolverOptions = st.SolverOptions()) -> np.ndarray:
+        """Starts (B, nq) for standing solves: the machine's own equilibrium with its base held where ``q_start``
+        (B, nq) puts it (a start whose loops were closed by moving springs anywhere holds huge spring forces;
+        a first Newton step from there throws the machine off its contacts). Cases that fail keep their start."""
+        held = np.array([i for i in free if i not in self.base], dtype=int)
+        result = solve_grouped(self.model, q_start, held, gravity, loads, options)
+        return np.where(result.converged[:, None], result.q, q_start)
+
     def solve(self, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
               rates: np.ndarray | None = None, options: st.SolverOptions = st.SolverOptions(),
               q_anchor: np.ndarray | None = None) -> tuple[Solution, ContactField]:
@@ -93,3 +102,37 @@ class Stand:
         """Footprints at coordinates ``q`` (B, nq), and the contact points and forces (B, n, 3), world axes."""
         c = field.evaluate(state(self.model, np.atleast_2d(q)))
         return [footprint(p, f) for p, f in zip(c.points, c.forces)], c.points, c.forces
+
+
+def take(load: AppliedLoad, cases: np.ndarray) -> AppliedLoad:
+    """A load restricted to some cases of its batch."""
+    return AppliedLoad(load.frame, load.force[cases], load.torque[cases], load.follow)
+
+
+@dataclass
+class Equilibria:
+    """What the capacity search needs of a batch of solves: q (B, nq), multipliers (B, 6 n_closures),
+    converged and stable (B,) flags."""
+
+    q: np.ndarray
+    multipliers: np.ndarray
+    converged: np.ndarray
+    stable: np.ndarray
+
+
+def solve_grouped(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
+                  options: st.SolverOptions, fields: tuple = ()) -> Equilibria:
+    """``solve_batch`` on cases grouped by their independent closure rows (a planar linkage slewed 90 degrees
+    has other redundant rows than unslewed; one set of rows for both makes the closure system singular)."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for b, q in enumerate(q_start):
+        groups.setdefault(tuple(st.independent_rows(model, q, free).tolist()), []).append(b)
+    out = Equilibria(q_start.copy(), np.zeros((q_start.shape[0], 6 * len(model.closures))),
+                     np.zeros(q_start.shape[0], dtype=bool), np.zeros(q_start.shape[0], dtype=bool))
+    for rows, members in groups.items():
+        cases = np.array(members)
+        part = st.solve_batch(model, q_start[cases], free, gravity[cases], [take(l, cases) for l in loads], None,
+                              options, np.array(rows, dtype=int), fields)
+        out.q[cases], out.multipliers[cases] = part.q, part.multipliers
+        out.converged[cases], out.stable[cases] = part.converged, part.stable
+    return out

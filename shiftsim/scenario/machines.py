@@ -106,6 +106,7 @@ class Machine:
     where: str
     vocabulary: Vocabulary = field(default=PLAIN, repr=False)
     inputs: tuple[Path, ...] = ()
+    support: Any = field(default=None, repr=False)  # a standing machine's scenario.ground.Support, else None
 
     def name(self, local: str) -> str:
         """Scenario name of a model name: ``<id>:<local>``."""

@@ -25,6 +25,7 @@ from ..jsonio import read_json
 from ..spec import PATH_SEPARATOR
 from . import schema
 from .loading import load_machines
+from .ground import stand_machines
 from .machines import Machine, assemble_start, resolve
 from .sweep import Parameter, Sweep, expand
 
@@ -159,6 +160,8 @@ def build_scenario(path: Path, document: Any, warnings: list[str] = ()) -> Scena
         if p.kind == "joint":
             swept.setdefault(p.machine, []).append(p.target)
     machines = [assemble_start(m, [*m.held, *swept.get(m.id, [])], problems) for m in machines]
+    problems.raise_if_any()
+    machines = stand_machines(document, machines, gravity, problems)
     problems.raise_if_any()
     return Scenario(document["name"], document.get("description", ""), path, gravity, tuple(machines),
                     tuple(loads), sweep, track, outputs, tuple(warnings), document,

@@ -1,0 +1,78 @@
+"""``shiftsim capacity SCENARIO [--load NAME] [--centre FRAME] [--json] [--chart FILE]``: rated lift capacity.
+
+For every step of the scenario's sweep (a lift point), the tipping load, the
+hydraulic load and the rated load (ISO 10567: the smaller of 75 % of the
+tipping load and 87 % of the hydraulic load) of the named load on a machine
+standing on the ground (docs/ground.md). The analysis comes from the
+scenario's ``analysis.capacity``; ``--load`` and ``--centre`` override its load
+and slew-axis frame (or make one without it). Exit codes: 0 ok, 1 a lift point
+could not be solved unloaded, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import Problems, ScenarioError
+from ..jsonio import dumps
+from ..scenario import load_scenario
+from ._common import emit_json
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "capacity", help="tipping, hydraulic and rated lift capacity (ISO 10567) at every sweep step",
+        description="Tipping load (continuation on the load factor with the solver's stability test), hydraulic "
+                    "load (cylinder force limits) and rated load of a named load on a machine with 'contacts', "
+                    "at every step of the scenario's sweep. Exit 0 ok, 1 a lift point cannot stand unloaded, "
+                    "2 bad input.")
+    parser.add_argument("scenario", help="scenario file (.json) with a standing machine (docs/ground.md)")
+    parser.add_argument("--load", help="the load whose factor is searched (default: analysis.capacity.load)")
+    parser.add_argument("--centre", help="frame on the slew axis radii are measured from, MACHINE:body:frame")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--chart", help="write the capacity chart (PNG) to this file")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..ground.plots import capacity_chart
+    from ..scenario.capacity import read_capacity, run_capacity
+
+    scenario = load_scenario(args.scenario)
+    entry = dict((scenario.document.get("analysis") or {}).get("capacity") or {})
+    where = "analysis.capacity" if entry else "--load"
+    if args.load:
+        entry["load"], where = args.load, "--load"
+    if args.centre:
+        entry["centre"] = args.centre
+    problems = Problems(str(args.scenario), ScenarioError)
+    if "load" not in entry:
+        problems.add("--load", "no load named and the scenario has no analysis.capacity",
+                     "--load NAME, or an \"analysis\": {\"capacity\": {\"load\": NAME}} section")
+        problems.raise_if_any()
+    spec = read_capacity(scenario, entry, where, problems)
+    problems.raise_if_any()
+    for warning in scenario.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    document = run_capacity(scenario, spec)
+    if args.chart:
+        from pathlib import Path
+
+        Path(args.chart).write_bytes(capacity_chart(document))
+    if args.json:
+        emit_json(document)
+    else:
+        print(f"{scenario.name}: {document['load']} at {document['frame']} ({document['load_size']:.0f} N at factor 1), "
+              f"rated = min({document['tipping_fraction']:g} tipping, {document['hydraulic_fraction']:g} hydraulic)")
+        print(f"{'step':>4} {'radius m':>9} {'height m':>9} {'tipping kN':>11} {'hydraulic kN':>13} "
+              f"{'rated kN':>9} {'rated t':>8}  governs")
+        for p in document["points"]:
+            print(f"{p['step']:>4} {p['radius']:9.2f} {p['height']:9.2f} {_kn(p['tipping_load']):>11} "
+                  f"{_kn(p['hydraulic_load']):>13} {_kn(p['rated_load']):>9} "
+                  f"{'-' if p['rated_mass'] is None else format(p['rated_mass'] / 1000, '.2f'):>8}  {p['governs']}")
+    return 1 if any(p["tipping_load"] in (None, 0.0) for p in document["points"]) else 0
+
+
+def _kn(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1000:.1f}"

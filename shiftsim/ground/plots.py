@@ -1,0 +1,85 @@
+"""Plots of machines on the ground: the footprint from above, and the lift-capacity chart.
+
+Both draw on matplotlib's Agg canvas and return PNG bytes.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+
+def _png(figure: Figure, dpi: int) -> bytes:
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def footprint_plot(title: str, contacts: dict[str, np.ndarray], reports: Sequence[dict[str, Any]], dpi: int = 100) -> bytes:
+    """The footprint from above: the contacts (name -> world point (3,)), the support polygon of every step
+    (``reports``: the steps' ground records, see :func:`shiftsim.scenario.ground.step_report`), the centre of
+    pressure over the sweep coloured by step, and the tipping margin over the sweep."""
+    figure = Figure(figsize=(11.0, 5.5))
+    top, margin_axes = figure.add_axes((0.07, 0.1, 0.45, 0.8)), figure.add_axes((0.6, 0.1, 0.36, 0.8))
+    points = np.array(list(contacts.values()))
+    top.scatter(points[:, 0], points[:, 1], marker="s", color="k", zorder=3, label="contacts")
+    for name, p in contacts.items():
+        top.annotate(name.rsplit(":", 1)[-1], p[:2], textcoords="offset points", xytext=(4, 4), fontsize=7)
+    cops, margins = [], []
+    for k, report in enumerate(reports):
+        ring = [contacts[n] for n in report["support_polygon"]]
+        if len(ring) >= 2:
+            ring = np.array(ring + ring[:1])
+            top.plot(ring[:, 0], ring[:, 1], color="tab:blue", alpha=0.25, lw=1.0,
+                     label="support polygon" if not cops else None)
+        cops.append(report["centre_of_pressure"])
+        margins.append(np.nan if report["tipping_margin"] is None else report["tipping_margin"])
+    cops = np.array(cops, float).reshape(-1, 3)
+    if len(cops):
+        shown = top.scatter(cops[:, 0], cops[:, 1], c=np.arange(len(cops)), cmap="viridis", s=14, zorder=4,
+                            label="centre of pressure")
+        figure.colorbar(shown, ax=top, label="step")
+    top.set_aspect("equal", adjustable="datalim")
+    top.set_xlabel("world x (m)")
+    top.set_ylabel("world y (m)")
+    top.set_title(f"{title}: footprint from above")
+    top.legend(loc="best", fontsize=8)
+    margin_axes.plot(np.arange(len(margins)), margins, marker="o", ms=3)
+    margin_axes.axhline(0.0, color="tab:red", lw=1.0)
+    margin_axes.set_xlabel("step")
+    margin_axes.set_ylabel("tipping margin (m)")
+    margin_axes.set_title("distance of the centre of pressure to the nearest edge")
+    return _png(figure, dpi)
+
+
+def capacity_chart(document: dict[str, Any], dpi: int = 100) -> bytes:
+    """The rated lift capacity in the form manufacturers publish: lift-point height against radius, the rated load
+    (t) written at each point, one panel per value of the analysis' ``group`` parameter (e.g. over front / over
+    side); a trailing ``*`` marks points where the hydraulic limit governs."""
+    points = document["points"]
+    group = document.get("group")
+    values = sorted({p["parameters"][group] for p in points}) if group else [None]
+    figure = Figure(figsize=(6.0 * len(values), 6.5))
+    for k, value in enumerate(values):
+        axes = figure.add_subplot(1, len(values), k + 1)
+        chosen = [p for p in points if group is None or p["parameters"][group] == value]
+        for p in chosen:
+            rated = p["rated_mass"]
+            text = "-" if rated is None else f"{rated / 1000.0:.2f}{'*' if p['governs'] == 'hydraulic' else ''}"
+            colour = "tab:orange" if p["governs"] == "hydraulic" else "tab:blue"
+            axes.plot(p["radius"], p["height"], "o", color=colour, ms=3)
+            axes.annotate(text, (p["radius"], p["height"]), textcoords="offset points", xytext=(3, 3), fontsize=7)
+        axes.axhline(0.0, color="0.5", lw=0.8)
+        axes.set_xlabel("lift-point radius from the slew axis (m)")
+        axes.set_ylabel("lift-point height above ground (m)")
+        where = "" if group is None else f" at {group} = {value:g}"
+        axes.set_title(f"rated load (t){where}", fontsize=10)
+        axes.grid(True, lw=0.3)
+    figure.suptitle(f"{document['load']} at {document['frame']}: rated = min({document['tipping_fraction']:g} tipping, "
+                    f"{document['hydraulic_fraction']:g} hydraulic); * hydraulic governs", fontsize=10)
+    return _png(figure, dpi)

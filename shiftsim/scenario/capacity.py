@@ -1,0 +1,174 @@
+"""A scenario's capacity analysis: the rated lift capacity of a standing machine at every step of the sweep.
+
+The analysis (``analysis.capacity`` in the scenario, or ``shiftsim capacity --load``)
+names a load on a machine with ``contacts``; each step of the sweep is a lift
+point (the machine's joints as the step sets them). All steps are solved at
+once by :func:`shiftsim.ground.capacity.capacity`; the result is reported per
+lift point with the load frame's radius from the slew axis (the ``centre``
+frame) and height above the ground below that axis, at the unloaded standing
+equilibrium. Loads in N (and the rated load also as a mass, N / |g|).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .. import statics as st
+from ..errors import Problems, SolveError, suggest
+from ..generalized import AppliedLoad
+from ..ground.base import BASE, base_coordinates
+from ..ground.capacity import CapacityOptions, Cylinder, capacity
+from ..ground.stand import Stand
+from ..kinematics import assemble, forward
+from ..spec import PATH_SEPARATOR
+from .ground import finite_or_none, floating_model
+from .machines import Machine, resolve
+from .runner import _set_values as set_values
+from .runner import machine_values
+
+
+@dataclass(frozen=True)
+class CapacitySpec:
+    """A capacity analysis of a scenario: the named load (on a standing machine), the frame on the slew axis
+    radii are measured from (model name), the cylinders (model joint names), the options, and the swept
+    parameter whose values make the chart's panels (None: one panel)."""
+
+    load: str
+    machine: str
+    centre: str
+    cylinders: tuple[Cylinder, ...]
+    options: CapacityOptions
+    group: str | None = None
+
+
+def read_capacity(scenario: Any, entry: dict[str, Any], where: str, problems: Problems) -> CapacitySpec | None:
+    """A :class:`CapacitySpec` from an ``analysis.capacity`` object (or the command line's, ``where`` naming it)."""
+    loads = {l.name: l for l in scenario.loads}
+    load = loads.get(entry["load"])
+    if load is None:
+        problems.add(f"{where}.load", f"unknown load {entry['load']!r}", suggest(entry["load"], loads))
+        return None
+    machine = scenario.machine(load.machine)
+    if machine.support is None:
+        problems.add(f"{where}.load", f"load {load.name!r} is on machine {machine.id!r}, which has no 'contacts'",
+                     "a load on a machine standing on the ground (give the machine 'contacts')")
+        return None
+    prefix = machine.id + PATH_SEPARATOR
+
+    def local(name: str, kind: str, at: str) -> str | None:
+        if not name.startswith(prefix):
+            problems.add(at, f"{name!r} is not on machine {machine.id!r}", f"{prefix}... (the machine carrying the load)")
+            return None
+        return resolve(machine.model, kind, name[len(prefix):], machine.id, at, problems)
+
+    centre = local(entry.get("centre", f"{prefix}{BASE}"), "frame", f"{where}.centre")
+    cylinders = []
+    for name, limits in entry.get("cylinders", {}).items():
+        at = f"{where}.cylinders.{name}"
+        joint = local(name, "joint", at)
+        if joint is None:
+            continue
+        if limits["rod"] >= limits["bore"]:
+            problems.add(f"{at}.rod", f"rod {limits['rod']} m is not smaller than bore {limits['bore']} m",
+                         "a rod diameter smaller than the bore")
+            continue
+        cylinders.append(Cylinder(joint, float(limits["bore"]), float(limits["rod"]), float(limits["pressure"])))
+    group = entry.get("group")
+    names = [p.name for p in scenario.sweep.parameters]
+    if group is not None and group not in names:
+        problems.add(f"{where}.group", f"{group!r} is not a swept parameter", suggest(group, names))
+    defaults = CapacityOptions()
+    options = replace(defaults, tipping_fraction=float(entry.get("tipping_fraction", defaults.tipping_fraction)),
+                      hydraulic_fraction=float(entry.get("hydraulic_fraction", defaults.hydraulic_fraction)),
+                      tolerance=float(entry.get("tolerance", defaults.tolerance)))
+    if centre is None or problems.items:
+        return None
+    return CapacitySpec(load.name, machine.id, centre, tuple(cylinders), options, group)
+
+
+def lift_points(scenario: Any, spec: CapacitySpec) -> tuple[Machine, Stand, np.ndarray, np.ndarray, np.ndarray]:
+    """The standing machine, its stand, the assembled start of every step (B, nq), the free coordinates and
+    the prescribed ones. Every step must use one model (no swept MFK geometry)."""
+    machine = scenario.machine(spec.machine)
+    table = scenario.sweep.table()
+    starts, models, prescribed = [], set(), None
+    previous = machine.q_start
+    for row in table:
+        values = {p.name: float(v) for p, v in zip(scenario.sweep.parameters, row)}
+        setup = machine.setup(machine_values(scenario, machine, values))
+        model = floating_model(setup.model)
+        models.add(id(model))
+        q, held = st.resolve_prescribed(model, set_values(machine, setup.joints), [])
+        try:
+            q = _assemble(model, np.where(np.isin(np.arange(model.nq), held), q, previous), held, previous)
+        except SolveError as error:
+            raise SolveError(f"step {len(starts)} ({', '.join(f'{k} = {v:g}' for k, v in values.items())}): the joints "
+                             f"cannot take these values with the springs unstretched: {error}") from None
+        starts.append(q)
+        previous, prescribed = q, held
+    if len(models) > 1:
+        raise SolveError(f"machine {machine.id!r} changes its model along the sweep; a capacity chart needs one model")
+    stand = machine.support.stand(model, machine)
+    return machine, stand, np.array(starts), st.free_coordinates(model, prescribed), prescribed
+
+
+def _assemble(model, q: np.ndarray, held: np.ndarray, previous: np.ndarray) -> np.ndarray:
+    """``q`` with its loops closed by moving the passive joints only: the base (the loops do not reach it) and
+    the sprung coordinates (oil columns) keep their values, so no spring starts stretched (closing a loop by
+    stretching a stiff spring would make a lift point the geometry cannot reach). SolveError when they cannot close."""
+    sprung = [*model.joint_springs.coordinates.tolist(), *(r.coordinate for r in model.joint_restraints)]
+    return assemble(model, q, held=sorted({*held.tolist(), *base_coordinates(model), *sprung}), start=previous).q
+
+
+def run_capacity(scenario: Any, spec: CapacitySpec) -> dict[str, Any]:
+    """The capacity of every step of the sweep as the ``capacity.json`` document (see docs/ground.md)."""
+    machine, stand, starts, free, _ = lift_points(scenario, spec)
+    model, placement = stand.model, machine.placement
+    batch = len(starts)
+    named = next(l for l in scenario.loads if l.name == spec.load)
+    others = [l for l in scenario.loads if l.machine == machine.id and l.name != spec.load]
+
+    def applied(load, factor: float) -> AppliedLoad:
+        force, torque = load.force, load.torque
+        if load.direction == "world":
+            force, torque = placement.vector_to_model(force), placement.vector_to_model(torque)
+        return AppliedLoad(model.frame_index(load.frame), np.tile(np.asarray(force, float) * factor, (batch, 1)),
+                           np.tile(np.asarray(torque, float) * factor, (batch, 1)), load.direction == "body")
+
+    gravity = placement.vector_to_model(scenario.gravity)
+    result = capacity(stand, starts, free, gravity, applied(named, 1.0), list(spec.cylinders), spec.options,
+                      [applied(l, l.factor) for l in others])
+    poses = forward(model, result.q_unloaded).frames
+    frame, centre = model.frame_index(named.frame), model.frame_index(spec.centre)
+    at = placement.point_to_world(poses[:, frame, :3, 3])
+    axis = placement.point_to_world(poses[:, centre, :3, 3])
+    ground_height, _, _ = stand.ground.height(axis[:, :2])
+    g = float(np.linalg.norm(scenario.gravity)) or 1.0
+    size = result.load
+    points = []
+    for b, row in enumerate(scenario.sweep.table()):
+        points.append({
+            "step": b,
+            "parameters": {p.name: float(v) for p, v in zip(scenario.sweep.parameters, row)},
+            "radius": float(np.linalg.norm(at[b, :2] - axis[b, :2])),
+            "height": float(at[b, 2] - ground_height[b]),
+            "tipping_load": finite_or_none(result.tipping[b] * size),
+            "tips_below": finite_or_none(result.tipped[b] * size),
+            "tipping_edge": [machine.name(n) for n in result.edge[b] if n],
+            "hydraulic_load": finite_or_none(result.hydraulic[b] * size),
+            "limiting_cylinder": machine.name(result.cylinder[b]) if result.cylinder[b] else None,
+            "rated_load": finite_or_none(result.rated[b] * size),
+            "rated_mass": finite_or_none(result.rated[b] * size / g),
+            "governs": result.governs[b],
+        })
+    options = spec.options
+    return {"load": spec.load, "frame": machine.name(named.frame), "centre": machine.name(spec.centre),
+            "load_size": size, "tipping_fraction": options.tipping_fraction,
+            "hydraulic_fraction": options.hydraulic_fraction, "tolerance": options.tolerance,
+            "group": spec.group, "cylinders": {machine.name(c.joint): {"push": c.push, "pull": c.pull}
+                                               for c in spec.cylinders},
+            "batched_solves": result.solves, "points": points}
+

@@ -1,0 +1,137 @@
+"""Machines of a scenario standing on the ground: the ``ground`` section, ``contacts``, and what each step reports.
+
+A machine entry with ``contacts`` is not welded to the world: its model gets a
+free base (:func:`shiftsim.ground.base.floating`) held only by its contacts
+against the scenario's ``ground`` (a level plane at ``height``, or a ``grid``).
+Its start is settled onto the ground (:meth:`shiftsim.ground.stand.Stand.settle`);
+the tangential springs are anchored where the contacts stand at that start for
+the whole run. Every solved step reports, per standing machine, world axes:
+``contact_forces`` (N, per contact), ``ground_reaction`` (``force`` N,
+``moment`` N m about the world origin), ``centre_of_pressure`` (m),
+``support_polygon`` (the loaded contacts on the hull, counter-clockwise from
+above), ``tipping_margin`` (m, negative outside) and ``tipping_edge``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import Problems
+from ..ground.base import BASE, contact_points, floating, lift_coordinates
+from ..ground.contacts import ContactField
+from ..ground.footprint import footprint
+from ..ground.stand import Stand
+from ..ground.terrain import DEFAULT_FRICTION, Ground
+from ..kinematics import state
+from ..model import Model
+from .machines import Machine
+
+
+@dataclass(frozen=True)
+class Support:
+    """How a machine stands: its contact entries (as written), the ground, and the start its springs anchor to."""
+
+    entries: tuple[Any, ...]
+    ground: Ground
+    gravity: float
+    q_anchor: np.ndarray
+
+    def stand(self, model: Model, machine: Machine) -> Stand:
+        """The stand of a floating ``model`` of the machine (contacts resolved on it)."""
+        problems = Problems(str(machine.source))
+        points = contact_points(model, list(self.entries), f"{machine.where}.contacts", problems)
+        problems.raise_if_any()
+        placement = machine.placement
+        return Stand.build(model, points, self.ground, placement.rotation, placement.position, self.gravity)
+
+    def field(self, model: Model, machine: Machine) -> ContactField:
+        """The contacts as a force field on ``model`` (cached per model)."""
+        cached = model.__dict__.get("_support_field")
+        if cached is None:
+            cached = self.stand(model, machine).field(self.q_anchor)
+            object.__setattr__(model, "_support_field", cached)
+        return cached
+
+
+def floating_model(model: Model) -> Model:
+    """``model`` on a free base (itself when it already has one)."""
+    return model if BASE in model.joint_names else floating(model)
+
+
+def read_ground(document: dict[str, Any]) -> Ground:
+    """The scenario's (schema-checked) ``ground`` section; absent: a level plane at z = 0."""
+    entry = document.get("ground", {})
+    grid = entry.get("grid")
+    if grid is not None:
+        grid = (np.asarray(grid["x"], float), np.asarray(grid["y"], float), np.asarray(grid["z"], float))
+    return Ground(float(entry.get("height", 0.0)), grid, entry.get("stiffness"), entry.get("tangential_stiffness"),
+                  float(entry.get("friction", DEFAULT_FRICTION)))
+
+
+def _check_grid(document: dict[str, Any], problems: Problems) -> None:
+    grid = document.get("ground", {}).get("grid")
+    if grid is None:
+        return
+    for axis in ("x", "y"):
+        values = np.asarray(grid[axis], float)
+        if np.any(np.diff(values) <= 0.0):
+            problems.add(f"ground.grid.{axis}", f"{axis} values do not increase strictly", f"strictly increasing {axis} (m)")
+    shape = (len(grid["x"]), len(grid["y"]))
+    rows = grid["z"]
+    if len(rows) != shape[0] or any(len(row) != shape[1] for row in rows):
+        problems.add("ground.grid.z", f"{len(rows)} rows of {sorted({len(r) for r in rows})} values",
+                     f"{shape[0]} rows (one per x) of {shape[1]} values (one per y)")
+
+
+def stand_machines(document: dict[str, Any], machines: list[Machine], gravity: np.ndarray,
+                   problems: Problems) -> list[Machine]:
+    """The machines, those with ``contacts`` on a free base, settled on the ground, with their :class:`Support`."""
+    _check_grid(document, problems)
+    if problems.items or not any("contacts" in document["machines"][_index(m)] for m in machines):
+        return machines
+    ground = read_ground(document)
+    out = []
+    for machine in machines:
+        entry = document["machines"][_index(machine)]
+        if "contacts" not in entry:
+            out.append(machine)
+            continue
+        model = floating_model(machine.model)
+        before = len(problems.items)
+        points = contact_points(model, entry["contacts"], f"{machine.where}.contacts", problems)
+        if len(problems.items) > before:
+            continue
+        g = float(np.linalg.norm(gravity))
+        stand = Stand.build(model, points, ground, machine.placement.rotation, machine.placement.position, g)
+        q = stand.settle(lift_coordinates(machine.model, model, machine.q_start), g)
+        support = Support(tuple(entry["contacts"]), ground, g, q)
+        out.append(replace(machine, model=model, q_start=q, support=support))
+    return out
+
+
+def _index(machine: Machine) -> int:
+    return int(machine.where.split("[")[1].rstrip("]"))
+
+
+def step_report(machine: Machine, model: Model, q: np.ndarray) -> dict[str, Any]:
+    """What the ground carries at coordinates ``q`` (nq,) of a standing machine (see the module docstring)."""
+    field = machine.support.field(model, machine)
+    c = field.evaluate(state(model, np.asarray(q, float)[None]))
+    names = field.names
+    print_ = footprint(c.points[0], c.forces[0])
+    return {
+        "contact_forces": {name: c.forces[0, i].tolist() for i, name in enumerate(names)},
+        "ground_reaction": {"force": print_.force.tolist(), "moment": print_.moment.tolist()},
+        "centre_of_pressure": print_.centre_of_pressure.tolist(),
+        "support_polygon": [names[i] for i in print_.polygon],
+        "tipping_margin": finite_or_none(print_.margin),
+        "tipping_edge": [names[i] for i in print_.edge] if print_.edge[0] >= 0 else [],
+    }
+
+
+
+def finite_or_none(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
