@@ -41,9 +41,9 @@ def run(args: argparse.Namespace) -> int:
 
     scenario = load_scenario(args.scenario)
     entry = dict((scenario.document.get("analysis") or {}).get("capacity") or {})
-    where = "analysis.capacity" if entry else "--load"
+    load_where = None
     if args.load:
-        entry["load"], where = args.load, "--load"
+        entry["load"], load_where = args.load, "--load"
     if args.centre:
         entry["centre"] = args.centre
     problems = Problems(str(args.scenario), ScenarioError)
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         problems.add("--load", "no load named and the scenario has no analysis.capacity",
                      "--load NAME, or an \"analysis\": {\"capacity\": {\"load\": NAME}} section")
         problems.raise_if_any()
-    spec = read_capacity(scenario, entry, where, problems)
+    spec = read_capacity(scenario, entry, "analysis.capacity", problems, load_where)
     problems.raise_if_any()
     for warning in scenario.warnings:
         print(f"warning: {warning}", file=sys.stderr)

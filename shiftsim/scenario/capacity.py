@@ -44,16 +44,19 @@ class CapacitySpec:
     group: str | None = None
 
 
-def read_capacity(scenario: Any, entry: dict[str, Any], where: str, problems: Problems) -> CapacitySpec | None:
-    """A :class:`CapacitySpec` from an ``analysis.capacity`` object (or the command line's, ``where`` naming it)."""
+def read_capacity(scenario: Any, entry: dict[str, Any], where: str, problems: Problems,
+                  load_where: str | None = None) -> CapacitySpec | None:
+    """A :class:`CapacitySpec` from an ``analysis.capacity`` object at ``where``; ``load_where`` names where its
+    load came from when not from there (``--load``)."""
+    load_where = load_where or f"{where}.load"
     loads = {l.name: l for l in scenario.loads}
     load = loads.get(entry["load"])
     if load is None:
-        problems.add(f"{where}.load", f"unknown load {entry['load']!r}", suggest(entry["load"], loads))
+        problems.add(load_where, f"unknown load {entry['load']!r}", suggest(entry["load"], loads))
         return None
     machine = scenario.machine(load.machine)
     if machine.support is None:
-        problems.add(f"{where}.load", f"load {load.name!r} is on machine {machine.id!r}, which has no 'contacts'",
+        problems.add(load_where, f"load {load.name!r} is on machine {machine.id!r}, which has no 'contacts'",
                      "a load on a machine standing on the ground (give the machine 'contacts')")
         return None
     prefix = machine.id + PATH_SEPARATOR

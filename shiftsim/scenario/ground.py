@@ -9,7 +9,9 @@ the whole run. Every solved step reports, per standing machine, world axes:
 ``contact_forces`` (N, per contact), ``ground_reaction`` (``force`` N,
 ``moment`` N m about the world origin), ``centre_of_pressure`` (m),
 ``support_polygon`` (the loaded contacts on the hull, counter-clockwise from
-above), ``tipping_margin`` (m, negative outside) and ``tipping_edge``.
+above), ``tipping_margin`` (m, negative outside; null when nothing presses on the
+ground) and ``tipping_edge``. Contacts are named as frames in the scenario
+(``ex1:lower:carbody:track_fl``; a box corner ``ex1:body:shape:corner0`` … ``corner3``).
 """
 
 from __future__ import annotations
@@ -120,12 +122,12 @@ def step_report(machine: Machine, model: Model, q: np.ndarray) -> dict[str, Any]
     """What the ground carries at coordinates ``q`` (nq,) of a standing machine (see the module docstring)."""
     field = machine.support.field(model, machine)
     c = field.evaluate(state(model, np.asarray(q, float)[None]))
-    names = field.names
+    names = [machine.name(n) for n in field.names]
     print_ = footprint(c.points[0], c.forces[0])
     return {
         "contact_forces": {name: c.forces[0, i].tolist() for i, name in enumerate(names)},
         "ground_reaction": {"force": print_.force.tolist(), "moment": print_.moment.tolist()},
-        "centre_of_pressure": print_.centre_of_pressure.tolist(),
+        "centre_of_pressure": [finite_or_none(v) for v in print_.centre_of_pressure],
         "support_polygon": [names[i] for i in print_.polygon],
         "tipping_margin": finite_or_none(print_.margin),
         "tipping_edge": [names[i] for i in print_.edge] if print_.edge[0] >= 0 else [],

@@ -181,7 +181,9 @@ def tidy_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
     platform adds, per actuator joint, ``actuator_length`` (m), ``actuator_raw``, ``actuator_in_range``
     (1/0) and ``actuator_force`` (N), and for the machine its ``platform_pose`` (``x, y, z`` mm,
     ``roll, pitch, yaw`` deg). Collisions add, per machine pair ``a|b``, ``distance`` (m) and
-    ``in_collision`` (1/0). The solver's figures per step are in steps.csv.
+    ``in_collision`` (1/0). A machine standing on the ground adds ``contact_force`` per contact (``fx, fy,
+    fz``, N), and for the machine ``ground_reaction_force`` (N), ``ground_reaction_moment`` (N m, about the
+    world origin), ``centre_of_pressure`` (m) and ``tipping_margin`` (m). The solver's figures per step are in steps.csv.
     """
     angle_unit = document.get("angle_unit", "rad")
     joint_units = document.get("units", {}).get("joints", {})
@@ -208,6 +210,18 @@ def tidy_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
             entity = f"{pair['a']}|{pair['b']}"
             yield [i, entity, "distance", "", pair["distance"], "m"]
             yield [i, entity, "in_collision", "", _number(pair["in_collision"]), "-"]
+        for machine_id, record in step.get("ground", {}).items():
+            for contact, force in record["contact_forces"].items():
+                for component, number in zip(("fx", "fy", "fz"), force):
+                    yield [i, contact, "contact_force", component, number, "N"]
+            reaction = record["ground_reaction"]
+            for quantity, value, components, unit in (
+                    ("ground_reaction_force", reaction["force"], ("fx", "fy", "fz"), "N"),
+                    ("ground_reaction_moment", reaction["moment"], ("mx", "my", "mz"), "N m"),
+                    ("centre_of_pressure", record["centre_of_pressure"], ("x", "y", "z"), "m")):
+                for component, number in zip(components, value):
+                    yield [i, machine_id, quantity, component, number, unit]
+            yield [i, machine_id, "tipping_margin", "", record["tipping_margin"], "m"]
 
 
 def step_rows(document: dict[str, Any]) -> Iterable[list[Any]]:

@@ -1,0 +1,103 @@
+"""Machines standing on the ground in scenarios: results per step, the capacity command, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import numpy as np
+import pytest
+from test_scenario_support import SCENARIOS, model_path, run_cli, write_scenario
+
+from shiftsim.scenario.schema import load_schema
+
+G = 9.81
+UPPER_AND_LOWER = 13190.0 + 7000.0  # kg: excavator_hydraulic.json and undercarriage_20t.json
+
+
+def standing(**changes):
+    """The shipped capacity scenario cut to two lift points over the front (absolute model paths)."""
+    document = json.loads((SCENARIOS / "excavator_capacity.json").read_text())
+    document["machines"][0]["model"] = model_path("undercarriage_20t")
+    document["machines"][1]["model"] = model_path("excavator_hydraulic")
+    document["sweep"] = {"parameters": {"ex1:front:arm:boom_cyl": [2.2, 2.4]}}
+    del document["analysis"]["capacity"]["group"]
+    document["outputs"] = {"csv": True, "plots": []}
+    document.update(changes)
+    return document
+
+
+def test_a_standing_machine_reports_what_the_ground_carries(tmp_path, capsys):
+    path = write_scenario(tmp_path, standing())
+    code, _, _ = run_cli(capsys, "run", path, "-o", tmp_path / "out")
+    assert code == 0
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    jsonschema.Draft202012Validator(load_schema("results")).validate(results)
+    for step in results["steps"]:
+        ground = step["ground"]["ex1"]
+        forces = np.array(list(ground["contact_forces"].values()))
+        reaction = np.array(ground["ground_reaction"]["force"])
+        assert forces.sum(axis=0) == pytest.approx(reaction)
+        # the ground carries the machine and the 1 t payload, nothing sideways
+        assert reaction == pytest.approx([0.0, 0.0, UPPER_AND_LOWER * G + 9810.0], abs=1e-6 * reaction[2])
+        assert set(ground["support_polygon"]) == {f"ex1:lower:carbody:track_{c}" for c in ("fl", "fr", "rl", "rr")}
+        # centre of pressure: where the reaction's moment about the ground has no horizontal part
+        cop = np.array(ground["centre_of_pressure"])
+        moment = np.array(ground["ground_reaction"]["moment"])
+        assert np.cross(cop, reaction)[:2] == pytest.approx(moment[:2], abs=1e-6 * abs(moment).max())
+        # the front is out over the front edge x = 1.825: the margin is to that edge
+        assert ground["tipping_margin"] == pytest.approx(1.825 - cop[0], rel=1e-6)
+        assert set(ground["tipping_edge"]) == {"ex1:lower:carbody:track_fl", "ex1:lower:carbody:track_fr"}
+    rows = list((tmp_path / "out" / "results.csv").read_text().splitlines())
+    assert any(",ex1:lower:carbody:track_fl,contact_force,fz," in row for row in rows)
+    assert any(",ex1,tipping_margin,," in row for row in rows)
+
+
+def test_capacity_command_reports_every_lift_point(tmp_path, capsys):
+    path = write_scenario(tmp_path, standing())
+    code, out, _ = run_cli(capsys, "capacity", path, "--json", "--chart", tmp_path / "chart.png")
+    assert code == 0
+    document = json.loads(out)
+    assert (tmp_path / "chart.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(document["points"]) == 2
+    for point in document["points"]:
+        tipping, hydraulic = point["tipping_load"], point["hydraulic_load"]
+        assert point["tips_below"] > tipping > 0 and hydraulic > 0
+        assert point["tips_below"] <= tipping * (1 + 1e-3) + 1e-9
+        assert point["rated_load"] == pytest.approx(min(0.75 * tipping, 0.87 * hydraulic))
+        assert point["governs"] == ("tipping" if 0.75 * tipping <= 0.87 * hydraulic else "hydraulic")
+        assert point["rated_mass"] == pytest.approx(point["rated_load"] / G)
+        assert 4.0 < point["radius"] < 9.0 and set(point["tipping_edge"]) == {"ex1:lower:carbody:track_fl",
+                                                                             "ex1:lower:carbody:track_fr"}
+    # a higher boom (longer cylinder) lifts the pivot
+    assert document["points"][1]["height"] > document["points"][0]["height"]
+
+
+def test_bad_ground_and_contacts_name_the_place(tmp_path, capsys):
+    document = standing(ground={"grid": {"x": [0.0, 0.0, 1.0], "y": [0.0, 1.0], "z": [[0.0, 0.0], [0.0, 0.0]]}})
+    document["machines"][0]["contacts"] = ["lower:carbody:track_fx", {"box": "lower:carbody:pad"}]
+    code, _, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
+    assert code == 2 and "Traceback" not in err
+    assert "ground.grid.x" in err and "increase strictly" in err
+    assert "ground.grid.z" in err and "3 rows (one per x)" in err
+    assert not (tmp_path / "out").exists()
+    document = standing()
+    document["machines"][0]["contacts"] = ["lower:carbody:track_fx", {"box": "lower:carbody:pad"}]
+    code, _, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
+    assert code == 2
+    assert "machines[0].contacts[0]" in err and "track_fl" in err
+    assert "machines[0].contacts[1].box" in err and "track_left" in err
+
+
+def test_capacity_input_errors(tmp_path, capsys):
+    path = write_scenario(tmp_path, standing())
+    code, _, err = run_cli(capsys, "capacity", path, "--load", "payloda")
+    assert code == 2 and "--load.load" not in err and "unknown load 'payloda'" in err and "payload" in err
+    document = standing()
+    del document["machines"][0]["contacts"]
+    code, _, err = run_cli(capsys, "capacity", write_scenario(tmp_path, document))
+    assert code == 2 and "analysis.capacity.load" in err and "no 'contacts'" in err
+    document = standing()
+    document["analysis"]["capacity"]["cylinders"]["ex1:front:arm:boom_cyl"]["rod"] = 0.2
+    code, _, err = run_cli(capsys, "capacity", write_scenario(tmp_path, document))
+    assert code == 2 and "cylinders.ex1:front:arm:boom_cyl.rod" in err
