@@ -142,3 +142,15 @@ print("ok", shiftsim.__version__)
     from importlib.metadata import version
 
     assert done.stdout.split() == ["ok", version("shiftsim")]
+
+
+def test_run_scenario_can_write_the_folder_and_checks_it_first(tmp_path):
+    folder = tmp_path / "out"
+    ran = shiftsim.run_scenario(_beam(), output=folder)
+    np.testing.assert_array_equal(ran["beam:hinge10", "effort"], shiftsim.load_results(folder)["beam:hinge10", "effort"])
+    assert (folder / "steps.csv").is_file()
+    with pytest.raises(InputError, match="exists and is not empty"):
+        shiftsim.run_scenario(_beam(), output=folder)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match="is a file, not a folder"):
+        shiftsim.run_scenario(_beam(), output=tmp_path / "file" / "out")

@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 from test_scenario_support import beam_scenario, write_scenario
 
+import shiftsim
 from shiftsim.scenario.outputs import PAUSE_ENV, STAGING_PREFIX
 from shiftsim.scenario.schema import load_schema
 
@@ -65,6 +66,8 @@ def test_a_signal_while_solving_writes_the_solved_steps_marked_partial(tmp_path,
     assert f"stopped by {name} after {solved} of {STEPS} steps" in err and str(folder) in err
     assert f"PARTIAL: stopped by {name} after {solved} of {STEPS} steps" in out
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]
+    loaded = shiftsim.load_results(folder)  # the Python view says so too
+    assert loaded.partial and len(loaded.steps) == solved
 
 
 def _complete_set(tmp_path: Path, folder: Path) -> dict[str, bytes]:
