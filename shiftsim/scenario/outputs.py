@@ -22,9 +22,11 @@ Safety rules:
   left alone; an output file that is an input file (scenario or model) is refused always;
 * the whole set is first written into a staging folder ``DIR/.staging-PID-XXXX/``
   and only then swapped in, file by file, with SIGINT/SIGTERM held back during
-  the swap: a reader sees the old set or the new one. A failure or a signal while
-  writing leaves the old set untouched; a staging folder left by a killed run
-  (its process gone) is removed by the next write into the folder.
+  the swap, so a stopped or failed run never leaves a mixed set: a failure or a
+  signal while writing leaves the old set untouched; a staging folder left by a
+  killed run (its process gone) is removed by the next write into the folder.
+  (The swap is one rename per file: only SIGKILL landing within those renames,
+  or a reader listing the folder during them, can meet parts of both sets.)
 """
 
 from __future__ import annotations
