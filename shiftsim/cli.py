@@ -17,8 +17,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
-from .errors import ShiftsimError
+from .errors import ShiftsimError, ShiftsimWarning
 
 # name -> one-line help, as each command's own parser gives it (tests/test_startup.py keeps them equal)
 COMMANDS = {
@@ -76,20 +77,46 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(command).parse_args(argv)
     from .threads import single_blas_thread
 
-    try:
-        with single_blas_thread():  # small matrices: BLAS threads only add overhead
-            return int(args.func(args))
-    except ShiftsimError as error:
-        print(f"shiftsim {args.command}: error:", file=sys.stderr)
-        for line in str(error).splitlines():
-            print(f"  {line}", file=sys.stderr)
-        return error.exit_code
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:  # output piped into a command that stopped reading (e.g. head)
-        sys.stderr.close()
-        return 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ShiftsimWarning)
+        try:
+            with single_blas_thread():  # small matrices: BLAS threads only add overhead
+                code = int(args.func(args))
+        except ShiftsimError as error:
+            _show_warnings(args.command, caught)
+            print(f"shiftsim {args.command}: error:", file=sys.stderr)
+            for line in str(error).splitlines():
+                print(f"  {line}", file=sys.stderr)
+            return error.exit_code
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:  # output piped into a command that stopped reading (e.g. head)
+            sys.stderr.close()
+            return 0
+    _show_warnings(args.command, caught)
+    return code
 
+
+# commands that print the readers' warnings themselves, grouped with their own summary
+_REPORT_OWN_WARNINGS = {"check", "run", "collide", "capacity"}
+
+
+def _show_warnings(command: str, caught: list[warnings.WarningMessage]) -> None:
+    """Readers' warnings as ``warning: ...`` lines on stderr, grouped by kind (once each), other warnings as usual."""
+    from .errors import group_warnings
+
+    ours = {}  # by text, first seen first; a reader's Notice keeps its parts so that like warnings group
+    for w in caught:
+        if issubclass(w.category, ShiftsimWarning):
+            notice = w.message.args[0] if w.message.args else str(w.message)
+            ours.setdefault(str(notice), notice)
+    for w in caught:
+        if not issubclass(w.category, ShiftsimWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    if command in _REPORT_OWN_WARNINGS:
+        return
+    for line in group_warnings(ours.values()):
+        print(f"warning: {line}", file=sys.stderr)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -86,3 +86,18 @@ def test_notices_survive_pickling_and_identical_plain_lines_are_counted():
     assert copy == "m.json: bodies[2]: no mass data" and copy.where == "bodies[2]" and copy.what == "no mass data"
     assert group_warnings(["x", "y", "x"]) == ["x (2 times)", "y"]
     assert group_warnings([notice]) == ["m.json: bodies[2]: no mass data"]
+
+
+def test_commands_print_readers_warnings_once_as_warning_lines_not_python_warnings():
+    """fk has no warning list of its own: the CLI shows the readers' warnings as 'warning: ...' lines, each once."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parents[1] / "models" / "claraty" / "two_link_sample.xml"
+    out = subprocess.run([sys.executable, "-m", "shiftsim.cli", "fk", str(model)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.splitlines()
+    assert lines and all(line.startswith("warning: ") for line in lines), out.stderr
+    assert len(lines) == len(set(lines)) and "ShiftsimWarning" not in out.stderr and "sys.exit" not in out.stderr
