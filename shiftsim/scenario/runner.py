@@ -205,7 +205,7 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
             step.actuators[machine.id] = {**setup.actuators, "joints": [machine.name(leg) for leg in setup.legs],
                                           "forces": [float(solution.joint_loads[leg].effort[0]) for leg in setup.legs]}
         step.stable &= solution.stable
-        step.stability = max(step.stability, getattr(solution, "stability", "stable"), key=STABILITY_ORDER.index)
+        step.stability = max(step.stability, solution.stability, key=STABILITY_ORDER.index)
         step.q[machine.id], step.q_reference[machine.id] = solution.q, solution.q_reference
         if machine.support is not None:
             step.ground[machine.id] = step_report(machine, model, solution.q)
