@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{p['step']:>4} {p['radius']:9.2f} {p['height']:9.2f} {_kn(p['tipping_load']):>11} "
                   f"{_kn(p['hydraulic_load']):>13} {_kn(p['rated_load']):>9} "
                   f"{'-' if p['rated_mass'] is None else format(p['rated_mass'] / 1000, '.2f'):>8}  {p['governs']}")
-    return 1 if any(p["tipping_load"] in (None, 0.0) for p in document["points"]) else 0
+    return 1 if any(p["tips_below"] == 0.0 for p in document["points"]) else 0  # cannot stand unloaded
 
 
 def _kn(value: float | None) -> str:

@@ -20,11 +20,12 @@ def _png(figure: Figure, dpi: int) -> bytes:
     return buffer.getvalue()
 
 
-def footprint_plot(title: str, contacts: dict[str, np.ndarray], reports: Sequence[dict[str, Any]], dpi: int = 100) -> bytes:
+def footprint_plot(title: str, contacts: dict[str, np.ndarray], reports: Sequence[dict[str, Any]], dpi: int = 100,
+                   size: tuple[float, float] = (11.0, 5.5)) -> bytes:
     """The footprint from above: the contacts (name -> world point (3,)), the support polygon of every step
     (``reports``: the steps' ground records, see :func:`shiftsim.scenario.ground.step_report`), the centre of
-    pressure over the sweep coloured by step, and the tipping margin over the sweep."""
-    figure = Figure(figsize=(11.0, 5.5))
+    pressure over the sweep coloured by step, and the tipping margin over the sweep; ``size`` in inches."""
+    figure = Figure(figsize=size)
     top, margin_axes = figure.add_axes((0.07, 0.1, 0.45, 0.8)), figure.add_axes((0.6, 0.1, 0.36, 0.8))
     points = np.array(list(contacts.values()))
     top.scatter(points[:, 0], points[:, 1], marker="s", color="k", zorder=3, label="contacts")

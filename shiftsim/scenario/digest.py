@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..model import PRISMATIC
+from .ground import footprint_empty
 from .runner import StepResult
 from .spec import Scenario, angle_unit_of
 from .sweep import Parameter
@@ -192,7 +193,8 @@ def _collisions_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | 
 
 
 EMPTY_WHEN = {"deflection": _deflection_empty, "efforts": _efforts_empty, "pin_loads": _pin_loads_empty,
-              "pose": _pose_empty, "actuators": _actuators_empty, "collisions": _collisions_empty}
+              "pose": _pose_empty, "actuators": _actuators_empty, "collisions": _collisions_empty,
+              "footprint": footprint_empty}
 """Per plot kind that can come out empty: ``(scenario, steps) -> reason or None``; a plot without an entry is
 always drawn."""
 

@@ -137,3 +137,27 @@ def step_report(machine: Machine, model: Model, q: np.ndarray) -> dict[str, Any]
 
 def finite_or_none(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
+
+
+def footprint_plot(scenario: Any, steps: list, dpi: int) -> bytes:
+    """``footprint.png``: the first standing machine from above over the sweep (:func:`shiftsim.ground.plots.footprint_plot`)."""
+    from ..ground.plots import footprint_plot as draw
+
+    machine = next(m for m in scenario.machines if m.support is not None)
+    solved = [s for s in steps if machine.id in s.ground]
+    field = machine.support.field(machine.model, machine)
+    at = solved[0].q[machine.id] if solved else machine.q_start
+    points = field.evaluate(state(machine.model, np.asarray(at, float)[None])).points[0]
+    contacts = {machine.name(n): p for n, p in zip(field.names, points)}
+    from .plotting import FIGURE_SIZES
+
+    return draw(f"{scenario.name}: {machine.id}", contacts, [s.ground[machine.id] for s in solved], dpi,
+                FIGURE_SIZES["footprint"])
+
+
+def footprint_empty(scenario: Any, steps: list) -> str | None:
+    """Why ``footprint.png`` would show nothing, or None."""
+    machine = next((m for m in scenario.machines if m.support is not None), None)
+    if machine is None:
+        return "no machine stands on the ground"
+    return None if any(machine.id in s.ground for s in steps) else f"machine {machine.id!r} converged at no step"

@@ -7,7 +7,8 @@ reason, and such a plot is not written (the run summary and the report say why).
 * ``deflection``, ``efforts``, ``pin_loads``, ``convergence``, ``actuators``: against the sweep
   (:mod:`.sweep_plots`);
 * ``pose``: the machines in the world at the first, last and worst or closest steps (:mod:`.pose_plot`);
-* ``collisions``: machine pair distances (:mod:`.collision_plot`).
+* ``collisions``: machine pair distances (:mod:`.collision_plot`);
+* ``footprint``: a machine standing on the ground, from above (:func:`.ground.footprint_plot`).
 
 Everything is drawn on matplotlib's Agg canvas (no pyplot, no display needed); figure sizes in inches are
 :data:`.plotting.FIGURE_SIZES`.
@@ -19,6 +20,7 @@ from typing import Callable
 
 from .collision_plot import collisions_plot
 from .digest import skipped_plots
+from .ground import footprint_plot
 from .plotting import FIGURE_SIZES
 from .pose_plot import pose_plot
 from .runner import StepResult
@@ -35,6 +37,7 @@ PLOTTERS: dict[str, Plotter] = {
     "convergence": convergence_plot,
     "actuators": actuators_plot,
     "collisions": collisions_plot,
+    "footprint": footprint_plot,
 }
 
 

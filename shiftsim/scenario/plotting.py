@@ -24,7 +24,7 @@ from .spec import Scenario
 from .sweep import Parameter
 
 FIGURE_SIZES = {"deflection": (9.0, 6.0), "efforts": (9.0, 7.0), "pin_loads": (9.0, 7.0), "pose": (14.0, 8.0),
-                "convergence": (9.0, 6.0), "actuators": (10.0, 8.0), "collisions": (9.0, 6.0)}
+                "convergence": (9.0, 6.0), "actuators": (10.0, 8.0), "collisions": (9.0, 6.0), "footprint": (11.0, 5.5)}
 MAX_SERIES = 10
 FAILED_COLOUR = "tab:red"
 LINE_STYLES = ("-", "--", ":", "-.")

@@ -33,7 +33,8 @@ DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 PLOTS = ("deflection", "efforts", "pin_loads", "pose", "convergence")
 ACTUATORS_PLOT = "actuators"  # drawn for scenarios with an Mdx platform
 COLLISIONS_PLOT = "collisions"  # drawn for scenarios that check collisions
-ALL_PLOTS = (*PLOTS, ACTUATORS_PLOT, COLLISIONS_PLOT)
+FOOTPRINT_PLOT = "footprint"  # drawn for scenarios with a machine standing on the ground (docs/ground.md)
+ALL_PLOTS = (*PLOTS, ACTUATORS_PLOT, COLLISIONS_PLOT, FOOTPRINT_PLOT)
 ANGLE_UNITS = {"rad": 1.0, "deg": 180.0 / math.pi}  # the value of one radian in each unit
 RESERVED_LOAD_PREFIX = "load"
 TIME = "time"
@@ -173,8 +174,10 @@ def _outputs(document: dict, machines: list[Machine], problems: Problems) -> Out
     when the scenario checks them). Asking for a plot that does not apply is a problem."""
     wanted, default = document.get("outputs", {}), Outputs()
     applies = {ACTUATORS_PLOT: any(m.vocabulary.kind == "mdx" for m in machines),
-               COLLISIONS_PLOT: "collision" in document}
-    reasons = {ACTUATORS_PLOT: "the scenario has no Mdx platform", COLLISIONS_PLOT: "the scenario has no 'collision'"}
+               COLLISIONS_PLOT: "collision" in document,
+               FOOTPRINT_PLOT: any("contacts" in m for m in document["machines"])}
+    reasons = {ACTUATORS_PLOT: "the scenario has no Mdx platform", COLLISIONS_PLOT: "the scenario has no 'collision'",
+               FOOTPRINT_PLOT: "no machine has 'contacts'"}
     plots = wanted.get("plots", [*default.plots, *(p for p, ok in applies.items() if ok)])
     for k, plot in enumerate(plots):
         if not applies.get(plot, True):
