@@ -7,8 +7,9 @@ import json
 import jsonschema
 import numpy as np
 import pytest
-from test_scenario_support import SCENARIOS, model_path, run_cli, write_scenario
+from test_scenario_support import SCENARIOS, model_path, png_size, run_cli, write_scenario
 
+from shiftsim.scenario.plotting import FIGURE_SIZES
 from shiftsim.scenario.schema import load_schema
 
 G = 9.81
@@ -101,3 +102,16 @@ def test_capacity_input_errors(tmp_path, capsys):
     document["analysis"]["capacity"]["cylinders"]["ex1:front:arm:boom_cyl"]["rod"] = 0.2
     code, _, err = run_cli(capsys, "capacity", write_scenario(tmp_path, document))
     assert code == 2 and "cylinders.ex1:front:arm:boom_cyl.rod" in err
+
+
+def test_footprint_plot_only_for_standing_machines(tmp_path, capsys):
+    path = write_scenario(tmp_path, standing(outputs={"csv": False, "plots": ["footprint"], "dpi": 40}))
+    code, _, _ = run_cli(capsys, "run", path, "-o", tmp_path / "out")
+    assert code == 0
+    width, height = png_size(tmp_path / "out" / "footprint.png")
+    assert (width, height) == (round(FIGURE_SIZES["footprint"][0] * 40), round(FIGURE_SIZES["footprint"][1] * 40))
+    document = standing(outputs={"plots": ["footprint"]})
+    del document["machines"][0]["contacts"]
+    del document["analysis"]
+    code, _, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out2")
+    assert code == 2 and "outputs.plots[0]" in err and "no machine has 'contacts'" in err
