@@ -23,6 +23,7 @@ that makes the largest about :data:`SAG_SHARE` of the machine size, stated in th
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +49,7 @@ VIEW_NAMES = {(0, 2): "side view (x-z)", (1, 2): "front view (y-z)", (0, 1): "to
 CYLINDER_COLOUR = "tab:orange"
 REFERENCE = dict(color="0.55", linestyle="--", linewidth=0.9)
 MAX_LABELS = 20  # bodies of a machine labelled at most
+TITLE_CHARACTERS = 200  # characters of a panel title line across the figure (divided among the columns)
 
 
 @dataclass(frozen=True)
@@ -334,8 +336,8 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
         ax.set_ylabel(f"{AXIS_NAMES[v]} (m)")
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=8)
-        values = parameter_text(scenario, by_index[index])
-        ax.set_title(f"{' = '.join(roles)}: step {index}, {VIEW_NAMES[(h, v)]}" + (f"\n{values}" if values else ""),
+        values = textwrap.wrap(parameter_text(scenario, by_index[index]), width=TITLE_CHARACTERS // columns)
+        ax.set_title("\n".join([f"{' = '.join(roles)}: step {index}, {VIEW_NAMES[(h, v)]}", *values[:3]]),
                      fontsize=8.5 if columns < 4 else 7.5)
         if factor != 1.0:
             ax.text(0.99, 0.01, f"deflection x{number(factor)}", transform=ax.transAxes, ha="right", va="bottom",
