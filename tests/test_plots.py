@@ -139,9 +139,9 @@ def test_collision_scenarios_show_the_closest_approach_step():
 def test_a_new_plot_kind_is_one_registry_entry(tmp_path, monkeypatch):
     scenario = load_scenario(write_scenario(tmp_path, beam_scenario()))
     steps = execute(scenario, LocalExecutor(1))
-    monkeypatch.setitem(plots.PLOTTERS, "footprint", lambda sc, st, dpi: PNG_SIGNATURE + bytes([len(st), dpi]))
-    wanted = dataclasses.replace(scenario, outputs=dataclasses.replace(scenario.outputs, plots=("footprint",)))
-    assert plots.render(wanted, steps) == {"footprint.png": PNG_SIGNATURE + bytes([3, 100])}
+    monkeypatch.setitem(plots.PLOTTERS, "stroke_histogram", lambda sc, st, dpi: PNG_SIGNATURE + bytes([len(st), dpi]))
+    wanted = dataclasses.replace(scenario, outputs=dataclasses.replace(scenario.outputs, plots=("stroke_histogram",)))
+    assert plots.render(wanted, steps) == {"stroke_histogram.png": PNG_SIGNATURE + bytes([3, 100])}
 
 
 def test_numbers_never_print_minus_zero():
