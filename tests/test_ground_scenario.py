@@ -30,8 +30,10 @@ def standing(**changes):
 
 def test_a_standing_machine_reports_what_the_ground_carries(tmp_path, capsys):
     path = write_scenario(tmp_path, standing())
-    code, _, _ = run_cli(capsys, "run", path, "-o", tmp_path / "out")
+    code, out, _ = run_cli(capsys, "run", path, "-o", tmp_path / "out")
     assert code == 0
+    least = min(s["ground"]["ex1"]["tipping_margin"] for s in json.loads((tmp_path / "out" / "results.json").read_text())["steps"])
+    assert f"least margin    {least:.4g} m to tipping, ex1 over" in out
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     jsonschema.Draft202012Validator(load_schema("results")).validate(results)
     for step in results["steps"]:

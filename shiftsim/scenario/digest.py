@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..model import PRISMATIC
-from .ground import footprint_empty
+from .ground import footprint_empty, least_margins
 from .runner import StepResult
 from .spec import Scenario, angle_unit_of
 from .sweep import Parameter
@@ -243,7 +243,8 @@ def force_text(value: float, kind: str) -> str:
 
 
 def result_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
-    """What the run found: peak deflection, forces and torques, actuators, collisions, failed steps."""
+    """What the run found: peak deflection, forces and torques, actuators, the least tipping margin of each
+    machine standing on the ground, collisions, failed steps."""
     lines = []
     deflection = peak_deflection(steps)
     if deflection is not None and deflection.value < NO_DEFLECTION:
@@ -254,6 +255,9 @@ def result_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
     for kind, peak in peak_efforts(scenario, steps).items():
         lines.append(f"  peak {kind:11s} {force_text(peak.value, kind)} at {peak.entity}, {step_text(scenario, peak.step)}")
     lines += actuator_lines(scenario, steps)
+    for machine_id, (margin, edge, step) in least_margins(steps).items():
+        lines.append(f"  least margin    {number(margin)} m to tipping, {machine_id} over {' - '.join(edge)}, "
+                     f"{step_text(scenario, step)}")
     if "collision" in (scenario.document or {}):
         from .collisions import collision_summary
 

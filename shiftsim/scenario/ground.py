@@ -161,3 +161,14 @@ def footprint_empty(scenario: Any, steps: list) -> str | None:
     if machine is None:
         return "no machine stands on the ground"
     return None if any(machine.id in s.ground for s in steps) else f"machine {machine.id!r} converged at no step"
+
+
+def least_margins(steps: list) -> dict[str, tuple[float, list[str], Any]]:
+    """Per standing machine (id): its smallest tipping margin over the steps, the tipping edge and the step."""
+    least: dict[str, tuple[float, list[str], Any]] = {}
+    for step in steps:
+        for machine_id, record in step.ground.items():
+            margin = record["tipping_margin"]
+            if margin is not None and (machine_id not in least or margin < least[machine_id][0]):
+                least[machine_id] = (margin, record["tipping_edge"], step)
+    return least
