@@ -117,3 +117,12 @@ def test_footprint_plot_only_for_standing_machines(tmp_path, capsys):
     del document["analysis"]
     code, _, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out2")
     assert code == 2 and "outputs.plots[0]" in err and "no machine has 'contacts'" in err
+
+
+def test_capacity_chart_never_overwrites_an_input(tmp_path, capsys):
+    path = write_scenario(tmp_path, standing())
+    before = path.read_bytes()
+    code, _, err = run_cli(capsys, "capacity", path, "--chart", path)
+    assert code == 2 and "--chart" in err and "input file" in err and path.read_bytes() == before
+    code, _, err = run_cli(capsys, "capacity", path, "--chart", tmp_path / "missing" / "chart.png")
+    assert code == 2 and "folder does not exist" in err

@@ -12,10 +12,11 @@ could not be solved unloaded, 2 bad input.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from ..errors import Problems, ScenarioError
-from ..jsonio import dumps
 from ..scenario import load_scenario
 from ._common import emit_json
 
@@ -52,14 +53,19 @@ def run(args: argparse.Namespace) -> int:
                      "--load NAME, or an \"analysis\": {\"capacity\": {\"load\": NAME}} section")
         problems.raise_if_any()
     spec = read_capacity(scenario, entry, "analysis.capacity", problems, load_where)
+    chart = Path(args.chart).resolve() if args.chart else None
+    if chart is not None and (chart in scenario.input_files or not chart.parent.is_dir()):
+        problems.add("--chart", f"{args.chart}: " + ("an input file of the scenario" if chart.exists() and chart
+                                                    in scenario.input_files else "its folder does not exist"),
+                     "a PNG file name in an existing folder, not an input file")
     problems.raise_if_any()
     for warning in scenario.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     document = run_capacity(scenario, spec)
-    if args.chart:
-        from pathlib import Path
-
-        Path(args.chart).write_bytes(capacity_chart(document))
+    if chart is not None:  # written whole or not at all
+        staging = chart.with_name(f".{chart.name}.{os.getpid()}.tmp")
+        staging.write_bytes(capacity_chart(document))
+        os.replace(staging, chart)
     if args.json:
         emit_json(document)
     else:

@@ -26,7 +26,7 @@ load (a force at a frame, scaled by a factor lambda):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
