@@ -128,12 +128,12 @@ class ContactField:
         c = self.evaluate(s)
         rot = self.rotation
         force = c.forces @ rot  # model axes: R^T f
-        k_model = np.einsum("ji,bnjk,kl->bnil", rot, c.stiffness, rot)  # R^T K R
+        k_model = rot.T @ c.stiffness @ rot  # R^T K R
         points = self.model_points(s)
         moves = model.subtree[model.coordinate_node][:, self.nodes].T  # (n, nq)
         jv = (cross(s.omega[:, None], points[:, :, None]) + s.v[:, None]) * moves[None, :, :, None]  # (B, n, nq, 3)
         q_force = np.einsum("bnki,bni->bk", jv, force)
-        stiffness = np.einsum("bnki,bnij,bnlj->bkl", jv, k_model, jv)
+        stiffness = np.sum((jv @ k_model) @ np.swapaxes(jv, 2, 3), axis=1)
         for i in range(len(self.contacts)):
             stiffness += point_hessian(model, s, jv[:, i], force[:, i])
         return ForceTerms(q_force, stiffness, c.energy.sum(axis=1), not np.any(c.slipping))
