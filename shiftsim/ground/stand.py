@@ -3,14 +3,10 @@
 :class:`Stand` holds the floating model (:func:`.base.floating`), the contact
 points, the ground and the placement of the model frame in the world. Its
 solves are the statics solver's (``solve_batch`` with the contacts as a force
-field); what a stand adds is the start and the reference:
-
-* the start: the base lowered (along the world vertical) until the lowest
-  contact is pressed in by the sinkage the machine's weight would give on all
-  contacts, so every solve starts touching, never in the air;
-* the reference configuration (what deflections are measured from): the same
-  problem with gravity and loads switched off *and the base held* at the
-  start, since a base held only by the contacts has no unloaded equilibrium.
+field); what a stand adds is the start: the base lowered (along the world
+vertical) until the lowest contact is pressed in by the sinkage the machine's
+weight would give on all contacts, so every solve starts touching, never in
+the air; and seated starts (:meth:`Stand.seat`) for batches of lift points.
 """
 
 from __future__ import annotations
@@ -87,15 +83,14 @@ class Stand:
               rates: np.ndarray | None = None, options: st.SolverOptions = st.SolverOptions(),
               q_anchor: np.ndarray | None = None) -> tuple[Solution, ContactField]:
         """One equilibrium from ``q_start`` (nq,) with the contacts anchored where they stand at ``q_anchor``
-        (default: the start), and its reference (base held at the start). ``gravity`` (3,) model frame."""
+        (default: the start), and its reference as :func:`shiftsim.statics.solve` makes it (gravity and loads
+        off, contacts on, from the same start). ``gravity`` (3,) model frame."""
         q_start = np.asarray(q_start, float)
         field = self.field(q_start if q_anchor is None else q_anchor)
         rows = st.independent_rows(self.model, q_start, free)
-        held_base = np.array([i for i in free if i not in self.base], dtype=int)
-        reference = st.solve_batch(self.model, q_start[None], held_base, np.zeros(3), [], None, options, rows)
-        start = reference.q if reference.converged[0] else q_start[None]
-        loaded = st.solve_batch(self.model, start, free, gravity[None], loads,
-                                None if rates is None else np.atleast_2d(rates), options, rows, fields=(field,))
+        reference = st.solve_batch(self.model, q_start[None], free, np.zeros(3), [], None, options, rows, (field,))
+        loaded = st.solve_batch(self.model, q_start[None], free, gravity[None], loads,
+                                None if rates is None else np.atleast_2d(rates), options, rows, (field,))
         return Solution.build(self.model, loaded, reference, gravity, loads, q_start, (field,)), field
 
     def footprints(self, field: ContactField, q: np.ndarray) -> tuple[list[Footprint], np.ndarray, np.ndarray]:
