@@ -126,3 +126,23 @@ def test_capacity_chart_never_overwrites_an_input(tmp_path, capsys):
     assert code == 2 and "--chart" in err and "input file" in err and path.read_bytes() == before
     code, _, err = run_cli(capsys, "capacity", path, "--chart", tmp_path / "missing" / "chart.png")
     assert code == 2 and "folder does not exist" in err
+
+
+def test_an_mfk_excavator_stands_on_its_track_box_while_its_tracks_turn(tmp_path, capsys):
+    """MFK track boxes work unchanged as contacts ({"box": ...}: the four bottom corners), in the MFK site frame
+    (z down in the model, z up in the world); turning the tracks under the upper keeps the machine standing."""
+    document = {"name": "mfk_ground",
+                "machines": [{"id": "ex1", "model": str(SCENARIOS.parent / "models" / "mfk" / "excavator.json"),
+                              "contacts": [{"box": "c1:tracks:tracks"}]}],
+                "sweep": {"parameters": {"ex1:c1:tracks.rz": [0.0, 0.3]}}, "outputs": {"csv": False, "plots": []}}
+    code, _, _ = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
+    assert code == 0
+    steps = json.loads((tmp_path / "out" / "results.json").read_text())["steps"]
+    for step in steps:
+        ground = step["ground"]["ex1"]
+        assert sorted(ground["contact_forces"]) == [f"ex1:c1:tracks:tracks:corner{k}" for k in range(4)]
+        reaction = np.array(ground["ground_reaction"]["force"])
+        assert reaction[:2] == pytest.approx([0.0, 0.0], abs=1e-6 * reaction[2]) and reaction[2] > 0
+        assert ground["tipping_margin"] > 0 and len(ground["support_polygon"]) == 4
+    assert steps[0]["ground"]["ex1"]["ground_reaction"]["force"][2] == pytest.approx(
+        steps[1]["ground"]["ex1"]["ground_reaction"]["force"][2])  # the weight, whatever the tracks' angle

@@ -3,9 +3,11 @@
 A machine entry with ``contacts`` is not welded to the world: its model gets a
 free base (:func:`shiftsim.ground.base.floating`) held only by its contacts
 against the scenario's ``ground`` (a level plane at ``height``, or a ``grid``).
-Its start is settled onto the ground (:meth:`shiftsim.ground.stand.Stand.settle`);
-the tangential springs are anchored where the contacts stand at that start for
-the whole run. Every solved step reports, per standing machine, world axes:
+Its start is settled onto the ground (:meth:`shiftsim.ground.stand.Stand.settle`).
+At each step the tangential springs are anchored where the contacts stand in the
+machine's start with the step's joint values (:func:`step_anchor`): where the
+machine stood at the start, unless the step's joints move the contacts
+themselves (an MFK machine turning its tracks). Every solved step reports, per standing machine, world axes:
 ``contact_forces`` (N, per contact), ``ground_reaction`` (``force`` N,
 ``moment`` N m about the world origin), ``centre_of_pressure`` (m),
 ``support_polygon`` (the loaded contacts on the hull, counter-clockwise from
@@ -30,6 +32,7 @@ from ..ground.terrain import DEFAULT_FRICTION, Ground
 from ..kinematics import state
 from ..model import Model
 from .machines import Machine
+from .placement import Placement
 
 
 @dataclass(frozen=True)
@@ -41,21 +44,38 @@ class Support:
     gravity: float
     q_anchor: np.ndarray
 
-    def stand(self, model: Model, machine: Machine) -> Stand:
-        """The stand of a floating ``model`` of the machine (contacts resolved on it)."""
+    def stand(self, model: Model, machine: Machine, placement: Placement | None = None) -> Stand:
+        """The stand of a floating ``model`` of the machine (contacts resolved on it) at ``placement``
+        (default the machine's; a swept MFK placement value moves it)."""
         problems = Problems(str(machine.source))
         points = contact_points(model, list(self.entries), f"{machine.where}.contacts", problems)
         problems.raise_if_any()
-        placement = machine.placement
+        placement = placement or machine.placement
         return Stand.build(model, points, self.ground, placement.rotation, placement.position, self.gravity)
 
-    def field(self, model: Model, machine: Machine) -> ContactField:
-        """The contacts as a force field on ``model`` (cached per model)."""
-        cached = model.__dict__.get("_support_field")
-        if cached is None:
-            cached = self.stand(model, machine).field(self.q_anchor)
-            object.__setattr__(model, "_support_field", cached)
-        return cached
+    def field(self, model: Model, machine: Machine, placement: Placement | None = None,
+              q_anchor: np.ndarray | None = None) -> ContactField:
+        """The contacts as a force field on ``model`` at ``placement``, their tangential springs anchored where
+        the contacts stand at ``q_anchor`` (default the machine's start). The stand is made once per model
+        and placement."""
+        placement = placement or machine.placement
+        cache = model.__dict__.get("_support_stands")
+        if cache is None:
+            cache = {}
+            object.__setattr__(model, "_support_stands", cache)
+        key = placement.matrix.tobytes()
+        if key not in cache:
+            cache[key] = self.stand(model, machine, placement)
+        return cache[key].field(self.q_anchor if q_anchor is None else q_anchor)
+
+
+def step_anchor(model: Model, q: np.ndarray, values: dict[str, Any]) -> np.ndarray:
+    """Where a step's tangential springs are anchored: the machine's start ``q`` (nq,) with the step's
+    prescribed joint ``values`` (name -> value) in place."""
+    q = np.array(q, float)
+    for name, value in values.items():
+        q[list(model.coordinates_of(name))] = value
+    return q
 
 
 def floating_model(model: Model) -> Model:
@@ -118,9 +138,9 @@ def _index(machine: Machine) -> int:
     return int(machine.where.split("[")[1].rstrip("]"))
 
 
-def step_report(machine: Machine, model: Model, q: np.ndarray) -> dict[str, Any]:
-    """What the ground carries at coordinates ``q`` (nq,) of a standing machine (see the module docstring)."""
-    field = machine.support.field(model, machine)
+def step_report(machine: Machine, model: Model, q: np.ndarray, field: ContactField) -> dict[str, Any]:
+    """What the ground carries (through ``field``) at coordinates ``q`` (nq,) of a standing machine (see the
+    module docstring)."""
     c = field.evaluate(state(model, np.asarray(q, float)[None]))
     names = [machine.name(n) for n in field.names]
     print_ = footprint(c.points[0], c.forces[0])

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import InputError, SolveError
 from ..statics import Load, solve
-from .ground import floating_model, step_report
+from .ground import floating_model, step_anchor, step_report
 from .machines import Machine, SettingValues
 from .placement import Placement
 from .spec import Scenario
@@ -176,7 +176,8 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
         model, fields = setup.model, ()
         if machine.support is not None:  # standing on the ground: a free base held by its contacts
             model = floating_model(setup.model)
-            fields = (machine.support.field(model, machine),)
+            anchor = step_anchor(model, machine.q_start, _set_values(machine, setup.joints))
+            fields = (machine.support.field(model, machine, placement, anchor),)
         try:
             solution = solve(model, set=_set_values(machine, setup.joints),
                              loads=_machine_loads(scenario, machine, placement, factors),
@@ -208,7 +209,7 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
         step.stability = max(step.stability, solution.stability, key=STABILITY_ORDER.index)
         step.q[machine.id], step.q_reference[machine.id] = solution.q, solution.q_reference
         if machine.support is not None:
-            step.ground[machine.id] = step_report(machine, model, solution.q)
+            step.ground[machine.id] = step_report(machine, model, solution.q, fields[0])
         state.advance(solution.q, time)
     step.residual = max(residuals) if residuals else None
     if step.failures:
