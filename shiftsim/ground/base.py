@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Problems, suggest
+from ..errors import InputError, Problems, suggest
 from ..model import Model, compile_model
 from ..spec import FIXED, ORIGIN, PATH_SEPARATOR, BodySpec, FrameRef, JointSpec, ModelSpec
 from .contacts import ContactPoint
@@ -75,9 +75,8 @@ def contact_points(model: Model, entries: list[Any], where: str, problems: Probl
         if isinstance(entry, str):
             try:
                 frame = model.frame_index(entry.replace(f"{FIXED}{PATH_SEPARATOR}", f"{BASE}{PATH_SEPARATOR}", 1))
-            except Exception as error:  # noqa: BLE001 - InputError from the lookup, with its suggestions
-                what = getattr(error, "problems", None)
-                problems.add(at, what[0].what if what else str(error), what[0].expected if what else "a frame name")
+            except InputError as error:  # the lookup's own message, with the nearest frame names
+                problems.add(at, error.problems[0].what, error.problems[0].expected)
                 continue
             local = model.frame_offset[frame][:3, 3]
             points.append(ContactPoint(model.frame_names[frame], int(model.frame_node[frame]), local.copy()))
