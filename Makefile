@@ -18,7 +18,7 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/shiftsim run scenarios/excavator_lift.json --force
-	@echo "results and plots in plots/excavator_lift/ (results.json, results.csv, deflection.png, efforts.png, pose.png, convergence.png)"
+	@echo "results, plots and report in plots/excavator_lift/ (results.json, results.csv, steps.csv, report.html and the plots)"
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[test,bench]"

@@ -26,7 +26,6 @@ best of several repeats; the machine is shared, so compare ratios from one run.
 
 from __future__ import annotations
 
-import shiftsim  # noqa: F401  (before numpy: one BLAS thread per process)
 
 import statistics
 import sys
@@ -307,4 +306,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from shiftsim.threads import single_blas_thread
+
+    with single_blas_thread():  # every library on one BLAS thread, as shiftsim runs its own work
+        sys.exit(main())

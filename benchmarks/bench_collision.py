@@ -28,7 +28,6 @@ pose; ratio = method time / shiftsim time. Run:
 
 from __future__ import annotations
 
-import shiftsim  # first: sets BLAS to one thread before numpy loads  # noqa: I001
 
 import argparse
 import math
@@ -232,4 +231,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from shiftsim.threads import single_blas_thread
+
+    with single_blas_thread():  # every library on one BLAS thread, as shiftsim runs its own work
+        sys.exit(main())

@@ -53,4 +53,5 @@ def closest_pair(pairs: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
 
 def pair_text(pair: dict[str, Any]) -> str:
     """``ex1 - ex2: -0.0123 m (ex1:c1:tracks:tracks / ex2:c1:tracks:tracks)``"""
-    return f"{pair['a']} - {pair['b']}: {pair['distance']:.4g} m ({pair['closest'][0]} / {pair['closest'][1]})"
+    distance = pair["distance"] + 0.0  # -0.0 prints as 0
+    return f"{pair['a']} - {pair['b']}: {distance:.4g} m ({pair['closest'][0]} / {pair['closest'][1]})"
