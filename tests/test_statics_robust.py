@@ -367,3 +367,22 @@ def test_rigid_excavator_without_holds_says_it_folded():
     assert any("--hold" in r for r in sol.remarks)
     held = solve(model, hold=[j.name for j in model.joints if j.source_type == "prismatic"])
     assert held.remarks == []
+
+
+def test_scenario_steps_carry_the_verdict_and_the_neutral_directions(tmp_path):
+    """A double pendulum with no springs in zero gravity, swept over a tip load of zero: every step is
+    converged and neutral, and results.json names the neutral joints with the machine's prefix."""
+    import shiftsim
+
+    scenario = {
+        "name": "weightless", "world": {"gravity": [0.0, 0.0, 0.0]},
+        "machines": [{"id": "p", "model": str(ROOT / "models" / "shift" / "double_pendulum.json")}],
+        "sweep": {"mode": "line", "parameters": {"p:double_pendulum:shoulder": {"from": 0.0, "to": 0.2, "steps": 2}}},
+        "outputs": {"csv": False, "plots": []},
+    }
+    results = shiftsim.run_scenario(scenario, output=tmp_path / "out")
+    document = json.loads((tmp_path / "out" / "results.json").read_text())
+    for step in document["steps"]:
+        assert step["status"] == "converged" and step["stability"] == "neutral" and not step["stable"]
+        assert any("p:double_pendulum:elbow" in d for d in step["neutral_directions"]["p"])
+    assert results is not None

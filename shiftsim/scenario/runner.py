@@ -26,6 +26,7 @@ add nothing; without a time parameter they never do.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -53,7 +54,8 @@ class StepResult:
     the machine pairs' closest distances when the scenario checks collisions (else None); ``ground``: per
     machine standing on the ground (id) what the ground carries (:func:`.ground.step_report`);
     ``stability``: that of its least stable machine (``stable``, ``neutral``, ``unstable``;
-    ``unknown`` for a failed step).
+    ``unknown`` for a failed step); ``neutral``: per neutral machine (id) its neutral directions as joint
+    combinations (``1 ex1:slew``).
     """
 
     index: int
@@ -70,6 +72,7 @@ class StepResult:
     collisions: list[dict[str, Any]] | None = None
     stability: str = "stable"
     ground: dict[str, dict[str, Any]] = field(default_factory=dict)
+    neutral: dict[str, list[str]] = field(default_factory=dict)
     q: dict[str, np.ndarray] = field(default_factory=dict)
     q_reference: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -88,6 +91,8 @@ class StepResult:
             out["collisions"] = self.collisions
         if self.ground:
             out["ground"] = self.ground
+        if self.neutral:
+            out["neutral_directions"] = self.neutral
         if self.failures:
             out["failures"] = self.failures
         return out
@@ -207,6 +212,8 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
                                           "forces": [float(solution.joint_loads[leg].effort[0]) for leg in setup.legs]}
         step.stable &= solution.stable
         step.stability = max(step.stability, solution.stability, key=STABILITY_ORDER.index)
+        if solution.neutral:
+            step.neutral[machine.id] = [_prefixed(machine, direction) for direction in solution.neutral]
         step.q[machine.id], step.q_reference[machine.id] = solution.q, solution.q_reference
         if machine.support is not None:
             step.ground[machine.id] = step_report(machine, model, solution.q, fields[0])
@@ -215,6 +222,14 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
     if step.failures:
         step.status, step.stable, step.stability = "failed", False, "unknown"
     return step
+
+
+def _prefixed(machine: Machine, combination: str) -> str:
+    """A joint combination ('0.707 a + 0.707 b') with the machine's scenario joint names."""
+    parts = re.split(r" ([+-]) ", combination)  # [term, sign, term, ...], a term being 'coefficient name'
+    terms = [" ".join((coefficient, machine.name(name))) for coefficient, name in
+             (term.split(" ", 1) for term in parts[::2])]
+    return " ".join(sum(([sign, term] for sign, term in zip(parts[1::2], terms[1:])), [terms[0]]))
 
 
 def run_chain(scenario: Scenario, chain: tuple[int, ...], on_step: StepCallback | None = None) -> list[StepResult]:
