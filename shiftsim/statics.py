@@ -300,14 +300,17 @@ def _merit(e: _Evaluation) -> np.ndarray:
     return e.energy if e.conservative else _residual_norm(e)
 
 
-def _project(p: _Problem, q: np.ndarray, g_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _project(p: _Problem, q: np.ndarray, max_correction: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Close the loops from q (B, nq) by moving the free coordinates: Gauss-Newton with minimum-norm steps.
 
     The projection onto g(q) = 0 that keeps every trial point of the line search on the
     closed-loop manifold. Returns the projected q and whether each case closed to the
-    closure tolerance (all six equations of every closure, redundant ones included).
+    closure tolerance (all six equations of every closure, redundant ones included) with a
+    correction no larger than ``max_correction`` (B,) (rad or m, largest coordinate change):
+    a trial step whose projection lands far from it may have jumped to another assembly branch.
     """
     model = p.model
+    start = q
     q = q.copy()
     if not model.closures:
         return q, np.ones(q.shape[0], dtype=bool)
@@ -337,7 +340,10 @@ def _project(p: _Problem, q: np.ndarray, g_rows: np.ndarray | None = None) -> tu
         q[cases] = model.apply_couplings(moved)
     else:  # out of iterations: measure where the last step left the loops
         norm = np.max(np.abs(closure_residual(model, state(model, q))), axis=1)
-    return q, np.isfinite(norm) & (norm <= p.options.closure_tolerance)
+    closed = np.isfinite(norm) & (norm <= p.options.closure_tolerance)
+    if max_correction is not None:
+        closed &= np.max(np.abs(q - start), axis=1, initial=0.0) <= max_correction
+    return q, closed
 
 
 def _escape_direction(p: _Problem, e: _Evaluation, q: np.ndarray, anchor: np.ndarray) -> np.ndarray:
@@ -460,7 +466,9 @@ def _newton_step(p: _Problem, q: np.ndarray, e: _Evaluation, scale: float | np.n
     for _ in range(40):
         trial_q = q.copy()
         trial_q[:, free] += alpha[:, None] * du
-        trial_q, closed = _project(p, model.apply_couplings(trial_q))
+        # the correction back onto the loops is second order in the step: one as large as half the step is a jump
+        trial_q, closed = _project(p, model.apply_couplings(trial_q),
+                                   0.5 * alpha * np.max(np.abs(du), axis=1, initial=0.0) + 1e-6)
         e_trial = _evaluate(p, trial_q, None, scale)
         accept = _merit(e_trial) <= phi0 + 1e-4 * alpha * np.minimum(slope, 0.0)
         accept |= lost & (shift == 0.0) & (_residual_norm(e_trial) < (1.0 - 1e-4 * alpha) * norm0)
