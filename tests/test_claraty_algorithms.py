@@ -26,9 +26,10 @@ from shiftsim.model import Model, compile_model
 from shiftsim.spec import FrameRef
 
 MODELS = Path(__file__).resolve().parents[1] / "models" / "claraty"
+SAMPLE = MODELS.parents[1] / "tests" / "data" / "claraty" / "two_link_sample.xml"  # the document's second sample, defects kept
 ROVER_ARM = MODELS / "rover_arm_5dof.xml"
 FIVE_LINK = MODELS / "five_link_dh_table.xml"
-TWO_LINK = MODELS / "two_link_sample.xml"
+TWO_LINK = SAMPLE
 
 MAST_XML = """<?xml version="1.0" encoding="UTF-8"?>
 <Mechanism_Model name="mast" version="1.0">

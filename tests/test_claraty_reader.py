@@ -14,7 +14,7 @@ from shiftsim.formats.claraty import read_claraty
 from shiftsim.kinematics import forward
 from shiftsim.model import compile_model
 from shiftsim.spec import FIXED
-from test_claraty_support import MODELS, assert_specs_equal, compose, rx, ry, rz, tx, tz, write_xml
+from test_claraty_support import MODELS, SAMPLE, assert_specs_equal, compose, rx, ry, rz, tx, tz, write_xml
 
 # The seed's simple example exactly as printed (blank lines collapsed): a non-breaking space before the
 # DOCTYPE, typographic quotes, "- " fold markers, "angle" three times, "--" rulers inside the comment.
@@ -172,7 +172,7 @@ def test_typographic_repairs_keep_line_numbers(tmp_path) -> None:
 
 
 def test_second_example_joint_semantics() -> None:
-    spec = read_model(MODELS / "two_link_sample.xml")
+    spec = read_model(SAMPLE)
     joints = {j.name: j for j in spec.joints}
     j1, j2, j3 = joints["joint1"], joints["joint2"], joints["joint3"]
     assert j1.initial == (1.0,) and j2.initial == (0.0,)
@@ -198,7 +198,7 @@ def test_second_example_joint_semantics() -> None:
 
 
 def test_second_example_bodies() -> None:
-    spec = read_claraty(MODELS / "two_link_sample.xml")
+    spec = read_claraty(SAMPLE)
     bodies = {b.name: b for b in spec.bodies}
     assert bodies["link1"].mass == 0.25
     np.testing.assert_array_equal(bodies["link1"].com, [1, 1, 1])
@@ -218,7 +218,7 @@ def test_second_example_bodies() -> None:
 
 
 def test_coupled_joint_follows_its_law_in_the_compiled_model() -> None:
-    spec = read_claraty(MODELS / "two_link_sample.xml")
+    spec = read_claraty(SAMPLE)
     model = compile_model(spec)
     q = model.apply_couplings(np.array([0.7 if n == "joint1" else 0.0 for n in model.coordinate_names]))
     assert q[model.coordinate_names.index("joint2")] == pytest.approx(1.4)

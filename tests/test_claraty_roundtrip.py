@@ -25,9 +25,10 @@ from shiftsim.spec import (
     ShapeSpec,
 )
 from test_claraty_dh import body_form
-from test_claraty_support import MODELS, assert_specs_equal, compose, write_xml
+from test_claraty_support import MODELS, SAMPLE, assert_specs_equal, compose, write_xml
 
-MODEL_FILES = sorted(MODELS.glob("*.xml"))
+# the shipped models, and the design document's second sample kept with its defects as test data
+MODEL_FILES = sorted(MODELS.glob("*.xml")) + [SAMPLE]
 
 
 def test_there_are_models_to_check() -> None:
@@ -171,7 +172,7 @@ def test_foreign_spec_keeps_its_kinematics_and_mass_properties(tmp_path) -> None
 def test_compiled_model_can_be_saved(tmp_path) -> None:
     from shiftsim.model import compile_model
 
-    spec = read_claraty(MODELS / "two_link_sample.xml")
+    spec = read_claraty(SAMPLE)
     write_claraty(compile_model(spec), tmp_path / "m.xml")
     assert_specs_equal(spec, read_claraty(tmp_path / "m.xml"))
     with pytest.raises(TypeError, match="expected a ModelSpec"):

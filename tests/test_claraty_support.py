@@ -18,6 +18,7 @@ from shiftsim.spec import FIXED, ORIGIN, ModelSpec
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "models" / "claraty"
+SAMPLE = MODELS.parents[1] / "tests" / "data" / "claraty" / "two_link_sample.xml"  # the document's second sample, defects kept
 
 
 def rx(a: float) -> np.ndarray:

@@ -43,8 +43,6 @@ def module_files() -> dict[str, Path]:
 MODULES = module_files()
 
 PENDING = {
-    # collisions.png plots a scenario: belongs beside the other plots in shiftsim/scenario/
-    ("shiftsim.collision.plot", "shiftsim.scenario"),
     # the mdx package reads with formats.typed and formats.mdx, while formats.mdx reads the mdx geometry:
     # a top-level typed-reading module (and ACTUATOR_JOINTS in shiftsim.mdx) would break it
     ("shiftsim.mdx.protocol", "shiftsim.formats"), ("shiftsim.mdx.geometry", "shiftsim.formats"),

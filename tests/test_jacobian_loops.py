@@ -115,7 +115,7 @@ def test_slider_crank_matches_its_closed_form():
 
 
 def test_open_chains_keep_every_independent_coordinate():
-    model = load_model(ROOT / "models" / "claraty" / "two_link_sample.xml")  # one coupling, no loop
+    model = load_model(ROOT / "tests" / "data" / "claraty" / "two_link_sample.xml")  # one coupling, no loop
     basis = loop_basis(model, model.apply_couplings(model.q0))
     assert basis.names(model) == ["joint1", "joint3"] and not len(basis.dependent)
 
@@ -170,7 +170,7 @@ def test_command_bad_wrt_exits_2_naming_why(capsys):
     assert "--wrt: boom_cly: unknown joint 'boom_cly'" in err and "arm:boom_cyl_rod_pin" in err
     assert main([*args, "--wrt", ","]) == 2
     assert "no joint named" in capsys.readouterr().err
-    two_link = ROOT / "models" / "claraty" / "two_link_sample.xml"
+    two_link = ROOT / "tests" / "data" / "claraty" / "two_link_sample.xml"
     assert main(["jacobian", str(two_link), "--frame", "sens1", "--wrt", "joint2"]) == 2
     assert "coupled" in capsys.readouterr().err
 

@@ -26,11 +26,11 @@ def test_wrong_types_are_named_by_json_path(tmp_path, capsys):
                                         "joints": {"hinge2": "up"}}],
                              outputs={"csv": 1, "dpi": 5})
     err = _refused(tmp_path, capsys, document)
-    assert "machines[0].hold: a string given (expected an array)" in err
-    assert "machines[0].placement.position: a string given (expected three numbers [x, y, z])" in err
+    assert "machines[0].hold: the string 'hinge1' given (expected an array)" in err
+    assert "machines[0].placement.position: the string 'abc' given (expected three numbers [x, y, z])" in err
     assert 'machines[0].placement.rotation: {"roll": "x"} has the wrong form (expected {"roll", "pitch", "yaw"}' in err
     assert "machines[0].joints.hinge2:" in err and "a joint value (rad or m)" in err
-    assert "outputs.csv: an integer given (expected true or false)" in err
+    assert "outputs.csv: the number 1 given (expected true or false)" in err
     assert "outputs.dpi: 5 is out of range (expected a value >= 20)" in err
 
 

@@ -64,8 +64,16 @@ def test_library_users_get_grouped_python_warnings(tmp_path):
             read_model(path)
 
 
-@pytest.mark.parametrize("model", ["models/shift/four_bar.json", "models/mdx/chair.json",
-                                   "models/claraty/rover_arm_5dof.xml"])
+SHIPPED = sorted(str(p.relative_to(Path(__file__).resolve().parents[1]))
+                 for p in (Path(__file__).resolve().parents[1] / "models").rglob("*")
+                 if p.suffix in (".json", ".xml", ".mira"))
+
+
+def test_every_format_ships_models():
+    assert {Path(m).parts[1] for m in SHIPPED} >= {"shift", "mfk", "claraty", "mirabuf", "mdx"}
+
+
+@pytest.mark.parametrize("model", SHIPPED)
 def test_shipped_models_load_without_warnings(model):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ShiftsimWarning)
@@ -94,7 +102,7 @@ def test_commands_print_readers_warnings_once_as_warning_lines_not_python_warnin
     import sys
     from pathlib import Path
 
-    model = Path(__file__).resolve().parents[1] / "models" / "claraty" / "two_link_sample.xml"
+    model = Path(__file__).resolve().parents[1] / "tests" / "data" / "claraty" / "two_link_sample.xml"
     out = subprocess.run([sys.executable, "-m", "shiftsim.cli", "fk", str(model)], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr

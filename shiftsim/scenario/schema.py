@@ -20,6 +20,7 @@ from typing import Any, Iterable
 import jsonschema
 
 from ..errors import Problems, suggest
+from ..formats.typed import json_type
 
 _PLAIN_KEY = re.compile(r"^[^.\s\[\]\"']+$")
 EXPECTED = "x-expected"  # schema annotation: what a valid value looks like, for error messages
@@ -57,22 +58,6 @@ _TYPE_NAMES = {"object": "an object", "array": "an array", "string": "a string",
                "integer": "an integer", "boolean": "true or false", "null": "null"}
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return "null"
-
-
 def _short(value: Any) -> str:
     text = json.dumps(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -89,7 +74,7 @@ def _describe(error: jsonschema.ValidationError) -> list[tuple[list[str | int], 
     value, schema, rule = error.instance, error.schema, error.validator
     expected = schema.get(EXPECTED, "") if isinstance(schema, dict) else ""
     if rule == "type":
-        return [(path, f"{_kind(value)} given", expected or _expected_type(error.validator_value))]
+        return [(path, f"{json_type(value)} given", expected or _expected_type(error.validator_value))]
     if rule == "required":
         missing = [key for key in error.validator_value if key not in value]
         return [(path, f"missing required key {key!r}", f"an object with {key!r}") for key in missing]
