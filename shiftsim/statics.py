@@ -60,7 +60,9 @@ class SolverOptions:
     the mechanism is unstable or its stiffness vanishes, as on a spring's slack side); the line
     search on the energy does the rest of the globalization. ``finite_difference_stiffness``
     replaces the analytic tangent stiffness by central differences of the residual (a fallback
-    and a check; one residual evaluation pair per free coordinate)."""
+    and a check; one residual evaluation pair per free coordinate). ``load_stepping`` False reports a
+    case whose full load fails as failed at once (for searches that expect failures, such as a tipping
+    load bracketed from above)."""
 
     max_iterations: int = 60  # per load step
     force_tolerance: float = 1e-10
@@ -71,6 +73,7 @@ class SolverOptions:
     max_shifted_step: float = 1.0
     seek_stable: bool = True
     finite_difference_stiffness: bool = False
+    load_stepping: bool = True
 
 
 @dataclass
@@ -558,7 +561,7 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     if np.any(trying):
         q, lam, converged, iterations, runaway = _newton(first_try, q, 1.0, trying)
         failed = np.flatnonzero(trying & ~converged & ~np.any(runaway, axis=1))
-        if len(failed):
+        if len(failed) and options.load_stepping:
             q_f, lam_f, ok_f, its_f = _load_stepping(_subset(p, failed), q_start[failed])
             q[failed], lam[failed], converged[failed] = q_f, lam_f, ok_f
             iterations[failed] += its_f

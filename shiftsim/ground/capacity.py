@@ -65,8 +65,9 @@ class CapacityOptions:
     hydraulic_fraction: float = 0.87
     tolerance: float = 1e-3
     max_solves: int = 40
+    # a trial past the tipping load fails; load stepping from zero would only confirm it
     solver: st.SolverOptions = field(default_factory=lambda: st.SolverOptions(max_iterations=15, full_load_iterations=15,
-                                                                             max_load_halvings=0))
+                                                                             load_stepping=False))
 
 
 @dataclass
