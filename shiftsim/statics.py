@@ -33,7 +33,7 @@ import scipy.linalg
 
 from . import generalized as gen
 from .errors import InputError, Problem
-from .kinematics import assemble, closure_jacobian, closure_residual, coupling_map, model_size, state
+from .kinematics import State, assemble, closure_jacobian, closure_residual, coupling_map, model_size, state
 from .model import PRISMATIC, Model
 
 
@@ -153,16 +153,18 @@ def _least_squares_multipliers(g_u: np.ndarray, force: np.ndarray) -> np.ndarray
         return np.stack([np.linalg.lstsq(gm, r, rcond=1e-12)[0] for gm, r in zip(gram, rhs)])
 
 
-def _evaluate(p: _Problem, q: np.ndarray, multipliers: np.ndarray | None, scale: float | np.ndarray) -> _Evaluation:
+def _evaluate(p: _Problem, q: np.ndarray, multipliers: np.ndarray | None, scale: float | np.ndarray,
+              s: State | None = None) -> _Evaluation:
     """Forces, stiffness, closure terms and energy at q (B, nq) under the load factor ``scale``.
 
     With ``multipliers`` None the closure multipliers are the least-squares ones
     (:func:`_least_squares_multipliers`), so the residual is the force along the
-    motions the loops allow; given multipliers (B, m) are used as they are.
+    motions the loops allow; given multipliers (B, m) are used as they are. ``s``: the
+    kinematic state at q when the caller has it.
     """
     model = p.model
     batch = q.shape[0]
-    s = state(model, q)
+    s = state(model, q) if s is None else s
     factor = np.broadcast_to(np.asarray(scale, float), (batch,))
     loads = [gen.AppliedLoad(l.frame, l.force * factor[:, None], l.torque * factor[:, None], l.follow) for l in p.loads]
     point_forces, load_terms = gen.applied_loads(model, s, loads)
@@ -303,7 +305,8 @@ def _merit(e: _Evaluation) -> np.ndarray:
     return e.energy if e.conservative else _residual_norm(e)
 
 
-def _project(p: _Problem, q: np.ndarray, max_correction: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _project(p: _Problem, q: np.ndarray,
+             max_correction: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, State | None]:
     """Close the loops from q (B, nq) by moving the free coordinates: Gauss-Newton with minimum-norm steps.
 
     The projection onto g(q) = 0 that keeps every trial point of the line search on the
@@ -311,12 +314,13 @@ def _project(p: _Problem, q: np.ndarray, max_correction: np.ndarray | None = Non
     closure tolerance (all six equations of every closure, redundant ones included) with a
     correction no larger than ``max_correction`` (B,) (rad or m, largest coordinate change):
     a trial step whose projection lands far from it may have jumped to another assembly branch.
+    Also returns the kinematic state at the projected q (None without loops).
     """
     model = p.model
     start = q
     q = q.copy()
     if not model.closures:
-        return q, np.ones(q.shape[0], dtype=bool)
+        return q, np.ones(q.shape[0], dtype=bool), None
     target = 1e-3 * p.options.closure_tolerance
     previous = np.full(q.shape[0], np.inf)
     for _ in range(30):
@@ -342,11 +346,12 @@ def _project(p: _Problem, q: np.ndarray, max_correction: np.ndarray | None = Non
         moved[:, p.free] += step
         q[cases] = model.apply_couplings(moved)
     else:  # out of iterations: measure where the last step left the loops
-        norm = np.max(np.abs(closure_residual(model, state(model, q))), axis=1)
+        s = state(model, q)
+        norm = np.max(np.abs(closure_residual(model, s)), axis=1)
     closed = np.isfinite(norm) & (norm <= p.options.closure_tolerance)
     if max_correction is not None:
         closed &= np.max(np.abs(q - start), axis=1, initial=0.0) <= max_correction
-    return q, closed
+    return q, closed, s
 
 
 def _escape_direction(p: _Problem, e: _Evaluation, q: np.ndarray, anchor: np.ndarray) -> np.ndarray:
@@ -375,7 +380,7 @@ def _newton(p: _Problem, q: np.ndarray, scale: float | np.ndarray, active: np.nd
     model, free, nf = p.model, p.free, len(p.free)
     batch = q.shape[0]
     anchor = q.copy() if anchor is None else anchor
-    q, closed = _project(p, q)
+    q, closed, s = _project(p, q)
     iterations = np.zeros(batch, dtype=int)
     converged = np.zeros(batch, dtype=bool)
     active = active & closed
@@ -383,7 +388,7 @@ def _newton(p: _Problem, q: np.ndarray, scale: float | np.ndarray, active: np.nd
     reach = np.ones(batch)
     translation = np.asarray(model.node_kind[model.coordinate_node[free]] == PRISMATIC)
     runaway = np.zeros((batch, nf), dtype=bool)
-    e = _evaluate(p, q, None, scale)
+    e = _evaluate(p, q, None, scale, s)
     for _ in range(p.options.max_iterations):
         done = _converged(p, e)
         if p.options.seek_stable and np.any(done & active & ~converged):
@@ -394,7 +399,7 @@ def _newton(p: _Problem, q: np.ndarray, scale: float | np.ndarray, active: np.nd
                 direction = _escape_direction(p, e, q, anchor)
                 trial = q.copy()
                 trial[np.ix_(unstable, free)] += 0.05 * direction[unstable]
-                trial, ok = _project(p, model.apply_couplings(trial))
+                trial, ok, _ = _project(p, model.apply_couplings(trial))
                 unstable &= ok
                 q[unstable] = trial[unstable]
                 escapes += unstable
@@ -470,9 +475,9 @@ def _newton_step(p: _Problem, q: np.ndarray, e: _Evaluation, scale: float | np.n
         trial_q = q.copy()
         trial_q[:, free] += alpha[:, None] * du
         # the correction back onto the loops is second order in the step: one as large as half the step is a jump
-        trial_q, closed = _project(p, model.apply_couplings(trial_q),
-                                   0.5 * alpha * np.max(np.abs(du), axis=1, initial=0.0) + 1e-6)
-        e_trial = _evaluate(p, trial_q, None, scale)
+        trial_q, closed, s_trial = _project(p, model.apply_couplings(trial_q),
+                                            0.5 * alpha * np.max(np.abs(du), axis=1, initial=0.0) + 1e-6)
+        e_trial = _evaluate(p, trial_q, None, scale, s_trial)
         accept = _merit(e_trial) <= phi0 + 1e-4 * alpha * np.minimum(slope, 0.0)
         accept |= lost & (shift == 0.0) & (_residual_norm(e_trial) < (1.0 - 1e-4 * alpha) * norm0)
         accept &= searching & closed
@@ -550,8 +555,8 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     size = model_size(model, q_start[0])
     p = _Problem(model, free, rows, gravity, list(loads), rate_force, options, tuple(fields),
                  _force_floor(model, size, gravity, list(loads)), size)
-    q, closed = _project(p, q_start)
-    e = _evaluate(p, q, None, 1.0)
+    q, closed, s = _project(p, q_start)
+    e = _evaluate(p, q, None, 1.0, s)
     unheld = _unheld(p, q, e) & closed[:, None]
     trying = closed & ~np.any(unheld, axis=1)
     first_try = replace(p, options=replace(options, max_iterations=min(options.max_iterations,
