@@ -213,3 +213,16 @@ def test_every_axis_names_a_quantity_and_a_unit(figures):
                         assert re.search(r"\S.*\((-|[^)]*[A-Za-z][^)]*)\)", label), (name, label)
                 assert ax.get_ylabel(), (name, ax.get_title())
             assert any(ax.get_xlabel() for ax in figure.axes if ax.get_visible())
+
+
+def test_convergence_colours_each_step_by_its_verdict(tmp_path, figures):
+    """Stable, neutral and unstable converged steps and failed steps are told apart in the legend and bars."""
+    scenario = load_scenario(write_scenario(tmp_path, beam_scenario(outputs={"plots": ["convergence"]})))
+    steps = [StepResult(0, {"load:tip": 0.0}, "converged", 2, 1e-12, True, stability="stable"),
+             StepResult(1, {"load:tip": 0.3}, "converged", 4, 1e-12, False, stability="neutral"),
+             StepResult(2, {"load:tip": 0.6}, "converged", 5, 1e-12, False, stability="unstable"),
+             StepResult(3, {"load:tip": 1.0}, "failed", 60, 3e-3, False, stability="unknown")]
+    plots.PLOTTERS["convergence"](scenario, steps, 30)
+    top = figures[0].axes[0]
+    labels = {container.get_label(): [p.get_height() for p in container] for container in top.containers}
+    assert labels == {"converged, stable": [2], "converged, neutral": [4], "converged, unstable": [5], "failed": [60]}

@@ -127,14 +127,18 @@ def pin_loads_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> byt
 
 
 def convergence_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
-    """Iterations as bars (a step solved in 0 iterations is a mark on the axis, not an empty bar); residuals on a
-    log axis with the solver's tolerance; a residual of exactly 0 is drawn on the axis floor with its own mark."""
+    """Iterations as bars coloured by the step's verdict (stable, neutral, unstable, failed; a step solved in 0
+    iterations is a mark on the axis, not an empty bar); residuals on a log axis with the solver's tolerance; a
+    residual of exactly 0 is drawn on the axis floor with its own mark."""
     fig, axes = figure("convergence", dpi, 2, 1, sharex=True, top=0.55)
     top, bottom = axes[:, 0]
     index = np.array([s.index for s in steps])
     ok = np.array([s.converged for s in steps])
     iterations = np.array([s.iterations for s in steps])
-    for chosen, colour, label in ((ok, "tab:blue", "converged"), (~ok, FAILED_COLOUR, "failed")):
+    stability = np.array([s.stability for s in steps])
+    verdicts = [(ok & (stability == verdict), colour, f"converged, {verdict}")
+                for verdict, colour in (("stable", "tab:blue"), ("neutral", "tab:green"), ("unstable", "tab:orange"))]
+    for chosen, colour, label in (*verdicts, (~ok, FAILED_COLOUR, "failed")):
         bars = chosen & (iterations > 0)
         if bars.any():
             top.bar(index[bars], iterations[bars], color=colour, label=label)
@@ -145,7 +149,7 @@ def convergence_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> b
     top.set_ylim(bottom=0.0, top=max(1, int(iterations.max(initial=0))) * 1.1)
     top.yaxis.set_major_locator(MaxNLocator(integer=True))
     top.set_ylabel("Newton iterations (-)")
-    top.set_title("Newton iterations of the loaded solve per step (summed over machines)", fontsize=10)
+    top.set_title("Newton iterations of the loaded solve per step (summed over machines), by verdict", fontsize=10)
     legend(top)
     top.grid(True, axis="y", alpha=0.3)
 
