@@ -98,10 +98,11 @@ def test_the_report_embeds_every_plot_and_lists_every_step(tmp_path, capsys):
 
     results = json.loads((folder / "results.json").read_text())
     status = _table(page, "step")
-    assert status[0][-5:] == ["status", "iterations", "final residual (scaled, -)", "stable", "failures"]
+    assert status[0][-5:] == ["status", "iterations", "final residual (scaled, -)", "stability", "failures"]
     assert [row[0] for row in status[1:]] == [str(s["index"]) for s in results["steps"]]
     assert [row[-4] for row in status[1:]] == [str(s["iterations"]) for s in results["steps"]]
     assert all(row[-5] == "converged" for row in status[1:])
+    assert [row[-2] for row in status[1:]] == [s["stability"] for s in results["steps"]]
 
     deflection = _table(page, "frame", "peak |d| (mm)")
     tip = [row for row in deflection[1:] if row[0] == "beam:link10:tip"]

@@ -107,14 +107,16 @@ def _status_rows(scenario: Scenario, document: dict[str, Any]) -> tuple[list[str
     """The solver status table: a row per step of the results document, swept values as people read them."""
     parameters = scenario.sweep.parameters
     headers = ["step", *(f"{p.name} ({shown_value(scenario, p, 0.0)[1] or '-'})" for p in parameters), "status",
-               "iterations", "final residual (scaled, -)", "stable", "failures"]
+               "iterations", "final residual (scaled, -)", "stability", "failures"]
     rows, failed = [], []
     for step in document["steps"]:
         residual = "no solve" if step["residual"] is None else f"{step['residual']:.3g}"
         failures = "; ".join(f"{f['machine']}: {f['message']}" for f in step.get("failures", []))
         values = [number(shown_value(scenario, p, step["parameters"][p.name])[0]) for p in parameters]
+        neutral = "; ".join(d for directions in step.get("neutral_directions", {}).values() for d in directions)
+        stability = step.get("stability", "stable" if step["stable"] else "unknown")
         rows.append([step["index"], *values, step["status"], step["iterations"], residual,
-                     "yes" if step["stable"] else "no", failures])
+                     f"{stability} ({neutral})" if neutral else stability, failures])
         failed.append(step["status"] != "converged")
     return headers, rows, failed
 
