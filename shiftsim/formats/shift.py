@@ -44,8 +44,9 @@ Conventions of the result (see :mod:`shiftsim.spec`):
 * ``"active": false`` on an assembly switches off everything in it; joints
   and restraints touching an inactive body are switched off too (warning).
   Inactive parts stay in the spec with ``active=False``.
-* Sections shiftsim reads but does not use for statics (solvers, integrators,
-  loggers, force modules, unknown keys) are kept in ``spec.extras["unused"]``
+* Top-level ``force_modules`` go to ``spec.extras["force_modules"]`` as written
+  (tyres, read by :mod:`shiftsim.ground.tyres`). Sections shiftsim reads but does
+  not use for statics (solvers, integrators, loggers, unknown keys) are kept in ``spec.extras["unused"]``
   under their JSON path and reported as warnings. Lights (root, ``fixed`` or
   assembly level) are kept in ``spec.lights`` as written plus their ``where``;
   terrain goes to ``spec.extras["terrain"]``. ``spec.extras`` also holds
@@ -135,7 +136,7 @@ _INERTIA_ALIASES = {"Iyx": "Ixy", "Izy": "Iyz", "Ixz": "Izx"}
 
 # Keys each object may hold; anything else is kept in extras["unused"] with a warning.
 _ROOT_KEYS = {"model_parameters", "fixed", "frames", "lights", "terrain", "assemblies",
-              "bodies", "joints", "restraints", "name", "description"}
+              "bodies", "joints", "restraints", "name", "description", "force_modules"}
 _MODEL_PARAMETER_KEYS = {"version", "units", "gravity", "include_dir", "include_directories"}
 _FIXED_KEYS = {"frames", "lights", "terrain"}
 _ASSEMBLY_KEYS = {"name", "active", "bodies", "joints", "restraints", "assemblies", "lights", "description"}
@@ -263,7 +264,7 @@ class _ShiftReader:
 
         self.extras["dialect"] = "+".join(sorted(self.dialects)) or None
         self.extras["include_dirs"] = self.include_dirs
-        for key in ("name", "description"):
+        for key in ("name", "description", "force_modules"):  # force modules: tyres, read by shiftsim.ground.tyres
             if key in root:
                 self.extras[key] = root[key]
         name = root["name"] if isinstance(root.get("name"), str) else self.path.stem

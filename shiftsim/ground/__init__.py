@@ -2,6 +2,7 @@
 
 * :mod:`.terrain` — the ground surface (level plane or bilinear height grid) and the default stiffness;
 * :mod:`.base` — a machine's fixed frame on a free 6-dof base, and its contact points;
+* :mod:`.tyres` — quasi-static tyres (Shift ``tire`` force modules) as a solver force field;
 * :mod:`.contacts` — the contacts as a solver force field (compression-only normal spring,
   saturating stick friction, analytic stiffness);
 * :mod:`.footprint` — ground reaction, centre of pressure, support polygon, tipping margin;

@@ -12,6 +12,7 @@ the air; and seated starts (:meth:`Stand.seat`) for batches of lift points.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 import numpy as np
 
@@ -24,12 +25,13 @@ from .base import base_coordinates
 from .contacts import ContactField, ContactPoint, anchored_at
 from .footprint import Footprint, footprint
 from .terrain import Ground, default_stiffness
+from .tyres import OnGround, Tyre, TyreField, anchored_tyres
 
 
 @dataclass(frozen=True)
 class Stand:
-    """A floating ``model`` on ``ground`` with ``contacts``; ``rotation``/``translation``: world <- model frame;
-    ``normal``/``tangential``: stiffness per contact (N/m)."""
+    """A floating ``model`` on ``ground`` with ``contacts`` and ``tyres``; ``rotation``/``translation``: world <- model
+    frame; ``normal``/``tangential``: stiffness per contact (N/m); ``tyre_tangential``: stick stiffness per tyre."""
 
     model: Model
     contacts: tuple[ContactPoint, ...]
@@ -38,34 +40,52 @@ class Stand:
     translation: np.ndarray
     normal: np.ndarray
     tangential: np.ndarray
+    tyres: tuple[Tyre, ...] = ()
+    tyre_tangential: np.ndarray = dataclass_field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def build(cls, model: Model, contacts: list[ContactPoint], ground: Ground, rotation: np.ndarray,
-              translation: np.ndarray, gravity: float = 9.81) -> Stand:
-        """A stand with the ground's stiffness, or the default one from the machine's weight."""
+              translation: np.ndarray, gravity: float = 9.81, tyres: tuple[Tyre, ...] = ()) -> Stand:
+        """A stand with the ground's stiffness, or the default one from the machine's weight; tyres have their own
+        radial stiffness, and stick with the ground's tangential stiffness or else their radial one."""
         n = len(contacts)
-        normal = ground.stiffness or default_stiffness(model.total_mass * gravity, n)
+        normal = ground.stiffness or (default_stiffness(model.total_mass * gravity, n) if n else 0.0)
         tangential = ground.tangential_stiffness or normal
+        tyre_tangential = np.array([ground.tangential_stiffness or t.stiffness for t in tyres], float)
         return cls(model, tuple(contacts), ground, np.asarray(rotation, float), np.asarray(translation, float),
-                   np.full(n, float(normal)), np.full(n, float(tangential)))
+                   np.full(n, float(normal)), np.full(n, float(tangential)), tuple(tyres), tyre_tangential)
 
     @property
     def base(self) -> list[int]:
         return base_coordinates(self.model)
 
-    def field(self, q_anchor: np.ndarray) -> ContactField:
-        """The contacts with their tangential springs anchored where they stand at ``q_anchor`` (nq,)."""
-        return anchored_at(list(self.contacts), self.model, q_anchor, self.ground, self.rotation, self.translation,
-                           self.normal, self.tangential)
+    def field(self, q_anchor: np.ndarray) -> ContactField | OnGround:
+        """The contacts (and tyres) with their tangential springs anchored where they stand at ``q_anchor`` (nq,)."""
+        contacts = anchored_at(list(self.contacts), self.model, q_anchor, self.ground, self.rotation,
+                               self.translation, self.normal, self.tangential)
+        if not self.tyres:
+            return contacts
+        return OnGround(contacts, self._tyre_field(q_anchor))
+
+    def _tyre_field(self, q_anchor: np.ndarray) -> TyreField:
+        return anchored_tyres(list(self.tyres), self.model, q_anchor, self.ground, self.rotation, self.translation,
+                              self.tyre_tangential)
 
     def settle(self, q: np.ndarray, gravity: float = 9.81) -> np.ndarray:
-        """``q`` (nq,) with the base moved along the world vertical so that the lowest contact is pressed in
-        by ``weight / (contacts * stiffness)``."""
-        probe = self.field(q)
-        points = probe.world_points(state(self.model, np.asarray(q, float)[None]))[0]
+        """``q`` (nq,) with the base moved along the world vertical so that the most pressed-in contact or tyre is
+        pressed in by ``weight / (sum of the contacts' and tyres' normal stiffness)``."""
+        s = state(self.model, np.asarray(q, float)[None])
+        contacts = anchored_at(list(self.contacts), self.model, q, self.ground, self.rotation, self.translation,
+                               self.normal, self.tangential)
+        points = contacts.world_points(s)[0]
         heights, _, _ = self.ground.height(points[:, :2])
-        sinkage = self.model.total_mass * gravity / float(np.sum(self.normal))
-        drop = sinkage - float(np.max(heights - points[:, 2]))
+        pressed = [heights - points[:, 2]]
+        stiffness = float(np.sum(self.normal))
+        if self.tyres:
+            pressed.append(self._tyre_field(q).tyre_state(s).compression[0])
+            stiffness += sum(t.stiffness for t in self.tyres)
+        sinkage = self.model.total_mass * gravity / stiffness
+        drop = sinkage - float(np.max(np.concatenate(pressed)))
         q = np.array(q, float)
         q[self.base[:3]] += self.rotation.T @ np.array([0.0, 0.0, -drop])
         return q

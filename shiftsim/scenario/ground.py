@@ -1,7 +1,8 @@
 """Machines of a scenario standing on the ground: the ``ground`` section, ``contacts``, and what each step reports.
 
-A machine entry with ``contacts`` is not welded to the world: its model gets a
-free base (:func:`shiftsim.ground.base.floating`) held only by its contacts
+A machine entry with ``contacts``, or with tyres (Shift ``force_modules`` of type
+``tire``, :mod:`shiftsim.ground.tyres`) in a scenario with a ``ground``, is not
+welded to the world: its model gets a free base (:func:`shiftsim.ground.base.floating`) held only by its contacts
 against the scenario's ``ground`` (a level plane at ``height``, or a ``grid``).
 Its start is settled onto the ground (:meth:`shiftsim.ground.stand.Stand.settle`).
 At each step the tangential springs are anchored where the contacts stand in the
@@ -13,7 +14,8 @@ themselves (an MFK machine turning its tracks). Every solved step reports, per s
 ``support_polygon`` (the loaded contacts on the hull, counter-clockwise from
 above), ``tipping_margin`` (m, negative outside; null when nothing presses on the
 ground) and ``tipping_edge``. Contacts are named as frames in the scenario
-(``ex1:lower:carbody:track_fl``; a box corner ``ex1:body:shape:corner0`` … ``corner3``).
+(``ex1:lower:carbody:track_fl``; a box corner ``ex1:body:shape:corner0`` … ``corner3``); a tyre by its
+force module's name (``car1:tyre_fl``), after the contacts.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..ground.contacts import ContactField
 from ..ground.footprint import footprint
 from ..ground.stand import Stand
 from ..ground.terrain import DEFAULT_FRICTION, Ground
+from ..ground.tyres import read_tyres
 from ..kinematics import state
 from ..model import Model
 from .machines import Machine
@@ -43,6 +46,7 @@ class Support:
     ground: Ground
     gravity: float
     q_anchor: np.ndarray
+    tyred: bool = False  # the machine stands on tyres: each step starts from the settled start (see step_start)
 
     def stand(self, model: Model, machine: Machine, placement: Placement | None = None) -> Stand:
         """The stand of a floating ``model`` of the machine (contacts resolved on it) at ``placement``
@@ -51,7 +55,8 @@ class Support:
         points = contact_points(model, list(self.entries), f"{machine.where}.contacts", problems)
         problems.raise_if_any()
         placement = placement or machine.placement
-        return Stand.build(model, points, self.ground, placement.rotation, placement.position, self.gravity)
+        return Stand.build(model, points, self.ground, placement.rotation, placement.position, self.gravity,
+                           tuple(read_tyres(model)))
 
     def field(self, model: Model, machine: Machine, placement: Placement | None = None,
               q_anchor: np.ndarray | None = None) -> ContactField:
@@ -76,6 +81,14 @@ def step_anchor(model: Model, q: np.ndarray, values: dict[str, Any]) -> np.ndarr
     for name, value in values.items():
         q[list(model.coordinates_of(name))] = value
     return q
+
+
+def step_start(machine: Machine, previous: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+    """Where a step of a machine starts: its ``previous`` equilibrium, or for a machine on tyres its settled start
+    with the step's joint values (``anchor``). The unloaded reference is solved from the same start; from a
+    loaded equilibrium (a pitched, sprung car) the springs throw some wheels clear of the ground on the way,
+    where the free base has no stiffness, while from the settled start it only rises onto its tyres."""
+    return anchor if machine.support is not None and machine.support.tyred else previous
 
 
 def floating_model(model: Model) -> Model:
@@ -112,24 +125,26 @@ def stand_machines(document: dict[str, Any], machines: list[Machine], gravity: n
                    problems: Problems) -> list[Machine]:
     """The machines, those with ``contacts`` on a free base, settled on the ground, with their :class:`Support`."""
     _check_grid(document, problems)
-    if problems.items or not any("contacts" in document["machines"][_index(m)] for m in machines):
+    tyred = {m.id: read_tyres(m.model) for m in machines} if "ground" in document else {}
+    if problems.items or not any("contacts" in document["machines"][_index(m)] or tyred.get(m.id) for m in machines):
         return machines
     ground = read_ground(document)
     out = []
     for machine in machines:
         entry = document["machines"][_index(machine)]
-        if "contacts" not in entry:
+        if "contacts" not in entry and not tyred.get(machine.id):
             out.append(machine)
             continue
         model = floating_model(machine.model)
         before = len(problems.items)
-        points = contact_points(model, entry["contacts"], f"{machine.where}.contacts", problems)
+        points = contact_points(model, entry.get("contacts", []), f"{machine.where}.contacts", problems)
         if len(problems.items) > before:
             continue
         g = float(np.linalg.norm(gravity))
-        stand = Stand.build(model, points, ground, machine.placement.rotation, machine.placement.position, g)
+        stand = Stand.build(model, points, ground, machine.placement.rotation, machine.placement.position, g,
+                            tuple(read_tyres(model)))
         q = stand.settle(lift_coordinates(machine.model, model, machine.q_start), g)
-        support = Support(tuple(entry["contacts"]), ground, g, q)
+        support = Support(tuple(entry.get("contacts", [])), ground, g, q, bool(stand.tyres))
         out.append(replace(machine, model=model, q_start=q, support=support))
     return out
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InputError, SolveError
 from ..statics import Load, solve
-from .ground import floating_model, step_anchor, step_report
+from .ground import floating_model, step_anchor, step_report, step_start
 from .machines import Machine, SettingValues
 from .placement import Placement
 from .spec import Scenario
@@ -178,16 +178,17 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
             step.failures.append({"machine": machine.id, "message": f"no valid model with this step's values: {error}"})
             continue
         placement = setup.placement
-        model, fields = setup.model, ()
+        model, fields, start = setup.model, (), state.q
         if machine.support is not None:  # standing on the ground: a free base held by its contacts
             model = floating_model(setup.model)
             anchor = step_anchor(model, machine.q_start, _set_values(machine, setup.joints))
             fields = (machine.support.field(model, machine, placement, anchor),)
+            start = step_start(machine, state.q, anchor)
         try:
             solution = solve(model, set=_set_values(machine, setup.joints),
                              loads=_machine_loads(scenario, machine, placement, factors),
                              gravity=placement.vector_to_model(scenario.gravity),
-                             q_start=state.q, rates=state.rates() if time is not None else None, fields=fields)
+                             q_start=start, rates=state.rates() if time is not None else None, fields=fields)
         except (SolveError, np.linalg.LinAlgError) as error:
             step.failures.append({"machine": machine.id, "message": str(error)})
             continue
