@@ -16,7 +16,7 @@ from typing import Callable
 
 from ..jsonio import dumps
 from .executors import DaskExecutor, Executor, LocalExecutor
-from .outputs import (REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, check_folder, csv_bytes, default_folder,
+from .outputs import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, check_folder, csv_bytes, default_folder,
                       results_document, step_rows, tidy_rows, write_files)
 from .runner import StepCallback, StepResult, run_chain
 from .spec import Scenario, build_scenario, load_scenario
@@ -27,7 +27,10 @@ WarningCallback = Callable[[str], None]
 def execute(scenario: Scenario, executor: Executor, on_step: StepCallback | None = None,
             on_warning: WarningCallback | None = None) -> list[StepResult]:
     """Solve every step of the scenario (chains on the executor); results sorted by step index,
-    finished by :func:`finish`."""
+    finished by :func:`finish`. A bad ``analysis.capacity`` is refused before any step is solved."""
+    from .capacity import analysis_spec
+
+    analysis_spec(scenario)
     return finish(scenario, executor.run(scenario, scenario.sweep.chains(), on_step), on_warning)
 
 
@@ -51,17 +54,26 @@ def write_results(scenario: Scenario, steps: list[StepResult], folder: Path, int
 
     ``interrupted`` (a signal's name): the run was stopped and ``steps`` is what it solved; the
     results are marked partial (results.json ``partial``, ``steps_planned``, ``interrupted``).
+    A scenario with ``analysis.capacity`` gets it computed after the sweep (not for a stopped run):
+    results.json ``capacity``, capacity.csv (with the other tables) and capacity.png (with the plots).
     """
+    from ..ground.plots import capacity_chart
+    from .capacity import capacity_rows, run_analysis
     from .plots import render
     from .report import report_html
 
     planned = len(scenario.sweep.table()) if interrupted else None
-    document = results_document(scenario, steps, planned, interrupted)
+    capacity = None if interrupted else run_analysis(scenario)
+    document = results_document(scenario, steps, planned, interrupted, capacity)
     files = {RESULTS_JSON: dumps(document)}
     if scenario.outputs.csv:
         files[RESULTS_CSV] = csv_bytes(tidy_rows(document))
         files[STEPS_CSV] = csv_bytes(step_rows(document))
+        if capacity is not None and "error" not in capacity:
+            files[CAPACITY_CSV] = csv_bytes(capacity_rows(capacity))
     files.update(render(scenario, steps))
+    if capacity is not None and "error" not in capacity and scenario.outputs.plots:
+        files[CAPACITY_PNG] = capacity_chart(capacity, scenario.outputs.dpi)
     files[REPORT_HTML] = report_html(scenario, steps, document, files)
     write_files(folder, files)
     return list(files)

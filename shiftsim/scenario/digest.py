@@ -280,7 +280,9 @@ def count_line(scenario: Scenario, steps: list[StepResult]) -> str:
 
 def summary_lines(scenario: Scenario, steps: list[StepResult], folder: str, files: list[str], how: str) -> list[str]:
     """The one-screen report printed at the end of ``shiftsim run``."""
-    lines = [f"{count_line(scenario, steps)} ({how})", *result_lines(scenario, steps)]
+    from .capacity import capacity_lines  # the capacity analysis is made by write_results, shown if it was
+
+    lines = [f"{count_line(scenario, steps)} ({how})", *result_lines(scenario, steps), *capacity_lines(scenario)]
     for name, reason in skipped_plots(scenario, steps).items():
         lines.append(f"  not plotted     {name}: {reason}")
     lines.append(f"  outputs in {folder}: {', '.join(files)}")

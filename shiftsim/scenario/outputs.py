@@ -50,7 +50,9 @@ RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
 STEPS_CSV = "steps.csv"
 REPORT_HTML = "report.html"
-OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, STEPS_CSV, REPORT_HTML, *(f"{plot}.png" for plot in ALL_PLOTS))
+CAPACITY_CSV, CAPACITY_PNG = "capacity.csv", "capacity.png"  # a scenario's analysis.capacity (docs/ground.md)
+OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, STEPS_CSV, REPORT_HTML, *(f"{plot}.png" for plot in ALL_PLOTS),
+                CAPACITY_CSV, CAPACITY_PNG)
 STAGING_PREFIX = ".staging-"
 PAUSE_ENV = "SHIFTSIM_TEST_WRITE_PAUSE"  # test hook: seconds to pause after the first staged file
 
@@ -119,11 +121,12 @@ def _unusable(folder: Path) -> str:
 
 # ---------------------------------------------------------------------- results.json
 def results_document(scenario: Scenario, steps: list[StepResult], planned: int | None = None,
-                     interrupted: str | None = None) -> dict[str, Any]:
+                     interrupted: str | None = None, capacity: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results.json object (see ``shiftsim/schemas/results.schema.json``).
 
     ``planned``: the sweep's step count when ``steps`` holds only part of it (a run stopped by
-    ``interrupted``, the signal's name): the document is then marked ``partial``.
+    ``interrupted``, the signal's name): the document is then marked ``partial``. ``capacity``: the
+    scenario's capacity analysis (:func:`.capacity.run_analysis`), kept under ``capacity``.
     """
     from .. import __version__
 
@@ -134,6 +137,8 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
     if interrupted:
         document["interrupted"] = interrupted
     document["steps"] = [step.as_dict() for step in steps]
+    if capacity is not None:
+        document["capacity"] = capacity
     return document
 
 

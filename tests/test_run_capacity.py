@@ -1,0 +1,58 @@
+"""A scenario's analysis.capacity inside ``shiftsim run``: results.json, capacity.csv, capacity.png, report, summary."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import jsonschema
+import pytest
+from test_ground_scenario import standing
+from test_scenario_support import run_cli, write_scenario
+
+from shiftsim.scenario.schema import load_schema
+
+
+def test_run_computes_the_capacity_analysis_after_the_sweep(tmp_path, capsys):
+    document = standing(outputs={"csv": True, "plots": ["footprint"]})
+    path = write_scenario(tmp_path, document)
+    code, out, _ = run_cli(capsys, "run", path, "-o", tmp_path / "out")
+    assert code == 0
+    folder = tmp_path / "out"
+    results = json.loads((folder / "results.json").read_text())
+    jsonschema.Draft202012Validator(load_schema("results")).validate(results)
+    capacity = results["capacity"]
+    # the same numbers as the capacity command gives for the scenario
+    code, alone, _ = run_cli(capsys, "capacity", path, "--json")
+    assert code == 0 and json.loads(alone)["points"] == capacity["points"]
+    points = capacity["points"]
+    assert [p["step"] for p in points] == [s["index"] for s in results["steps"]] == [0, 1]
+    for p in points:
+        assert p["rated_load"] == pytest.approx(min(0.75 * p["tipping_load"], 0.87 * p["hydraulic_load"]))
+    with open(folder / "capacity.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [float(r["rated_mass"]) for r in rows] == pytest.approx([p["rated_mass"] for p in points], rel=1e-12)
+    assert [r["ex1:front:arm:boom_cyl"] for r in rows] == ["2.2", "2.4"]
+    assert (folder / "capacity.png").read_bytes()[:4] == b"\x89PNG"
+    assert 'alt="capacity.png"' in (folder / "report.html").read_text()
+    least = min(points, key=lambda p: p["rated_mass"])
+    assert (f"capacity        payload: rated {least['rated_mass'] / 1000:.3g} t at least (step {least['step']}:"
+            in out) and "capacity.csv" in out
+
+
+def test_a_bad_capacity_analysis_is_refused_before_solving(tmp_path, capsys):
+    document = standing()
+    document["analysis"]["capacity"]["load"] = "paylod"
+    code, _, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
+    assert code == 2 and "Traceback" not in err
+    assert "analysis.capacity.load: unknown load 'paylod' (expected one of payload)" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_without_an_analysis_run_writes_no_capacity(tmp_path, capsys):
+    document = standing(outputs={"csv": True, "plots": []})
+    del document["analysis"]
+    code, out, _ = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
+    assert code == 0 and "  capacity  " not in out and "capacity.csv" not in out
+    assert "capacity" not in json.loads((tmp_path / "out" / "results.json").read_text())
+    assert not (tmp_path / "out" / "capacity.csv").exists()
