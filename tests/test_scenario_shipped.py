@@ -11,7 +11,8 @@ from test_scenario_support import SCENARIOS
 from shiftsim.scenario import LocalExecutor, build_scenario, execute, load_scenario
 
 
-@pytest.mark.parametrize("name", ["excavator_lift", "cantilever_tip_load", "four_bar_drive", "mdx_heave", "mira_slider"])
+@pytest.mark.parametrize("name", ["excavator_lift", "cantilever_tip_load", "four_bar_drive", "mdx_heave", "mira_slider",
+                                  "vehicle_on_tyres"])
 def test_shipped_scenario_converges_at_every_step(name):
     scenario = load_scenario(SCENARIOS / f"{name}.json")
     assert scenario.warnings == ()
