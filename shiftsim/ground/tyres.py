@@ -89,7 +89,7 @@ def _read_tyre(model: Model, module: dict[str, Any], where: str, problems: Probl
     if not isinstance(name, str) or not name:
         problems.add(f"{where}.name", "missing or not a text", "the tyre's name")
     body = module.get("wheel_body")
-    bodies = [b for b in model.body_names[1:]]
+    bodies = list(model.body_names[1:])
     if not isinstance(body, str) or body not in bodies:
         problems.add(f"{where}.wheel_body", f"no body {body!r}" if isinstance(body, str) else "missing or not a text",
                      f"the full path of the wheel body: {suggest(str(body), bodies)}")
@@ -120,7 +120,7 @@ def _number(module: dict[str, Any], keys: tuple[str, ...], where: str, problems:
     given = [k for k in keys if k in module]
     accepted = ", ".join(keys)
     if len(given) > 1:
-        problems.add(f"{where}.{given[1]}", f"given with {given[0]!r}", f"one of {accepted}")
+        problems.add(f"{where}.{given[1]}", f"{given[1]!r} and {given[0]!r} both given", f"one of {accepted}")
         return None
     if not given:
         if required:
