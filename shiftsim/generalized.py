@@ -93,10 +93,12 @@ def _symmetric_from_upper(model: Model, m: np.ndarray) -> np.ndarray:
 
 
 def point_hessian(model: Model, s: State, jv: np.ndarray, direction: np.ndarray) -> np.ndarray:
-    """direction . d2p/dq_j dq_k (B, nq, nq) for a point with Jacobian ``jv`` (B, nq, 3) (zero rows: not moved)."""
+    """direction . d2p/dq_j dq_k (B, nq, nq) for a point with Jacobian ``jv`` (B, nq, 3) (zero rows: not moved).
+
+    For j nearer the root than (or equal to) k, d2p/dq_j dq_k = omega_j x Jv_k: zero where k does not move the
+    point, and kept where the point lies on j's own axis (Jv_j = 0 there, yet j turns k's motion)."""
     m = s.omega @ np.swapaxes(cross(jv, direction[:, None, :]), 1, 2)  # omega_j . (Jv_k x u)
-    moves = np.any(jv != 0.0, axis=2)
-    return _symmetric_from_upper(model, m) * (moves[:, :, None] & moves[:, None, :])
+    return _symmetric_from_upper(model, m)
 
 
 def _torque_stiffness(model: Model, s: State, node: int, torque: np.ndarray) -> np.ndarray:

@@ -52,3 +52,31 @@ def test_finite_difference_fallback_solves_to_the_same_equilibrium():
     assert np.abs(analytic.q - fallback.q).max() < 1e-9
     assert analytic.joint_loads["arm:boom_cyl"].effort[0] == pytest.approx(
         fallback.joint_loads["arm:boom_cyl"].effort[0], rel=1e-9)
+
+
+def test_point_hessian_keeps_the_terms_of_a_joint_whose_axis_holds_the_point():
+    """A z rotation then an x rotation, the point on the z axis (dp/dq_z = 0 there): d2p/dq_z dq_x is not zero.
+    Checked against central second differences of forward kinematics."""
+    from shiftsim.generalized import point_hessian
+    from shiftsim.kinematics import forward, point_jacobian, state
+    from shiftsim.model import compile_model
+    from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec
+
+    a = BodySpec("a", mass=1.0, inertia=np.eye(3) * 0.1)
+    b = BodySpec("b", mass=1.0, inertia=np.eye(3) * 0.1, frames={"p": FrameSpec("p", translation=np.array([0, 0, 1.0]))})
+    model = compile_model(ModelSpec("zx", "test", "test", bodies=[a, b], joints=[
+        JointSpec("jz", "revolute", FrameRef(FIXED), FrameRef("a"), axis=np.array([0, 0, 1.0]), initial=(0.0,)),
+        JointSpec("jx", "revolute", FrameRef("a"), FrameRef("b"), axis=np.array([1.0, 0, 0]), initial=(0.0,))]))
+    frame = model.frame_index("b:p")
+
+    def point(q):
+        return forward(model, q).frames[frame, :3, 3]
+
+    q, u, h = np.zeros(2), np.array([0.3, -0.7, 0.2]), 1e-4
+    s = state(model, q[None])
+    analytic = point_hessian(model, s, point_jacobian(model, s, model.frame_node[frame], point(q)[None]), u[None])[0]
+    step = np.eye(2) * h
+    numeric = np.array([[u @ (point(q + step[i] + step[j]) - point(q + step[i] - step[j]) - point(q - step[i] + step[j])
+                               + point(q - step[i] - step[j])) / (4 * h * h) for j in range(2)] for i in range(2)])
+    assert analytic[0, 1] == pytest.approx(0.3, abs=1e-12)
+    np.testing.assert_allclose(analytic, numeric, atol=1e-6)
