@@ -237,12 +237,24 @@ def coupling_map(model: Model, q: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- loop closure
+def _closure_tables(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per closure (cached): nodes of both sides, their offsets (K, 4, 4), and which coordinates move each side
+    (nq, K) bool."""
+    cached = model.__dict__.get("_closure_cache")
+    if cached is None:
+        node_a = np.array([c.node_a for c in model.closures], dtype=int)
+        node_b = np.array([c.node_b for c in model.closures], dtype=int)
+        off_a = np.array([c.offset_a for c in model.closures]).reshape(-1, 4, 4)
+        off_b = np.array([c.offset_b for c in model.closures]).reshape(-1, 4, 4)
+        moves = model.subtree[model.coordinate_node]
+        cached = (node_a, node_b, off_a, off_b, moves[:, node_a], moves[:, node_b])
+        object.__setattr__(model, "_closure_cache", cached)
+    return cached
+
+
 def closure_poses(model: Model, s: State) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """World rotations and positions of both sides of every closure: (B, n_closures, 3, 3) and (B, n_closures, 3)."""
-    node_a = np.array([c.node_a for c in model.closures], dtype=int)
-    node_b = np.array([c.node_b for c in model.closures], dtype=int)
-    off_a = np.array([c.offset_a for c in model.closures])
-    off_b = np.array([c.offset_b for c in model.closures])
+    node_a, node_b, off_a, off_b, _, _ = _closure_tables(model)
     r_a = s.rotation[:, node_a] @ off_a[:, :3, :3]
     p_a = np.einsum("bkij,kj->bki", s.rotation[:, node_a], off_a[:, :3, 3]) + s.position[:, node_a]
     r_b = s.rotation[:, node_b] @ off_b[:, :3, :3]
@@ -259,18 +271,22 @@ def closure_residual(model: Model, s: State) -> np.ndarray:
 
 
 def closure_jacobian(model: Model, s: State) -> np.ndarray:
-    """G (B, 6 n_closures, nq): geometric Jacobian of the closure residual (exact where the loop is closed)."""
+    """G (B, 6 n_closures, nq): geometric Jacobian of the closure residual (exact where the loop is closed).
+
+    Rows per closure: d(p_b - p_a)/dq (the twist of each coordinate at both points, where it moves that side)
+    and the difference of the angular velocities of the two sides."""
     batch = s.q.shape[0]
     if not model.closures:
         return np.zeros((batch, 0, model.nq))
     _, p_a, _, p_b = closure_poses(model, s)
-    rows = []
-    for k, c in enumerate(model.closures):
-        lin = point_jacobian(model, s, c.node_b, p_b[:, k]) - point_jacobian(model, s, c.node_a, p_a[:, k])
-        ang = s.omega * (model.subtree[model.coordinate_node, c.node_b].astype(float)
-                         - model.subtree[model.coordinate_node, c.node_a])[None, :, None]
-        rows.append(np.concatenate([lin, ang], axis=2).transpose(0, 2, 1))
-    return np.concatenate(rows, axis=1)
+    _, _, _, _, moves_a, moves_b = _closure_tables(model)
+    omega, v = s.omega[:, None], s.v[:, None]  # (B, 1, nq, 3)
+    side_a = moves_a.T[None, :, :, None]  # (1, K, nq, 1)
+    side_b = moves_b.T[None, :, :, None]
+    linear = (cross(omega, p_b[:, :, None, :]) + v) * side_b - (cross(omega, p_a[:, :, None, :]) + v) * side_a
+    angular = omega * (side_b.astype(float) - side_a)
+    jac = np.concatenate([linear, angular], axis=3)  # (B, K, nq, 6)
+    return jac.transpose(0, 1, 3, 2).reshape(batch, -1, model.nq)
 
 
 @dataclass(frozen=True)
