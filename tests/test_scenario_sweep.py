@@ -108,6 +108,7 @@ def test_the_table_is_built_once_and_read_only():
     ({"mode": "grid", "parameters": {"fb:four_bar:crank_pin": {"from": -1, "to": 1, "steps": 100_000},
                                      "load:tip": {"from": 0, "to": 1, "steps": 100_000}}},
      "10,000,000,000 steps (100,000 x 100,000 grid)"),
+    ({"parameters": {"time": {"from": 0, "to": 1, "steps": 100_000_000}}}, "100,000,000 steps"),
 ])
 def test_absurd_sweeps_are_refused_with_the_count(tmp_path, capsys, command, sweep, count):
     document = beam_scenario(machines=[{"id": "fb", "model": model_path("four_bar")}],
