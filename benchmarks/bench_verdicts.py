@@ -16,13 +16,14 @@ included). Run: ``python benchmarks/bench_verdicts.py``.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_kinematics import best_time  # noqa: E402
 from test_statics_robust import bricard_linkage, brake_linkage, walk  # noqa: E402
 
 from shiftsim.kinematics import assemble  # noqa: E402
@@ -30,15 +31,6 @@ from shiftsim.loading import load_model  # noqa: E402
 from shiftsim.model import compile_model  # noqa: E402
 from shiftsim.spec import BodySpec, ModelSpec  # noqa: E402
 from shiftsim.statics import solve  # noqa: E402
-
-
-def timed(call, repeat: int = 3):
-    best, result = np.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = call()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def far_start(model, drive_name: str, step: float, span: float) -> np.ndarray:
@@ -63,7 +55,7 @@ def main() -> int:
     print("Solver verdicts, ms per solve (best of 3)")
     print(f"{'case':<11} {'what':<18} {'ms':>9}  status, stability, iterations")
     for name, what, call in cases:
-        seconds, sol = timed(call)
+        seconds, sol = best_time(call, repeat=3), call()
         print(f"{name:<11} {what:<18} {1e3 * seconds:9.1f}  {sol.status}, {sol.stability}, {sol.iterations} it")
     print("Target: the free500 verdict within 1000 ms.")
     return 0
