@@ -7,15 +7,19 @@ coordinates are inputs. The system solved is
 
 with T = dq/du (couplings), G the closure Jacobian restricted to its
 independent rows (chosen by pivoted QR at the assembled pose: redundant
-equations, e.g. three per planar loop, never enter the matrix). Each Newton
-step solves the KKT system with the analytic tangent stiffness. Where the
-stiffness reduced to the constraint null space is not positive definite, it
-is shifted until it is, so every step descends the potential energy; the
-line search works on the energy plus an l1 penalty on g (on the residual
-norm when loads are not conservative). A converged point that is unstable is
-left along its direction of negative curvature and the solve continues, so
-the solver settles on a stable equilibrium when one is reachable. When the
-full load fails, loads are applied in steps from the unloaded state.
+equations, e.g. three per planar loop, never enter the matrix). The solve is
+a descent of the potential energy on the closed-loop manifold: the
+multipliers are the least-squares ones at every iterate, each Newton step is
+taken in the null space of G with the analytic tangent stiffness (shifted to
+positive definite where it is not), and every trial point of the line search
+is projected back onto g(q) = 0 before its energy is compared (the residual
+norm stands in for the energy when loads are not conservative). A converged
+point that is unstable is left along its direction of negative curvature,
+toward the start, so the solve settles in the well its start lies in. A
+coordinate that nothing holds against the load is reported before iterating
+(or when it runs far away): no equilibrium exists. When the full load fails,
+loads are applied in steps from the unloaded state. docs/statics.md has the
+reasons and the verdicts (stable, neutral, unstable, no equilibrium).
 
 Dampers and friction act on rates: a single solve has zero rates and they add
 nothing; sweeps with a time axis pass the rates between steps (``rates``).
@@ -112,6 +116,9 @@ STABILITY = ("stable", "neutral", "unstable")
 
 @dataclass
 class _Problem:
+    """What one batched solve holds fixed: the model, free coordinates, independent closure rows, loads (B, ...),
+    options, extra force fields, and the model's scales (force floor in N m, size in m)."""
+
     model: Model
     free: np.ndarray
     rows: np.ndarray
