@@ -298,7 +298,7 @@ def test_vertical_slew_axis_and_zero_gravity_float_are_neutral():
     assert sol.status == "converged" and sol.stability == "neutral" and len(sol.neutral) == 6
 
 
-def test_neutral_solve_exits_0_and_says_neutral(tmp_path):
+def test_neutral_solve_exits_0_and_says_neutral():
     """A double pendulum with no springs in zero gravity: nothing moves it, nothing holds it."""
     out = subprocess.run([sys.executable, "-m", "shiftsim.cli", "solve",
                           str(ROOT / "models" / "shift" / "double_pendulum.json"), "--gravity", "0,0,0"],
