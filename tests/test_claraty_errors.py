@@ -287,7 +287,7 @@ def test_several_files_problems_are_reported_at_once(tmp_path) -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from test_claraty_support import MODELS, SAMPLE  # noqa: E402
+from test_claraty_support import SAMPLE  # noqa: E402
 
 _SOURCE = SAMPLE.read_text()
 _VALUES = ["", "x", "-1", "1e999", "M_PI/0", "nan", "1 2", "__import__('os')", "link9", "obj99", "true", "3",
