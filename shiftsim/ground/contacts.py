@@ -56,6 +56,49 @@ class ContactState:
     slipping: np.ndarray
 
 
+def tangent_projectors(ground: Ground, anchors: np.ndarray) -> np.ndarray:
+    """Projectors ``P = I - n n^T`` (n, 3, 3) onto the ground's tangent plane under each world point of
+    ``anchors`` (n, 3) (unit normal ``n`` along ``(-h_x, -h_y, 1)``)."""
+    _, gradient, _ = ground.height(anchors[:, :2])
+    n = np.concatenate([-gradient, np.ones((len(anchors), 1))], axis=1)
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    return np.eye(3)[None] - n[:, :, None] * n[:, None, :]
+
+
+@dataclass(frozen=True)
+class Friction:
+    """Stick friction of a batch of points, world axes: ``force`` (B, n, 3), its derivative by the point at a fixed
+    limit (B, n, 3, 3), ``energy`` (B, n), ``slipping`` (B, n) and the slip direction ``u`` (B, n, 3)."""
+
+    force: np.ndarray
+    stiffness: np.ndarray
+    energy: np.ndarray
+    slipping: np.ndarray
+    direction: np.ndarray
+
+
+def stick_friction(projector: np.ndarray, points: np.ndarray, anchors: np.ndarray, kt: np.ndarray,
+                   limit: np.ndarray, touching: np.ndarray) -> Friction:
+    """The tangential spring ``-kt P (p - a)`` of points (B, n, 3) toward ``anchors`` (n, 3) in the tangent planes
+    ``projector`` (n, 3, 3), saturating at ``limit`` (B, n; N) along ``u = P (p - a) / |P (p - a)|``; zero where
+    not ``touching`` (B, n). ``kt`` (1, n) N/m. The stiffness holds d force / d p with the limit held fixed; a
+    caller whose limit depends on the point adds ``-u (d limit / d p)^T`` where slipping. The energy of a slipping
+    point is ``limit |P d| - limit^2 / (2 kt)`` (continuous with the stick energy at the limit)."""
+    dt = np.einsum("nij,bnj->bni", projector, points - anchors)
+    length = np.linalg.norm(dt, axis=-1)
+    slipping = touching & (kt * length > limit) & (length > 0.0)
+    stick = touching & ~slipping
+    u = dt / np.maximum(length, 1e-300)[..., None]
+    force = np.where(stick[..., None], -kt[..., None] * dt, 0.0) - np.where(slipping[..., None], limit[..., None] * u, 0.0)
+    stiffness = np.where(stick[..., None, None], -kt[..., None, None] * projector[None], 0.0)
+    if np.any(slipping):
+        turning = (np.eye(3) - u[..., :, None] * u[..., None, :]) @ projector[None] \
+            / np.maximum(length, 1e-300)[..., None, None]
+        stiffness = stiffness + np.where(slipping[..., None, None], -limit[..., None, None] * turning, 0.0)
+    energy = np.where(stick, 0.5 * kt * length**2, 0.0) + np.where(slipping, limit * length - limit**2 / (2.0 * kt), 0.0)
+    return Friction(force, stiffness, energy, slipping, u)
+
+
 class ContactField:
     """Compression-only contacts with saturating stick friction against ``ground``.
 
@@ -72,10 +115,7 @@ class ContactField:
         self.normal = np.broadcast_to(np.asarray(normal, float), (len(contacts),)).copy()
         self.tangential = np.broadcast_to(np.asarray(tangential, float), (len(contacts),)).copy()
         self.anchors = np.asarray(anchors, float)
-        _, gradient, _ = ground.height(self.anchors[:, :2])
-        n = np.concatenate([-gradient, np.ones((len(contacts), 1))], axis=1)
-        n /= np.linalg.norm(n, axis=1, keepdims=True)
-        self.projector = np.eye(3)[None] - n[:, :, None] * n[:, None, :]  # (n, 3, 3) onto the tangent plane
+        self.projector = tangent_projectors(ground, self.anchors)
         self.nodes = np.array([c.node for c in contacts], dtype=int)
         self.local = np.array([c.local for c in contacts], float).reshape(-1, 3)
 
@@ -106,22 +146,15 @@ class ContactField:
         stiffness *= touching[..., None, None]
         slope = np.sqrt(1.0 + grad[..., 0] ** 2 + grad[..., 1] ** 2)
         limit = self.ground.friction * kn * pen_on * slope  # mu N
-        dt = np.einsum("nij,bnj->bni", self.projector, p - self.anchors)
-        length = np.linalg.norm(dt, axis=-1)
-        slipping = touching & (kt * length > limit) & (length > 0.0)
-        stick = touching & ~slipping
-        u = dt / np.maximum(length, 1e-300)[..., None]
-        force += np.where(stick[..., None], -kt[..., None] * dt, 0.0) - np.where(slipping[..., None], limit[..., None] * u, 0.0)
-        stiffness += np.where(stick[..., None, None], -kt[..., None, None] * self.projector[None], 0.0)
-        if np.any(slipping):
+        f = stick_friction(self.projector, p, self.anchors, kt, limit, touching)
+        force += f.force
+        stiffness += f.stiffness
+        if np.any(f.slipping):
             d_slope = np.stack([grad[..., 1] * twist, grad[..., 0] * twist, np.zeros_like(twist)], axis=-1) / slope[..., None]
             d_limit = self.ground.friction * kn[..., None] * (slope[..., None] * g + pen_on[..., None] * d_slope)
-            turning = (np.eye(3) - u[..., :, None] * u[..., None, :]) @ self.projector[None] / np.maximum(length, 1e-300)[..., None, None]
-            slip_k = -(u[..., :, None] * d_limit[..., None, :] + limit[..., None, None] * turning)
-            stiffness += np.where(slipping[..., None, None], slip_k, 0.0)
-        energy = 0.5 * kn * pen_on**2 + np.where(stick, 0.5 * kt * length**2, 0.0) \
-            + np.where(slipping, limit * length - limit**2 / (2.0 * kt), 0.0)
-        return ContactState(p, force, stiffness, energy, touching, slipping)
+            stiffness += np.where(f.slipping[..., None, None], -f.direction[..., :, None] * d_limit[..., None, :], 0.0)
+        energy = 0.5 * kn * pen_on**2 + f.energy
+        return ContactState(p, force, stiffness, energy, touching, f.slipping)
 
     def terms(self, model: Model, s: State) -> ForceTerms:
         """Generalized contact forces (B, nq), their stiffness dQ/dq (B, nq, nq) and energy (B,)."""

@@ -34,7 +34,7 @@ from ..generalized import ForceTerms, _symmetric_from_upper
 from ..kinematics import State, state
 from ..model import Model
 from ..spatial import cross
-from .contacts import ContactField, ContactState
+from .contacts import ContactField, ContactState, stick_friction, tangent_projectors
 from .terrain import Ground
 
 TYRE_TYPE = "tire"
@@ -167,10 +167,7 @@ class TyreField:
         self.stiffness = np.array([t.stiffness for t in tyres], float)
         self.mu = np.array([ground.friction if t.friction is None else t.friction for t in tyres], float)
         self.axis_local = np.array([t.axis for t in tyres], float).reshape(n, 3)
-        _, gradient, _ = ground.height(self.anchors[:, :2])
-        normal = np.concatenate([-gradient, np.ones((n, 1))], axis=1)
-        normal /= np.linalg.norm(normal, axis=1, keepdims=True)
-        self.projector = np.eye(3)[None] - normal[:, :, None] * normal[:, None, :]
+        self.projector = tangent_projectors(ground, self.anchors)
 
     @property
     def names(self) -> list[str]:
@@ -230,23 +227,14 @@ class TyreField:
                                                    + e[..., None, None] * g["hess"]) * touching[..., None, None]
         radial = k * e
         limit = mu * radial
-        dt = np.einsum("nij,bnj->bni", self.projector, b - self.anchors)
-        length = np.linalg.norm(dt, axis=-1)
-        slipping = touching & (kt * length > limit) & (length > 0.0)
-        stick = touching & ~slipping
-        u = dt / np.maximum(length, 1e-300)[..., None]
-        friction = np.where(stick[..., None], -kt[..., None] * dt, 0.0) - np.where(slipping[..., None], limit[..., None] * u, 0.0)
+        f = stick_friction(self.projector, b, self.anchors, kt, limit, touching)
+        slipping, friction = f.slipping, f.force
         force[..., 6:] = friction
-        deriv[..., 6:, 6:] = np.where(stick[..., None, None], -kt[..., None, None] * self.projector[None], 0.0)
+        deriv[..., 6:, 6:] = f.stiffness
         if np.any(slipping):
-            turning = (np.eye(3) - u[..., :, None] * u[..., None, :]) @ self.projector[None] \
-                / np.maximum(length, 1e-300)[..., None, None]
-            slip_bb = -limit[..., None, None] * turning
-            slip_bx = -(mu * k)[..., None, None] * u[..., :, None] * g["grad"][..., None, :]  # d(-mu k e u)/d(c, a)
-            deriv[..., 6:, 6:] += np.where(slipping[..., None, None], slip_bb, 0.0)
+            slip_bx = -(mu * k)[..., None, None] * f.direction[..., :, None] * g["grad"][..., None, :]  # d(-mu k e u)/d(c, a)
             deriv[..., 6:, :6] = np.where(slipping[..., None, None], slip_bx, 0.0)
-        energy = 0.5 * k * e**2 + np.where(stick, 0.5 * kt * length**2, 0.0) \
-            + np.where(slipping, limit * length - limit**2 / (2.0 * kt), 0.0)
+        energy = 0.5 * k * e**2 + f.energy
         normal_c = force[..., :3]
         report = TyreState(g["point"], normal_c + friction, g["e"], radial, touching, slipping)
         return force, deriv, energy, report, (c_m, a_m, b_m)
