@@ -18,7 +18,6 @@ import pytest
 
 from shiftsim.cli import main
 from shiftsim.errors import ModelError
-from shiftsim.formats import read_model
 from shiftsim.formats.mfk import load_configuration
 from shiftsim.formats.mfk.kinematics import placement
 from shiftsim.formats.mfk.replicate import decode_message, encode_message
@@ -246,3 +245,18 @@ def test_sweeping_the_heading_turns_the_truck_about_its_position(capsys, tmp_pat
                                                                                                   "front_axle"))
         heading.append(math.degrees(math.atan2(*(front - rear)[:2])))
     assert heading == pytest.approx([0.0, 90.0], abs=0.01)  # the site's north is within 0.01 degrees of the truck's
+
+
+@pytest.mark.parametrize("origin, message", [
+    ("-23.4,119.7", "'-23.4,119.7' is not LAT,LON,ALT (three numbers)"),
+    ("-23.4,east,520", "'-23.4,east,520' is not LAT,LON,ALT (three numbers)"),
+    ("91,119.7,520", "'91,119.7,520': latitude in [-90, 90], longitude in [-180, 360] degrees and altitude within "
+                     "1e6 m expected"),
+    ("-23.4,119.7,2e6", "altitude within 1e6 m expected"),
+])
+def test_a_bad_site_origin_is_refused_by_the_command_line(capsys, origin, message):
+    with pytest.raises(SystemExit) as stop:
+        main(["mfk", "show", str(TRUCK), f"--site-origin={origin}"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --site-origin: " in err and message in err
