@@ -1,13 +1,23 @@
-"""Helpers shared by the sub-commands: parsing NAME=VALUE options, printing JSON."""
+"""Helpers shared by the sub-commands: scenario sub-parsers, parsing NAME=VALUE options, printing JSON."""
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import InputError, Problem
 from ..jsonio import dumps
+
+
+def scenario_parser(subparsers, name: str, func: Callable[[argparse.Namespace], int], *, help: str,
+                    description: str, scenario_help: str) -> argparse.ArgumentParser:
+    """The sub-command ``name SCENARIO`` that runs ``func``; the caller adds its own options."""
+    parser = subparsers.add_parser(name, help=help, description=description)
+    parser.add_argument("scenario", help=scenario_help)
+    parser.set_defaults(func=func)
+    return parser
 
 
 def parse_assignment(text: str, option: str) -> tuple[str, list[float]]:

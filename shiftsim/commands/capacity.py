@@ -18,22 +18,22 @@ from pathlib import Path
 
 from ..errors import Problems, ScenarioError
 from ..scenario import load_scenario
-from ._common import emit_json
+from ._common import emit_json, scenario_parser
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "capacity", help="tipping, hydraulic and rated lift capacity (ISO 10567) at every sweep step",
+    parser = scenario_parser(
+        subparsers, "capacity", run,
+        help="tipping, hydraulic and rated lift capacity (ISO 10567) at every sweep step",
         description="Tipping load (continuation on the load factor with the solver's stability test), hydraulic "
                     "load (cylinder force limits) and rated load of a named load on a machine with 'contacts', "
                     "at every step of the scenario's sweep. Exit 0 ok, 1 a lift point cannot stand unloaded, "
-                    "2 bad input.")
-    parser.add_argument("scenario", help="scenario file (.json) with a standing machine (docs/ground.md)")
+                    "2 bad input.",
+        scenario_help="scenario file (.json) with a standing machine (docs/ground.md)")
     parser.add_argument("--load", help="the load whose factor is searched (default: analysis.capacity.load)")
     parser.add_argument("--centre", help="frame on the slew axis radii are measured from, MACHINE:body:frame")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--chart", help="write the capacity chart (PNG) to this file")
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

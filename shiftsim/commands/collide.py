@@ -20,26 +20,26 @@ from ..collision.queries import pair_text
 from ..scenario import load_scenario
 from ..scenario.collisions import check, collided, collision_settings, step_label, summary_line
 from ..scenario.sweep import check_size
-from ._common import emit_json
+from ._common import emit_json, scenario_parser
 
 EXIT_COLLISION = 3
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "collide", help="distances between a scenario's machines at every sweep step (kinematics only)",
+    parser = scenario_parser(
+        subparsers, "collide", run,
+        help="distances between a scenario's machines at every sweep step (kinematics only)",
         description="Pose every step of the scenario's sweep by kinematics (no equilibrium solve) and report, per "
                     "pair of machines, the least signed distance between their collision shapes. Exit 0 no "
                     "collision, 3 a collision or a pair within the margin (distance below the scenario's "
                     "collision.margin) at some step, "
-                    "1 a step could not be posed, 2 bad scenario or model.")
-    parser.add_argument("scenario", help="scenario file (.json); its optional \"collision\": {\"margin\", \"self\"} "
-                                         "section is described in docs/collision.md")
+                    "1 a step could not be posed, 2 bad scenario or model.",
+        scenario_help="scenario file (.json); its optional \"collision\": {\"margin\", \"self\"} section is "
+                      "described in docs/collision.md")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the result as JSON")
     output.add_argument("-q", "--quiet", action="store_true",
                         help="only the one-line verdict: no warnings, no lines per step (the exit code says it too)")
-    parser.set_defaults(func=run)
 
 
 def _mark(pair: dict) -> str:

@@ -15,6 +15,7 @@ from ..scenario import (DaskExecutor, LocalExecutor, check_folder, default_folde
 from ..scenario.digest import step_text, summary_lines
 from ..scenario.runner import StepResult
 from ..scenario.sweep import check_size
+from ._common import scenario_parser
 from ._limits import check_solve_memory
 
 
@@ -29,13 +30,14 @@ def _positive(text: str) -> int:
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "run", help="run a scenario: sweep, results.json, CSV and plots",
+    parser = scenario_parser(
+        subparsers, "run", run,
+        help="run a scenario: sweep, results.json, CSV and plots",
         description="Run a scenario file headless. Progress on stderr: a bar on a terminal, else a line every few "
                     "seconds. Ctrl-C or SIGTERM writes the steps solved so far (marked partial) and exits 130 / 143. "
                     "Exit 0 all steps converged, 1 some failed (results still written) or the results could not be "
-                    "written, 2 bad scenario, model, option or output folder (checked before solving).")
-    parser.add_argument("scenario", help="scenario file (.json), see docs/scenarios.md")
+                    "written, 2 bad scenario, model, option or output folder (checked before solving).",
+        scenario_help="scenario file (.json), see docs/scenarios.md")
     parser.add_argument("-o", "--output", metavar="DIR", help="output folder (default plots/<scenario name>/)")
     parser.add_argument("--jobs", type=_positive, default=1, metavar="N",
                         help="local processes solving continuation chains in parallel (results do not depend on N)")
@@ -47,7 +49,6 @@ def add_parser(subparsers) -> None:
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument("-v", "--verbose", action="store_true", help="one line per step on stderr (instead of the progress bar)")
     verbosity.add_argument("-q", "--quiet", action="store_true", help="no progress, warnings or summary")
-    parser.set_defaults(func=run)
 
 
 def _executor(args: argparse.Namespace) -> tuple[LocalExecutor | DaskExecutor, str]:
