@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import Problems, suggest
-from ..generalized import ForceTerms, _symmetric_from_upper
+from ..generalized import ForceTerms, point_hessian
 from ..kinematics import State, state
 from ..model import Model
 from ..spatial import cross
@@ -265,7 +265,8 @@ class TyreField:
         stiffness = np.sum(jac @ deriv_m @ np.swapaxes(jac, 2, 3), axis=1)
         for i in range(len(self.tyres)):
             for part, jv in enumerate((jc, ja, jb)):
-                stiffness += _second_derivative(model, s, jv[:, i], force_m[:, i, 3 * part:3 * part + 3], moves[i])
+                # jv rows are zero for coordinates that do not move the wheel; for the axis a, Ja_k = omega_k x a
+                stiffness += point_hessian(model, s, jv[:, i], force_m[:, i, 3 * part:3 * part + 3])
         return ForceTerms(q_force, stiffness, energy.sum(axis=1), not np.any(report.slipping))
 
     def point_forces(self, model: Model, s: State) -> list[tuple[int, np.ndarray, np.ndarray]]:
@@ -283,14 +284,6 @@ class TyreField:
             out += [(int(node), c_m[:, i], force_m[:, i, :3] - pair), (int(node), c_m[:, i] + lever, pair),
                     (int(node), b_m[:, i], force_m[:, i, 6:])]
         return out
-
-
-def _second_derivative(model: Model, s: State, jv: np.ndarray, direction: np.ndarray, moves: np.ndarray) -> np.ndarray:
-    """direction . d2x/dq_j dq_k (B, nq, nq) for a point or direction x fixed to a node with Jacobian ``jv``
-    (B, nq, 3), ``moves`` (nq,) the coordinates that move the node (unlike a mask on nonzero Jacobian rows,
-    this keeps the terms of a coordinate whose axis passes through the point)."""
-    m = s.omega @ np.swapaxes(cross(jv, direction[:, None, :]), 1, 2)  # omega_j . (Jv_k x u)
-    return _symmetric_from_upper(model, m) * (moves[:, None] & moves[None, :])[None]
 
 
 def anchored_tyres(tyres: list[Tyre], model: Model, q: np.ndarray, ground: Ground, rotation: np.ndarray,
