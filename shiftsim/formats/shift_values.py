@@ -90,10 +90,10 @@ def read_string(f: Findings, value: Any, where: str) -> str | None:
         return None
 
 
-def read_number(f: Findings, value: Any, where: str, unit: str = "", minimum: float | None = None) -> float | None:
+def read_number(f: Findings, value: Any, where: str, unit: str = "") -> float | None:
     """A finite number within the unit's magnitude bound (:data:`~shiftsim.formats.typed.BOUNDS`)."""
     try:
-        return typed.number(value, unit, minimum)
+        return typed.number(value, unit)
     except Mismatch as error:
         f.mismatch(where, error)
         return None
