@@ -10,6 +10,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 from test_scenario_support import SCENARIOS, model_path, run_cli, write_scenario
 
+from shiftsim.errors import ModelError
 from shiftsim.formats import read_model
 from shiftsim.generalized import gravity_and_world_forces
 from shiftsim.ground.base import floating
@@ -155,3 +156,21 @@ def test_a_tyre_without_radius_is_refused_naming_the_place(tmp_path, capsys):
     assert "car.json: force_modules[2]: no unloaded radius (expected one of unloaded_radius, radius, UNLOADED_RADIUS" in err
     assert "force_modules[1].wheel_body: no body 'car:wheel_xx'" in err and "car:wheel_fl" in err
     assert (tmp_path / "car.json").read_text() == before and not (tmp_path / "out").exists()
+
+
+def test_bad_tyre_parameters_are_refused_together_naming_each_place(tmp_path):
+    model = json.loads(open(model_path("car_on_tyres")).read())
+    modules = model["force_modules"]
+    modules[1]["radius"] = RADIUS  # a second name for unloaded_radius
+    modules[1]["spin_axis"] = [0, 0, 0]
+    modules[2]["vertical_stiffness"] = -1.0
+    modules[3]["name"] = modules[0]["name"]
+    (tmp_path / "car.json").write_text(json.dumps(model))
+    with pytest.raises(ModelError) as caught:
+        read_tyres(floating(compile_model(read_model(tmp_path / "car.json"))))
+    text = str(caught.value)
+    assert "car.json" in text
+    assert "force_modules[1].radius: 'radius' and 'unloaded_radius' both given (expected one of unloaded_radius" in text
+    assert "force_modules[1].spin_axis: is [0, 0, 0] (expected three numbers, not all zero" in text
+    assert "force_modules[2].vertical_stiffness: is -1.0 (expected a positive number (SI units))" in text
+    assert "force_modules: tyre 'tyre_fl' is given more than once (expected one tyre per name)" in text
