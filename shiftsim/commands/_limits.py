@@ -65,9 +65,14 @@ def physical_memory_bytes() -> int:
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
+def _system_size(model: Model) -> int:
+    """``n = coordinates + 6 x closures``: the rows of the dense matrices a solve of ``model`` works on."""
+    return model.nq + 6 * len(model.closures)
+
+
 def solve_memory_bytes(model: Model) -> int:
     """Estimated peak memory (bytes) of one static solve of ``model`` (see the module docstring)."""
-    n = model.nq + 6 * len(model.closures)
+    n = _system_size(model)
     return DENSE_MATRICES * 8 * n * (n + 1)
 
 
@@ -75,7 +80,7 @@ def check_solve_memory(model: Model, what: str, copies: int = 1) -> None:
     """Raise :class:`SolveTooLarge` when ``copies`` solves of ``model`` at once would not fit in memory."""
     need, have = copies * solve_memory_bytes(model), physical_memory_bytes()
     if need > have:
-        n = model.nq + 6 * len(model.closures)
+        n = _system_size(model)
         per = f" ({copies} processes at once)" if copies > 1 else ""
         raise SolveTooLarge(
             f"{what}: a solve of {model.nq} coordinates and {_count(len(model.closures), 'loop')} works on dense "
@@ -88,7 +93,7 @@ def check_finite_result(values: np.ndarray, what: str) -> None:
     """SolveError (exit 1) when a solve produced values that are not finite (an overflow)."""
     if not np.all(np.isfinite(values)):
         raise SolveError(f"{what}: the solve overflowed (results are not finite numbers); "
-                            "the loads, gravity or values given are too large for double precision")
+                         "the loads, gravity or values given are too large for double precision")
 
 
 def _count(n: int, noun: str) -> str:
