@@ -119,3 +119,14 @@ def test_rounding_warns_once_with_the_worst_place():
     rounding.rotation(rounded(exact, 4), "d")
     text = rounding.warning()
     assert text.startswith("3 rotation matrices are not orthonormal") and "at c)" in text
+
+
+def test_rounding_warning_names_what_was_read():
+    """CLARAty's quaternions are named as rotations, one and several."""
+    exact = Rotation.from_euler("xyz", [10, 20, 30], degrees=True).as_matrix()
+    rounding = RotationRounding()
+    rounding.rotation(rounded(exact, 4), "q1")
+    assert rounding.warning("a rotation", "rotations").startswith("a rotation is not orthonormal (worst ")
+    rounding.rotation(rounded(exact, 3), "q2")
+    assert rounding.warning("a rotation", "rotations").startswith("2 rotations are not orthonormal (worst ")
+    assert "at q2); replaced by the nearest rotation" in rounding.warning()

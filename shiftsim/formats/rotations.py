@@ -63,10 +63,11 @@ class RotationRounding:
                 self.worst, self.worst_place = deviation, place
         return rotation
 
-    def warning(self) -> str | None:
-        """The file's one rounding warning, or ``None`` when nothing was rounded."""
+    def warning(self, one: str = "a rotation matrix", many: str = "rotation matrices") -> str | None:
+        """The file's one rounding warning, or ``None`` when nothing was rounded; ``one``/``many`` name
+        what was read (CLARAty's quaternions are "a rotation"/"rotations")."""
         if not self.count:
             return None
-        several = f"{self.count} rotation matrices are" if self.count > 1 else "a rotation matrix is"
+        several = f"{self.count} {many} are" if self.count > 1 else f"{one} is"
         return (f"{several} not orthonormal (worst max |R^T R - I| = {self.worst:.2g} at {self.worst_place}); "
                 f"replaced by the nearest rotation")

@@ -138,10 +138,9 @@ class ElementReader:
 
     def finish(self) -> None:
         """Add the file-wide warnings (quaternion rounding) once every element has been read."""
-        rounding = self.rotations.warning()
+        rounding = self.rotations.warning("a rotation", "rotations")
         if rounding:
-            self.warnings.append(Notice(self.problems.file, "", rounding.replace("rotation matrices", "rotations")
-                                        .replace("a rotation matrix", "a rotation")))
+            self.warnings.append(Notice(self.problems.file, "", rounding))
 
     # ------------------------------------------------------------------ basics
     def warn(self, element: Element, what: str) -> None:
