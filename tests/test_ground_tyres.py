@@ -174,3 +174,11 @@ def test_bad_tyre_parameters_are_refused_together_naming_each_place(tmp_path):
     assert "force_modules[1].spin_axis: is [0, 0, 0] (expected three numbers, not all zero" in text
     assert "force_modules[2].vertical_stiffness: is -1.0 (expected a positive number (SI units))" in text
     assert "force_modules: tyre 'tyre_fl' is given more than once (expected one tyre per name)" in text
+
+
+def test_a_tyre_radius_beyond_any_float_is_refused_not_a_crash(tmp_path):
+    model = json.loads(open(model_path("car_on_tyres")).read())
+    model["force_modules"][0]["unloaded_radius"] = "X"
+    (tmp_path / "car.json").write_text(json.dumps(model).replace('"X"', "1" + "0" * 400))
+    with pytest.raises(ModelError, match=r"force_modules\[0\]\.unloaded_radius: is an integer of about 401 digits \(expected a positive"):
+        read_tyres(floating(compile_model(read_model(tmp_path / "car.json"))))

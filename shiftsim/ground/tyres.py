@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import Problems, suggest
+from ..formats.typed import is_finite_number, shown
 from ..generalized import ForceTerms, point_hessian
 from ..kinematics import State, state
 from ..model import Model
@@ -99,10 +100,10 @@ def _read_tyre(model: Model, module: dict[str, Any], where: str, problems: Probl
     axis = np.array([0.0, 1.0, 0.0])
     if "spin_axis" in module:
         value = module["spin_axis"]
-        ok = isinstance(value, list) and len(value) == 3 and all(_is_number(v) for v in value) \
+        ok = isinstance(value, list) and len(value) == 3 and all(is_finite_number(v) for v in value) \
             and np.linalg.norm(np.asarray(value, float)) > 0.0
         if not ok:
-            problems.add(f"{where}.spin_axis", f"is {value!r}", "three numbers, not all zero (wheel-body coordinates)")
+            problems.add(f"{where}.spin_axis", f"is {shown(value)}", "three numbers, not all zero (wheel-body coordinates)")
         else:
             axis = np.asarray(value, float) / np.linalg.norm(np.asarray(value, float))
     if len(problems.items) > before:
@@ -110,10 +111,6 @@ def _read_tyre(model: Model, module: dict[str, Any], where: str, problems: Probl
     dropped = tuple(sorted(k for k in module if k not in KEYS))
     node = int(model.body_node[model.body_names.index(body)])
     return Tyre(name, node, radius, stiffness, friction, axis, dropped)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and bool(np.isfinite(value))
 
 
 def _number(module: dict[str, Any], keys: tuple[str, ...], where: str, problems: Problems, required: bool) -> Any:
@@ -127,8 +124,8 @@ def _number(module: dict[str, Any], keys: tuple[str, ...], where: str, problems:
             problems.add(where, f"no {keys[0].replace('_', ' ')}", f"one of {accepted} (a positive number)")
         return None
     value = module[given[0]]
-    if not _is_number(value) or value <= 0.0:
-        problems.add(f"{where}.{given[0]}", f"is {value!r}", "a positive number (SI units)")
+    if not is_finite_number(value) or value <= 0.0:
+        problems.add(f"{where}.{given[0]}", f"is {shown(value)}", "a positive number (SI units)")
         return None
     return float(value)
 
