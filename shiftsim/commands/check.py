@@ -9,7 +9,6 @@ Warnings are grouped by kind: one line with a count and the first places.
 from __future__ import annotations
 
 import argparse
-import math
 import warnings as python_warnings
 from pathlib import Path
 from typing import Any
@@ -68,8 +67,7 @@ def _check_scenario(args: argparse.Namespace, document: Any, json_warnings: list
 
     scenario = build_scenario(Path(args.model), document, json_warnings)
     sweep = scenario.sweep
-    counts = [len(values) for values in sweep.values]
-    steps = 1 if not counts else (counts[0] if sweep.mode == "line" else math.prod(counts))
+    steps = sweep.size
     summary = {
         "kind": "scenario",
         "name": scenario.name,
