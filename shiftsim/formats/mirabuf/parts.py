@@ -220,8 +220,9 @@ def index_parts(assembly, problems: Problems, warnings: list[str]) -> PartIndex 
 
     rounding = RotationRounding()
     _place(parts, root, instances, problems, rounding)
-    if rounding.warning():
-        warnings.append(rounding.warning())
+    rounded = rounding.warning()
+    if rounded:
+        warnings.append(rounded)
     geometry = {
         key: _geometry(definitions[key], f"data.parts.part_definitions[{_label(key, d.info.name)}]", problems, warnings)
         for key, d in definitions.items()
