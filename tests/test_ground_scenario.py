@@ -106,6 +106,20 @@ def test_capacity_input_errors(tmp_path, capsys):
     assert code == 2 and "cylinders.ex1:front:arm:boom_cyl.rod" in err
 
 
+def test_capacity_refuses_a_group_not_swept_a_centre_off_the_machine_and_no_load(tmp_path, capsys):
+    document = standing()
+    document["analysis"]["capacity"].update(group="ex1:lower:slew", centre="ex2:lower:turntable:mount")
+    code, _, err = run_cli(capsys, "capacity", write_scenario(tmp_path, document))
+    assert code == 2 and "Traceback" not in err
+    assert "analysis.capacity.group: 'ex1:lower:slew' is not a swept parameter (expected" in err
+    assert "ex1:front:arm:boom_cyl" in err  # the swept parameters are suggested
+    assert "analysis.capacity.centre: 'ex2:lower:turntable:mount' is not on machine 'ex1' (expected ex1:..." in err
+    document = standing()
+    del document["analysis"]
+    code, _, err = run_cli(capsys, "capacity", write_scenario(tmp_path, document))
+    assert code == 2 and "--load: no load named and the scenario has no analysis.capacity" in err
+
+
 def test_footprint_plot_only_for_standing_machines(tmp_path, capsys):
     path = write_scenario(tmp_path, standing(outputs={"csv": False, "plots": ["footprint"], "dpi": 40}))
     code, _, _ = run_cli(capsys, "run", path, "-o", tmp_path / "out")
