@@ -196,3 +196,23 @@ def test_a_run_without_a_collision_section_gets_no_collisions(tmp_path):
     steps = execute(scenario, LocalExecutor(1))
     assert attach_collisions(scenario, steps) == [] and steps[0].collisions is None
     assert collision_summary(scenario, steps) is None
+
+
+def test_the_plot_marks_steps_in_collision_and_steps_within_the_margin_apart(monkeypatch):
+    """Shipped scenario: within the 0.05 m margin at steps 18-20, touching from step 21 on (see the text test);
+    red crosses sit on the steps at distance <= 0, orange circles on the steps in the margin band only."""
+    import shiftsim.scenario.collision_plot as collision_plot
+
+    figures = []
+    monkeypatch.setattr(collision_plot, "png", lambda fig: figures.append(fig) or b"")
+    scenario = load_scenario(str(SHIPPED))
+    steps, _ = check(scenario)
+    collisions_plot(scenario, steps, dpi=50)
+    ax = figures[0].axes[0]
+    marks = {line.get_color(): line.get_xdata() for line in ax.get_lines() if line.get_marker() in ("x", "o")
+             and line.get_linestyle() == "None"}
+    angles = np.radians(np.arange(41.0))
+    np.testing.assert_allclose(marks[collision_plot.COLLISION_COLOUR], angles[21:])
+    np.testing.assert_allclose(marks[collision_plot.MARGIN_COLOUR], angles[18:21])
+    labels = ax.get_legend_handles_labels()[1]
+    assert "in collision (distance <= 0)" in labels and "within margin" in labels and "margin 0.05 m" in labels
