@@ -120,6 +120,24 @@ def test_open_chains_keep_every_independent_coordinate():
     assert basis.names(model) == ["joint1", "joint3"] and not len(basis.dependent)
 
 
+def test_coordinates_left_out_of_wrt_and_of_every_loop_are_held_still():
+    """joint2 follows joint1 twice over (the file's coupling); naming joint1 only holds joint3 still."""
+    model = load_model(ROOT / "tests" / "data" / "claraty" / "two_link_sample.xml")
+    basis = loop_basis(model, model.apply_couplings(model.q0), [model.coordinates_of("joint1")[0]])
+    assert basis.names(model) == ["joint1"] and basis.names(model, "held") == ["joint3"]
+    assert basis.chosen_by == "wrt" and not len(basis.dependent)
+    np.testing.assert_allclose(basis.motion[:, 0], [1.0, 0.0, 2.0])  # joint1, joint3, joint2
+
+
+def test_a_coupled_coordinate_in_wrt_is_refused_naming_the_uncoupled_ones():
+    model = load_model(ROOT / "tests" / "data" / "claraty" / "two_link_sample.xml")
+    with pytest.raises(InputError) as error:
+        loop_basis(model, model.apply_couplings(model.q0), [model.coordinates_of("joint2")[0]],
+                   where=("--wrt", "joint2"))
+    assert str(error.value).endswith("--wrt: joint2: joint2 coupled: a coupled coordinate follows its sources and "
+                                     "cannot be a column (expected uncoupled coordinates: joint1, joint3)")
+
+
 def test_sets_that_do_not_fix_the_loops_are_refused_with_the_valid_names():
     model = load_model(EXCAVATOR)
     q = assemble(model, model.q0).q
