@@ -67,8 +67,9 @@ def base_coordinates(free: Model) -> list[int]:
 
 def contact_points(model: Model, entries: list[Any], where: str, problems: Problems) -> list[ContactPoint]:
     """Contact points of ``entries``: frame names (``body:frame``, short endings allowed) and
-    ``{"box": "body:shape"}`` (the four corners of the box's bottom face: the face whose outward
-    normal points most downward in body coordinates). Problems name ``where[i]``."""
+    ``{"box": "body:shape"}`` (the four corners of the box face whose outward normal points most along the
+    body's -z: the bottom face of a z-up body, the top face of a z-down one, see docs/ground.md). Problems name
+    ``where[i]``."""
     points: list[ContactPoint] = []
     for i, entry in enumerate(entries):
         at = f"{where}[{i}]"
@@ -103,7 +104,7 @@ def _box_corners(model: Model, path: str, where: str, problems: Problems) -> lis
         return []
     rotation, half = np.asarray(shape.rotation, float), np.asarray(shape.half_extents, float)
     axis = int(np.argmax(np.abs(rotation[2])))  # shape axis nearest the body's vertical
-    down = -np.sign(rotation[2, axis])  # the bottom face lies along -z of the body
+    down = -np.sign(rotation[2, axis])  # the face toward the body's -z (not the world's down)
     others = [a for a in range(3) if a != axis]
     corners = []
     node = int(model.body_node[model.body_names.index(body_name)])
