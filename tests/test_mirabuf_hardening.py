@@ -59,6 +59,23 @@ def test_under_the_cap_multi_member_gzip_reads_like_gzip_decompress(tmp_path):
     assert decode.gunzip(tmp_path / "x.mira", raw, 2**20) == gzip.decompress(raw) == payload
 
 
+def test_gunzip_accepts_zero_padding_and_refuses_other_trailing_data_and_damaged_streams(tmp_path):
+    """Zero bytes after a member are padding (as gzip.decompress); anything else, a cut stream or a bad
+    checksum is refused naming the gzip stream and what is wrong."""
+    payload = np.random.default_rng(5).bytes(20_000)
+    raw = gzip.compress(payload)
+    path = tmp_path / "x.mira"
+    assert decode.gunzip(path, raw + bytes(16), 2**20) == payload
+    expected = "(expected a complete gzip-compressed mirabuf assembly)"
+    for damaged, what in [(raw + b"junk", "data after the gzip stream is not another gzip member"),
+                          (raw[: len(raw) // 2], "truncated or corrupt gzip data (the stream ends early)"),
+                          (raw[:-8] + bytes(8), "truncated or corrupt gzip data (Error -3 while decompressing data: "
+                                                "incorrect data check)")]:
+        with pytest.raises(ModelError) as caught:
+            decode.gunzip(path, damaged, 2**20)
+        assert str(caught.value) == f"{path}: gzip stream: {what} {expected}"
+
+
 def test_cli_refuses_a_bomb_with_exit_2(tmp_path):
     """The real cap through the command line, on a bomb that does not need 512 MiB: the cap is lowered by a
     child process that patches the module constant (the check path is the CLI's)."""
