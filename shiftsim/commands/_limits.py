@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import InputError, Problem, ShiftsimError, SolveError
 from ..model import Model
+from ._common import parse_assignment
 
 MAX_JOINT_VALUE = 1e3
 MAX_GRAVITY = 1e3
@@ -52,6 +53,13 @@ def check_bounded(values: Iterable[float], bound: float, option: str, text: str,
     if big:
         raise InputError([Problem(option, text, f"{', '.join(big)} {unit} is beyond what a machine can have",
                                   f"values within ±{bound:g} {unit}")])
+
+
+def joint_settings(texts: list[str], option: str) -> dict[str, list[float]]:
+    """``JOINT=VALUE`` texts of ``option`` (``--set``, ``--start``) -> ``{joint: [values]}``, parsed and bounded."""
+    values = dict(parse_assignment(text, option) for text in texts)
+    check_joint_values(values, option)
+    return values
 
 
 def check_joint_values(values: dict[str, list[float]], option: str) -> None:

@@ -10,8 +10,8 @@ from ..errors import InputError, Problem
 from ..kinematics import assemble, closure_residual, forward, state
 from ..loading import load_model
 from ..statics import resolve_prescribed
-from ._common import emit_json, parse_assignment
-from ._limits import check_joint_values
+from ._common import emit_json
+from ._limits import joint_settings
 
 
 def add_parser(subparsers) -> None:
@@ -40,8 +40,7 @@ def _frame(model, name: str, option: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
-    values = dict(parse_assignment(text, "--set") for text in args.set)
-    check_joint_values(values, "--set")
+    values = joint_settings(args.set, "--set")
     q, held = resolve_prescribed(model, values, [])
     if (args.from_frame is None) != (args.to_frame is None):
         raise InputError([Problem("command line", "--from/--to", "only one of --from and --to given", "both or neither")])

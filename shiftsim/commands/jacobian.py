@@ -27,8 +27,8 @@ from ..kinematics import assemble
 from ..loading import load_model
 from ..model import Model
 from ..statics import resolve_prescribed
-from ._common import emit_json, parse_assignment
-from ._limits import check_joint_values
+from ._common import emit_json
+from ._limits import joint_settings
 
 ROWS = ("vx", "vy", "vz", "wx", "wy", "wz")
 
@@ -60,8 +60,7 @@ def prescribed_configuration(model: Model, texts: list[str], option: str = "--se
 
     A coupled joint cannot be set (it follows the joints its law names).
     """
-    values = dict(parse_assignment(text, option) for text in texts)
-    check_joint_values(values, option)
+    values = joint_settings(texts, option)
     coupled = {c.target for c in model.couplings}
     problems = []
     for name in values:

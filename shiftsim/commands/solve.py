@@ -11,8 +11,8 @@ from ..errors import InputError, Problem, SolveError
 from ..loading import load_model
 from ..statics import Load, solve
 from ._common import emit_json, parse_assignment, parse_vector
-from ._limits import (MAX_FORCE, MAX_GRAVITY, MAX_TORQUE, check_bounded, check_finite_result, check_joint_values,
-                      check_solve_memory)
+from ._limits import (MAX_FORCE, MAX_GRAVITY, MAX_TORQUE, check_bounded, check_finite_result, check_solve_memory,
+                      joint_settings)
 
 
 def add_parser(subparsers) -> None:
@@ -47,8 +47,7 @@ def _gravity(text: str) -> list[float]:
 
 def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
-    values = dict(parse_assignment(text, "--set") for text in args.set)
-    check_joint_values(values, "--set")
+    values = joint_settings(args.set, "--set")
     loads = [_load(text) for text in args.load]
     gravity = _gravity(args.gravity) if args.gravity else None
     check_solve_memory(model, args.model)
