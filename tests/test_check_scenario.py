@@ -100,3 +100,10 @@ def test_a_reader_error_says_which_format_was_assumed(tmp_path):
     with pytest.raises(ModelError) as error:
         read_model(path)
     assert str(error.value).splitlines()[-1] == f"{path}: read as a Shift model (it has 'assemblies')"
+
+
+def test_a_verdict_names_the_format_and_at_most_four_deciding_keys():
+    assert str(detect_json_format({"name": "only"})) == "no known format"
+    assert str(detect_json_format({"result": {"baseRadius": 1}})) == "an Mdx geometry reply (it has 'result.baseRadius')"
+    shift = {key: [] for key in ("fixed", "frames", "lights", "terrain", "bodies")}
+    assert str(detect_json_format(shift)) == "a Shift model (it has 'fixed', 'frames', 'lights', 'terrain', ...)"

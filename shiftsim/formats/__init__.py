@@ -44,7 +44,7 @@ class Verdict:
 
     def __str__(self) -> str:
         if self.kind == "unknown":
-            return "no known format"
+            return LABELS["unknown"]
         shown = ", ".join(repr(k) for k in self.keys[:4]) + (", ..." if len(self.keys) > 4 else "")
         return f"{LABELS[self.kind]} (it has {shown})"
 
