@@ -344,7 +344,7 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
                     fontsize=8, color="black", bbox=dict(facecolor="white", edgecolor="0.6", alpha=0.9))
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    fig.legend(handles=_legend_handles(scenario, posed, paths, closest, stands, sag), loc="upper center",
+    fig.legend(handles=_legend_handles(posed, paths, closest, stands, sag), loc="upper center",
                ncol=5, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 1.0 - 0.4 / fig.get_figheight()))
     special = "closest approach" if closest else "worst (largest deflection, else largest effort)"
     fig.suptitle(f"{scenario.name}: poses in the world frame (z up) at the first, last and {special} steps; {sag}",
@@ -352,8 +352,7 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
     return png(fig)
 
 
-def _legend_handles(scenario: Scenario, posed: dict[int, list[_Posed]], paths: list, closest: dict, stands: bool,
-                    sag: str) -> list:
+def _legend_handles(posed: dict[int, list[_Posed]], paths: list, closest: dict, stands: bool, sag: str) -> list:
     items = next(iter(posed.values()), [])
     handles = [Patch(facecolor=f"C{(2 * k) % 10}" if k else "tab:blue", alpha=0.5,
                      label=f"{p.machine.id}: bodies, loaded") for k, p in enumerate(items)]
