@@ -107,3 +107,20 @@ def test_a_verdict_names_the_format_and_at_most_four_deciding_keys():
     assert str(detect_json_format({"result": {"baseRadius": 1}})) == "an Mdx geometry reply (it has 'result.baseRadius')"
     shift = {key: [] for key in ("fixed", "frames", "lights", "terrain", "bodies")}
     assert str(detect_json_format(shift)) == "a Shift model (it has 'fixed', 'frames', 'lights', 'terrain', ...)"
+
+
+def test_check_of_a_file_that_is_not_json_reports_the_line_and_column(tmp_path, capsys):
+    path = tmp_path / "scenario.json"
+    path.write_text('{"machines": [\n  {"id": 1,,}\n')
+    assert main(["check", str(path)]) == 2
+    assert f"{path}: line 2, column 12: not valid JSON: " in capsys.readouterr().err
+
+
+def test_check_of_a_lenient_json5_scenario_validates_it_and_says_it_was_read_leniently(tmp_path, capsys):
+    strict = four_bar_scenario(tmp_path)
+    path = tmp_path / "scenario.json5"
+    path.write_text("// a comment\n" + strict.read_text())
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{path}: valid scenario 'four_bar_drive' (not run)")
+    assert f"warning: {path}: not strict JSON (comments or trailing commas); read leniently" in out
