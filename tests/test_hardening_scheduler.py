@@ -27,6 +27,7 @@ HANG_LIMIT_S = 60.0  # generous: the old code took 21 s and 41 s; this only catc
     ("tcp://127.0.0.1:99999", "the port is not a number from 0 to 65535"),
     ("127.0.0.1:port", "the port is not a number from 0 to 65535"),
     ("tcp://127.0.0.1:8786/status", "only a host and a port may follow the scheme"),
+    ("inproc://", "an inproc address needs its location"),
 ])
 def test_malformed_addresses_are_refused_before_the_scenario_is_read(tmp_path, capsys, address, what):
     missing = tmp_path / "no_such_scenario.json"  # never read: the option is checked first
