@@ -133,6 +133,14 @@ def test_footprint_plot_only_for_standing_machines(tmp_path, capsys):
     assert code == 2 and "outputs.plots[0]" in err and "no machine has 'contacts'" in err
 
 
+def test_capacity_refuses_an_oversized_sweep_naming_the_file(tmp_path, capsys):
+    document = standing(sweep={"parameters": {"ex1:front:arm:boom_cyl": {"from": 2.0, "to": 2.4, "steps": 2_000_000}}})
+    path = write_scenario(tmp_path, document)
+    code, _, err = run_cli(capsys, "capacity", path)
+    assert code == 2 and "Traceback" not in err
+    assert f"{path}: sweep: 2,000,000 steps, more than a run can hold (expected at most 1,000,000 steps)" in err
+
+
 def test_capacity_chart_never_overwrites_an_input(tmp_path, capsys):
     path = write_scenario(tmp_path, standing())
     before = path.read_bytes()

@@ -39,8 +39,10 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..ground.plots import capacity_chart
     from ..scenario.capacity import read_capacity, run_capacity
+    from ..scenario.sweep import check_size
 
     scenario = load_scenario(args.scenario)
+    check_size(scenario.sweep, str(scenario.source))
     entry = dict((scenario.document.get("analysis") or {}).get("capacity") or {})
     load_where = None
     if args.load:
