@@ -3,9 +3,12 @@
 ``load_scenario(path)`` reads and validates a scenario file (``spec``), loading
 its machines (``loading``: model files of every format, attachments; ``machines``:
 what a machine's names set; ``mfk``, ``mdx``: the names MFK machines and Mdx
-platforms bring); ``execute`` solves its steps on an executor (``runner``,
-``executors``) and checks collisions when asked (``shiftsim.collision``);
-``write_results`` writes results.json, the tidy tables and the plots as one set (``outputs``, ``plots``).
+platforms bring; ``ground``: machines standing on the ground); ``execute`` solves
+its steps on an executor (``runner``, ``executors``) and checks collisions when
+asked (``collisions``, over :mod:`shiftsim.collision`); ``write_results`` writes
+results.json, the tidy tables, the plots and report.html as one set (``outputs``,
+``plots``, ``report``; ``digest`` for the summary), with ``analysis.capacity``
+computed after the sweep (``capacity``).
 The format is documented in docs/scenarios.md and ``shiftsim/schemas/scenario.schema.json``.
 """
 
@@ -16,8 +19,8 @@ from typing import Callable
 
 from ..jsonio import dumps
 from .executors import DaskExecutor, Executor, LocalExecutor
-from .outputs import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, check_folder, csv_bytes, default_folder,
-                      results_document, step_rows, tidy_rows, write_files)
+from .outputs import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, check_folder,
+                      csv_bytes, default_folder, results_document, step_rows, tidy_rows, write_files)
 from .runner import StepCallback, StepResult, run_chain
 from .spec import Scenario, build_scenario, load_scenario
 
