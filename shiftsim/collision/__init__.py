@@ -5,10 +5,10 @@
 * :mod:`.support`  support functions; the signed distance as a maximum over directions (certificate, refinement)
 * :mod:`.world`    :class:`CollisionWorld`: the pybullet DIRECT world and its queries
 * :mod:`.queries`  pair results as plain data
-* :mod:`.plot`     ``collisions.png``
 
 It knows models and poses, not scenarios: a scenario's ``collision`` section, posing its steps and
-the results of ``collide`` and ``run`` are :mod:`shiftsim.scenario.collisions`. See docs/collision.md.
+the results of ``collide`` and ``run`` are :mod:`shiftsim.scenario.collisions`, ``collisions.png``
+is :mod:`shiftsim.scenario.collision_plot`. See docs/collision.md.
 """
 
 from __future__ import annotations
