@@ -33,12 +33,13 @@ values, so shaping one message takes constant time.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 import numpy as np
+
+from ..formats.typed import is_finite_number
 
 WASHOUT_GAIN = 1.2
 IDLE_RESET_S = 2.0
@@ -84,7 +85,7 @@ def config_problems(settings: Mapping[str, object]) -> list[str]:
     for key, value in settings.items():
         if key not in CONFIG_KEYS:
             problems.append(f"unknown setting {key!r} (expected one of {', '.join(CONFIG_KEYS)})")
-        elif not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        elif not is_finite_number(value):
             problems.append(f"{key} is {value!r}, expected a finite number")
         elif key in WASHOUT_KEYS and not 0.0 <= value <= 1.0:
             problems.append(f"{key} is {value!r}, expected a washout factor from 0 to 1")
