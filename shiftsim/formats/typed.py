@@ -166,23 +166,22 @@ def bound_of(unit: str) -> float:
     return BOUNDS.get(unit, GENERAL_BOUND)
 
 
-def number(value: Any, unit: str = "", minimum: float | None = None, maximum: float | None = None) -> float:
-    """A finite JSON number within ``[minimum, maximum]`` and the unit's magnitude bound, as a float."""
+def number(value: Any, unit: str = "", minimum: float | None = None) -> float:
+    """A finite JSON number of at least ``minimum`` (when given) within the unit's magnitude bound, as a float."""
     bound = bound_of(unit)
     low = -bound if minimum is None else max(minimum, -bound)
-    high = bound if maximum is None else min(maximum, bound)
     in_unit = f" ({unit})" if unit else ""
-    if minimum is not None and maximum is None:
-        expected = f"a number{in_unit} of at least {minimum:g} and at most {high:g}"
+    if minimum is not None:
+        expected = f"a number{in_unit} of at least {minimum:g} and at most {bound:g}"
     else:
-        expected = f"a finite number{in_unit} between {low:g} and {high:g}"
+        expected = f"a finite number{in_unit} between {low:g} and {bound:g}"
     if not is_number(value):
         raise Mismatch(f"is {json_type(value)}", expected)
     result = finite_float(value)
     if result is None:
         reason = "too large for a floating-point number" if isinstance(value, int) else "not finite"
         raise Mismatch(f"is {shown(value)}, {reason}", expected)
-    if not low <= result <= high:
+    if not low <= result <= bound:
         raise Mismatch(f"is {shown(value)}", expected)
     return result
 
