@@ -27,6 +27,9 @@ from .footprint import Footprint, footprint
 from .terrain import Ground, default_stiffness
 from .tyres import OnGround, Tyre, TyreField, anchored_tyres
 
+GroundField = ContactField | OnGround
+"""What holds a standing machine: its contacts, or its contacts and tyres together."""
+
 
 @dataclass(frozen=True)
 class Stand:
@@ -59,7 +62,7 @@ class Stand:
     def base(self) -> list[int]:
         return base_coordinates(self.model)
 
-    def field(self, q_anchor: np.ndarray) -> ContactField | OnGround:
+    def field(self, q_anchor: np.ndarray) -> GroundField:
         """The contacts (and tyres) with their tangential springs anchored where they stand at ``q_anchor`` (nq,)."""
         contacts = anchored_at(list(self.contacts), self.model, q_anchor, self.ground, self.rotation,
                                self.translation, self.normal, self.tangential)
@@ -101,7 +104,7 @@ class Stand:
 
     def solve(self, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
               rates: np.ndarray | None = None, options: st.SolverOptions = st.SolverOptions(),
-              q_anchor: np.ndarray | None = None) -> tuple[Solution, ContactField]:
+              q_anchor: np.ndarray | None = None) -> tuple[Solution, GroundField]:
         """One equilibrium from ``q_start`` (nq,) with the contacts anchored where they stand at ``q_anchor``
         (default: the start), and its reference as :func:`shiftsim.statics.solve` makes it (gravity and loads
         off, contacts on, from the same start). ``gravity`` (3,) model frame."""
@@ -113,7 +116,7 @@ class Stand:
                                 None if rates is None else np.atleast_2d(rates), options, rows, (field,))
         return Solution.build(self.model, loaded, reference, gravity, loads, q_start, (field,)), field
 
-    def footprints(self, field: ContactField, q: np.ndarray) -> tuple[list[Footprint], np.ndarray, np.ndarray]:
+    def footprints(self, field: GroundField, q: np.ndarray) -> tuple[list[Footprint], np.ndarray, np.ndarray]:
         """Footprints at coordinates ``q`` (B, nq), and the contact points and forces (B, n, 3), world axes."""
         c = field.evaluate(state(self.model, np.atleast_2d(q)))
         return [footprint(p, f) for p, f in zip(c.points, c.forces)], c.points, c.forces

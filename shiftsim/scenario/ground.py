@@ -27,9 +27,8 @@ import numpy as np
 
 from ..errors import Problems
 from ..ground.base import BASE, contact_points, floating, lift_coordinates
-from ..ground.contacts import ContactField
 from ..ground.footprint import footprint
-from ..ground.stand import Stand
+from ..ground.stand import GroundField, Stand
 from ..ground.terrain import DEFAULT_FRICTION, Ground
 from ..ground.tyres import read_tyres
 from ..kinematics import state
@@ -59,10 +58,10 @@ class Support:
                            tuple(read_tyres(model)))
 
     def field(self, model: Model, machine: Machine, placement: Placement | None = None,
-              q_anchor: np.ndarray | None = None) -> ContactField:
-        """The contacts as a force field on ``model`` at ``placement``, their tangential springs anchored where
-        the contacts stand at ``q_anchor`` (default the machine's start). The stand is made once per model
-        and placement."""
+              q_anchor: np.ndarray | None = None) -> GroundField:
+        """The contacts (and tyres) as a force field on ``model`` at ``placement``, their tangential springs
+        anchored where they stand at ``q_anchor`` (default the machine's start). The stand is made once per
+        model and placement."""
         placement = placement or machine.placement
         cache = model.__dict__.get("_support_stands")
         if cache is None:
@@ -153,7 +152,7 @@ def _index(machine: Machine) -> int:
     return int(machine.where.split("[")[1].rstrip("]"))
 
 
-def step_report(machine: Machine, model: Model, q: np.ndarray, field: ContactField) -> dict[str, Any]:
+def step_report(machine: Machine, model: Model, q: np.ndarray, field: GroundField) -> dict[str, Any]:
     """What the ground carries (through ``field``) at coordinates ``q`` (nq,) of a standing machine (see the
     module docstring)."""
     c = field.evaluate(state(model, np.asarray(q, float)[None]))
