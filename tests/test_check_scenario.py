@@ -124,3 +124,16 @@ def test_check_of_a_lenient_json5_scenario_validates_it_and_says_it_was_read_len
     out = capsys.readouterr().out
     assert out.startswith(f"{path}: valid scenario 'four_bar_drive' (not run)")
     assert f"warning: {path}: not strict JSON (comments or trailing commas); read leniently" in out
+
+
+def test_an_unknown_document_is_refused_at_top_level_with_at_most_six_keys_and_the_known_formats(tmp_path):
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps({key: 1 for key in ("name", "a", "b", "c", "d", "e", "f")}))
+    with pytest.raises(ModelError) as error:
+        read_model(path)
+    [problem] = error.value.problems
+    assert (problem.file, problem.where) == (str(path), "(top level)")
+    assert problem.what == "has no key of a known model format (its keys: 'name', 'a', 'b', 'c', 'd', 'e', ...)"
+    assert problem.expected == ("a Shift model (model_parameters, fixed, frames, lights, terrain, assemblies, ...), "
+                                "an MFK configuration (components or the mfk::ResourceConfiguration envelope) or an "
+                                "Mdx geometry reply (baseRadius, platformRadius, baseAngles, ...)")
