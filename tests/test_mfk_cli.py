@@ -83,6 +83,8 @@ def test_show_table(capsys):
     ("1:topcon.nodes.boom.ry=1", "'1:topcon.nodes.boom.ry' names the component by its bare index (expected the "
                                  "component's assembly name: 'c1:topcon.nodes.boom.ry'"),
     ("topcon.nodes.bom.ry=1", "no component has topcon.nodes.bom"),
+    ("arm:topcon.nodes.boom.ry=1", "--set: arm:topcon.nodes.boom.ry: 'arm' is not a component (expected "
+                                   "cC:oem.interface.id.field with C in 0..1, or no prefix)"),
     ("c0:topcon.nodes.boom.ry=1", "has no id 'boom' (expected one of bucket)"),
 ])
 def test_bad_settings_exit_2(capsys, setting, message):
