@@ -97,3 +97,14 @@ def test_friction_limit_on_a_slope(fraction, holds):
         assert n_force == pytest.approx(weight * np.cos(angle) - p * np.sin(angle), rel=1e-6)
         assert tangential == pytest.approx(p * np.cos(angle) + weight * np.sin(angle), rel=1e-6)
         assert tangential <= 0.5 * n_force
+
+
+def test_a_load_that_cannot_tip_the_machine_has_no_tipping_load_and_no_edge():
+    """An upward pull at the hook presses nothing over an edge: the rigid prediction finds no edge, the search
+    stops at once, and the tipping edge is empty (not one contact named twice)."""
+    stand, q = standing(machine())
+    qs, load = _lift(stand, q, [0.0])
+    upward = AppliedLoad(load.frame, -load.force, load.torque, load.follow)
+    result = capacity(stand, qs, free_of(stand.model), GRAVITY, upward, [], OPTIONS)
+    assert np.isinf(result.tipping[0]) and np.isinf(result.tipped[0])
+    assert result.edge == [("", "")]

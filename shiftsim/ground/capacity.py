@@ -8,8 +8,11 @@ load (a force at a frame, scaled by a factor lambda):
   and the centre of pressure lies strictly inside the support polygon (tipping
   margin > 0); the machine tips between the largest standing factor found and
   the smallest factor that is not. Each trial starts from the last standing
-  equilibrium; the next factor is the secant prediction of where the margin
-  reaches zero (taken a quarter tolerance short), doubled while nothing tips,
+  equilibrium. The first trial is 95 % of the rigid-machine estimate (moment
+  balance of the unloaded ground reaction and the added vertical load about
+  each support-polygon edge; the edge reached first is the tipping edge); then
+  the secant prediction of where the centre of pressure reaches that edge
+  (taken a quarter tolerance short), doubled while there is no prediction,
   bisected when the prediction leaves the bracket. It stops when the bracket is
   narrower than ``tolerance`` (relative) and reports its lower end: a factor at
   which the solver found the machine standing, never a guessed threshold.
@@ -73,7 +76,7 @@ class CapacityOptions:
 @dataclass
 class Capacity:
     """Per lift point (B,): tipping factor bracket ``tipping`` (largest standing) and ``tipped`` (smallest not),
-    the tipping edge (contact names), hydraulic factor and its cylinder, rated factor and what governs
+    the tipping edge (contact names; two empty names where no downward load can tip it), hydraulic factor and its cylinder, rated factor and what governs
     (``tipping`` / ``hydraulic``). Factors multiply the named load; ``load`` is its size (N).
     ``q_unloaded`` (B, nq): the machine standing with the named load at factor 0."""
 
@@ -123,7 +126,7 @@ def _standing(stand: Stand, field_, result: Equilibria, edge: np.ndarray) -> tup
 def _rigid_prediction(stand: Stand, field_, result: Equilibria, load: AppliedLoad) -> tuple[np.ndarray, np.ndarray]:
     """Per case the factor at which the machine would tip if it were rigid, and the edge it would tip over:
     the moment balance of the ground reaction and the added vertical load about every edge of the support
-    polygon, the edge reached first. (B,) factors (inf: never), (B, 2) contact indices."""
+    polygon, the edge reached first. (B,) factors (inf: never), (B, 2) contact indices ((0, 0): none)."""
     prints, points, _ = stand.footprints(field_, result.q)
     s = state(stand.model, result.q)
     _, at = frame_point(stand.model, s, load.frame)
@@ -273,6 +276,6 @@ def capacity(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.nd
     rated = np.minimum(tipping_rated, hydraulic_rated)
     governs = ["tipping" if t <= h else "hydraulic" for t, h in zip(tipping_rated, hydraulic_rated)]
     names = stand.field(q_start[0]).names
-    edges = [(names[a], names[b]) if a >= 0 else ("", "") for a, b in edge]
+    edges = [(names[a], names[b]) if a != b else ("", "") for a, b in edge]  # (0, 0): no edge predicted
     size = float(np.linalg.norm(load.force[0]))
     return Capacity(size, lo, hi, edges, hydraulic, limiting, rated, governs, solves + more, q_unloaded)
