@@ -4,10 +4,11 @@
 * :mod:`.base` — a machine's fixed frame on a free 6-dof base, and its contact points;
 * :mod:`.tyres` — quasi-static tyres (Shift ``tire`` force modules) as a solver force field;
 * :mod:`.contacts` — the contacts as a solver force field (compression-only normal spring,
-  saturating stick friction, analytic stiffness);
+  saturating stick friction, analytic stiffness); its stick-friction law serves the tyres too;
 * :mod:`.footprint` — ground reaction, centre of pressure, support polygon, tipping margin;
 * :mod:`.stand` — a standing machine's start, reference and equilibria;
 * :mod:`.capacity` — tipping, hydraulic and rated (ISO 10567) lift capacity.
+* :mod:`.plots` — the footprint plot and the lift-capacity chart (PNG bytes).
 
 See docs/ground.md.
 """
