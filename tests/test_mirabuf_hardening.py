@@ -174,3 +174,23 @@ def test_rounded_rotations_are_made_exact_with_one_warning_and_far_ones_refused(
         read_mirabuf(write(tmp_path, builder))
     assert ("part_instances['Wheel:1'].global_transform: spatial_matrix is not a rigid transform: its 3x3 part is "
             "not a rotation matrix: max |R^T R - I| = 0.002") in str(caught.value)
+
+
+@pytest.mark.parametrize("index, value, what", [
+    (5, math.nan, "spatial_matrix is not a rigid transform"),
+    (14, 0.5, "spatial_matrix is not a rigid transform"),  # bottom row [0, 0, 0.5, 1]: projective
+    (0, -1.0, "spatial_matrix is not a rigid transform: its 3x3 part is a reflection, not a rotation: det R = -1"),
+])
+def test_non_finite_projective_or_reflecting_transforms_are_refused_with_their_place(tmp_path, index, value, what):
+    builder = robot()
+    matrix = builder.assembly.data.parts.part_instances["Wheel:1"].global_transform.spatial_matrix
+    if not len(matrix):
+        matrix.extend(np.eye(4).ravel().tolist())
+    matrix[index] = value
+    with pytest.raises(ModelError) as caught:
+        read_mirabuf(write(tmp_path, builder))
+    message = str(caught.value)
+    assert f"data.parts.part_instances['Wheel:1'].global_transform: {what}" in message
+    expected = ("a rotation matrix: orthonormal within 0.001, determinant +1" if "reflection" in what
+                else "a rotation and a translation (no scale, shear or NaN)")
+    assert f"(expected {expected})" in message
