@@ -19,7 +19,8 @@ import pytest
 from shiftsim.errors import ModelError
 from shiftsim.formats.mfk import load_configuration
 from shiftsim.formats.mfk.config import MAX_DEPTH
-from shiftsim.formats.mfk.measurements import BYTES_PER_UNIT, MAX_SCRIPT_BYTES, Budgets, ScriptError, run_script
+from shiftsim.formats.mfk.measurements import (BYTES_PER_UNIT, MAX_SCRIPT_BYTES, Budgets, ScriptError, ScriptTooLarge,
+                                               run_script)
 
 SCRIPT_PLACE = "components[0].interfaces[1].apply_measurements"
 
@@ -230,3 +231,12 @@ def test_huge_input_values_are_echoed_cut():
     text = refusal(data)
     assert "contains '.'" in text and "unknown collision shape type 'xxx" in text
     assert len(text) < 2000
+
+
+def test_a_script_and_values_over_half_a_smaller_memory_budget_are_refused_before_lua():
+    """Within the 1 MiB size limits but over half of a 0.5 MiB memory budget: refused by size, naming both."""
+    script = "local x = 1\n-- " + "a" * 300_000 + "\n"
+    with pytest.raises(ScriptTooLarge) as caught:
+        run_script(script, {}, budgets=Budgets(memory=2**19))
+    assert str(caught.value) == "and its values take 300,025 bytes; at most half the memory budget of 0.5 MiB"
+    assert run_script("local x = 1", {}, budgets=Budgets(memory=2**19)) == {}
