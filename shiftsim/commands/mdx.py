@@ -74,7 +74,7 @@ def _check_pose(platform: Platform, pose: np.ndarray, units: str) -> None:
         raise InputError([Problem("--xyzrpy", " ".join(f"{v:g}" for v in pose), f"{', '.join(far)} ({unit}) is more "
                                   f"than {MAX_POSE_FACTOR:g} times the rated range",
                                   f"each value within ±{MAX_POSE_FACTOR:g} x maxTranslation (mm) or maxRotation "
-                                  "(degrees), normalized within ±" + f"{MAX_POSE_FACTOR:g}")])
+                                  f"(degrees), normalized within ±{MAX_POSE_FACTOR:g}")])
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
