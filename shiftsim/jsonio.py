@@ -73,7 +73,8 @@ def _too_deep(path: Path, line: int, error_type: type[InputError]) -> InputError
 def read_json(path: str | Path, error_type: type[InputError] = ModelError) -> tuple[Any, list[str]]:
     """Parse a JSON file; return ``(data, warnings)``.
 
-    Raises ``error_type`` when the file is missing, unreadable or not JSON/JSON5.
+    Raises ``error_type`` when the file is missing, unreadable, not JSON/JSON5, or nested deeper than
+    :data:`MAX_DEPTH` levels (naming the line). A file read leniently as JSON5 gets one warning.
     """
     path = Path(path)
     try:
