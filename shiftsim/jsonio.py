@@ -12,10 +12,9 @@ recursive JSON5 parser gets a recursion allowance that covers this depth).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
-
-import sys
 
 import json5
 import numpy as np
