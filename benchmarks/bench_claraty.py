@@ -26,7 +26,6 @@ best of several repeats; the machine is shared, so compare ratios from one run.
 
 from __future__ import annotations
 
-
 import statistics
 import sys
 import time
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+import shiftsim
 from shiftsim.ik import EndEffectorConstraint, IKOptions, solve_ik
 from shiftsim.kinematics import forward
 from shiftsim.loading import load_model
