@@ -33,7 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InputError, SolveError
-from ..statics import Load, solve
+from ..statics import STABILITY, Load, solve
 from .ground import floating_model, step_anchor, step_report, step_start
 from .machines import Machine, SettingValues
 from .placement import Placement
@@ -41,7 +41,6 @@ from .spec import Scenario
 from .sweep import Parameter
 
 StepCallback = Callable[["StepResult"], None]
-STABILITY_ORDER = ("stable", "neutral", "unstable")  # a step is as stable as its least stable machine
 
 
 @dataclass
@@ -212,7 +211,7 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
             step.actuators[machine.id] = {**setup.actuators, "joints": [machine.name(leg) for leg in setup.legs],
                                           "forces": [float(solution.joint_loads[leg].effort[0]) for leg in setup.legs]}
         step.stable &= solution.stable
-        step.stability = max(step.stability, solution.stability, key=STABILITY_ORDER.index)
+        step.stability = max(step.stability, solution.stability, key=STABILITY.index)  # a step is as stable as its least stable machine
         if solution.neutral:
             step.neutral[machine.id] = [_prefixed(machine, direction) for direction in solution.neutral]
         step.q[machine.id], step.q_reference[machine.id] = solution.q, solution.q_reference
