@@ -211,7 +211,8 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
             step.actuators[machine.id] = {**setup.actuators, "joints": [machine.name(leg) for leg in setup.legs],
                                           "forces": [float(solution.joint_loads[leg].effort[0]) for leg in setup.legs]}
         step.stable &= solution.stable
-        step.stability = max(step.stability, solution.stability, key=STABILITY.index)  # a step is as stable as its least stable machine
+        # a step is as stable as its least stable machine
+        step.stability = max(step.stability, solution.stability, key=STABILITY.index)
         if solution.neutral:
             step.neutral[machine.id] = [_prefixed(machine, direction) for direction in solution.neutral]
         step.q[machine.id], step.q_reference[machine.id] = solution.q, solution.q_reference
