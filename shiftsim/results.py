@@ -261,7 +261,8 @@ def _combination(model: Model, free: np.ndarray, direction: np.ndarray) -> str:
     order = [i for i in np.argsort(-np.abs(direction)) if abs(direction[i]) >= 0.05][:6]
     if direction[order[0]] < 0:
         direction = -direction
-    parts = [f"{'-' if direction[i] < 0 else '+'} {abs(direction[i]):.3g} {model.coordinate_names[free[i]]}" for i in order]
+    parts = [f"{'-' if direction[i] < 0 else '+'} {abs(direction[i]):.3g} {model.coordinate_names[free[i]]}"
+             for i in order]
     return " ".join(parts).lstrip("+ ")
 
 

@@ -381,8 +381,8 @@ def _newton(p: _Problem, q: np.ndarray, scale: float | np.ndarray, active: np.nd
     still iterating, so one slow case does not make the others pay for its evaluations.
     ``anchor`` (B, nq), default the start: the configuration whose well the solve should end in.
     Where the stiffness is not positive definite, steps are capped; a capped step accepted whole
-    lets the next one be four times longer (a partly accepted one halves the growth), so a body that falls freely reaches the runaway
-    distance in a few iterations instead of creeping.
+    lets the next one be four times longer (a partly accepted one halves the growth), so a body
+    that falls freely reaches the runaway distance in a few iterations instead of creeping.
     """
     model, free, nf = p.model, p.free, len(p.free)
     batch = q.shape[0]
@@ -623,7 +623,8 @@ def _unheld(p: _Problem, q: np.ndarray, e: _Evaluation) -> np.ndarray:
         column = np.maximum(column, np.max(np.abs(e.closure_jacobian), axis=1))
     scale = np.maximum(np.max(np.abs(h), axis=(1, 2), initial=0.0), e.force_scale)
     force = e.q_force_reduced
-    candidates = (column <= 1e-12 * scale[:, None]) & (np.abs(force) > p.options.force_tolerance * e.force_scale[:, None])
+    pushed = np.abs(force) > p.options.force_tolerance * e.force_scale[:, None]
+    candidates = (column <= 1e-12 * scale[:, None]) & pushed
     cases = np.flatnonzero(np.any(candidates, axis=1))
     if not len(cases):
         return candidates
