@@ -117,6 +117,21 @@ def test_box_contacts_are_the_bottom_corners():
         [(sx, sy, 0.0) for sx in (-1.0, 1.0) for sy in (-0.75, 0.75)])
 
 
+@pytest.mark.parametrize("gravity_z, face_z", [(-9.81, -0.2), (9.81, 0.0)])
+def test_box_contacts_are_on_the_face_toward_the_models_gravity(gravity_z, face_z):
+    """A z-up model stands on the box's -z face; a z-down one (MFK, Shift's SAE frame: gravity along +z) on its
+    +z face. The pad spans z = -0.2 .. 0 in body coordinates."""
+    pad = ShapeSpec("pad", "box", centre=np.array([0.0, 0.0, -0.1]), half_extents=np.array([1.0, 0.75, 0.1]))
+    body = BodySpec("hull", 500.0, np.zeros(3), np.eye(3) * 50.0, shapes=[pad])
+    model = compile_model(ModelSpec("hull", "hull.json", "shift", gravity=np.array([0.0, 0.0, gravity_z]),
+                                    bodies=[body], joints=[JointSpec("weld", "rigid", FrameRef("fixed"),
+                                                                     FrameRef("hull"))]))
+    problems = Problems("test")
+    points = contact_points(floating(model), [{"box": "hull:pad"}], "contacts", problems)
+    assert not problems.items
+    assert [p.local[2] for p in points] == pytest.approx([face_z] * 4)
+
+
 def test_unknown_contacts_are_named_with_the_valid_names():
     free_model = floating(machine())
     problems = Problems("scenario.json")

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, Problems, suggest
+from ..kinematics import forward
 from ..model import Model, compile_model
 from ..spec import FIXED, ORIGIN, PATH_SEPARATOR, BodySpec, FrameRef, JointSpec, ModelSpec
 from .contacts import ContactPoint
@@ -68,7 +69,7 @@ def base_coordinates(free: Model) -> list[int]:
 def contact_points(model: Model, entries: list[Any], where: str, problems: Problems) -> list[ContactPoint]:
     """Contact points of ``entries``: frame names (``body:frame``, short endings allowed) and
     ``{"box": "body:shape"}`` (the four corners of the box face whose outward normal points most along the
-    body's -z: the bottom face of a z-up body, the top face of a z-down one, see docs/ground.md). Problems name
+    model's gravity at the file pose: the bottom face, z-up or z-down model, see docs/ground.md). Problems name
     ``where[i]``."""
     points: list[ContactPoint] = []
     for i, entry in enumerate(entries):
@@ -103,11 +104,17 @@ def _box_corners(model: Model, path: str, where: str, problems: Problems) -> lis
                      suggest(shape_name, boxes) if boxes else "a body with a box collision shape")
         return []
     rotation, half = np.asarray(shape.rotation, float), np.asarray(shape.half_extents, float)
-    axis = int(np.argmax(np.abs(rotation[2])))  # shape axis nearest the body's vertical
-    down = -np.sign(rotation[2, axis])  # the face toward the body's -z (not the world's down)
+    node = int(model.body_node[model.body_names.index(body_name)])
+    # the model's down (its gravity; -z where it has none) in the box's axes at the file pose: a z-down model
+    # (MFK, Shift's SAE frame) stands on the box's +z face, a z-up one on its -z face
+    gravity = np.asarray(model.gravity, float)
+    down_model = gravity / np.linalg.norm(gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, -1.0])
+    body_rotation = forward(model, model.q0).bodies[model.body_names.index(body_name), :3, :3]
+    down_box = rotation.T @ body_rotation.T @ down_model
+    axis = int(np.argmax(np.abs(down_box)))  # the shape axis nearest the vertical
+    down = np.sign(down_box[axis])  # the face toward the ground
     others = [a for a in range(3) if a != axis]
     corners = []
-    node = int(model.body_node[model.body_names.index(body_name)])
     for k, (sa, sb) in enumerate(((-1, -1), (1, -1), (1, 1), (-1, 1))):
         local = np.zeros(3)
         local[axis] = down * half[axis]
