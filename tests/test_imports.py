@@ -12,9 +12,9 @@ The import graph is read from the source with ``ast`` (every ``import`` and
   e.g. collision knows models and poses, the scenario runner calls it, and
   nothing in collision imports the scenario package.
 
-``PENDING`` lists the few module-to-subpackage imports that still close a
-subpackage cycle, each with the move that removes it (owned elsewhere); any
-other import that closes a cycle fails the test.
+``PENDING`` would list module-to-subpackage imports that still close a
+subpackage cycle, each with the move that removes it; it is empty, so any
+import that closes a cycle fails the test.
 """
 
 from __future__ import annotations
@@ -42,12 +42,7 @@ def module_files() -> dict[str, Path]:
 
 MODULES = module_files()
 
-PENDING = {
-    # the mdx package reads with formats.typed and formats.mdx, while formats.mdx reads the mdx geometry:
-    # a top-level typed-reading module (and ACTUATOR_JOINTS in shiftsim.mdx) would break it
-    ("shiftsim.mdx.protocol", "shiftsim.formats"), ("shiftsim.mdx.geometry", "shiftsim.formats"),
-    ("shiftsim.mdx.statics", "shiftsim.formats"),
-}
+PENDING: set[tuple[str, str]] = set()  # module-to-subpackage imports still closing a cycle (none left)
 
 
 def _type_checking_only(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:

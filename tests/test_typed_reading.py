@@ -1,4 +1,4 @@
-"""The shared typed-reading checks (shiftsim.formats.typed) and the rotation rule (shiftsim.formats.rotations)."""
+"""The shared typed-reading checks (shiftsim.typed) and the rotation rule (shiftsim.formats.rotations)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from shiftsim.formats import typed
+from shiftsim import typed
 from shiftsim.formats.rotations import ROTATION_TOLERANCE, RotationRounding, nearest_rotation
-from shiftsim.formats.typed import Mismatch
+from shiftsim.typed import Mismatch
 
 
 @pytest.mark.parametrize("value, words", [

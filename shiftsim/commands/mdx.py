@@ -26,7 +26,7 @@ from typing import IO, Iterator
 import numpy as np
 
 from ..errors import InputError, Problem
-from ..formats.typed import bound_of
+from ..typed import bound_of
 from ..jsonio import dumps, read_json
 from ..mdx.geometry import MODEL_EXTRA_KEYS, Platform, platform_from_reply
 from ..mdx.kinematics import (forward, inverse, lengths_from_raw, normalized_pose, pose_scale, real_pose,

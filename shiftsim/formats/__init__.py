@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..errors import ModelError, Problem, group_warnings, issue_warnings
 from ..spec import ModelSpec
-from .typed import json_type
+from ..typed import json_type
 
 MFK_ENVELOPE = "mfk::ResourceConfiguration"
 MDX_KEYS = ("baseRadius", "platformRadius", "baseAngles", "platformAngles", "actuatorLen", "initialHeight",

@@ -31,11 +31,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ModelError, Problems
-from ..mdx.geometry import MODEL_EXTRA_KEYS, Platform, geometry_fields, platform_from_reply
+from ..mdx.geometry import ACTUATOR_JOINTS, MODEL_EXTRA_KEYS, Platform, geometry_fields, platform_from_reply
 from ..mdx.kinematics import leg_lengths_mm
+from .. import typed
 from ..spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, ShapeSpec
-from . import typed
-from .typed import Mismatch
+from ..typed import Mismatch
 
 DEFAULT_PAYLOAD_KG = 80.0
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -44,7 +44,6 @@ LOWER_LEG_RADIUS_M = 0.025
 UPPER_LEG_RADIUS_M = 0.010
 PLATE_THICKNESS_M = 0.02
 
-ACTUATOR_JOINTS = tuple(f"leg{i}" for i in range(6))
 
 
 def mdx_model_spec(path: str | Path, data: Any, *, payload_kg: float | None = None) -> ModelSpec:
@@ -90,7 +89,7 @@ GEOMETRY_UNITS = {"baseRadius": "mm", "platformRadius": "mm", "initialHeight": "
 
 
 def _check_magnitudes(fields: dict[str, Any], prefix: str, problems: Problems) -> None:
-    """Geometry numbers beyond their unit's bound (:data:`~shiftsim.formats.typed.BOUNDS`); the protocol's
+    """Geometry numbers beyond their unit's bound (:data:`~shiftsim.typed.BOUNDS`); the protocol's
     own checks (types, signs, counts) are :func:`~shiftsim.mdx.geometry.platform_from_reply`'s."""
     for key, unit in GEOMETRY_UNITS.items():
         value = fields.get(key)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .typed import Mismatch
+from ..typed import Mismatch
 
 ROTATION_TOLERANCE = 1e-3
 """Largest accepted ``max |R^T R - I|`` of a rotation matrix in a file."""
@@ -31,7 +31,7 @@ ROUNDING_NOTICE = 1e-6
 def nearest_rotation(matrix: np.ndarray) -> tuple[np.ndarray, float]:
     """``(R, deviation)``: the rotation nearest to the 3x3 ``matrix`` and its ``max |M^T M - I|``.
 
-    Raises :class:`~shiftsim.formats.typed.Mismatch` beyond :data:`ROTATION_TOLERANCE`
+    Raises :class:`~shiftsim.typed.Mismatch` beyond :data:`ROTATION_TOLERANCE`
     or when the determinant is not positive.
     """
     matrix = np.asarray(matrix, dtype=float)

@@ -87,7 +87,7 @@ from ..spec import (
     join_path,
 )
 from .physical import PHYSICAL_INERTIA, inertia_problem
-from .typed import json_type
+from ..typed import json_type
 from .shift_values import (
     Findings,
     at,

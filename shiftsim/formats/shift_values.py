@@ -5,7 +5,7 @@ warnings), the raw JSON value and its JSON path (``assemblies[0].bodies[2].R``).
 It returns the converted value, or ``None`` after recording a problem, so the
 caller can keep going and report every problem of a file at once.
 
-The checks and their wording are the shared ones of :mod:`shiftsim.formats.typed`
+The checks and their wording are the shared ones of :mod:`shiftsim.typed`
 (numbers finite and within the unit's magnitude bound); rotation matrices follow
 the rule of :mod:`shiftsim.formats.rotations` (rounded matrices accepted up to
 1e-3, made exact, one warning per file from :meth:`Findings.finish`).
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import Notice, Problems
-from . import typed
+from .. import typed
 from .rotations import RotationRounding
-from .typed import Mismatch, json_type
+from ..typed import Mismatch, json_type
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Findings:
         self.problems.add(where, what, expected)
 
     def mismatch(self, where: str, error: Mismatch) -> None:
-        """Record a :class:`~shiftsim.formats.typed.Mismatch` found at ``where``."""
+        """Record a :class:`~shiftsim.typed.Mismatch` found at ``where``."""
         self.problems.add(where + error.place, error.what, error.expected)
 
     def warn(self, where: str, what: str) -> None:
@@ -91,7 +91,7 @@ def read_string(f: Findings, value: Any, where: str) -> str | None:
 
 
 def read_number(f: Findings, value: Any, where: str, unit: str = "") -> float | None:
-    """A finite number within the unit's magnitude bound (:data:`~shiftsim.formats.typed.BOUNDS`)."""
+    """A finite number within the unit's magnitude bound (:data:`~shiftsim.typed.BOUNDS`)."""
     try:
         return typed.number(value, unit)
     except Mismatch as error:

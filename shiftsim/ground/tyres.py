@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import Problems, suggest
-from ..formats.typed import is_finite_number, shown
+from ..typed import is_finite_number, shown
 from ..generalized import ForceTerms, point_hessian
 from ..kinematics import State, state
 from ..model import Model

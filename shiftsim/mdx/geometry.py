@@ -30,12 +30,13 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..errors import ModelError, Problems
-from ..formats.typed import is_finite_number
+from ..typed import is_finite_number
 
 CHAIR_GEOMETRY_PATH = Path(__file__).resolve().parents[2] / "models" / "mdx" / "chair.json"
 """The geometry the original chair effector reports (shipped with shiftsim)."""
 
 LEG_COUNT = 6
+ACTUATOR_JOINTS = tuple(f"leg{i}" for i in range(LEG_COUNT))  # the prismatic leg joints of the chair model
 
 PROTOCOL_KEYS = ("jsonrpc", "reply", "id", "effectorName")
 NUMBER_KEYS = ("baseRadius", "platformRadius", "initialHeight", "maxTranslation", "maxRotation")

@@ -35,7 +35,7 @@ from typing import Any, Literal, Union
 import orjson
 
 from ..errors import ModelError
-from ..formats.typed import is_finite_number
+from ..typed import is_finite_number
 from ..jsonio import dumps
 from .geometry import GEOMETRY_KEYS, PROTOCOL_KEYS, Platform, geometry_fields, platform_from_reply
 from .shaping import config_problems

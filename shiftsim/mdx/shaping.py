@@ -39,7 +39,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..formats.typed import is_finite_number
+from ..typed import is_finite_number
 
 WASHOUT_GAIN = 1.2
 IDLE_RESET_S = 2.0

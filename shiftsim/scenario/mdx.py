@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import Problems
-from ..formats.mdx import ACTUATOR_JOINTS, mdx_model_spec
-from ..mdx.geometry import MODEL_EXTRA_KEYS, Platform, geometry_fields, platform_from_reply
+from ..formats.mdx import mdx_model_spec
+from ..mdx.geometry import ACTUATOR_JOINTS, MODEL_EXTRA_KEYS, Platform, geometry_fields, platform_from_reply
 from ..mdx.kinematics import inverse, real_pose
 from .machines import Machine, Purpose, Setting, SettingValues, Setup, Vocabulary, joint_setting
 from .parts import Attachment, Part

@@ -50,7 +50,7 @@ from ..formats.mfk.kinematics import site_from_machine, site_from_wgs
 from ..formats.mfk.references import existing, resolve_qualified
 from ..formats.mfk.spec import mfk_model_spec
 from ..formats.mfk.wgs import Geodetic
-from ..formats.typed import shown
+from ..typed import shown
 from ..model import Model, compile_model
 from .machines import Machine, Purpose, Setting, SettingValues, Setup, Vocabulary, joint_setting, switch_assemblies
 from .parts import Attachment, Part, compose

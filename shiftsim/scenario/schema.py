@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import jsonschema
 
 from ..errors import Problems, suggest
-from ..formats.typed import json_type
+from ..typed import json_type
 
 _PLAIN_KEY = re.compile(r"^[^.\s\[\]\"']+$")
 EXPECTED = "x-expected"  # schema annotation: what a valid value looks like, for error messages

@@ -29,10 +29,10 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from ...errors import Notice, Problems, suggest
-from .. import typed
+from ... import typed
 from ..physical import PHYSICAL_INERTIA, inertia_problem
 from ..rotations import RotationRounding
-from ..typed import Mismatch, shown
+from ...typed import Mismatch, shown
 from .dh import CONVENTIONS, DhParameters
 from .document import Element
 from .expressions import ExpressionError, evaluate_number
@@ -180,7 +180,7 @@ class ElementReader:
 
     def number(self, element: Element, attribute: str, default: str | None = None, unit: str = "") -> float:
         """Value of a numeric attribute (``default`` is the DTD's text) within the magnitude bound of
-        ``unit`` (:data:`~shiftsim.formats.typed.BOUNDS`); NaN after reporting a problem."""
+        ``unit`` (:data:`~shiftsim.typed.BOUNDS`); NaN after reporting a problem."""
         text = self.text(element, attribute, default)
         if text is None:
             return math.nan

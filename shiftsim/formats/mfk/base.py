@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Iterable
 import numpy as np
 
 from ...errors import Problems
-from ..typed import finite_float, is_number, json_type, shown
+from ...typed import finite_float, is_number, json_type, shown
 
 Scalar = float | str
 
@@ -43,7 +43,7 @@ class MfkObject:
     DEFAULTS: ClassVar[dict[str, float]] = {}
     UNITS: ClassVar[dict[str, str]] = {}
     """Units of numeric members that have a tighter magnitude bound than any number
-    (:data:`shiftsim.formats.typed.BOUNDS`)."""
+    (:data:`shiftsim.typed.BOUNDS`)."""
     RANGES: ClassVar[dict[str, tuple[float, float]]] = {}
     """Closed intervals numeric members must lie in (a latitude in [-90, 90])."""
 

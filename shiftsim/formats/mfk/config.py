@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ...errors import Problems
-from ..typed import shown
+from ...typed import shown
 from .base import FieldReader, GenericInterface, GenericObject, Interface, member_path, register_objects
 from .physics import NAME as PHYSICS_NAME
 from .physics import OEM as PHYSICS_OEM

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from ...errors import InputError, Problems
 from .base import member_path
-from ..typed import bound_of, shown
+from ...typed import bound_of, shown
 from .config import Component, ResourceConfiguration, parse_configuration
 from .kinematics import attach_order, root_components
 from .names import body_name
@@ -103,8 +103,8 @@ def check_values(config: ResourceConfiguration, problems: Problems) -> None:
 
 
 def check_magnitudes(component: Component, problems: Problems) -> None:
-    """Every numeric value within its unit's bound (:data:`shiftsim.formats.typed.BOUNDS`; others within
-    :data:`~shiftsim.formats.typed.GENERAL_BOUND`), so that transforms, norms and products cannot overflow."""
+    """Every numeric value within its unit's bound (:data:`shiftsim.typed.BOUNDS`; others within
+    :data:`~shiftsim.typed.GENERAL_BOUND`), so that transforms, norms and products cannot overflow."""
     for interface in component.interfaces.values():
         for obj in interface.objects.values():
             for name, value in obj.values.items():

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 import lupa.lua54 as lua
 
 from ...errors import Problems
-from ..typed import ECHO_LIMIT
+from ...typed import ECHO_LIMIT
 from .base import Scalar, is_number, member_path
 from .config import Component, ResourceConfiguration
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import Problems
-from ..typed import shown
+from ...typed import shown
 from .base import FieldReader, Interface, MfkObject, member_path, register_objects
 from .topcon import Header
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from ...errors import Problems, suggest
-from ..typed import shown
+from ...typed import shown
 from .base import MfkObject, is_number, member_path
 from .config import Component, ResourceConfiguration
 from .names import assembly_name, canonical_bare_index, component_index

@@ -26,7 +26,7 @@ import struct
 from typing import Any
 
 from ...errors import InputError, Problems
-from ..typed import shown
+from ...typed import shown
 from .config import Component, ResourceConfiguration
 from .references import QualifiedRef, get_value, parse_reference, set_value
 from .topcon import INTEGER_RANGES, ManifestEntry

@@ -39,7 +39,7 @@ from scipy.spatial.transform import Rotation
 
 from ...errors import Problems
 from ...spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, ShapeSpec
-from ..typed import shown
+from ...typed import shown
 from .base import member_path
 from .config import Component, ResourceConfiguration
 from .kinematics import attach_order, homogeneous, node_local_transform, placement, root_components

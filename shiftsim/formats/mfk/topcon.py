@@ -18,7 +18,7 @@ from typing import Any, Iterator, Literal
 
 import numpy as np
 
-from ..typed import finite_float, shown
+from ...typed import finite_float, shown
 from .base import FieldReader, Interface, MfkObject, member_path, register_objects
 
 NODE_VALUES = ("tx", "ty", "tz", "rx", "ry", "rz", "sx", "sy", "sz")

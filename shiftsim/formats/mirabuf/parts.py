@@ -28,7 +28,7 @@ import numpy as np
 
 from ...errors import Problems
 from ..rotations import RotationRounding
-from ..typed import Mismatch
+from ...typed import Mismatch
 from .mesh import box_inertia, is_closed, solid_properties, weld
 
 CM = 0.01
