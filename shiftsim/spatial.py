@@ -1,14 +1,20 @@
 """Rigid-transform helpers on 4x4 homogeneous matrices (float64).
 
 A transform ``X_a_b`` maps coordinates in frame b to frame a:
-``p_a = X_a_b[:3, :3] @ p_b + X_a_b[:3, 3]``. Rotation conversions go through
-``scipy.spatial.transform.Rotation``.
+``p_a = X_a_b[:3, :3] @ p_b + X_a_b[:3, 3]``.
+
+The rotation builders the readers apply to every model (:func:`rotation_about`,
+:func:`euler_rotation`, :func:`quaternion_matrix`) and the solver's
+:func:`rotation_vector` are numpy: importing ``scipy.spatial.transform`` takes
+0.19 s (it loads scipy.spatial with its KD-tree and Qhull), more than
+``shiftsim check`` needs for a whole model. They equal scipy's ``Rotation``
+conversions to round-off (tests/test_startup.py, tests/test_spatial.py); other
+conversions use ``Rotation``, imported where they happen.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 
 def transform(rotation: np.ndarray | None = None, translation: np.ndarray | None = None) -> np.ndarray:
@@ -31,9 +37,47 @@ def inverse(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def skew(v: np.ndarray) -> np.ndarray:
+    """The 3x3 cross-product matrix of ``v`` (3,): ``skew(v) @ w == cross(v, w)``."""
+    x, y, z = np.asarray(v, float)
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
 def rotation_about(axis: np.ndarray, angle: float) -> np.ndarray:
-    """3x3 right-handed rotation by ``angle`` (rad) about the unit vector ``axis``."""
-    return Rotation.from_rotvec(np.asarray(axis, float) * angle).as_matrix()
+    """3x3 right-handed rotation by ``angle`` (rad) about the unit vector ``axis`` (3,).
+
+    Rodrigues' formula on the rotation vector ``axis * angle`` (as ``Rotation.from_rotvec``; a non-unit
+    ``axis`` scales the angle by its length).
+    """
+    rotvec = np.asarray(axis, float) * angle
+    turn = float(np.linalg.norm(rotvec))
+    if turn == 0.0:
+        return np.eye(3)
+    k = skew(rotvec / turn)
+    return np.eye(3) + np.sin(turn) * k + (1.0 - np.cos(turn)) * (k @ k)
+
+
+_AXES = {"X": np.array([1.0, 0.0, 0.0]), "Y": np.array([0.0, 1.0, 0.0]), "Z": np.array([0.0, 0.0, 1.0])}
+
+
+def euler_rotation(sequence: str, angles: np.ndarray) -> np.ndarray:
+    """3x3 rotation of intrinsic Euler angles (rad, (3,)) about the moving axes ``sequence`` ("ZYX", "XYZ",
+    "ZYZ", ... upper case): ``R = R_1(a_1) R_2(a_2) R_3(a_3)``, as ``Rotation.from_euler(sequence, angles)``."""
+    if len(sequence) != 3 or not set(sequence) <= set(_AXES):
+        raise ValueError(f"Euler sequence {sequence!r}: expected three of the intrinsic axes X, Y, Z")
+    rotation = np.eye(3)
+    for name, angle in zip(sequence, np.asarray(angles, float), strict=True):
+        rotation = rotation @ rotation_about(_AXES[name], float(angle))
+    return rotation
+
+
+def quaternion_matrix(q: np.ndarray) -> np.ndarray:
+    """The 3x3 matrix of the quaternion ``q = (x, y, z, w)`` (4,), scalar last, *not* normalised:
+    ``|q|^2`` times the rotation of ``q / |q|`` (so ``R^T R = |q|^4 I``); a unit ``q`` gives
+    ``Rotation.from_quat(q).as_matrix()``."""
+    x, y, z, w = np.asarray(q, float)
+    v = np.array([x, y, z])
+    return (w * w - v @ v) * np.eye(3) + 2.0 * np.outer(v, v) + 2.0 * w * skew(v)
 
 
 def rotation_error(r_target: np.ndarray, r_actual: np.ndarray) -> np.ndarray:

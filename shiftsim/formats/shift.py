@@ -68,7 +68,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..errors import Problems, suggest
 from ..jsonio import read_json
@@ -1116,7 +1115,9 @@ class _ShiftReader:
 
 
 def _zyx_angles(rotation: np.ndarray) -> list[float]:
-    """Intrinsic z-y'-x'' angles (rad) of a rotation matrix: ``R = Rz(a) Ry(b) Rx(c)``."""
+    """Intrinsic z-y'-x'' angles (rad) of a rotation matrix (3, 3): ``R = Rz(a) Ry(b) Rx(c)``."""
+    from scipy.spatial.transform import Rotation  # 0.2 s to import: only files with rotation matrices pay it
+
     with python_warnings.catch_warnings():
         python_warnings.simplefilter("ignore", UserWarning)  # gimbal lock: scipy still returns a valid triple
         return Rotation.from_matrix(rotation).as_euler("ZYX").tolist()
