@@ -29,10 +29,9 @@ places the machine by latitude, longitude, altitude and heading ``dir``
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import polar
-from scipy.spatial.transform import Rotation
 
 from ...errors import Problems
+from ...spatial import euler_rotation, rotation_about
 from .base import member_path
 from .config import ResourceConfiguration
 from .topcon import Node, WgsPosition
@@ -55,7 +54,7 @@ def homogeneous(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
 
 def node_rotation(yaw_pitch_roll: np.ndarray) -> np.ndarray:
     """Rz(rz) · Ry(ry) · Rx(rx) (intrinsic z-y'-x'') as a 3x3 matrix."""
-    return Rotation.from_euler("ZYX", yaw_pitch_roll).as_matrix()
+    return euler_rotation("ZYX", yaw_pitch_roll)
 
 
 def node_local_transform(node: Node) -> np.ndarray:
@@ -136,8 +135,8 @@ def site_from_machine(easting: float = 0.0, northing: float = 0.0, elevation: fl
                       roll: float = 0.0, pitch: float = 0.0, yaw: float = 0.0) -> np.ndarray:
     """site <- machine: T(E, N, U) · R_up(-yaw) · R_E(pitch) · R_N(roll) · M (radians, metres)."""
     east, north, up = np.eye(3)
-    attitude = Rotation.from_rotvec(-yaw * up) * Rotation.from_rotvec(pitch * east) * Rotation.from_rotvec(roll * north)
-    return homogeneous(attitude.as_matrix() @ J670_TO_SITE, np.array([easting, northing, elevation]))
+    attitude = rotation_about(up, -yaw) @ rotation_about(east, pitch) @ rotation_about(north, roll)
+    return homogeneous(attitude @ J670_TO_SITE, np.array([easting, northing, elevation]))
 
 
 def site_from_wgs(position: Geodetic, heading: float, origin: Geodetic | None = None) -> np.ndarray:
@@ -145,7 +144,7 @@ def site_from_wgs(position: Geodetic, heading: float, origin: Geodetic | None = 
     level in its own tangent plane, in the tangent plane (ENU) about ``origin`` (default: its own position)."""
     origin = origin or position
     up = np.array([0.0, 0.0, 1.0])
-    level = site_from_local_enu(origin, position) @ Rotation.from_rotvec(-np.radians(heading) * up).as_matrix()
+    level = site_from_local_enu(origin, position) @ rotation_about(up, -np.radians(heading))
     return homogeneous(level @ J670_TO_SITE, to_site(origin, position))
 
 
@@ -181,7 +180,9 @@ def rotation_and_scale(linear: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Split a 3x3 linear part into its nearest rotation and the lengths of its axes.
 
     Exact for rotation · diag(scale); with shear (non-uniform scale above a
-    rotated node) the rotation is the nearest one.
+    rotated node) the rotation is the nearest one. ``linear`` (3, 3); returns (3, 3) and (3,).
     """
+    from scipy.linalg import polar  # 0.1 s to import: the reports need it, reading a model does not
+
     rotation, _ = polar(linear)
     return rotation, np.linalg.norm(linear, axis=0)

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ...errors import Problems
+from ...spatial import rotation_about
 from ...spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, ShapeSpec
 from ...typed import shown
 from .base import member_path
@@ -64,7 +64,7 @@ def factor_matrix(value: str, amount: float) -> np.ndarray:
     axis = AXES[value[1]]
     if value[0] == "t":
         return homogeneous(np.eye(3), amount * axis)
-    return homogeneous(Rotation.from_rotvec(amount * axis).as_matrix(), np.zeros(3))
+    return homogeneous(rotation_about(axis, amount), np.zeros(3))
 
 
 def frame_from_matrix(name: str, matrix: np.ndarray) -> FrameSpec:
