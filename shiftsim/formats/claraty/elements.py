@@ -11,7 +11,8 @@ Conventions settled here (see ``docs/claraty.md``):
 
 * ``Rotation type="EULER_XYZ|EULER_ZYX|EULER_ZYZ"`` (any case): intrinsic
   rotations about the moving axes in the order named, ``R = R1(angle1)
-  R2(angle2) R3(angle3)`` (scipy ``from_euler("XYZ")``, upper case).
+  R2(angle2) R3(angle3)`` (scipy ``from_euler("XYZ")``, upper case; built by
+  :func:`shiftsim.spatial.euler_rotation`).
 * ``Quaternion qi qj qk qs``: scalar last; normalised with a warning when not unit.
 * ``Inertia xx yy zz``: principal moments at the CM frame, whose axes are the
   CM transform's rotation R: tensor in body axes ``R diag(xx, yy, zz) R^T``.
@@ -26,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ...errors import Notice, Problems, suggest
 from ... import typed
 from ..physical import PHYSICAL_INERTIA, inertia_problem
 from ..rotations import RotationRounding
+from ...spatial import euler_rotation, quaternion_matrix
 from ...typed import Mismatch, shown
 from .dh import CONVENTIONS, DhParameters
 from .document import Element
@@ -242,8 +243,7 @@ class ElementReader:
         if not kind or not all(math.isfinite(a) for a in angles):
             return np.eye(3), {"kind": "quaternion"}
         sequence = EULER_SEQUENCES[kind]
-        return Rotation.from_euler(sequence, angles).as_matrix(), {"kind": "euler", "sequence": sequence,
-                                                                   "angles": angles}
+        return euler_rotation(sequence, angles), {"kind": "euler", "sequence": sequence, "angles": angles}
 
     def quaternion(self, element: Element) -> np.ndarray:
         self.check(element, ("qi", "qj", "qk", "qs"))
@@ -255,7 +255,7 @@ class ElementReader:
         if norm < 1e-12:
             self.problems.add(element.where, "zero quaternion", "a unit quaternion qi qj qk qs (scalar last)")
             return np.eye(3)
-        homogeneous = norm**2 * Rotation.from_quat(q).as_matrix()  # R^T R = |q|^4 I: the matrix rule applies
+        homogeneous = quaternion_matrix(q)  # R^T R = |q|^4 I: the matrix rule applies
         try:
             return self.rotations.rotation(homogeneous, element.where)
         except Mismatch as error:

@@ -31,10 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ...errors import ModelError, Problem, Problems, ShiftsimError
-from ...spatial import inverse
+from ...spatial import euler_rotation, inverse
 from ...spec import FIXED, ORIGIN, BodySpec, CouplingSpec, FrameRef, JointSpec, ModelSpec, ShapeSpec
 from .build import FORMAT, joint_frame_name
 from .dh import DhParameters, joint_motion
@@ -54,7 +53,9 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _axis_alignment(axis: np.ndarray) -> np.ndarray:
-    """4x4 rotation taking z onto the unit vector ``axis`` (identity when axis is z)."""
+    """4x4 rotation taking z onto the unit vector ``axis`` (3,) (identity when axis is z)."""
+    from scipy.spatial.transform import Rotation  # 0.2 s to import: reading a file does not pay it
+
     z = np.array([0.0, 0.0, 1.0])
     a = np.asarray(axis, float) / np.linalg.norm(axis)
     x = np.eye(4)
@@ -228,10 +229,12 @@ class _Writer:
         form = form or {}
         if form.get("kind") == "euler":
             sequence, angles = form["sequence"], form["angles"]
-            if _close(Rotation.from_euler(sequence, angles).as_matrix(), matrix[:3, :3]):
+            if _close(euler_rotation(sequence, angles), matrix[:3, :3]):  # the reader's rule gives it back
                 ET.SubElement(transform, "Rotation", {"type": f"EULER_{sequence}", "angle1": _num(angles[0]),
                                                       "angle2": _num(angles[1]), "angle3": _num(angles[2])})
                 return
+        from scipy.spatial.transform import Rotation  # 0.2 s to import: reading a file does not pay it
+
         qi, qj, qk, qs = Rotation.from_matrix(matrix[:3, :3]).as_quat()
         ET.SubElement(transform, "Quaternion", qi=_num(qi), qj=_num(qj), qk=_num(qk), qs=_num(qs))
 
