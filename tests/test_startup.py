@@ -5,6 +5,11 @@ command (never by time): ``shiftsim --help`` lists the commands from the table
 in ``shiftsim.cli`` without importing a single command module, numpy or scipy;
 a command imports its own module only, never the heavy libraries of others
 (matplotlib for plots, pybullet for collisions, lupa for MFK scripts).
+
+``shiftsim check MODEL`` imports no scipy for a Shift, MFK, CLARAty or mirabuf
+model (scipy.spatial alone takes 0.19 s): the readers build their rotations
+with the numpy functions of :mod:`shiftsim.spatial`, which are checked here
+against scipy's ``Rotation``; and never the compiled core (numba).
 """
 
 from __future__ import annotations
@@ -15,9 +20,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 from shiftsim.cli import COMMANDS, build_parser, main
+from shiftsim.spatial import euler_rotation, quaternion_matrix, rotation_about
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("matplotlib", "pybullet", "lupa", "scipy.interpolate", "dask", "jsonschema")
@@ -52,6 +60,58 @@ def test_check_imports_its_own_command_only():
     assert commands == {"shiftsim.commands.check"}
     assert not [name for name in ("matplotlib", "pybullet", "lupa", "dask", "shiftsim.statics", "shiftsim.scenario",
                                   "shiftsim.collision") if loaded(modules, name)]
+
+
+# one model per reader whose rotations are numpy (Mdx reads through shiftsim.mdx.kinematics, which imports
+# scipy's Rotation; four_bar.json has restraint laws, which are scipy.interpolate PPolys)
+SCIPY_FREE_MODELS = ("models/shift/excavator.json", "models/mfk/crane.json", "models/claraty/rover_arm_5dof.xml",
+                     "models/claraty/five_link_dh_table.xml", "models/mirabuf/hinge_test.mira")
+
+
+@pytest.mark.parametrize("model", SCIPY_FREE_MODELS)
+def test_check_reads_a_model_without_scipy(model):
+    code, modules = modules_after("check", model)
+    assert code == 0
+    assert not loaded(modules, "scipy")
+
+
+@pytest.mark.parametrize("model", sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("models/*/*")
+                                         if p.suffix in (".json", ".xml", ".mira")))
+def test_check_never_loads_the_compiled_core(model):
+    code, modules = modules_after("check", model)
+    assert code == 0
+    assert not [name for name in ("numba", "shiftsim.core", "shiftsim.statics") if loaded(modules, name)]
+
+
+def test_rotation_about_is_scipys_rotation_vector():
+    rng = np.random.default_rng(4)
+    for axis, angle in [*zip(rng.normal(size=(50, 3)), rng.uniform(-7.0, 7.0, 50)),
+                        ((0.0, 0.0, 1.0), 0.0), ((0.0, 0.0, 2.0), np.pi), ((1e-9, 0.0, 0.0), 1e-3)]:
+        expected = Rotation.from_rotvec(np.asarray(axis) * angle).as_matrix()
+        np.testing.assert_allclose(rotation_about(np.asarray(axis), angle), expected, rtol=0.0, atol=1e-14)
+
+
+@pytest.mark.parametrize("sequence", ["ZYX", "XYZ", "ZYZ"])
+def test_euler_rotation_is_scipys_intrinsic_euler(sequence):
+    rng = np.random.default_rng(5)
+    for angles in [*rng.uniform(-4.0, 4.0, (50, 3)), (0.0, np.pi / 2, 0.0), (0.3, 0.0, -0.3)]:
+        expected = Rotation.from_euler(sequence, angles).as_matrix()
+        np.testing.assert_allclose(euler_rotation(sequence, angles), expected, rtol=0.0, atol=1e-14)
+
+
+def test_euler_rotation_refuses_extrinsic_and_short_sequences():
+    for sequence in ("zyx", "ZY", "ZYXZ", "ZYW"):
+        with pytest.raises(ValueError, match="intrinsic axes"):
+            euler_rotation(sequence, (0.1, 0.2, 0.3))
+
+
+def test_quaternion_matrix_is_the_squared_norm_times_scipys_rotation():
+    """Scalar last; a quaternion of norm n gives n^2 R (the readers' orthonormality rule then judges it)."""
+    rng = np.random.default_rng(6)
+    for q in [*rng.normal(size=(50, 4)), (0.0, 0.0, 0.0, 1.0), (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 2.0)]:
+        q = np.asarray(q)
+        expected = (q @ q) * Rotation.from_quat(q).as_matrix()
+        np.testing.assert_allclose(quaternion_matrix(q), expected, rtol=0.0, atol=1e-13)
 
 
 def test_collide_help_loads_neither_matplotlib_nor_the_run_command():
