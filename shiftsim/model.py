@@ -181,6 +181,11 @@ class Model:
     pair_restraints: tuple[PairRestraint, ...]
     warnings: tuple[str, ...] = field(default=())
 
+    def __getstate__(self) -> dict:
+        """Pickled without the caches kept on the model (``_…`` entries, such as the compiled core's C struct):
+        they are rebuilt on first use wherever the model lands (a Dask worker, say)."""
+        return {name: value for name, value in self.__dict__.items() if not name.startswith("_")}
+
     @cached_property
     def subtree(self) -> np.ndarray:
         """(n_nodes, n_nodes) bool: ``subtree[i, j]`` = node j is i or a descendant of i.

@@ -269,7 +269,8 @@ def _combination(model: Model, free: np.ndarray, direction: np.ndarray) -> str:
 def _large_motion(model: Model, q_start: np.ndarray, q: np.ndarray, free: np.ndarray) -> list[str]:
     """Remarks on free coordinates that moved far from the start: over 0.5 rad, or over a tenth of the
     machine's size for a translation (the machine may have folded under its weight: hold the actuators)."""
-    from .kinematics import REVOLUTE, model_size
+    from .kinematics import model_size
+    from .model import REVOLUTE
 
     size = model_size(model, q_start)
     remarks = []

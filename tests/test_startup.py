@@ -9,7 +9,9 @@ a command imports its own module only, never the heavy libraries of others
 ``shiftsim check MODEL`` imports no scipy for a Shift, MFK, CLARAty or mirabuf
 model (scipy.spatial alone takes 0.19 s): the readers build their rotations
 with the numpy functions of :mod:`shiftsim.spatial`, which are checked here
-against scipy's ``Rotation``; and never the compiled core (numba).
+against scipy's ``Rotation``; and never the solver (``shiftsim.statics``) nor plotting.
+The compiled core (a C library loaded through ctypes in about a millisecond) may load: check measures
+loops with its closure Jacobian.
 """
 
 from __future__ import annotations
@@ -77,10 +79,10 @@ def test_check_reads_a_model_without_scipy(model):
 
 @pytest.mark.parametrize("model", sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("models/*/*")
                                          if p.suffix in (".json", ".xml", ".mira")))
-def test_check_never_loads_the_compiled_core(model):
+def test_check_never_loads_the_solver_or_plotting(model):
     code, modules = modules_after("check", model)
     assert code == 0
-    assert not [name for name in ("numba", "shiftsim.core", "shiftsim.statics") if loaded(modules, name)]
+    assert not [name for name in ("shiftsim.statics", "matplotlib") if loaded(modules, name)]
 
 
 def test_rotation_about_is_scipys_rotation_vector():

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..kinematics import motion_frames
+from ..kinematics import forward
 from ..model import Model
 from ..spec import PATH_SEPARATOR, ShapeSpec
 
@@ -93,21 +93,11 @@ def shape_table(machines: Sequence[tuple[str, Model]]) -> tuple[ShapeTable, list
 def body_poses(model: Model, q: np.ndarray, placement: np.ndarray | None = None) -> np.ndarray:
     """World poses (B, n_bodies, 4, 4) of every body for coordinates ``q`` (B, nq); ``placement`` is world <- model.
 
-    Body ``i`` is ``model.body_names[i]`` (0 is ``fixed``). Only the bodies'
-    poses are formed, from the motion frames (``kinematics.forward`` also
-    forms every named frame, which collision does not need); the products are
-    written per column over the batch, which is the contiguous axis.
+    Body ``i`` is ``model.body_names[i]`` (0 is ``fixed``). Only the bodies' poses are formed (the compiled
+    forward kinematics without the named frames, which collision does not need).
     """
     q = np.atleast_2d(np.asarray(q, float))
-    world = motion_frames(model, q)[model.body_node]  # (nb, 3, 4, B): top rows of W, batch last
-    offset = model.node_offset[model.body_node]  # (nb, 4, 4)
-    top = world[:, :, 3, None, :] * offset[:, None, 3, :, None]
-    for k in range(3):
-        top += world[:, :, k, None, :] * offset[:, None, k, :, None]  # (nb, 3, 4, B): top rows of W @ D
+    poses = forward(model, q, frames=False).bodies  # (B, nb, 4, 4)
     if placement is not None:
-        top = np.matmul(placement[:3, :3], top.reshape(len(offset), 3, -1)).reshape(top.shape)
-        top[:, :, 3] += placement[:3, 3, None]
-    poses = np.zeros((q.shape[0], len(model.body_names), 4, 4))
-    poses[:, :, :3, :] = top.transpose(3, 0, 1, 2)
-    poses[:, :, 3, 3] = 1.0
+        poses = placement @ poses
     return poses

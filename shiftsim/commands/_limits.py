@@ -15,8 +15,9 @@ A value beyond its bound is bad input (exit 2).
 Memory: a solve works on dense matrices of the system's size
 ``n = coordinates + 6 x closures``. :func:`solve_memory_bytes` estimates the
 peak as :data:`DENSE_MATRICES` float64 matrices of ``n x (n + 1)`` (measured:
-a peak of about 10.4 such matrices for flat models of 400 to 800 bodies; the
-test keeps the estimate above the measured peak). A solve whose estimate is
+a peak of about 7.9 such matrices for flat models of 300 to 900 bodies, as the
+growth of the process's peak resident memory, which counts the compiled core's
+own allocations; the test keeps the estimate above the measured peak). A solve whose estimate is
 more than the machine's physical memory is refused before it starts, with the
 estimate: exit 1, since the input is valid and only this machine cannot hold
 the solve.
@@ -38,7 +39,7 @@ MAX_JOINT_VALUE = 1e3
 MAX_GRAVITY = 1e3
 MAX_FORCE = 1e12
 MAX_TORQUE = 1e12
-DENSE_MATRICES = 16
+DENSE_MATRICES = 10
 
 
 class SolveTooLarge(ShiftsimError):

@@ -168,7 +168,7 @@ class ContactField:
         q_force = np.einsum("bnki,bni->bk", jv, force)
         stiffness = np.sum((jv @ k_model) @ np.swapaxes(jv, 2, 3), axis=1)
         for i in range(len(self.contacts)):
-            stiffness += point_hessian(model, s, jv[:, i], force[:, i])
+            stiffness += point_hessian(model, s, self.nodes[i], jv[:, i], force[:, i])
         return ForceTerms(q_force, stiffness, c.energy.sum(axis=1), not np.any(c.slipping))
 
     def point_forces(self, model: Model, s: State) -> list[tuple[int, np.ndarray, np.ndarray]]:

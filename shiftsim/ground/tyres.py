@@ -263,7 +263,7 @@ class TyreField:
         for i in range(len(self.tyres)):
             for part, jv in enumerate((jc, ja, jb)):
                 # jv rows are zero for coordinates that do not move the wheel; for the axis a, Ja_k = omega_k x a
-                stiffness += point_hessian(model, s, jv[:, i], force_m[:, i, 3 * part:3 * part + 3])
+                stiffness += point_hessian(model, s, self.nodes[i], jv[:, i], force_m[:, i, 3 * part:3 * part + 3])
         return ForceTerms(q_force, stiffness, energy.sum(axis=1), not np.any(report.slipping))
 
     def point_forces(self, model: Model, s: State) -> list[tuple[int, np.ndarray, np.ndarray]]:

@@ -1,0 +1,176 @@
+"""A compiled model as plain arrays, and the C struct (``Model`` in src/core.h) that points at them.
+
+The arrays are built with numpy once per model and kept on the immutable model with the struct.
+Conventions are the model's (see :mod:`shiftsim.model`): nodes are numbered parents first (node 0 is
+the world), each node moves by at most one primitive about or along its motion frame's z axis, and
+``W_node = W_parent @ A_node @ Z(sign * q[coordinate])``, ``X_node = W_node @ D_node``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import NamedTuple
+
+import numpy as np
+
+from ..model import Model
+from .library import address
+
+EUCLIDEAN, ALONG_X, ALONG_Y, ALONG_Z = 0, 1, 2, 3  # pair-restraint distance types (ALONG_*: along frame a's axis)
+_DISTANCE = {"euclidean": EUCLIDEAN, "Tx": ALONG_X, "Ty": ALONG_Y, "Tz": ALONG_Z}
+
+
+class LawTable(NamedTuple):
+    """Piecewise-polynomial laws f(x), df/dx and V(x) = integral_0^x f, one row per law.
+
+    ``breaks`` (L, M+1) interval bounds (row l uses its first ``intervals[l] + 1``); ``coefficients``
+    (L, 3, M, D): for value, slope and energy, per interval, local-power coefficients in (x - break)
+    **highest power first**, padded with leading zeros; ``energy_at_zero`` (L,). Beyond the first and
+    last break the end pieces extend (as ``scipy.interpolate.PPoly`` with ``extrapolate=True``).
+    """
+
+    breaks: np.ndarray
+    intervals: np.ndarray
+    coefficients: np.ndarray
+    energy_at_zero: np.ndarray
+
+
+class ModelArrays(NamedTuple):
+    """The model's topology and constants (n nodes, nq coordinates, F frames, K closures).
+
+    ``parent``, ``kind``, ``coordinate`` (n,) int64 (-1 where none); ``sign`` (n,); ``joint`` A and
+    ``offset`` D (n, 4, 4); ``mass`` (n,) kg; ``com`` (n, 3) m in node coordinates; ``coordinate_node``
+    (nq,); ``body_node`` (bodies,); ``frame_node`` (F,), ``frame_offset`` (F, 4, 4) node <- frame; closures: ``closure_a``,
+    ``closure_b`` (K,) nodes and ``closure_offset_a``, ``closure_offset_b`` (K, 4, 4); joint polynomial
+    springs ``spring_coordinate`` (S,), ``spring_coefficients`` (S, d) constant term first; piecewise
+    joint springs ``law_coordinate`` (R,) with ``law_index`` (R,) into ``laws``; pair springs
+    ``pair_frame_a``, ``pair_frame_c``, ``pair_distance`` (P,) and ``pair_law`` (P,) into ``laws``.
+    """
+
+    parent: np.ndarray
+    kind: np.ndarray
+    coordinate: np.ndarray
+    sign: np.ndarray
+    joint: np.ndarray
+    offset: np.ndarray
+    mass: np.ndarray
+    com: np.ndarray
+    coordinate_node: np.ndarray
+    body_node: np.ndarray
+    frame_node: np.ndarray
+    frame_offset: np.ndarray
+    closure_a: np.ndarray
+    closure_b: np.ndarray
+    closure_offset_a: np.ndarray
+    closure_offset_b: np.ndarray
+    spring_coordinate: np.ndarray
+    spring_coefficients: np.ndarray
+    law_coordinate: np.ndarray
+    law_index: np.ndarray
+    pair_frame_a: np.ndarray
+    pair_frame_c: np.ndarray
+    pair_distance: np.ndarray
+    pair_law: np.ndarray
+    laws: LawTable
+
+
+def law_table(laws: list) -> LawTable:
+    """Pack :class:`~shiftsim.restraints.PiecewiseLaw` objects (their value, slope and energy PPolys)."""
+    if not laws:
+        return LawTable(np.zeros((1, 2)), np.zeros(1, np.int64), np.zeros((1, 3, 1, 1)), np.zeros(1))
+    intervals = max(law.value.c.shape[1] for law in laws)
+    degree = max(max(law.value.c.shape[0], law.slope.c.shape[0], law.energy.c.shape[0]) for law in laws)
+    breaks = np.zeros((len(laws), intervals + 1))
+    counts = np.zeros(len(laws), np.int64)
+    coefficients = np.zeros((len(laws), 3, intervals, degree))
+    for row, law in enumerate(laws):
+        m = law.value.c.shape[1]
+        breaks[row, : m + 1] = law.value.x
+        counts[row] = m
+        for which, poly in enumerate((law.value, law.slope, law.energy)):
+            c = poly.c  # (k + 1, m), highest power first
+            coefficients[row, which, :m, degree - c.shape[0]:] = c.T
+    return LawTable(breaks, counts, coefficients, np.array([law.energy_at_zero for law in laws]))
+
+
+class CModel(ctypes.Structure):
+    """``Model`` of src/core.h: sizes and the addresses of the :class:`ModelArrays`."""
+
+    _fields_ = [(name, ctypes.c_int64) for name in ("n_nodes", "nq", "n_bodies", "n_frames", "n_closures")] + [
+        (name, ctypes.c_void_p) for name in (
+            "parent", "kind", "coordinate", "sign", "joint", "offset", "mass", "com", "coordinate_node",
+            "body_node", "frame_node", "frame_offset", "closure_a", "closure_b", "closure_offset_a",
+            "closure_offset_b")] + [
+        ("n_springs", ctypes.c_int64), ("spring_degree", ctypes.c_int64), ("spring_coordinate", ctypes.c_void_p),
+        ("spring_coefficients", ctypes.c_void_p), ("n_joint_laws", ctypes.c_int64),
+        ("law_coordinate", ctypes.c_void_p), ("law_index", ctypes.c_void_p), ("n_pairs", ctypes.c_int64),
+        ("pair_frame_a", ctypes.c_void_p), ("pair_frame_c", ctypes.c_void_p), ("pair_distance", ctypes.c_void_p),
+        ("pair_law", ctypes.c_void_p), ("law_intervals", ctypes.c_int64), ("law_degree", ctypes.c_int64),
+        ("law_breaks", ctypes.c_void_p), ("law_count", ctypes.c_void_p), ("law_coefficients", ctypes.c_void_p),
+        ("law_energy_at_zero", ctypes.c_void_p)]
+
+
+class Compiled(NamedTuple):
+    """A model's arrays and the C struct pointing at them (``pointer``: its address, for the entry points)."""
+
+    arrays: ModelArrays
+    struct: CModel
+    pointer: int
+
+
+def compiled(model: Model) -> Compiled:
+    """The model for the compiled core (built once per model and kept on it)."""
+    cached = model.__dict__.get("_core_compiled")
+    if cached is not None:
+        return cached
+    a = model_arrays(model)
+    sizes = dict(n_nodes=len(a.parent), nq=len(a.coordinate_node), n_bodies=len(a.body_node),
+                 n_frames=len(a.frame_node), n_closures=len(a.closure_a), n_springs=len(a.spring_coordinate),
+                 spring_degree=a.spring_coefficients.shape[1], n_joint_laws=len(a.law_coordinate),
+                 n_pairs=len(a.pair_law), law_intervals=a.laws.coefficients.shape[2],
+                 law_degree=a.laws.coefficients.shape[3])
+    pointers = {name: address(getattr(a, name)) for name in ModelArrays._fields if name != "laws"}
+    pointers.update(law_breaks=address(a.laws.breaks), law_count=address(a.laws.intervals),
+                    law_coefficients=address(a.laws.coefficients),
+                    law_energy_at_zero=address(a.laws.energy_at_zero))
+    struct = CModel(**sizes, **pointers)
+    cached = Compiled(a, struct, ctypes.addressof(struct))
+    object.__setattr__(model, "_core_compiled", cached)
+    return cached
+
+
+def model_arrays(model: Model) -> ModelArrays:
+    """The model as :class:`ModelArrays` (C-contiguous; built once per model and kept on it)."""
+    cached = model.__dict__.get("_core_arrays")
+    if cached is not None:
+        return cached
+    index = np.int64
+    springs = [r for r in model.joint_restraints if r.kind == "spring"]
+    pairs = [r for r in model.pair_restraints if r.kind == "spring"]
+    laws = law_table([r.law for r in springs] + [r.law for r in pairs])
+    closures = model.closures
+    cached = ModelArrays(
+        parent=model.node_parent.astype(index), kind=model.node_kind.astype(index),
+        coordinate=model.node_coordinate.astype(index), sign=model.node_sign.astype(float),
+        joint=np.ascontiguousarray(model.node_joint, float), offset=np.ascontiguousarray(model.node_offset, float),
+        mass=model.node_mass.astype(float), com=np.ascontiguousarray(model.node_com, float),
+        coordinate_node=model.coordinate_node.astype(index),
+        body_node=model.body_node.astype(index), frame_node=model.frame_node.astype(index), frame_offset=np.ascontiguousarray(model.frame_offset, float),
+        closure_a=np.array([c.node_a for c in closures], index),
+        closure_b=np.array([c.node_b for c in closures], index),
+        closure_offset_a=np.array([c.offset_a for c in closures], float).reshape(-1, 4, 4),
+        closure_offset_b=np.array([c.offset_b for c in closures], float).reshape(-1, 4, 4),
+        spring_coordinate=model.joint_springs.coordinates.astype(index),
+        spring_coefficients=np.ascontiguousarray(model.joint_springs.coefficients, float).reshape(
+            len(model.joint_springs.coordinates), max(model.joint_springs.coefficients.shape[-1], 1)),
+        law_coordinate=np.array([r.coordinate for r in springs], index),
+        law_index=np.arange(len(springs), dtype=index),
+        pair_frame_a=np.array([r.parent_frame for r in pairs], index),
+        pair_frame_c=np.array([r.child_frame for r in pairs], index),
+        pair_distance=np.array([_DISTANCE[r.distance_type] for r in pairs], index),
+        pair_law=np.arange(len(springs), len(springs) + len(pairs), dtype=index),
+        laws=laws,
+    )
+    cached = ModelArrays(*[np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x for x in cached])
+    object.__setattr__(model, "_core_arrays", cached)
+    return cached

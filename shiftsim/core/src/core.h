@@ -1,0 +1,123 @@
+/* shiftsim compiled core: shared declarations.
+ *
+ * Every array is row-major float64 (double) or int64; shapes are given as (rows, columns).
+ * World-aligned throughout. For one configuration q (nq): node poses X_node = W_node D_node as
+ * rotation (n, 3, 3) and position (n, 3); coordinate twists omega, v (nq, 3): a point p moved by
+ * coordinate k has dp/dq_k = omega_k x p + v_k. Nodes are numbered parents first (node 0: world).
+ */
+#ifndef SHIFTSIM_CORE_H
+#define SHIFTSIM_CORE_H
+
+#include <stdint.h>
+
+#define REVOLUTE 1
+#define PRISMATIC 2
+#define EUCLIDEAN 0
+
+/* The compiled model (see shiftsim/core/layout.py, which fills it from numpy arrays). */
+typedef struct {
+    int64_t n_nodes, nq, n_bodies, n_frames, n_closures;
+    const int64_t *parent, *kind, *coordinate;     /* (n) */
+    const double *sign, *joint, *offset;           /* (n), A (n, 4, 4), D (n, 4, 4) */
+    const double *mass, *com;                      /* (n) kg, (n, 3) m in node coordinates */
+    const int64_t *coordinate_node, *body_node, *frame_node;
+    const double *frame_offset;                    /* (F, 4, 4) node <- frame */
+    const int64_t *closure_a, *closure_b;          /* (K) */
+    const double *closure_offset_a, *closure_offset_b; /* (K, 4, 4) */
+    int64_t n_springs, spring_degree;
+    const int64_t *spring_coordinate;              /* (S) */
+    const double *spring_coefficients;             /* (S, degree) constant term first */
+    int64_t n_joint_laws;
+    const int64_t *law_coordinate, *law_index;     /* (R) */
+    int64_t n_pairs;
+    const int64_t *pair_frame_a, *pair_frame_c, *pair_distance, *pair_law; /* (P) */
+    int64_t law_intervals, law_degree;             /* M, D */
+    const double *law_breaks;                      /* (L, M + 1) */
+    const int64_t *law_count;                      /* (L) pieces used */
+    const double *law_coefficients;                /* (L, 3, M, D): value, slope, energy; highest power first */
+    const double *law_energy_at_zero;              /* (L) */
+} Model;
+
+/* Kinematic state of one configuration. */
+typedef struct {
+    double *world;     /* (n, 3, 4) motion frames W (top rows) */
+    double *rotation;  /* (n, 3, 3) */
+    double *position;  /* (n, 3) */
+    double *omega;     /* (nq, 3) */
+    double *v;         /* (nq, 3) */
+} State;
+
+State state_new(const Model *a);
+void state_free(State *s);
+void state_copy(const Model *a, State *to, const State *from);
+void node_state(const Model *a, const double *q, State *s);
+void forward_poses(const Model *a, const double *q, State *s, double *bodies, double *frames);
+int64_t moving_coordinates(const Model *a, int64_t node, int64_t *out);
+int moves(const Model *a, int64_t k, int64_t node);
+void frame_pose(const Model *a, const State *s, int64_t frame, double *r, double *p);
+void point_jacobian(const Model *a, const State *s, int64_t node, const double *point, double *jac);
+
+/* closures */
+void closure_points(const Model *a, const State *s, double *p_a, double *p_b);
+void closure_residual(const Model *a, const State *s, double *g);
+void closure_jacobian(const Model *a, const State *s, double *jac);
+void rotation_vector(const double *m, double *out);
+
+/* laws */
+void polynomial_law(const double *coefficients, int64_t degree, double x, double *f, double *df, double *energy);
+void piecewise_law(const Model *a, int64_t law, double x, double *f, double *df, double *energy);
+
+/* forces: each adds into q_force (nq) and stiffness (nq, nq), stiffness[k][j] = dQ_k/dq_j */
+double gravity_and_world_forces(const Model *a, const State *s, const double *gravity, int64_t count,
+                                const int64_t *point_node, const double *point, const double *force,
+                                double *q_force, double *stiffness);
+double joint_springs(const Model *a, const double *q, double *q_force, double *stiffness);
+void add_point_hessian(const Model *a, const State *s, int64_t node, const double *jv, const double *direction,
+                       double scale, double *out);
+double pair_distance(const Model *a, const State *s, int64_t frame_a, int64_t frame_c, int64_t distance,
+                     double *grad, double *hess);
+double pair_springs(const Model *a, const State *s, double *q_force, double *stiffness);
+int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int64_t *frames, const double *forces,
+                      const double *torques, const int64_t *follow, int64_t *point_node, double *point,
+                      double *force, double *q_force, double *stiffness);
+void closure_force_stiffness(const Model *a, const State *s, const double *multipliers, double *stiffness);
+
+/* linear algebra on small dense matrices (linalg.c) */
+int positive_definite(int64_t n, const double *a);
+int lu_solve(int64_t n, const double *a, const double *b, double *x);
+void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors);
+void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, double rcond, double *x);
+void null_space(int64_t m, int64_t nf, const double *g, double *z);
+double lowest_eigenvalue(int64_t n, const double *a);
+
+/* statics (newton.c) */
+typedef int (*CouplingApply)(const double *q, double *out);                  /* out (nq) */
+typedef int (*CouplingJacobian)(const double *q, double *out);               /* out (nq, nf) */
+typedef int (*FieldTerms)(const double *q, const double *rotation, const double *position, const double *omega,
+                          const double *v, double *q_force, double *stiffness, double *energy_and_conservative);
+
+typedef struct {
+    int64_t nf, m, n_loads;
+    const int64_t *free, *rows;            /* (nf), (m) */
+    const int64_t *translation;            /* (nf) 1 where a translation */
+    const int64_t *load_frame, *load_follow;   /* (L) */
+    CouplingApply coupling_apply;          /* NULL: no couplings */
+    CouplingJacobian coupling_jacobian;
+    FieldTerms field_terms;                /* NULL: no fields */
+    int64_t has_rates;
+    int64_t max_iterations, full_load_iterations, max_load_halvings;
+    double force_tolerance, closure_tolerance, max_step, max_shifted_step;
+    double runaway_sizes;                  /* a free translation this many machine sizes away: no equilibrium */
+    int64_t seek_stable, finite_difference, load_stepping;
+} Problem;
+
+typedef struct {
+    const double *gravity;     /* (3) m/s^2 */
+    const double *force;       /* (L, 3) */
+    const double *torque;      /* (L, 3) */
+    const double *rate_force;  /* (nq) */
+    double force_floor;        /* N m */
+    double size;               /* m */
+} Case;
+
+#endif

@@ -1,0 +1,185 @@
+/* Dense linear algebra for the small matrices of one solve (row-major, n up to a few hundred). */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+/* 1 when a Cholesky factorization of the symmetric a (n, n) (its lower triangle) succeeds: finite pivots > 0. */
+int positive_definite(int64_t n, const double *a) {
+    double *low = calloc((size_t)(n * n + 1), sizeof(double));
+    int ok = 1;
+    for (int64_t i = 0; i < n && ok; i++) {
+        for (int64_t j = 0; j <= i; j++) {
+            double total = a[i * n + j];
+            for (int64_t k = 0; k < j; k++) total -= low[i * n + k] * low[j * n + k];
+            if (i == j) {
+                if (!(total > 0.0) || !isfinite(total)) { ok = 0; break; }
+                low[i * n + i] = sqrt(total);
+            } else {
+                low[i * n + j] = total / low[j * n + j];
+            }
+        }
+    }
+    free(low);
+    return ok;
+}
+
+/* x with a x = b by LU with partial pivoting; returns 1 (x untouched) when a pivot is exactly zero. */
+int lu_solve(int64_t n, const double *a, const double *b, double *x) {
+    double *lu = malloc(sizeof(double) * (size_t)(n * n + 1)), *y = malloc(sizeof(double) * (size_t)(n + 1));
+    memcpy(lu, a, sizeof(double) * (size_t)(n * n));
+    memcpy(y, b, sizeof(double) * (size_t)n);
+    int singular = 0;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t pivot = k;
+        for (int64_t i = k + 1; i < n; i++)
+            if (fabs(lu[i * n + k]) > fabs(lu[pivot * n + k])) pivot = i;
+        if (lu[pivot * n + k] == 0.0) { singular = 1; break; }
+        if (pivot != k) {
+            for (int64_t j = 0; j < n; j++) {
+                double swap = lu[k * n + j];
+                lu[k * n + j] = lu[pivot * n + j], lu[pivot * n + j] = swap;
+            }
+            double swap = y[k];
+            y[k] = y[pivot], y[pivot] = swap;
+        }
+        for (int64_t i = k + 1; i < n; i++) {
+            double factor = lu[i * n + k] / lu[k * n + k];
+            if (factor == 0.0) continue;
+            for (int64_t j = k; j < n; j++) lu[i * n + j] -= factor * lu[k * n + j];
+            y[i] -= factor * y[k];
+        }
+    }
+    if (!singular) {
+        for (int64_t i = n - 1; i >= 0; i--) {
+            double total = y[i];
+            for (int64_t j = i + 1; j < n; j++) total -= lu[i * n + j] * x[j];
+            x[i] = total / lu[i * n + i];
+        }
+    }
+    free(lu), free(y);
+    return singular;
+}
+
+/* Eigenvalues (ascending) and eigenvectors (columns of vectors (n, n)) of the symmetric a by cyclic Jacobi
+ * rotations, to round-off. */
+void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors) {
+    double *w = malloc(sizeof(double) * (size_t)(n * n + 1)), *v = calloc((size_t)(n * n + 1), sizeof(double));
+    memcpy(w, a, sizeof(double) * (size_t)(n * n));
+    for (int64_t i = 0; i < n; i++) v[i * n + i] = 1.0;
+    for (int sweep = 0; sweep < 100; sweep++) {
+        double off = 0.0, total = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) {
+                total += w[i * n + j] * w[i * n + j];
+                if (i != j) off += w[i * n + j] * w[i * n + j];
+            }
+        if (!(off > DBL_EPSILON * DBL_EPSILON * 1e-4 * total)) break;
+        for (int64_t p = 0; p < n - 1; p++) {
+            for (int64_t q = p + 1; q < n; q++) {
+                double apq = w[p * n + q];
+                if (fabs(apq) < 1e-300) continue;
+                double theta = (w[q * n + q] - w[p * n + p]) / (2.0 * apq);
+                double t = (theta >= 0.0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int64_t k = 0; k < n; k++) { /* columns p, q */
+                    double wkp = w[k * n + p], wkq = w[k * n + q];
+                    w[k * n + p] = c * wkp - s * wkq, w[k * n + q] = s * wkp + c * wkq;
+                }
+                for (int64_t k = 0; k < n; k++) { /* rows p, q */
+                    double wpk = w[p * n + k], wqk = w[q * n + k];
+                    w[p * n + k] = c * wpk - s * wqk, w[q * n + k] = s * wpk + c * wqk;
+                }
+                for (int64_t k = 0; k < n; k++) {
+                    double vkp = v[k * n + p], vkq = v[k * n + q];
+                    v[k * n + p] = c * vkp - s * vkq, v[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+        }
+    }
+    int64_t *order = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    for (int64_t i = 0; i < n; i++) order[i] = i;
+    for (int64_t i = 1; i < n; i++) { /* insertion sort by eigenvalue */
+        int64_t key = order[i], j = i - 1;
+        while (j >= 0 && w[order[j] * n + order[j]] > w[key * n + key]) order[j + 1] = order[j], j--;
+        order[j + 1] = key;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        values[i] = w[order[i] * n + order[i]];
+        for (int64_t k = 0; k < n; k++) vectors[k * n + i] = v[k * n + order[i]];
+    }
+    free(w), free(v), free(order);
+}
+
+double lowest_eigenvalue(int64_t n, const double *a) {
+    if (n == 0 || positive_definite(n, a)) return INFINITY;
+    for (int64_t i = 0; i < n * n; i++)
+        if (!isfinite(a[i])) return NAN;
+    double *values = malloc(sizeof(double) * (size_t)n), *vectors = malloc(sizeof(double) * (size_t)(n * n));
+    symmetric_eigen(n, a, values, vectors);
+    double lowest = values[0];
+    free(values), free(vectors);
+    return lowest;
+}
+
+/* Minimum-norm least-squares x (cols) of a (rows, cols) x = b: singular values below rcond times the largest
+ * count as zero (through the eigen-decomposition of a^T a). */
+void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, double rcond, double *x) {
+    double *normal = calloc((size_t)(cols * cols + 1), sizeof(double)), *rhs = calloc((size_t)(cols + 1), sizeof(double));
+    double *values = malloc(sizeof(double) * (size_t)(cols + 1)), *vectors = malloc(sizeof(double) * (size_t)(cols * cols + 1));
+    for (int64_t i = 0; i < cols; i++) {
+        for (int64_t j = 0; j < cols; j++)
+            for (int64_t r = 0; r < rows; r++) normal[i * cols + j] += a[r * cols + i] * a[r * cols + j];
+        for (int64_t r = 0; r < rows; r++) rhs[i] += a[r * cols + i] * b[r];
+    }
+    symmetric_eigen(cols, normal, values, vectors);
+    double largest = cols ? fabs(values[cols - 1]) : 0.0;
+    memset(x, 0, sizeof(double) * (size_t)cols);
+    for (int64_t i = 0; i < cols; i++) {
+        if (!(values[i] > rcond * rcond * largest) || values[i] <= 0.0) continue;
+        double along = 0.0;
+        for (int64_t k = 0; k < cols; k++) along += vectors[k * cols + i] * rhs[k];
+        for (int64_t k = 0; k < cols; k++) x[k] += vectors[k * cols + i] * along / values[i];
+    }
+    free(normal), free(rhs), free(values), free(vectors);
+}
+
+/* Orthonormal basis z (nf, nf - m) of the null space of the full-row-rank g (m, nf): the last nf - m columns of
+ * the orthogonal factor of a Householder QR of g^T. */
+void null_space(int64_t m, int64_t nf, const double *g, double *z) {
+    double *r = malloc(sizeof(double) * (size_t)(nf * m + 1)), *q = calloc((size_t)(nf * nf + 1), sizeof(double));
+    double *h = malloc(sizeof(double) * (size_t)(nf + 1));
+    for (int64_t i = 0; i < nf; i++) {
+        for (int64_t j = 0; j < m; j++) r[i * m + j] = g[j * nf + i];
+        q[i * nf + i] = 1.0;
+    }
+    for (int64_t k = 0; k < m && k < nf; k++) {
+        double norm = 0.0;
+        for (int64_t i = k; i < nf; i++) norm += r[i * m + k] * r[i * m + k];
+        norm = sqrt(norm);
+        if (norm == 0.0) continue;
+        double alpha = r[k * m + k] > 0.0 ? -norm : norm, length = 0.0;
+        for (int64_t i = 0; i < nf; i++) h[i] = i < k ? 0.0 : r[i * m + k];
+        h[k] -= alpha;
+        for (int64_t i = k; i < nf; i++) length += h[i] * h[i];
+        if (length == 0.0) continue;
+        for (int64_t j = 0; j < m; j++) { /* r = (I - 2 h h^T / |h|^2) r */
+            double along = 0.0;
+            for (int64_t i = k; i < nf; i++) along += h[i] * r[i * m + j];
+            along *= 2.0 / length;
+            for (int64_t i = k; i < nf; i++) r[i * m + j] -= along * h[i];
+        }
+        for (int64_t i = 0; i < nf; i++) { /* q = q (I - 2 h h^T / |h|^2) */
+            double along = 0.0;
+            for (int64_t l = k; l < nf; l++) along += q[i * nf + l] * h[l];
+            along *= 2.0 / length;
+            for (int64_t l = k; l < nf; l++) q[i * nf + l] -= along * h[l];
+        }
+    }
+    int64_t rank = nf - m;
+    for (int64_t i = 0; i < nf; i++)
+        for (int64_t j = 0; j < rank; j++) z[i * rank + j] = q[i * nf + m + j];
+    free(r), free(q), free(h);
+}

@@ -1,0 +1,720 @@
+/* The statics iteration: a descent of the potential energy on the closed-loop manifold, for one case.
+ *
+ * Loops are closed by Gauss-Newton with minimum-norm steps (project); every iterate has least-squares closure
+ * multipliers; the Newton step is taken in the null space of the closure Jacobian with the reduced tangent
+ * stiffness shifted to positive definite where it is not; the line search projects each trial back onto
+ * g(q) = 0 and compares the energy (the residual norm when forces have no potential). Unstable equilibria are
+ * left toward the start; unheld coordinates and runaway translations end the case (no equilibrium); a failed
+ * full load is retried with load stepping. shiftsim/statics.py holds the Python API and docs/statics.md the
+ * reasons. Units: N or N m per coordinate, m, rad. u: the free coordinates (nf); m independent closure rows.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+#define STABLE 0
+#define NEUTRAL 1
+#define UNSTABLE 2
+
+typedef struct {
+    const Model *a;
+    const Problem *p;
+    const Case *c;
+} Context;
+
+typedef struct {
+    double *residual;        /* (nf) reduced force with closure forces */
+    double *closure;         /* (m) */
+    double *g_u;             /* (m, nf) */
+    double *hessian;         /* (nf, nf) = -d residual / du */
+    double energy, force_scale;
+    int conservative;
+    double *q_force_reduced; /* (nf) without closure forces */
+    double *multipliers;     /* (m) */
+} Evaluation;
+
+static double *zeros(int64_t n) { return calloc((size_t)(n + 1), sizeof(double)); }
+
+static Evaluation evaluation_new(const Problem *p) {
+    Evaluation e;
+    e.residual = zeros(p->nf), e.closure = zeros(p->m), e.g_u = zeros(p->m * p->nf);
+    e.hessian = zeros(p->nf * p->nf), e.q_force_reduced = zeros(p->nf), e.multipliers = zeros(p->m);
+    e.energy = e.force_scale = 0.0, e.conservative = 1;
+    return e;
+}
+
+static void evaluation_free(Evaluation *e) {
+    free(e->residual), free(e->closure), free(e->g_u), free(e->hessian), free(e->q_force_reduced), free(e->multipliers);
+}
+
+static void evaluation_swap(Evaluation *x, Evaluation *y) {
+    Evaluation t = *x;
+    *x = *y, *y = t;
+}
+
+static double max_abs(int64_t n, const double *x) {
+    double largest = 0.0;
+    for (int64_t i = 0; i < n; i++) largest = fmax(largest, fabs(x[i]));
+    return largest;
+}
+
+static int all_finite(int64_t n, const double *x) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+/* x with a x = b; the minimum-norm least-squares x (rcond) where a is exactly singular; NaN if not finite. */
+static void solve_or_least_squares(int64_t n, const double *a, const double *b, double rcond, double *x) {
+    if (n == 0) return;
+    if (!all_finite(n * n, a) || !all_finite(n, b)) {
+        for (int64_t i = 0; i < n; i++) x[i] = NAN;
+        return;
+    }
+    if (lu_solve(n, a, b, x)) pseudo_solve(n, n, a, b, rcond, x);
+}
+
+/* ------------------------------------------------------------------ couplings */
+static void apply_couplings(const Context *x, double *q) {
+    if (!x->p->coupling_apply) return;
+    double *out = zeros(x->a->nq);
+    if (x->p->coupling_apply(q, out))
+        for (int64_t i = 0; i < x->a->nq; i++) out[i] = NAN;
+    memcpy(q, out, sizeof(double) * (size_t)x->a->nq);
+    free(out);
+}
+
+/* T = dq/du (nq, nf), or NULL without couplings (T selects the free coordinates). */
+static double *coupling_map(const Context *x, const double *q) {
+    if (!x->p->coupling_jacobian) return NULL;
+    double *t = zeros(x->a->nq * x->p->nf);
+    if (x->p->coupling_jacobian(q, t))
+        for (int64_t i = 0; i < x->a->nq * x->p->nf; i++) t[i] = NAN;
+    return t;
+}
+
+static void reduce_vector(const Context *x, const double *t, const double *v, double *out) {
+    int64_t nq = x->a->nq, nf = x->p->nf;
+    for (int64_t i = 0; i < nf; i++) {
+        if (!t) {
+            out[i] = v[x->p->free[i]];
+            continue;
+        }
+        double total = 0.0;
+        for (int64_t k = 0; k < nq; k++) total += t[k * nf + i] * v[k];
+        out[i] = total;
+    }
+}
+
+/* out (rows, nf) = matrix (rows, nq) T */
+static void reduce_columns(const Context *x, const double *t, int64_t rows, const double *matrix, double *out) {
+    int64_t nq = x->a->nq, nf = x->p->nf;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < nf; i++) {
+            if (!t) {
+                out[r * nf + i] = matrix[r * nq + x->p->free[i]];
+                continue;
+            }
+            double total = 0.0;
+            for (int64_t k = 0; k < nq; k++) total += matrix[r * nq + k] * t[k * nf + i];
+            out[r * nf + i] = total;
+        }
+}
+
+/* ------------------------------------------------------------------ evaluation */
+static void evaluate_analytic(const Context *x, const double *q, const State *s, const double *given_multipliers,
+                              double scale, Evaluation *e) {
+    const Model *a = x->a;
+    const Problem *p = x->p;
+    int64_t nq = a->nq, nf = p->nf, m = p->m, n_loads = p->n_loads;
+    double *forces = zeros(3 * n_loads), *torques = zeros(3 * n_loads), *point = zeros(3 * n_loads);
+    double *force = zeros(3 * n_loads), *stiffness = zeros(nq * nq), *q_force = zeros(nq);
+    double *magnitude = zeros(nq), *term = zeros(nq);
+    int64_t *point_node = calloc((size_t)(n_loads + 1), sizeof(int64_t));
+    int conservative = 1;
+    int64_t count = 0;
+    for (int64_t i = 0; i < 3 * n_loads; i++) {
+        forces[i] = x->c->force[i] * scale, torques[i] = x->c->torque[i] * scale;
+        if (torques[i] != 0.0) conservative = 0;
+    }
+    for (int64_t i = 0; i < n_loads; i++)
+        if (p->load_follow[i]) conservative = 0;
+    double gravity[3] = {x->c->gravity[0] * scale, x->c->gravity[1] * scale, x->c->gravity[2] * scale};
+    double energy = 0.0;
+    for (int part = 0; part < 5; part++) { /* each term's force separately: the force scale adds their sizes */
+        memset(term, 0, sizeof(double) * (size_t)nq);
+        if (part == 0) {
+            count = applied_loads(a, s, n_loads, p->load_frame, forces, torques, p->load_follow, point_node, point,
+                                  force, term, stiffness);
+        } else if (part == 1) {
+            energy += gravity_and_world_forces(a, s, gravity, count, point_node, point, force, term, stiffness);
+        } else if (part == 2) {
+            energy += joint_springs(a, q, term, stiffness);
+        } else if (part == 3) {
+            energy += pair_springs(a, s, term, stiffness);
+        } else if (p->field_terms) {
+            double more[2] = {0.0, 1.0}; /* energy, conservative */
+            if (p->field_terms(q, s->rotation, s->position, s->omega, s->v, term, stiffness, more))
+                for (int64_t i = 0; i < nq; i++) term[i] = NAN;
+            energy += more[0];
+            conservative = conservative && more[1] != 0.0;
+        }
+        for (int64_t i = 0; i < nq; i++) q_force[i] += term[i], magnitude[i] += fabs(term[i]);
+    }
+    if (p->has_rates) { /* constant generalized forces: potential -Q . q */
+        for (int64_t i = 0; i < nq; i++) q_force[i] += x->c->rate_force[i], energy -= x->c->rate_force[i] * q[i];
+    }
+    double *t = coupling_map(x, q);
+    reduce_vector(x, t, q_force, e->q_force_reduced);
+    double *constraint_force = zeros(nq);
+    if (m > 0) {
+        int64_t rows6 = 6 * a->n_closures;
+        double *g_full = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(m * nq);
+        closure_residual(a, s, g_full);
+        closure_jacobian(a, s, jac_full);
+        for (int64_t r = 0; r < m; r++) {
+            e->closure[r] = g_full[p->rows[r]];
+            memcpy(jac + r * nq, jac_full + p->rows[r] * nq, sizeof(double) * (size_t)nq);
+        }
+        reduce_columns(x, t, m, jac, e->g_u);
+        if (given_multipliers) {
+            memcpy(e->multipliers, given_multipliers, sizeof(double) * (size_t)m);
+        } else { /* least squares: lambda minimizing |Q + G_u^T lambda| */
+            double *gram = zeros(m * m), *rhs = zeros(m);
+            for (int64_t i = 0; i < m; i++) {
+                for (int64_t j = 0; j < m; j++) {
+                    double total = 0.0;
+                    for (int64_t k = 0; k < nf; k++) total += e->g_u[i * nf + k] * e->g_u[j * nf + k];
+                    gram[i * m + j] = total;
+                }
+                double total = 0.0;
+                for (int64_t k = 0; k < nf; k++) total += e->g_u[i * nf + k] * e->q_force_reduced[k];
+                rhs[i] = -total;
+            }
+            solve_or_least_squares(m, gram, rhs, 1e-12, e->multipliers);
+            free(gram), free(rhs);
+        }
+        double *full = zeros(rows6);
+        for (int64_t r = 0; r < m; r++) full[p->rows[r]] = e->multipliers[r];
+        for (int64_t k = 0; k < nq; k++) {
+            double total = 0.0;
+            for (int64_t r = 0; r < m; r++) total += jac[r * nq + k] * e->multipliers[r];
+            constraint_force[k] = total;
+            magnitude[k] += fabs(total);
+        }
+        closure_force_stiffness(a, s, full, stiffness);
+        free(g_full), free(jac_full), free(jac), free(full);
+    }
+    reduce_vector(x, t, constraint_force, e->residual);
+    for (int64_t i = 0; i < nf; i++) e->residual[i] += e->q_force_reduced[i];
+    double largest_magnitude = 0.0;
+    if (t) {
+        double *kt = zeros(nq * nf);
+        for (int64_t k = 0; k < nq; k++)
+            for (int64_t i = 0; i < nf; i++) {
+                double total = 0.0;
+                for (int64_t l = 0; l < nq; l++) total += stiffness[k * nq + l] * t[l * nf + i];
+                kt[k * nf + i] = total;
+            }
+        for (int64_t i = 0; i < nf; i++) {
+            for (int64_t j = 0; j < nf; j++) {
+                double total = 0.0;
+                for (int64_t k = 0; k < nq; k++) total += t[k * nf + i] * kt[k * nf + j];
+                e->hessian[i * nf + j] = -total;
+            }
+            double total = 0.0;
+            for (int64_t k = 0; k < nq; k++) total += fabs(t[k * nf + i]) * magnitude[k];
+            largest_magnitude = fmax(largest_magnitude, total);
+        }
+        free(kt);
+    } else {
+        for (int64_t i = 0; i < nf; i++) {
+            for (int64_t j = 0; j < nf; j++) e->hessian[i * nf + j] = -stiffness[p->free[i] * nq + p->free[j]];
+            largest_magnitude = fmax(largest_magnitude, magnitude[p->free[i]]);
+        }
+    }
+    /* the size of the forces in play: the largest generalized force of any term or, where the forces vanish (a
+     * pendulum hanging straight down), the stiffness times 1 mrad or 1 mm, never below the model's own scale */
+    e->force_scale = x->c->force_floor;
+    if (nf > 0) e->force_scale = fmax(e->force_scale, fmax(largest_magnitude, 1e-3 * max_abs(nf * nf, e->hessian)));
+    e->energy = energy;
+    e->conservative = conservative;
+    free(forces), free(torques), free(point), free(force), free(stiffness), free(q_force), free(magnitude);
+    free(term), free(point_node), free(constraint_force), free(t);
+}
+
+/* -d(residual)/du by central differences (multipliers fixed), step 1e-6 per coordinate (rad or m). */
+static void finite_difference_hessian(const Context *x, const double *q, const double *multipliers, double scale,
+                                      double *out) {
+    int64_t nq = x->a->nq, nf = x->p->nf;
+    double step = 1e-6, *plus = zeros(nq), *minus = zeros(nq);
+    State s = state_new(x->a);
+    Evaluation e_plus = evaluation_new(x->p), e_minus = evaluation_new(x->p);
+    for (int64_t column = 0; column < nf; column++) {
+        memcpy(plus, q, sizeof(double) * (size_t)nq);
+        memcpy(minus, q, sizeof(double) * (size_t)nq);
+        plus[x->p->free[column]] += step, minus[x->p->free[column]] -= step;
+        apply_couplings(x, plus), apply_couplings(x, minus);
+        node_state(x->a, plus, &s);
+        evaluate_analytic(x, plus, &s, multipliers, scale, &e_plus);
+        node_state(x->a, minus, &s);
+        evaluate_analytic(x, minus, &s, multipliers, scale, &e_minus);
+        for (int64_t i = 0; i < nf; i++) out[i * nf + column] = -(e_plus.residual[i] - e_minus.residual[i]) / (2.0 * step);
+    }
+    free(plus), free(minus), state_free(&s), evaluation_free(&e_plus), evaluation_free(&e_minus);
+}
+
+/* The evaluation at q (state s): multipliers given (m) or least squares (NULL); stiffness by central
+ * differences when the problem asks for them. */
+static void evaluate(const Context *x, const double *q, const State *s, const double *multipliers, double scale,
+                     Evaluation *e) {
+    evaluate_analytic(x, q, s, multipliers, scale, e);
+    if (x->p->finite_difference) finite_difference_hessian(x, q, e->multipliers, scale, e->hessian);
+}
+
+static int converged(const Context *x, const Evaluation *e) {
+    return max_abs(x->p->nf, e->residual) <= x->p->force_tolerance * e->force_scale
+           && max_abs(x->p->m, e->closure) <= x->p->closure_tolerance;
+}
+
+static double residual_norm(const Context *x, const Evaluation *e) {
+    double forces = 0.0, gaps = 0.0;
+    for (int64_t i = 0; i < x->p->nf; i++) forces += e->residual[i] * e->residual[i];
+    for (int64_t i = 0; i < x->p->m; i++) gaps += e->closure[i] * e->closure[i];
+    return sqrt(forces / (e->force_scale * e->force_scale) + gaps);
+}
+
+/* What the line search lowers: the energy, or the residual norm when the forces have no potential. */
+static double merit(const Context *x, const Evaluation *e) { return e->conservative ? e->energy : residual_norm(x, e); }
+
+/* Null-space basis z (nf, r) of G_u, r = nf - m (identity without closures). */
+static double *basis(const Context *x, const Evaluation *e, int64_t *r) {
+    int64_t nf = x->p->nf, m = x->p->m;
+    *r = nf - m;
+    double *z = zeros(nf * (*r));
+    if (m == 0) {
+        for (int64_t i = 0; i < nf; i++) z[i * nf + i] = 1.0;
+    } else if (!all_finite(m * nf, e->g_u)) {
+        for (int64_t i = 0; i < nf * (*r); i++) z[i] = NAN;
+    } else {
+        null_space(m, nf, e->g_u, z);
+    }
+    return z;
+}
+
+/* Z^T H Z (r, r), symmetrized when ``symmetric``. */
+static double *reduced_stiffness(const Context *x, const Evaluation *e, const double *z, int64_t r, int symmetric) {
+    int64_t nf = x->p->nf;
+    double *hz = zeros(nf * r), *out = zeros(r * r);
+    for (int64_t i = 0; i < nf; i++)
+        for (int64_t j = 0; j < r; j++) {
+            double total = 0.0;
+            for (int64_t k = 0; k < nf; k++) total += e->hessian[i * nf + k] * z[k * r + j];
+            hz[i * r + j] = total;
+        }
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < r; j++) {
+            double total = 0.0;
+            for (int64_t k = 0; k < nf; k++) total += z[k * r + i] * hz[k * r + j];
+            out[i * r + j] = total;
+        }
+    if (symmetric)
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t j = 0; j < i; j++) {
+                double mean = 0.5 * (out[i * r + j] + out[j * r + i]);
+                out[i * r + j] = out[j * r + i] = mean;
+            }
+    free(hz);
+    return out;
+}
+
+/* Stiffness eigenvalues below this in magnitude count as zero: relative to the force scale and the largest
+ * stiffness entry. */
+static double stiffness_floor(const Context *x, const Evaluation *e) {
+    return 1e-9 * fmax(e->force_scale, max_abs(x->p->nf * x->p->nf, e->hessian));
+}
+
+/* ------------------------------------------------------------------ loop re-assembly */
+/* Close the loops from q (nq, in place) by moving the free coordinates: Gauss-Newton with minimum-norm steps.
+ * Returns whether all 6 K equations closed to the tolerance with a correction no larger than max_correction
+ * (rad or m: a trial whose projection lands far away may have jumped to another assembly branch); s holds the
+ * kinematic state at the returned q. */
+static int project(const Context *x, double *q, double max_correction, State *s) {
+    const Model *a = x->a;
+    const Problem *p = x->p;
+    int64_t nq = a->nq, nf = p->nf, m = p->m, rows6 = 6 * a->n_closures;
+    node_state(a, q, s);
+    if (a->n_closures == 0) return 1;
+    double *start = zeros(nq), *g_full = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(m * nq);
+    double *g_u = zeros(m * nf), *gram = zeros(m * m), *g = zeros(m), *y = zeros(m);
+    memcpy(start, q, sizeof(double) * (size_t)nq);
+    double target = 1e-3 * p->closure_tolerance, previous = INFINITY, norm = INFINITY;
+    int iteration;
+    for (iteration = 0; iteration < 30; iteration++) {
+        closure_residual(a, s, g_full);
+        norm = max_abs(rows6, g_full);
+        if (!all_finite(rows6, g_full)) norm = NAN;
+        if (!(norm > target && norm < 0.5 * previous)) break;
+        previous = norm;
+        closure_jacobian(a, s, jac_full);
+        for (int64_t r = 0; r < m; r++) {
+            g[r] = g_full[p->rows[r]];
+            memcpy(jac + r * nq, jac_full + p->rows[r] * nq, sizeof(double) * (size_t)nq);
+        }
+        double *t = coupling_map(x, q);
+        reduce_columns(x, t, m, jac, g_u);
+        free(t);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < m; j++) {
+                double total = 0.0;
+                for (int64_t k = 0; k < nf; k++) total += g_u[i * nf + k] * g_u[j * nf + k];
+                gram[i * m + j] = total;
+            }
+        solve_or_least_squares(m, gram, g, 1e-12, y);
+        for (int64_t k = 0; k < nf; k++) {
+            double total = 0.0;
+            for (int64_t r = 0; r < m; r++) total += g_u[r * nf + k] * y[r];
+            q[p->free[k]] -= total;
+        }
+        apply_couplings(x, q);
+        node_state(a, q, s);
+    }
+    if (iteration == 30) { /* out of iterations: measure where the last step left the loops */
+        closure_residual(a, s, g_full);
+        norm = all_finite(rows6, g_full) ? max_abs(rows6, g_full) : NAN;
+    }
+    int closed = isfinite(norm) && norm <= p->closure_tolerance;
+    if (closed) {
+        double moved = 0.0;
+        for (int64_t i = 0; i < nq; i++) moved = fmax(moved, fabs(q[i] - start[i]));
+        closed = moved <= max_correction;
+    }
+    free(start), free(g_full), free(jac_full), free(jac), free(g_u), free(gram), free(g), free(y);
+    return closed;
+}
+
+/* ------------------------------------------------------------------ the iteration */
+/* One damped Newton step on the closed-loop manifold, q and e updated in place. Direction: the Newton step in
+ * the null space Z of G_u with Z^T K Z shifted to positive definite where it is not (the smallest shift
+ * 1e-3 |K| 2^k); caps where shifted: rotations max_shifted_step (rad), translations reach times that (m);
+ * elsewhere rotations a quarter turn. Length: backtracking on the merit, every trial projected back onto the
+ * loops first. Returns 1 when a capped step was accepted whole. */
+static int newton_step(const Context *x, double *q, Evaluation *e, State *s, double scale, double reach) {
+    const Problem *p = x->p;
+    int64_t nq = x->a->nq, nf = p->nf, r;
+    double *z = basis(x, e, &r);
+    double *reduced = reduced_stiffness(x, e, z, r, 0), *symmetric = zeros(r * r), *force = zeros(r);
+    for (int64_t i = 0; i < r; i++) {
+        for (int64_t j = 0; j < r; j++) symmetric[i * r + j] = 0.5 * (reduced[i * r + j] + reduced[j * r + i]);
+        double total = 0.0;
+        for (int64_t k = 0; k < nf; k++) total += z[k * r + i] * e->residual[k];
+        force[i] = total;
+    }
+    double lowest = lowest_eigenvalue(r, symmetric);
+    double level = max_abs(r * r, reduced) + 1e-12 * e->force_scale, base = 1e-3 * level, shift = 0.0;
+    if (lowest < 1e-8 * level) {
+        double doublings = floor(log2(fmax(-lowest / base, 0.5))) + 1.0;
+        shift = base * pow(2.0, fmax(doublings, 0.0));
+    }
+    for (int64_t i = 0; i < r; i++) reduced[i * r + i] += shift;
+    double *y = zeros(r), *du = zeros(nf);
+    if (r > 0 && all_finite(r * r, reduced) && all_finite(r, force)) {
+        if (lu_solve(r, reduced, force, y)) pseudo_solve(r, r, reduced, force, 1e-15, y);
+    } else {
+        for (int64_t i = 0; i < r; i++) y[i] = NAN;
+    }
+    double largest_turn = 0.0, largest_move = 0.0;
+    for (int64_t i = 0; i < nf; i++) {
+        double total = 0.0;
+        for (int64_t j = 0; j < r; j++) total += z[i * r + j] * y[j];
+        du[i] = total;
+        if (p->translation[i]) largest_move = fmax(largest_move, fabs(total));
+        else largest_turn = fmax(largest_turn, fabs(total));
+        if (isnan(total)) largest_turn = NAN;
+    }
+    int shifted = shift > 0.0;
+    double turn_limit = shifted ? p->max_shifted_step : fmin(p->max_step, M_PI / 2);
+    double move_limit = shifted ? reach * p->max_shifted_step : p->max_step;
+    double cap = fmin(largest_turn > turn_limit ? turn_limit / largest_turn : 1.0,
+                      largest_move > move_limit ? move_limit / largest_move : 1.0);
+    for (int64_t i = 0; i < nf; i++) du[i] *= cap;
+    double phi0 = merit(x, e), slope = 0.0;
+    if (e->conservative)
+        for (int64_t i = 0; i < nf; i++) slope -= e->q_force_reduced[i] * du[i];
+    else
+        slope = -phi0;
+    int lost = fabs(slope) < 1e-12 * (fabs(phi0) + 1.0); /* the predicted change is round-off: judge by the residual */
+    double norm0 = residual_norm(x, e), largest = max_abs(nf, du), alpha = 1.0;
+    double *trial = zeros(nq);
+    State trial_state = state_new(x->a);
+    Evaluation e_trial = evaluation_new(p);
+    int grown = 0;
+    for (int attempt = 0; attempt < 40; attempt++) {
+        memcpy(trial, q, sizeof(double) * (size_t)nq);
+        for (int64_t i = 0; i < nf; i++) trial[p->free[i]] += alpha * du[i];
+        apply_couplings(x, trial);
+        /* the correction back onto the loops is second order in the step: one as large as half the step is a jump */
+        int closed = project(x, trial, 0.5 * alpha * largest + 1e-6, &trial_state);
+        evaluate(x, trial, &trial_state, NULL, scale, &e_trial);
+        int accept = merit(x, &e_trial) <= phi0 + 1e-4 * alpha * fmin(slope, 0.0);
+        if (lost && shift == 0.0 && residual_norm(x, &e_trial) < (1.0 - 1e-4 * alpha) * norm0) accept = 1;
+        if (accept && closed) {
+            memcpy(q, trial, sizeof(double) * (size_t)nq);
+            evaluation_swap(e, &e_trial);
+            state_copy(x->a, s, &trial_state);
+            grown = alpha == 1.0 && shifted && cap < 1.0;
+            break;
+        }
+        if (alpha < 1e-10) break;
+        alpha *= 0.5;
+    }
+    free(z), free(reduced), free(symmetric), free(force), free(y), free(du), free(trial);
+    state_free(&trial_state), evaluation_free(&e_trial);
+    return grown;
+}
+
+/* Unit direction (nf) of most negative curvature on the closed-loop motions, signed toward anchor. */
+static void escape_direction(const Context *x, const Evaluation *e, const double *q, const double *anchor,
+                             double *direction) {
+    int64_t nf = x->p->nf, r;
+    double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
+    double *values = zeros(r), *vectors = zeros(r * r), toward = 0.0;
+    symmetric_eigen(r, reduced, values, vectors);
+    for (int64_t i = 0; i < nf; i++) {
+        double total = 0.0;
+        for (int64_t j = 0; j < r; j++) total += z[i * r + j] * vectors[j * r];
+        direction[i] = total;
+        toward += total * (anchor[x->p->free[i]] - q[x->p->free[i]]);
+    }
+    if (toward < 0.0)
+        for (int64_t i = 0; i < nf; i++) direction[i] = -direction[i];
+    free(z), free(reduced), free(values), free(vectors);
+}
+
+static int unstable_here(const Context *x, const Evaluation *e) {
+    int64_t r;
+    double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
+    int unstable = lowest_eigenvalue(r, reduced) < -stiffness_floor(x, e);
+    free(z), free(reduced);
+    return unstable;
+}
+
+/* Newton iterations from q (in place) under the load factor ``scale``, every iterate on the closed-loop
+ * manifold; multipliers (m) out. Returns converged; *iterations; runaway (nf): the free translations that ran
+ * runaway_sizes machine sizes from anchor while the energy kept falling. A capped step accepted whole lets the
+ * next be four times longer (a partial one halves the growth). */
+static int newton(const Context *x, double *q, double scale, int64_t max_iterations, const double *anchor,
+                  double *multipliers, int64_t *iterations, uint8_t *runaway) {
+    const Problem *p = x->p;
+    int64_t nq = x->a->nq, nf = p->nf;
+    State s = state_new(x->a);
+    Evaluation e = evaluation_new(p);
+    int closed = project(x, q, INFINITY, &s), done = 0, escapes = 0;
+    double reach = 1.0, far = x->p->runaway_sizes * fmax(x->c->size, 1.0);
+    double *trial = zeros(nq), *direction = zeros(nf);
+    *iterations = 0;
+    memset(runaway, 0, (size_t)nf);
+    evaluate(x, q, &s, NULL, scale, &e);
+    if (closed) {
+        for (int64_t it = 0; it < max_iterations; it++) {
+            done = converged(x, &e);
+            if (p->seek_stable && done && escapes < 3 && unstable_here(x, &e)) {
+                /* leave the unstable equilibrium along its direction of negative curvature, toward the start */
+                escape_direction(x, &e, q, anchor, direction);
+                memcpy(trial, q, sizeof(double) * (size_t)nq);
+                for (int64_t i = 0; i < nf; i++) trial[p->free[i]] += 0.05 * direction[i];
+                apply_couplings(x, trial);
+                if (project(x, trial, INFINITY, &s)) {
+                    memcpy(q, trial, sizeof(double) * (size_t)nq);
+                    escapes++;
+                    evaluate(x, q, &s, NULL, scale, &e);
+                    done = converged(x, &e);
+                } else {
+                    node_state(x->a, q, &s);
+                }
+            }
+            if (done) break;
+            (*iterations)++;
+            int grown = newton_step(x, q, &e, &s, scale, reach);
+            reach = grown ? 4.0 * reach : fmax(1.0, 0.5 * reach);
+            int ran = 0;
+            for (int64_t i = 0; i < nf; i++) {
+                runaway[i] = p->translation[i] && fabs(q[p->free[i]] - anchor[p->free[i]]) > far;
+                ran = ran || runaway[i];
+            }
+            if (ran) {
+                done = -1;
+                break;
+            }
+        }
+        if (done == 0) done = converged(x, &e);
+    }
+    memcpy(multipliers, e.multipliers, sizeof(double) * (size_t)p->m);
+    state_free(&s), evaluation_free(&e), free(trial), free(direction);
+    return closed && done == 1;
+}
+
+/* Continuation in the load factor from 0 to 1 from q_start (q out), the increment doubled after a success and
+ * halved after a failure. Returns converged; *iterations. */
+static int load_stepping(const Context *x, const double *q_start, double *q, double *multipliers,
+                         int64_t *iterations) {
+    const Problem *p = x->p;
+    int64_t nq = x->a->nq, its;
+    double *q_try = zeros(nq), *lam_try = zeros(p->m);
+    uint8_t *runaway = calloc((size_t)(p->nf + 1), 1);
+    memcpy(q, q_start, sizeof(double) * (size_t)nq);
+    int ok = newton(x, q, 0.0, p->max_iterations, q_start, multipliers, iterations, runaway);
+    double level = 0.0, increment = 0.25, smallest = 0.25 / pow(2.0, (double)p->max_load_halvings);
+    int going = ok;
+    while (going) {
+        double target = fmin(1.0, level + increment);
+        memcpy(q_try, q, sizeof(double) * (size_t)nq);
+        int done = newton(x, q_try, target, p->max_iterations, q_start, lam_try, &its, runaway);
+        *iterations += its;
+        if (done) {
+            memcpy(q, q_try, sizeof(double) * (size_t)nq);
+            memcpy(multipliers, lam_try, sizeof(double) * (size_t)p->m);
+            level = target, increment *= 2.0;
+        } else {
+            increment *= 0.5;
+        }
+        going = level < 1.0 && increment >= smallest;
+    }
+    free(q_try), free(lam_try), free(runaway);
+    return ok && level >= 1.0;
+}
+
+/* Free coordinates nothing holds against the load (out (nf)): a generalized force beyond the tolerance and no
+ * stiffness at all (row, column and closure column zero), confirmed by probing 1 and 1000 model sizes away
+ * along the force (the force stays the same to 1e-6). */
+static void unheld(const Context *x, const double *q, const Evaluation *e, uint8_t *out) {
+    const Problem *p = x->p;
+    int64_t nf = p->nf, m = p->m, nq = x->a->nq, any = 0;
+    double scale = fmax(e->force_scale, max_abs(nf * nf, e->hessian));
+    for (int64_t i = 0; i < nf; i++) {
+        double column = 0.0;
+        for (int64_t j = 0; j < nf; j++) column = fmax(column, fmax(fabs(e->hessian[j * nf + i]), fabs(e->hessian[i * nf + j])));
+        for (int64_t r = 0; r < m; r++) column = fmax(column, fabs(e->g_u[r * nf + i]));
+        out[i] = column <= 1e-12 * scale && fabs(e->q_force_reduced[i]) > p->force_tolerance * e->force_scale;
+        any = any || out[i];
+    }
+    if (!any) return;
+    double size = fmax(x->c->size, 1.0), distances[2] = {1.0, 1000.0}, *trial = zeros(nq);
+    State s = state_new(x->a);
+    Evaluation moved = evaluation_new(p);
+    for (int d = 0; d < 2; d++) {
+        memcpy(trial, q, sizeof(double) * (size_t)nq);
+        for (int64_t i = 0; i < nf; i++)
+            if (out[i]) trial[p->free[i]] += distances[d] * size * (e->q_force_reduced[i] > 0.0 ? 1.0 : -1.0);
+        apply_couplings(x, trial);
+        node_state(x->a, trial, &s);
+        evaluate(x, trial, &s, NULL, 1.0, &moved);
+        for (int64_t i = 0; i < nf; i++)
+            out[i] = out[i] && fabs(moved.q_force_reduced[i] - e->q_force_reduced[i]) <= 1e-6 * fabs(e->q_force_reduced[i]);
+    }
+    free(trial), state_free(&s), evaluation_free(&moved);
+}
+
+/* STABLE, NEUTRAL or UNSTABLE from the stiffness on the closed-loop motions; the neutral directions (unit
+ * vectors in free coordinates) go to the rows of neutral (nf, nf), their count to *count. Stable: a Cholesky
+ * factorization of K - floor I succeeds; unstable: an eigenvalue below -floor. */
+static int stability(const Context *x, const Evaluation *e, double *neutral, int64_t *count) {
+    int64_t nf = x->p->nf, r;
+    *count = 0;
+    double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
+    double floor_ = stiffness_floor(x, e);
+    int verdict = STABLE;
+    if (r > 0) {
+        for (int64_t i = 0; i < r; i++) reduced[i * r + i] -= floor_;
+        int definite = positive_definite(r, reduced);
+        for (int64_t i = 0; i < r; i++) reduced[i * r + i] += floor_;
+        if (!definite) {
+            if (!all_finite(r * r, reduced)) {
+                verdict = UNSTABLE;
+            } else {
+                double *values = zeros(r), *vectors = zeros(r * r);
+                symmetric_eigen(r, reduced, values, vectors);
+                if (values[0] < -floor_) {
+                    verdict = UNSTABLE;
+                } else {
+                    verdict = NEUTRAL;
+                    for (int64_t j = 0; j < r; j++) {
+                        if (values[j] > floor_) continue;
+                        for (int64_t i = 0; i < nf; i++) {
+                            double total = 0.0;
+                            for (int64_t l = 0; l < r; l++) total += z[i * r + l] * vectors[l * r + j];
+                            neutral[*count * nf + i] = total;
+                        }
+                        (*count)++;
+                    }
+                }
+                free(values), free(vectors);
+            }
+        }
+    }
+    free(z), free(reduced);
+    return verdict;
+}
+
+/* One case from q_start (nq): q (nq), multipliers (m), flags (5): converged, iterations, residual norm,
+ * stability code, neutral count; neutral (nf, nf); unheld, runaway (nf). */
+void solve_case(const Model *a, const Problem *p, const Case *c, const double *q_start, int64_t classify,
+                double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
+                uint8_t *out_runaway) {
+    Context x = {a, p, c};
+    int64_t nq = a->nq, nf = p->nf, iterations = 0, any_unheld = 0, any_runaway = 0;
+    State s = state_new(a);
+    Evaluation e = evaluation_new(p);
+    memcpy(q, q_start, sizeof(double) * (size_t)nq);
+    int closed = project(&x, q, INFINITY, &s), ok = 0;
+    evaluate(&x, q, &s, NULL, 1.0, &e);
+    memset(out_unheld, 0, (size_t)nf);
+    memset(out_runaway, 0, (size_t)nf);
+    memcpy(multipliers, e.multipliers, sizeof(double) * (size_t)p->m);
+    if (closed) unheld(&x, q, &e, out_unheld);
+    for (int64_t i = 0; i < nf; i++) any_unheld = any_unheld || out_unheld[i];
+    if (closed && !any_unheld) {
+        double *anchor = zeros(nq);
+        memcpy(anchor, q, sizeof(double) * (size_t)nq);
+        int64_t first = p->max_iterations < p->full_load_iterations ? p->max_iterations : p->full_load_iterations;
+        ok = newton(&x, q, 1.0, first, anchor, multipliers, &iterations, out_runaway);
+        for (int64_t i = 0; i < nf; i++) any_runaway = any_runaway || out_runaway[i];
+        if (!ok && !any_runaway && p->load_stepping) {
+            int64_t more = 0;
+            ok = load_stepping(&x, q_start, q, multipliers, &more);
+            iterations += more;
+        }
+        node_state(a, q, &s);
+        evaluate(&x, q, &s, multipliers, 1.0, &e);
+        free(anchor);
+    }
+    int64_t count = 0;
+    int verdict = STABLE;
+    if (ok && classify) verdict = stability(&x, &e, neutral, &count);
+    flags[0] = ok, flags[1] = (double)iterations, flags[2] = residual_norm(&x, &e), flags[3] = verdict;
+    flags[4] = (double)count;
+    state_free(&s), evaluation_free(&e);
+}
+
+/* The evaluation at q (nq) for diagnostics and tests: multipliers given (m) or NULL for least squares;
+ * residual (nf), closure (m), g_u (m, nf), hessian (nf, nf), scalars (3): energy, force scale, conservative;
+ * q_force_reduced (nf), multipliers_out (m). */
+void evaluate_case(const Model *a, const Problem *p, const Case *c, const double *q, const double *multipliers,
+                   double *residual, double *closure, double *g_u, double *hessian, double *scalars,
+                   double *q_force_reduced, double *multipliers_out) {
+    Context x = {a, p, c};
+    State s = state_new(a);
+    Evaluation e = evaluation_new(p);
+    node_state(a, q, &s);
+    evaluate(&x, q, &s, multipliers, 1.0, &e);
+    memcpy(residual, e.residual, sizeof(double) * (size_t)p->nf);
+    memcpy(closure, e.closure, sizeof(double) * (size_t)p->m);
+    memcpy(g_u, e.g_u, sizeof(double) * (size_t)(p->m * p->nf));
+    memcpy(hessian, e.hessian, sizeof(double) * (size_t)(p->nf * p->nf));
+    memcpy(q_force_reduced, e.q_force_reduced, sizeof(double) * (size_t)p->nf);
+    memcpy(multipliers_out, e.multipliers, sizeof(double) * (size_t)p->m);
+    scalars[0] = e.energy, scalars[1] = e.force_scale, scalars[2] = e.conservative;
+    state_free(&s), evaluation_free(&e);
+}
