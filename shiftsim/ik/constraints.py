@@ -22,6 +22,7 @@ model and returns an evaluator working on frame indices.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,19 +36,75 @@ from .frames import FrameKinematics, cross_matrices, frame_index
 
 
 def rotation_log_jacobian_inverse(rotvec: np.ndarray) -> np.ndarray:
-    """``J_l^{-1}(phi)`` (3x3): d log(exp(d) exp(phi)) / d d at d = 0, for the rotation vector ``phi``.
+    """``J_l^{-1}(phi)`` (3x3): d log(exp(d) exp(phi)) / d d at d = 0, for the rotation vector ``phi`` (3,).
 
     ``I - [phi]/2 + (1/t^2 - (1 + cos t) / (2 t sin t)) [phi]^2`` with ``t = |phi|``;
     the series ``1/12 + t^2/720`` near zero. The log map is not differentiable
     at ``t = pi``; there the sine is floored, which still gives a descent direction.
     """
-    t = float(np.linalg.norm(rotvec))
+    x, y, z = np.asarray(rotvec, float).tolist()
+    return _log_jacobian_inverse(x, y, z)
+
+
+def _log_jacobian_inverse(x: float, y: float, z: float) -> np.ndarray:
+    """:func:`rotation_log_jacobian_inverse` of ``phi = (x, y, z)`` from scalars, written out:
+    ``[phi]^2 = phi phi^T - t^2 I``, so the matrix is ``(1 - c t^2) I - [phi]/2 + c phi phi^T``."""
+    tt = x * x + y * y + z * z
+    t = math.sqrt(tt)
     if t < 1e-4:
-        c = 1.0 / 12.0 + t * t / 720.0
+        c = 1.0 / 12.0 + tt / 720.0
     else:
-        c = 1.0 / (t * t) - (1.0 + np.cos(t)) / (2.0 * t * max(np.sin(t), 1e-9))
-    k = cross_matrices(np.asarray(rotvec, float))
-    return np.eye(3) - 0.5 * k + c * (k @ k)
+        c = 1.0 / tt - (1.0 + math.cos(t)) / (2.0 * t * max(math.sin(t), 1e-9))
+    a = 1.0 - c * tt
+    cx, cy, cz = c * x, c * y, c * z
+    return np.array([[a + cx * x, 0.5 * z + cx * y, -0.5 * y + cx * z],
+                     [-0.5 * z + cx * y, a + cy * y, 0.5 * x + cy * z],
+                     [0.5 * y + cx * z, -0.5 * x + cy * z, a + cz * z]])
+
+
+def rotation_vector3(m: np.ndarray) -> tuple[float, float, float]:
+    """Rotation vector (rad, angle in [0, pi]) of one rotation matrix ``m`` (3, 3), as three floats.
+
+    The conversion of :func:`shiftsim.spatial.rotation_vector` (and of scipy's
+    ``Rotation.from_matrix(m).as_rotvec()``): a quaternion from the largest of the
+    trace and the diagonal, then ``2 atan2(|v|, w)`` along v; written on scalars
+    because the solver converts one matrix per iteration, where array calls cost
+    more than the arithmetic.
+    """
+    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = m.tolist()
+    trace = m00 + m11 + m22
+    largest = max(m00, m11, m22, trace)  # ties go to the first, as numpy's argmax in spatial.rotation_vector
+    if largest == m00:
+        x, y, z, w = 1.0 - trace + 2.0 * m00, m10 + m01, m20 + m02, m21 - m12
+    elif largest == m11:
+        x, y, z, w = m01 + m10, 1.0 - trace + 2.0 * m11, m21 + m12, m02 - m20
+    elif largest == m22:
+        x, y, z, w = m02 + m20, m12 + m21, 1.0 - trace + 2.0 * m22, m10 - m01
+    else:
+        x, y, z, w = m21 - m12, m02 - m20, m10 - m01, 1.0 + trace
+    length = math.sqrt(x * x + y * y + z * z + w * w)
+    if w < 0.0:  # w >= 0: the angle in [0, pi]
+        length = -length
+    x, y, z, w = x / length, y / length, z / length, w / length
+    angle = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), w)
+    if angle <= 1e-3:
+        scale = 2.0 + angle * angle / 12.0 + 7.0 * angle ** 4 / 2880.0
+    else:
+        scale = angle / math.sin(angle / 2.0)
+    return scale * x, scale * y, scale * z
+
+
+def _exact_rotation(m: np.ndarray) -> bool:
+    """True when ``m`` is a 3x3 rotation to round-off (columns orthonormal within 1e-12, determinant
+    positive): such a target is used as given. Anything else (NaN included) fails and is checked and
+    projected onto the rotations the slower way."""
+    if m.shape != (3, 3):
+        return False
+    (a, b, c), (d, e, f), (g, h, i) = m.tolist()
+    gram = (a * a + d * d + g * g - 1.0, b * b + e * e + h * h - 1.0, c * c + f * f + i * i - 1.0,
+            a * b + d * e + g * h, a * c + d * f + g * i, b * c + e * f + h * i)
+    determinant = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+    return all(abs(value) <= 1e-12 for value in gram) and determinant > 0.0
 
 
 class BoundConstraint(Protocol):
@@ -105,7 +162,9 @@ class EndEffectorConstraint:
                                         "3 finite numbers (m)"))
         if self.rotation is not None:
             rotation = np.asarray(self.rotation, float)
-            if not is_rotation(rotation):
+            if _exact_rotation(rotation):
+                rotation = rotation.copy()
+            elif not is_rotation(rotation):
                 problems.append(Problem("inverse kinematics", where, "target rotation is not a rotation matrix",
                                         "an orthonormal 3x3 matrix with determinant +1"))
             else:  # the nearest exact rotation: the residual assumes one
@@ -138,15 +197,19 @@ class BoundEndEffector:
     def evaluate(self, kin: FrameKinematics) -> tuple[np.ndarray, np.ndarray]:
         rotation, origin, jac = kin.relative(self.frame, self.reference)
         jac = kin.rotate_rows(jac, self.reference)[0]
-        residuals, rows = [], []
-        if self.position is not None:
-            residuals.append(origin[0] - self.position)
-            rows.append(jac[:3])
-        if self.rotation is not None:
-            error = Rotation.from_matrix(rotation[0] @ self.rotation.T, assume_valid=True).as_rotvec()
-            residuals.append(error)
-            rows.append(rotation_log_jacobian_inverse(error) @ jac[3:])
-        return np.concatenate(residuals), np.concatenate(rows)
+        if self.rotation is None:
+            return origin[0] - self.position, jac[:3]
+        error = rotation_vector3(rotation[0] @ self.rotation.T)
+        angular = _log_jacobian_inverse(*error) @ jac[3:]
+        if self.position is None:
+            return np.array(error), angular
+        residual = np.empty(6)
+        residual[:3] = origin[0] - self.position
+        residual[3:] = error
+        rows = np.empty((6, jac.shape[1]))
+        rows[:3] = jac[:3]
+        rows[3:] = angular
+        return residual, rows
 
     def report(self, residual: np.ndarray) -> dict:
         out: dict = {"name": self.name, "kind": self.kind}

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError, Problem
-from ..kinematics import State, coupling_map, forward, point_jacobian, state
+from ..kinematics import State, coupling_map, forward, state
 from ..model import Model
 from ..spatial import inverse
 
@@ -73,13 +73,31 @@ def coupling_maps(model: Model, q: np.ndarray) -> np.ndarray:
     return np.stack([coupling_map(model, qi)[:, columns] for qi in q])
 
 
+# ``a @ _CROSS`` is the cross-product matrix of a, flattened row-major: one product instead of six assignments.
+_CROSS = np.zeros((3, 9))
+_CROSS[2, 1], _CROSS[1, 2] = -1.0, 1.0
+_CROSS[2, 3], _CROSS[0, 5] = 1.0, -1.0
+_CROSS[1, 6], _CROSS[0, 7] = -1.0, 1.0
+
+
 def cross_matrices(v: np.ndarray) -> np.ndarray:
-    """Cross-product matrices ``(..., 3, 3)`` of vectors ``(..., 3)``."""
-    out = np.zeros((*v.shape[:-1], 3, 3))
-    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
-    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
-    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
-    return out
+    """Cross-product matrices ``(..., 3, 3)`` of vectors ``(..., 3)``: ``cross_matrices(a) @ b = a x b``."""
+    return (v @ _CROSS).reshape(*v.shape[:-1], 3, 3)
+
+
+def _frame_table(model: Model, f: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """Per frame (cached on the model): its node, offset rotation (3, 3) and origin (3,) in the node, and
+    ``moves`` (nq, 1): 1.0 for each coordinate whose motion carries the frame, else 0.0."""
+    cache = model.__dict__.get("_ik_frame_cache")
+    if cache is None:
+        cache = {}
+        object.__setattr__(model, "_ik_frame_cache", cache)
+    if f not in cache:
+        node = int(model.frame_node[f])
+        offset = model.frame_offset[f]
+        moves = model.subtree[model.coordinate_node, node].astype(float)[:, None]
+        cache[f] = (node, offset[:3, :3].copy(), offset[:3, 3].copy(), moves)
+    return cache[f]
 
 
 class FrameKinematics:
@@ -101,20 +119,21 @@ class FrameKinematics:
     def pose(self, f: int) -> tuple[np.ndarray, np.ndarray]:
         """World rotation (B, 3, 3) and origin (B, 3) of frame ``f``."""
         if f not in self._poses:
-            node = self.model.frame_node[f]
-            offset = self.model.frame_offset[f]
+            node, rotation_offset, origin_offset, _ = _frame_table(self.model, f)
             rotation = self.state.rotation[:, node]
-            self._poses[f] = (rotation @ offset[:3, :3], rotation @ offset[:3, 3] + self.state.position[:, node])
+            self._poses[f] = (rotation @ rotation_offset, rotation @ origin_offset + self.state.position[:, node])
         return self._poses[f]
 
     def jacobian(self, f: int) -> np.ndarray:
         """(B, 6, nq): [linear velocity of the origin; angular velocity], world axes, per unit coordinate rate."""
         if f not in self._jacobians:
-            model, s = self.model, self.state
-            node = model.frame_node[f]
-            linear = point_jacobian(model, s, node, self.pose(f)[1])
-            angular = s.omega * model.subtree[model.coordinate_node, node][None, :, None]
-            self._jacobians[f] = np.concatenate([linear, angular], axis=2).transpose(0, 2, 1)
+            s = self.state
+            moves = _frame_table(self.model, f)[3]
+            origin = self.pose(f)[1]
+            # per coordinate: v + omega x origin (omega @ [origin]x = omega x origin), then omega; zero where
+            # the coordinate does not carry the frame
+            twists = np.concatenate([s.v + s.omega @ cross_matrices(origin), s.omega], axis=2) * moves
+            self._jacobians[f] = twists.transpose(0, 2, 1)
         return self._jacobians[f]
 
     def relative(self, f: int, reference: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

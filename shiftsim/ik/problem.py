@@ -19,6 +19,7 @@ and builds the :class:`IKResult` of any configuration with
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -104,16 +105,17 @@ class _CoupledLimit:
 
 @dataclass
 class Evaluation:
-    """Residual and Jacobian at one configuration: ``residual`` unweighted (m, rad), ``weighted`` and
-    ``jacobian`` (weighted rows, one column per free coordinate) for the least squares."""
+    """Residual and Jacobian at one configuration: ``residual`` (rows,) unweighted (m, rad), ``weighted``
+    (rows,) and ``jacobian`` (rows, n_free) (weighted rows, one column per free coordinate) for the least
+    squares; ``norm`` is the Euclidean norm of ``residual``."""
 
     residual: np.ndarray
     weighted: np.ndarray
     jacobian: np.ndarray
+    norm: float = field(init=False)
 
-    @property
-    def norm(self) -> float:
-        return float(np.linalg.norm(self.residual))
+    def __post_init__(self) -> None:
+        self.norm = math.sqrt(self.residual @ self.residual)
 
 
 @dataclass
@@ -130,6 +132,13 @@ class IKProblem:
     _closures: tuple[_Closure, ...] = field(default=())
     _coupled_limits: tuple[_CoupledLimit, ...] = field(default=())
     _weights: np.ndarray = field(default_factory=lambda: np.ones(0))
+    _last: tuple[bytes, Evaluation] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # constant per problem, read at every evaluation
+        self._more_rows = bool(self.model.closures or self._coupled_limits)
+        self._all_free = np.array_equal(self.free, np.arange(self.model.nq))
+        self._unweighted = bool(np.all(self._weights == 1.0))
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -199,9 +208,25 @@ class IKProblem:
         return self.model.apply_couplings(q)
 
     def evaluate(self, q: np.ndarray) -> Evaluation:
-        """Residual and Jacobian (over the free coordinates) at ``q`` (couplings already applied)."""
+        """Residual and Jacobian (over the free coordinates) at ``q`` (nq,) (couplings already applied).
+
+        The last evaluation is kept: asking again for the same ``q`` (the solver's final configuration,
+        judged once more by :meth:`result`) returns it without recomputing.
+        """
+        q = np.asarray(q, dtype=float)
+        key = q.tobytes()
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        evaluation = self._evaluate(q)
+        self._last = (key, evaluation)
+        return evaluation
+
+    def _evaluate(self, q: np.ndarray) -> Evaluation:
         model = self.model
         kin = FrameKinematics(model, q[None])
+        if len(self.constraints) == 1 and not self._more_rows:  # the usual case: one block, nothing to stack
+            residual, jac = self.constraints[0].evaluate(kin)
+            return self._weighted(q, residual, jac)
         residuals, rows = [], []
         for c in self.constraints:
             r, j = c.evaluate(kin)
@@ -216,10 +241,18 @@ class IKProblem:
             row = np.zeros((1, model.nq))
             row[0, limit.coordinate] = float(residuals[-1][0] != 0.0)
             rows.append(row)
-        residual = np.concatenate(residuals)
-        jac = np.concatenate(rows)
-        t = coupling_map(model, q)[:, self.free] if model.couplings else np.eye(model.nq)[:, self.free]
-        return Evaluation(residual, residual * self._weights, (jac @ t) * self._weights[:, None])
+        return self._weighted(q, np.concatenate(residuals), np.concatenate(rows))
+
+    def _weighted(self, q: np.ndarray, residual: np.ndarray, jac: np.ndarray) -> Evaluation:
+        """The :class:`Evaluation` of the stacked ``residual`` (rows,) and ``jac`` (rows, nq) at ``q``:
+        columns taken through the couplings onto the free coordinates, rows weighted."""
+        if self.model.couplings:
+            jac = jac @ coupling_map(self.model, q)[:, self.free]
+        elif not self._all_free:
+            jac = jac[:, self.free]
+        if self._unweighted:
+            return Evaluation(residual, residual, jac)
+        return Evaluation(residual, residual * self._weights, jac * self._weights[:, None])
 
     # ------------------------------------------------------------------ helpers for solvers
     def random_start(self, rng: np.random.Generator, around: np.ndarray) -> np.ndarray:

@@ -4,8 +4,9 @@ Minimises ``1/2 |W r(q)|^2`` over the free coordinates of an
 :class:`~.problem.IKProblem` (r: constraints, loop closures, coupled limits).
 
 Each iteration solves the damped Gauss–Newton step ``(J^T J + lambda I) d = -J^T r``
-as the least-squares problem ``[J; sqrt(lambda) I] d = [-r; 0]`` (no squared
-condition number), on the coordinates that are not pinned at a limit:
+(normal equations: the systems are a few coordinates wide, where one small
+solve costs less than a least-squares factorization and the damping keeps
+them regular), on the coordinates that are not pinned at a limit:
 a coordinate at a bound whose gradient pushes it outwards is held for the
 step (active set). The trial point is then *projected* onto the box of joint
 limits (clipped), so every iterate respects the limits. The damping follows
@@ -24,6 +25,8 @@ best outcome.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .problem import Evaluation, IKProblem, IKResult
@@ -38,19 +41,19 @@ STUCK = ("the error stopped decreasing (a local minimum: targets out of reach, c
          "or joint limits in the way)")
 
 
-def _active(problem: IKProblem, q: np.ndarray, gradient: np.ndarray) -> np.ndarray:
-    """Free coordinates at a bound whose descent direction (-gradient) leaves the box."""
-    x = q[problem.free]
-    lower, upper = problem.lower[problem.free], problem.upper[problem.free]
+def _active(x: np.ndarray, lower: np.ndarray, upper: np.ndarray, gradient: np.ndarray) -> np.ndarray:
+    """Free coordinates at a bound whose descent direction (-gradient) leaves the box: ``x``, ``lower``,
+    ``upper`` and ``gradient`` are (n_free,), the mask too."""
     slack = 1e-12 * np.maximum(1.0, np.abs(x))
     return ((x <= lower + slack) & (gradient > 0)) | ((x >= upper - slack) & (gradient < 0))
 
 
-def _damped_step(jac: np.ndarray, residual: np.ndarray, damping: float) -> np.ndarray:
-    n = jac.shape[1]
-    augmented = np.vstack([jac, np.sqrt(damping) * np.eye(n)])
-    rhs = np.concatenate([-residual, np.zeros(n)])
-    return np.linalg.lstsq(augmented, rhs, rcond=None)[0]
+def _damped_step(normal: np.ndarray, gradient: np.ndarray, damping: float) -> np.ndarray:
+    """The step d of ``(J^T J + damping I) d = -J^T r`` from ``normal`` = J^T J (n, n) and ``gradient`` =
+    J^T r (n,)."""
+    damped = normal.copy()
+    damped.flat[::len(gradient) + 1] += damping
+    return np.linalg.solve(damped, -gradient)
 
 
 def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.ndarray, int, str]:
@@ -58,31 +61,43 @@ def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.nda
     q = problem.project(q_start)
     current: Evaluation = problem.evaluate(q)
     options = problem.options
+    free = problem.free
+    lower, upper = problem.lower[free], problem.upper[free]
+    bounded = bool(np.any(np.isfinite(lower)) or np.any(np.isfinite(upper)))
     scale = max(1.0, float(np.max(np.sum(current.jacobian ** 2, axis=0), initial=0.0)))
     damping, growth, stalled = INITIAL_DAMPING * scale, 2.0, 0
     iterations = 0
     while current.norm > options.tolerance:
-        if not problem.free.size:
+        if not free.size:
             return q, iterations, "no joint is free to move"
         if iterations == options.max_iterations:
             return q, iterations, f"stopped after {iterations} iterations"
-        gradient = current.jacobian.T @ current.weighted
-        moving = ~_active(problem, q, gradient)
-        size = np.linalg.norm(current.jacobian) * np.linalg.norm(current.weighted)
-        if np.linalg.norm(gradient[moving]) <= STATIONARY * size:
-            return q, iterations, STUCK
+        jac, weighted = current.jacobian, current.weighted
+        gradient = jac.T @ weighted
+        normal = jac.T @ jac
+        cost = weighted @ weighted
+        # |J|_F |r| (|J|_F^2 is the trace of J^T J): the scale the gradient is small against at a minimum
+        size = math.sqrt(np.trace(normal) * cost)
+        moving = ~_active(q[free], lower, upper, gradient) if bounded else None
+        if moving is None or moving.all():
+            if math.sqrt(gradient @ gradient) <= STATIONARY * size:
+                return q, iterations, STUCK
+            step = _damped_step(normal, gradient, damping)
+        else:
+            if np.linalg.norm(gradient[moving]) <= STATIONARY * size:
+                return q, iterations, STUCK
+            step = np.zeros(free.size)
+            step[moving] = _damped_step(normal[np.ix_(moving, moving)], gradient[moving], damping)
         iterations += 1
-        step = np.zeros(problem.free.size)
-        step[moving] = _damped_step(current.jacobian[:, moving], current.weighted, damping)
         largest = float(np.max(np.abs(step), initial=0.0))
         if largest > options.max_step:
             step *= options.max_step / largest
         trial = q.copy()
-        trial[problem.free] += step
+        trial[free] += step
         trial = problem.project(trial)
-        taken = trial[problem.free] - q[problem.free]
-        cost = current.weighted @ current.weighted
-        predicted = cost - np.sum((current.weighted + current.jacobian @ taken) ** 2)
+        taken = trial[free] - q[free]
+        linear = weighted + jac @ taken
+        predicted = cost - linear @ linear
         candidate = problem.evaluate(trial)
         actual = cost - candidate.weighted @ candidate.weighted
         if predicted > 0 and actual > 0:
