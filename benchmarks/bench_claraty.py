@@ -92,7 +92,7 @@ def to_pinocchio(model: Model):
     the node's A, its body sits at D), inertias and every frame carried over."""
     twin = pin.Model()
     joint_of = {0: 0}
-    order = [int(i) for level in model.levels for i in level.nodes]
+    order = range(1, model.n_nodes)  # every node after its parent (node 0 is the fixed root)
     for node in order:
         kind, sign = model.node_kind[node], model.node_sign[node]
         if kind not in (REVOLUTE, PRISMATIC) or sign != 1.0:
