@@ -32,7 +32,7 @@ from scipy.spatial.transform import Rotation
 from ..errors import InputError, Problem
 from ..model import Model
 from ..spatial import is_rotation
-from .frames import FrameKinematics, cross_matrices, frame_index
+from .frames import FrameKinematics, cross_matrices, frame_index, frame_table
 
 
 def rotation_log_jacobian_inverse(rotvec: np.ndarray) -> np.ndarray:
@@ -43,11 +43,11 @@ def rotation_log_jacobian_inverse(rotvec: np.ndarray) -> np.ndarray:
     at ``t = pi``; there the sine is floored, which still gives a descent direction.
     """
     x, y, z = np.asarray(rotvec, float).tolist()
-    return _log_jacobian_inverse(x, y, z)
+    return np.array(_log_jacobian_inverse(x, y, z))
 
 
-def _log_jacobian_inverse(x: float, y: float, z: float) -> np.ndarray:
-    """:func:`rotation_log_jacobian_inverse` of ``phi = (x, y, z)`` from scalars, written out:
+def _log_jacobian_inverse(x: float, y: float, z: float) -> tuple[tuple[float, float, float], ...]:
+    """The rows of :func:`rotation_log_jacobian_inverse` of ``phi = (x, y, z)``, from scalars, written out:
     ``[phi]^2 = phi phi^T - t^2 I``, so the matrix is ``(1 - c t^2) I - [phi]/2 + c phi phi^T``."""
     tt = x * x + y * y + z * z
     t = math.sqrt(tt)
@@ -57,9 +57,9 @@ def _log_jacobian_inverse(x: float, y: float, z: float) -> np.ndarray:
         c = 1.0 / tt - (1.0 + math.cos(t)) / (2.0 * t * max(math.sin(t), 1e-9))
     a = 1.0 - c * tt
     cx, cy, cz = c * x, c * y, c * z
-    return np.array([[a + cx * x, 0.5 * z + cx * y, -0.5 * y + cx * z],
-                     [-0.5 * z + cx * y, a + cy * y, 0.5 * x + cy * z],
-                     [0.5 * y + cx * z, -0.5 * x + cy * z, a + cz * z]])
+    return ((a + cx * x, 0.5 * z + cx * y, -0.5 * y + cx * z),
+            (-0.5 * z + cx * y, a + cy * y, 0.5 * x + cy * z),
+            (0.5 * y + cx * z, -0.5 * x + cy * z, a + cz * z))
 
 
 def rotation_vector3(m: np.ndarray) -> tuple[float, float, float]:
@@ -175,7 +175,13 @@ class EndEffectorConstraint:
         reference = None if self.relative_to is None else _frame(model, self.relative_to, where, problems)
         if problems:
             raise InputError(problems)
-        return BoundEndEffector(self.label, f, reference, position, rotation, float(self.weight))
+        bound = BoundEndEffector(self.label, f, reference, position, rotation, float(self.weight))
+        if reference is None and rotation is not None:
+            bound.offset_target = frame_table(model, f).rotation @ rotation.T
+        return bound
+
+
+_LINEAR_ROWS = np.eye(3, 6)  # v @ _LINEAR_ROWS = [v, 0] for v (n, 3)
 
 
 @dataclass
@@ -190,26 +196,46 @@ class BoundEndEffector:
     weight: float
     kind: str = "end_effector"
     rows: int = field(init=False)
+    # the frame's rotation in its node times the target's transpose (3, 3), for a rotation target in the world
+    offset_target: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.rows = 3 * ((self.position is not None) + (self.rotation is not None))
 
     def evaluate(self, kin: FrameKinematics) -> tuple[np.ndarray, np.ndarray]:
+        if self.offset_target is not None:
+            return self._in_world(kin)
         rotation, origin, jac = kin.relative(self.frame, self.reference)
         jac = kin.rotate_rows(jac, self.reference)[0]
         if self.rotation is None:
             return origin[0] - self.position, jac[:3]
         error = rotation_vector3(rotation[0] @ self.rotation.T)
-        angular = _log_jacobian_inverse(*error) @ jac[3:]
+        angular = np.array(_log_jacobian_inverse(*error)) @ jac[3:]
         if self.position is None:
             return np.array(error), angular
-        residual = np.empty(6)
-        residual[:3] = origin[0] - self.position
-        residual[3:] = error
-        rows = np.empty((6, jac.shape[1]))
-        rows[:3] = jac[:3]
-        rows[3:] = angular
-        return residual, rows
+        return np.concatenate([origin[0] - self.position, error]), np.concatenate([jac[:3], angular])
+
+    def _in_world(self, kin: FrameKinematics) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`evaluate` for a rotation target in the world, straight from the node's pose and the
+        coordinate twists (the solver's usual case, in as few array operations as it takes).
+
+        Column i of the rows is [v_i + omega_i x p; J_l^{-1}(e) omega_i] (p: the frame's origin, e: the
+        rotation error), so the transposed rows (nq, 6) are ``omega @ [[p]x, J_l^{-T}] + v @ [I, 0]``.
+        """
+        table = frame_table(kin.model, self.frame)
+        s = kin.state
+        node_rotation = s.rotation[0, table.node]
+        x, y, z = (node_rotation @ table.origin + s.position[0, table.node]).tolist()
+        error = rotation_vector3(node_rotation @ self.offset_target)  # R R_target^T, R = R_node R_offset
+        (a, b, c), (d, e, f), (g, h, i) = _log_jacobian_inverse(*error)
+        on_omega = np.array([[0.0, -z, y, a, d, g], [z, 0.0, -x, b, e, h], [-y, x, 0.0, c, f, i]])
+        twists = s.omega[0] @ on_omega + s.v[0] @ _LINEAR_ROWS
+        if table.moves is not None:
+            twists *= table.moves
+        if self.position is None:
+            return np.array(error), twists[:, 3:].T
+        px, py, pz = self.position.tolist()
+        return np.array([x - px, y - py, z - pz, *error]), twists.T
 
     def report(self, residual: np.ndarray) -> dict:
         out: dict = {"name": self.name, "kind": self.kind}

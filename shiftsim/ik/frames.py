@@ -27,6 +27,8 @@ Conventions:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..errors import InputError, Problem
@@ -85,9 +87,20 @@ def cross_matrices(v: np.ndarray) -> np.ndarray:
     return (v @ _CROSS).reshape(*v.shape[:-1], 3, 3)
 
 
-def _frame_table(model: Model, f: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """Per frame (cached on the model): its node, offset rotation (3, 3) and origin (3,) in the node, and
-    ``moves`` (nq, 1): 1.0 for each coordinate whose motion carries the frame, else 0.0."""
+@dataclass(frozen=True)
+class FrameTable:
+    """Constants of one frame: its ``node``, the frame's ``rotation`` (3, 3) and ``origin`` (3,) in the node,
+    and ``moves`` (nq, 1): 1.0 for each coordinate whose motion carries the frame, 0.0 for the others
+    (None when every coordinate carries it)."""
+
+    node: int
+    rotation: np.ndarray
+    origin: np.ndarray
+    moves: np.ndarray | None
+
+
+def frame_table(model: Model, f: int) -> FrameTable:
+    """The :class:`FrameTable` of frame index ``f``, cached on the model."""
     cache = model.__dict__.get("_ik_frame_cache")
     if cache is None:
         cache = {}
@@ -95,8 +108,9 @@ def _frame_table(model: Model, f: int) -> tuple[int, np.ndarray, np.ndarray, np.
     if f not in cache:
         node = int(model.frame_node[f])
         offset = model.frame_offset[f]
-        moves = model.subtree[model.coordinate_node, node].astype(float)[:, None]
-        cache[f] = (node, offset[:3, :3].copy(), offset[:3, 3].copy(), moves)
+        carried = model.subtree[model.coordinate_node, node]
+        moves = None if carried.all() else carried.astype(float)[:, None]
+        cache[f] = FrameTable(node, offset[:3, :3].copy(), offset[:3, 3].copy(), moves)
     return cache[f]
 
 
@@ -119,20 +133,22 @@ class FrameKinematics:
     def pose(self, f: int) -> tuple[np.ndarray, np.ndarray]:
         """World rotation (B, 3, 3) and origin (B, 3) of frame ``f``."""
         if f not in self._poses:
-            node, rotation_offset, origin_offset, _ = _frame_table(self.model, f)
-            rotation = self.state.rotation[:, node]
-            self._poses[f] = (rotation @ rotation_offset, rotation @ origin_offset + self.state.position[:, node])
+            table = frame_table(self.model, f)
+            rotation = self.state.rotation[:, table.node]
+            self._poses[f] = (rotation @ table.rotation, rotation @ table.origin + self.state.position[:, table.node])
         return self._poses[f]
 
     def jacobian(self, f: int) -> np.ndarray:
         """(B, 6, nq): [linear velocity of the origin; angular velocity], world axes, per unit coordinate rate."""
         if f not in self._jacobians:
             s = self.state
-            moves = _frame_table(self.model, f)[3]
+            moves = frame_table(self.model, f).moves
             origin = self.pose(f)[1]
             # per coordinate: v + omega x origin (omega @ [origin]x = omega x origin), then omega; zero where
             # the coordinate does not carry the frame
-            twists = np.concatenate([s.v + s.omega @ cross_matrices(origin), s.omega], axis=2) * moves
+            twists = np.concatenate([s.v + s.omega @ cross_matrices(origin), s.omega], axis=2)
+            if moves is not None:
+                twists *= moves
             self._jacobians[f] = twists.transpose(0, 2, 1)
         return self._jacobians[f]
 

@@ -107,15 +107,18 @@ class _CoupledLimit:
 class Evaluation:
     """Residual and Jacobian at one configuration: ``residual`` (rows,) unweighted (m, rad), ``weighted``
     (rows,) and ``jacobian`` (rows, n_free) (weighted rows, one column per free coordinate) for the least
-    squares; ``norm`` is the Euclidean norm of ``residual``."""
+    squares; ``norm`` is the Euclidean norm of ``residual``, ``cost`` the squared norm of ``weighted``."""
 
     residual: np.ndarray
     weighted: np.ndarray
     jacobian: np.ndarray
     norm: float = field(init=False)
+    cost: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.norm = math.sqrt(self.residual @ self.residual)
+        squared = float(self.residual @ self.residual)
+        self.norm = math.sqrt(squared)
+        self.cost = squared if self.weighted is self.residual else float(self.weighted @ self.weighted)
 
 
 @dataclass
@@ -203,8 +206,10 @@ class IKProblem:
 
     def project(self, q: np.ndarray) -> np.ndarray:
         """``q`` with the free coordinates clipped into their limits and the couplings applied."""
+        if self._all_free:
+            return self.model.apply_couplings(np.minimum(np.maximum(q, self.lower), self.upper))
         q = np.array(q, dtype=float)
-        q[self.free] = np.clip(q[self.free], self.lower[self.free], self.upper[self.free])
+        q[self.free] = np.minimum(np.maximum(q[self.free], self.lower[self.free]), self.upper[self.free])
         return self.model.apply_couplings(q)
 
     def evaluate(self, q: np.ndarray) -> Evaluation:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.linalg.lapack import dposv
 
 from .problem import Evaluation, IKProblem, IKResult
 
@@ -41,19 +42,28 @@ STUCK = ("the error stopped decreasing (a local minimum: targets out of reach, c
          "or joint limits in the way)")
 
 
-def _active(x: np.ndarray, lower: np.ndarray, upper: np.ndarray, gradient: np.ndarray) -> np.ndarray:
-    """Free coordinates at a bound whose descent direction (-gradient) leaves the box: ``x``, ``lower``,
-    ``upper`` and ``gradient`` are (n_free,), the mask too."""
-    slack = 1e-12 * np.maximum(1.0, np.abs(x))
-    return ((x <= lower + slack) & (gradient > 0)) | ((x >= upper - slack) & (gradient < 0))
+def _held_at_bounds(x: list[float], gradient: list[float], lower: list[float], upper: list[float]) -> list[int]:
+    """Positions (in the free coordinates) of those at a bound whose descent direction (-gradient) leaves
+    the box. One entry per free coordinate in each list; plain floats, as the lists are a few long."""
+    held = []
+    for k, (xk, gk, lo, hi) in enumerate(zip(x, gradient, lower, upper)):
+        slack = 1e-12 * max(1.0, abs(xk))
+        if (gk > 0.0 and xk <= lo + slack) or (gk < 0.0 and xk >= hi - slack):
+            held.append(k)
+    return held
 
 
 def _damped_step(normal: np.ndarray, gradient: np.ndarray, damping: float) -> np.ndarray:
-    """The step d of ``(J^T J + damping I) d = -J^T r`` from ``normal`` = J^T J (n, n) and ``gradient`` =
-    J^T r (n,)."""
+    """The step d (n,) of ``(J^T J + damping I) d = -J^T r`` from ``normal`` = J^T J (n, n) and ``gradient``
+    = J^T r (n,): by Cholesky (LAPACK ``dposv``, whose call costs a fraction of numpy.linalg.solve's on a
+    few unknowns), or, when round-off leaves the damped matrix not positive definite (damping vanishing
+    on a singular J), as its minimum-norm least-squares solution."""
     damped = normal.copy()
     damped.flat[::len(gradient) + 1] += damping
-    return np.linalg.solve(damped, -gradient)
+    _, step, info = dposv(damped, -gradient)
+    if info != 0:
+        step = np.linalg.lstsq(damped, -gradient, rcond=None)[0]
+    return step
 
 
 def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.ndarray, int, str]:
@@ -61,45 +71,45 @@ def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.nda
     q = problem.project(q_start)
     current: Evaluation = problem.evaluate(q)
     options = problem.options
-    free = problem.free
-    lower, upper = problem.lower[free], problem.upper[free]
-    bounded = bool(np.any(np.isfinite(lower)) or np.any(np.isfinite(upper)))
+    free = slice(None) if problem.free.size == problem.model.nq else problem.free  # a view when all are free
+    lower, upper = problem.lower[free].tolist(), problem.upper[free].tolist()
+    bounded = not all(math.isinf(bound) for bound in lower + upper)
     scale = max(1.0, float(np.max(np.sum(current.jacobian ** 2, axis=0), initial=0.0)))
     damping, growth, stalled = INITIAL_DAMPING * scale, 2.0, 0
     iterations = 0
     while current.norm > options.tolerance:
-        if not free.size:
+        if not problem.free.size:
             return q, iterations, "no joint is free to move"
         if iterations == options.max_iterations:
             return q, iterations, f"stopped after {iterations} iterations"
-        jac, weighted = current.jacobian, current.weighted
+        jac, weighted, cost = current.jacobian, current.weighted, current.cost
         gradient = jac.T @ weighted
         normal = jac.T @ jac
-        cost = weighted @ weighted
         # |J|_F |r| (|J|_F^2 is the trace of J^T J): the scale the gradient is small against at a minimum
-        size = math.sqrt(np.trace(normal) * cost)
-        moving = ~_active(q[free], lower, upper, gradient) if bounded else None
-        if moving is None or moving.all():
-            if math.sqrt(gradient @ gradient) <= STATIONARY * size:
-                return q, iterations, STUCK
-            step = _damped_step(normal, gradient, damping)
-        else:
-            if np.linalg.norm(gradient[moving]) <= STATIONARY * size:
-                return q, iterations, STUCK
-            step = np.zeros(free.size)
-            step[moving] = _damped_step(normal[np.ix_(moving, moving)], gradient[moving], damping)
+        size = math.sqrt(normal.trace() * cost)
+        held = _held_at_bounds(q[free].tolist(), gradient.tolist(), lower, upper) if bounded else []
+        if held:
+            moving = np.ones(len(gradient), dtype=bool)
+            moving[held] = False
+            gradient, normal = gradient[moving], normal[np.ix_(moving, moving)]
+        if math.sqrt(gradient @ gradient) <= STATIONARY * size:
+            return q, iterations, STUCK
         iterations += 1
-        largest = float(np.max(np.abs(step), initial=0.0))
+        if held:
+            step = np.zeros(len(moving))
+            step[moving] = _damped_step(normal, gradient, damping)
+        else:
+            step = _damped_step(normal, gradient, damping)
+        largest = max(map(abs, step.tolist()))
         if largest > options.max_step:
             step *= options.max_step / largest
         trial = q.copy()
         trial[free] += step
         trial = problem.project(trial)
-        taken = trial[free] - q[free]
-        linear = weighted + jac @ taken
+        linear = weighted + jac @ (trial[free] - q[free])
         predicted = cost - linear @ linear
         candidate = problem.evaluate(trial)
-        actual = cost - candidate.weighted @ candidate.weighted
+        actual = cost - candidate.cost
         if predicted > 0 and actual > 0:
             rho = actual / predicted
             q, current = trial, candidate
@@ -121,9 +131,11 @@ def solve_generic(problem: IKProblem, q_start: np.ndarray) -> IKResult:
     the best configuration found is reported, with the iterations of all attempts."""
     q, total, reason = levenberg_marquardt(problem, q_start)
     best_q, best_norm, best_reason = q, problem.evaluate(q).norm, reason
-    rng = np.random.default_rng(problem.options.seed)
+    rng = None
     attempts = 1
     while best_norm > problem.options.tolerance and attempts <= problem.options.restarts:
+        if rng is None:  # made only when a restart is needed: it costs as much as an iteration
+            rng = np.random.default_rng(problem.options.seed)
         q, iterations, reason = levenberg_marquardt(problem, problem.random_start(rng, q_start))
         total += iterations
         attempts += 1
