@@ -157,7 +157,7 @@ class EndEffectorConstraint:
                                     "a target position, rotation or both"))
         if self.position is not None:
             position = np.asarray(self.position, float)
-            if position.shape != (3,) or not np.all(np.isfinite(position)):
+            if position.shape != (3,) or not all(map(math.isfinite, position.tolist())):
                 problems.append(Problem("inverse kinematics", where, f"target position {self.position!r}",
                                         "3 finite numbers (m)"))
         if self.rotation is not None:
@@ -179,9 +179,6 @@ class EndEffectorConstraint:
         if reference is None and rotation is not None:
             bound.offset_target = frame_table(model, f).rotation @ rotation.T
         return bound
-
-
-_LINEAR_ROWS = np.eye(3, 6)  # v @ _LINEAR_ROWS = [v, 0] for v (n, 3)
 
 
 @dataclass
@@ -220,7 +217,8 @@ class BoundEndEffector:
         coordinate twists (the solver's usual case, in as few array operations as it takes).
 
         Column i of the rows is [v_i + omega_i x p; J_l^{-1}(e) omega_i] (p: the frame's origin, e: the
-        rotation error), so the transposed rows (nq, 6) are ``omega @ [[p]x, J_l^{-T}] + v @ [I, 0]``.
+        rotation error), so the transposed rows (nq, 6) are ``omega @ [[p]x, J_l^{-T}]``, v added to the
+        first three columns.
         """
         table = frame_table(kin.model, self.frame)
         s = kin.state
@@ -229,7 +227,8 @@ class BoundEndEffector:
         error = rotation_vector3(node_rotation @ self.offset_target)  # R R_target^T, R = R_node R_offset
         (a, b, c), (d, e, f), (g, h, i) = _log_jacobian_inverse(*error)
         on_omega = np.array([[0.0, -z, y, a, d, g], [z, 0.0, -x, b, e, h], [-y, x, 0.0, c, f, i]])
-        twists = s.omega[0] @ on_omega + s.v[0] @ _LINEAR_ROWS
+        twists = s.omega[0] @ on_omega
+        twists[:, :3] += s.v[0]
         if table.moves is not None:
             twists *= table.moves
         if self.position is None:
@@ -241,10 +240,10 @@ class BoundEndEffector:
         out: dict = {"name": self.name, "kind": self.kind}
         k = 0
         if self.position is not None:
-            out["position_error"] = float(np.linalg.norm(residual[:3]))
+            out["position_error"] = math.hypot(*residual[:3].tolist())
             k = 3
         if self.rotation is not None:
-            out["orientation_error"] = float(np.linalg.norm(residual[k:k + 3]))
+            out["orientation_error"] = math.hypot(*residual[k:k + 3].tolist())
         return out
 
 

@@ -32,6 +32,24 @@ from .constraints import BoundConstraint, CartesianConstraint
 from .frames import FrameKinematics, independent_coordinates
 
 
+def _limits(model: Model, respect: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds (nq,) of every coordinate: the joint limits of single-coordinate joints when
+    ``respect``, -inf/+inf elsewhere. Cached on the model, read-only (problems share them)."""
+    cache = model.__dict__.get("_ik_limits_cache")
+    if cache is None:
+        cache = {}
+        object.__setattr__(model, "_ik_limits_cache", cache)
+    if respect not in cache:
+        lower, upper = np.full(model.nq, -np.inf), np.full(model.nq, np.inf)
+        if respect:
+            for joint in model.joints:
+                if joint.limits is not None and len(joint.coordinates) == 1:
+                    lower[joint.coordinates[0]], upper[joint.coordinates[0]] = joint.limits
+        lower.flags.writeable = upper.flags.writeable = False
+        cache[respect] = (lower, upper)
+    return cache[respect]
+
+
 @dataclass(frozen=True)
 class IKOptions:
     """Settings of an inverse-kinematics solve.
@@ -86,8 +104,8 @@ class _Closure:
     rows: int = 6
 
     def report(self, residual: np.ndarray) -> dict:
-        return {"name": self.name, "kind": self.kind, "position_error": float(np.linalg.norm(residual[:3])),
-                "orientation_error": float(np.linalg.norm(residual[3:]))}
+        return {"name": self.name, "kind": self.kind, "position_error": math.hypot(*residual[:3].tolist()),
+                "orientation_error": math.hypot(*residual[3:].tolist())}
 
 
 @dataclass
@@ -140,8 +158,8 @@ class IKProblem:
     def __post_init__(self) -> None:
         # constant per problem, read at every evaluation
         self._more_rows = bool(self.model.closures or self._coupled_limits)
-        self._all_free = np.array_equal(self.free, np.arange(self.model.nq))
-        self._unweighted = bool(np.all(self._weights == 1.0))
+        self._all_free = len(self.free) == self.model.nq  # free holds distinct coordinate indices
+        self._unweighted = all(w == 1.0 for w in self._weights.tolist())
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -182,20 +200,17 @@ class IKProblem:
         if problems:
             raise InputError(problems)
 
-        lower, upper = np.full(model.nq, -np.inf), np.full(model.nq, np.inf)
-        if options.respect_limits:
-            for joint in model.joints:
-                if joint.limits is not None and len(joint.coordinates) == 1:
-                    lower[joint.coordinates[0]], upper[joint.coordinates[0]] = joint.limits
-        free = np.array([i for i in independent_coordinates(model) if i not in set(held)], dtype=int)
+        lower, upper = _limits(model, options.respect_limits)
+        held_set = set(held)
+        free = np.array([i for i in independent_coordinates(model) if i not in held_set], dtype=int)
         closures = tuple(_Closure(f"loop {model.joints[c.joint].name!r}") for c in model.closures)
         coupled_limits = tuple(
             _CoupledLimit(f"limits of {model.joints[model.coordinate_joint[c.target]].name!r}", c.target,
                           lower[c.target], upper[c.target])
             for c in model.couplings if np.isfinite(lower[c.target]) or np.isfinite(upper[c.target]))
-        weights = np.concatenate([np.full(c.rows, c.weight) for c in bound]
-                                 + [np.ones(6 * len(closures) + len(coupled_limits))])
-        return cls(model, tuple(bound), options, free, np.array(sorted(set(held)), dtype=int), lower, upper,
+        weights = np.array([c.weight for c in bound for _ in range(c.rows)]
+                           + [1.0] * (6 * len(closures) + len(coupled_limits)))
+        return cls(model, tuple(bound), options, free, np.array(sorted(held_set), dtype=int), lower, upper,
                    closures, coupled_limits, weights)
 
     # ------------------------------------------------------------------ evaluation
@@ -287,7 +302,7 @@ class IKProblem:
             start += block.rows
             report = block.report(part)
             reports.append(report)
-            if np.linalg.norm(part) > tolerance:
+            if math.hypot(*part.tolist()) > tolerance:
                 details = ", ".join(f"{k.replace('_', ' ')} {v:.3g}" for k, v in report.items() if isinstance(v, float))
                 violated.append(f"{block.name} ({details})")
         converged = evaluation.norm <= tolerance
@@ -301,7 +316,8 @@ class IKProblem:
                 message += "; joints at a limit: " + ", ".join(at_limits)
         if note:
             message += f"; {note}"
-        joints = {j.name: (float(q[j.coordinates[0]]) if len(j.coordinates) == 1 else q[list(j.coordinates)].tolist())
+        values = q.tolist()
+        joints = {j.name: (values[j.coordinates[0]] if len(j.coordinates) == 1 else [values[i] for i in j.coordinates])
                   for j in model.joints}
         return IKResult("converged" if converged else "failed", q, iterations, evaluation.norm, solver, joints,
                         tuple(reports), tuple(violated), message)

@@ -53,13 +53,14 @@ def _held_at_bounds(x: list[float], gradient: list[float], lower: list[float], u
     return held
 
 
-def _damped_step(normal: np.ndarray, gradient: np.ndarray, damping: float) -> np.ndarray:
+def _damped_step(normal: np.ndarray, gradient: np.ndarray, damping: float, identity: np.ndarray) -> np.ndarray:
     """The step d (n,) of ``(J^T J + damping I) d = -J^T r`` from ``normal`` = J^T J (n, n) and ``gradient``
-    = J^T r (n,): by Cholesky (LAPACK ``dposv``, whose call costs a fraction of numpy.linalg.solve's on a
-    few unknowns), or, when round-off leaves the damped matrix not positive definite (damping vanishing
-    on a singular J), as its minimum-norm least-squares solution."""
-    damped = normal.copy()
-    damped.flat[::len(gradient) + 1] += damping
+    = J^T r (n,) (``identity``: an identity matrix of at least n rows): by Cholesky (LAPACK ``dposv``, whose
+    call costs a fraction of numpy.linalg.solve's on a few unknowns), or, when round-off leaves the damped
+    matrix not positive definite (damping vanishing on a singular J), as its minimum-norm least-squares
+    solution."""
+    n = len(gradient)
+    damped = normal + damping * identity[:n, :n]
     _, step, info = dposv(damped, -gradient)
     if info != 0:
         step = np.linalg.lstsq(damped, -gradient, rcond=None)[0]
@@ -74,7 +75,8 @@ def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.nda
     free = slice(None) if problem.free.size == problem.model.nq else problem.free  # a view when all are free
     lower, upper = problem.lower[free].tolist(), problem.upper[free].tolist()
     bounded = not all(math.isinf(bound) for bound in lower + upper)
-    scale = max(1.0, float(np.max(np.sum(current.jacobian ** 2, axis=0), initial=0.0)))
+    identity = np.eye(len(lower))
+    scale = max([1.0, *(current.jacobian * current.jacobian).sum(axis=0).tolist()])  # largest |column|^2
     damping, growth, stalled = INITIAL_DAMPING * scale, 2.0, 0
     iterations = 0
     while current.norm > options.tolerance:
@@ -89,17 +91,16 @@ def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.nda
         size = math.sqrt(normal.trace() * cost)
         held = _held_at_bounds(q[free].tolist(), gradient.tolist(), lower, upper) if bounded else []
         if held:
-            moving = np.ones(len(gradient), dtype=bool)
-            moving[held] = False
-            gradient, normal = gradient[moving], normal[np.ix_(moving, moving)]
+            moving = [k for k in range(len(gradient)) if k not in held]
+            gradient, normal = gradient[moving], normal[moving][:, moving]
         if math.sqrt(gradient @ gradient) <= STATIONARY * size:
             return q, iterations, STUCK
         iterations += 1
         if held:
-            step = np.zeros(len(moving))
-            step[moving] = _damped_step(normal, gradient, damping)
+            step = np.zeros(len(lower))
+            step[moving] = _damped_step(normal, gradient, damping, identity)
         else:
-            step = _damped_step(normal, gradient, damping)
+            step = _damped_step(normal, gradient, damping, identity)
         largest = max(map(abs, step.tolist()))
         if largest > options.max_step:
             step *= options.max_step / largest
