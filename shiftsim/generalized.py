@@ -18,9 +18,8 @@ from typing import Protocol
 
 import numpy as np
 
-from .core import library as core_library
 from .core.layout import compiled
-from .core.library import address
+from .core.library import core
 from .kinematics import State
 from .model import Model
 
@@ -64,20 +63,19 @@ class ForceField(Protocol):
         """(node, point (B, 3), force (B, 3)) world-axes forces acting on nodes, for joint loads."""
 
 
+_INTEGER_ARRAYS = ("point_node", "frames", "follow")
+
+
 def _terms(model: Model, which: int, s: State, **arrays) -> ForceTerms:
-    """One of the model's own force terms at the states ``s`` by the compiled core (``shiftsim_terms``)."""
+    """One of the model's own force terms at the states ``s`` by the compiled core (``terms`` in core/src/api.c):
+    which 0 gravity and world forces, 1 joint springs, 2 pair springs, 3 closure-force stiffness, 4 loads."""
     batch = s.q.shape[0]
     q_force, stiffness, energy = np.zeros((batch, model.nq)), np.zeros((batch, model.nq, model.nq)), np.zeros(batch)
-    get = {name: value if isinstance(value, int) else
-           np.ascontiguousarray(value, dtype=np.int64 if name in ("point_node", "frames", "follow") else float)
-           for name, value in arrays.items()}
-    core_library.lib.shiftsim_terms(
-        compiled(model).pointer, which, batch, address(np.ascontiguousarray(s.q, dtype=float)), *s.addresses(),
-        address(get.get("gravity")), int(get.get("count", 0)), address(get.get("point_node")),
-        address(get.get("point")), address(get.get("force")), address(get.get("multipliers")),
-        int(get.get("n_loads", 0)), address(get.get("frames")), address(get.get("forces")),
-        address(get.get("torques")), address(get.get("follow")), address(q_force), address(stiffness),
-        address(energy))
+    given = {name: np.ascontiguousarray(value, dtype=np.int64 if name in _INTEGER_ARRAYS else float)
+             for name, value in arrays.items()}
+    names = ("gravity", "point_node", "point", "force", "multipliers", "frames", "forces", "torques", "follow")
+    core.terms(compiled(model), which, np.ascontiguousarray(s.q, dtype=float), *s.arrays,
+               *(given.get(name) for name in names), q_force, stiffness, energy)
     return ForceTerms(q_force, stiffness, energy, True)
 
 
@@ -87,12 +85,9 @@ def point_hessian(model: Model, s: State, node: int, jv: np.ndarray, direction: 
 
     For j nearer the root than (or equal to) k, both moving the point, d2p/dq_j dq_k = omega_j x Jv_k: kept where
     the point lies on j's own axis (Jv_j = 0 there, yet j turns k's motion)."""
-    batch = s.q.shape[0]
-    out = np.zeros((batch, model.nq, model.nq))
-    core_library.lib.shiftsim_point_hessian(
-        compiled(model).pointer, batch, *s.addresses(), int(node),
-        address(np.ascontiguousarray(jv, dtype=float)), address(np.ascontiguousarray(direction, dtype=float)),
-        address(out))
+    out = np.zeros((s.q.shape[0], model.nq, model.nq))
+    core.point_hessian(compiled(model), *s.arrays, int(node), np.ascontiguousarray(jv, dtype=float),
+                       np.ascontiguousarray(direction, dtype=float), out)
     return out
 
 
@@ -108,15 +103,13 @@ def gravity_and_world_forces(model: Model, s: State, gravity: np.ndarray,
     for i, (_, point, force) in enumerate(point_forces):
         points[:, i], forces[:, i] = point, force
     gravity = np.broadcast_to(np.asarray(gravity, float), (batch, 3))
-    return _terms(model, 0, s, gravity=gravity, count=len(point_forces), point_node=nodes, point=points,
-                  force=forces)
+    return _terms(model, 0, s, gravity=gravity, point_node=nodes, point=points, force=forces)
 
 
 def joint_springs(model: Model, q: np.ndarray) -> ForceTerms:
     """Joint-level stiffness arrays and joint spring restraints: Q = -f(q), at q (B, nq)."""
     q = np.ascontiguousarray(q, dtype=float)
-    empty = State(q, *(np.zeros((q.shape[0], 0)) for _ in range(4)))
-    return _terms(model, 1, empty)
+    return _terms(model, 1, State(q, None, None, None, None))
 
 
 def pair_springs(model: Model, s: State) -> ForceTerms:
@@ -128,9 +121,12 @@ def rate_forces(model: Model, rates: np.ndarray) -> np.ndarray:
     """Dampers and friction at coordinate rates (B, nq): Q = -f(rate), constant within a step."""
     q_force = np.zeros_like(rates)
     laws = model.joint_dampers
-    if len(laws.coordinates):
-        f, _, _ = laws.evaluate(rates)
-        np.add.at(q_force, (slice(None), laws.coordinates), -f)
+    if len(laws.coordinates):  # the solver's own polynomial law (core/src/laws.c) at every (case, law)
+        x = np.ascontiguousarray(rates[:, laws.coordinates]).reshape(-1)
+        coefficients = np.ascontiguousarray(np.tile(laws.coefficients, (len(rates), 1)))
+        f, df, energy = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+        core.polynomials(coefficients, x, f, df, energy)
+        np.add.at(q_force, (slice(None), laws.coordinates), -f.reshape(len(rates), -1))
     for r in model.joint_restraints:
         if r.kind in ("damper", "friction"):
             q_force[:, r.coordinate] -= r.law.force(rates[:, r.coordinate])
@@ -152,9 +148,8 @@ def pair_distance(model: Model, s: State, r) -> tuple[np.ndarray, np.ndarray, np
     of the parent frame (``Tx``, ``Ty``, ``Tz``)."""
     batch = s.q.shape[0]
     x, grad, hess = np.zeros(batch), np.zeros((batch, model.nq)), np.zeros((batch, model.nq, model.nq))
-    core_library.lib.shiftsim_pair_distance(compiled(model).pointer, batch, *s.addresses(),
-                                            int(r.parent_frame), int(r.child_frame), _DISTANCE[r.distance_type],
-                                            address(x), address(grad), address(hess))
+    core.pair_distance(compiled(model), *s.arrays, int(r.parent_frame), int(r.child_frame),
+                       _DISTANCE[r.distance_type], x, grad, hess)
     return x, grad, hess
 
 
@@ -170,8 +165,8 @@ def applied_loads(model: Model, s: State, loads: list[AppliedLoad]) -> tuple[lis
     torques = np.zeros((batch, len(loads), 3))
     for i, load in enumerate(loads):
         forces[:, i], torques[:, i] = load.force, load.torque
-    terms = _terms(model, 4, s, n_loads=len(loads), frames=np.array([l.frame for l in loads], dtype=np.int64),
-                   forces=forces, torques=torques, follow=np.array([l.follow for l in loads], dtype=np.int64))
+    terms = _terms(model, 4, s, frames=[l.frame for l in loads], forces=forces, torques=torques,
+                   follow=[l.follow for l in loads])
     terms.conservative = not any(l.follow or np.any(l.torque) for l in loads)
     return point_forces, terms
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from .core import library as core_library
 from .core.layout import compiled
-from .core.library import address
+from .core.library import core
 from .errors import SolveError
 from .model import Model
 from .spatial import cross
@@ -44,19 +44,24 @@ def _threads(batch: int) -> int:
     return core_library.threads() if batch >= _PARALLEL_FROM else 1
 
 
-def forward(model: Model, q: np.ndarray, bodies: bool = True, frames: bool = True) -> Poses:
+def forward(model: Model, q: np.ndarray, bodies: bool = True, frames: bool = True, out: Poses | None = None) -> Poses:
     """World poses of all bodies and frames for one configuration (nq,) or a batch (..., nq).
 
-    Computed by the compiled core (:func:`shiftsim_forward` in core/src/api.c), batches over every core.
+    Computed by the compiled core (``forward`` in core/src/api.c), batches over every core.
     ``bodies``/``frames`` False leaves that output empty (shape (..., 0, 4, 4)) when only the other is needed.
+    ``out``: poses to write into (from an earlier call with the same shapes, as Pinocchio writes into its
+    ``Data``), returned; saves allocating the outputs in a loop over single configurations.
     """
+    if out is not None:
+        core.forward(compiled(model), np.ascontiguousarray(q, dtype=float), out.bodies if bodies else None,
+                     out.frames if frames else None, 1)
+        return out
     qb, shape = _as_batch(model, q)
-    c = compiled(model)
     batch = qb.shape[0]
     body_poses = np.empty((batch, len(model.body_node) if bodies else 0, 4, 4))
     frame_poses = np.empty((batch, len(model.frame_node) if frames else 0, 4, 4))
-    core_library.lib.shiftsim_forward(c.pointer, batch, address(qb), address(body_poses) if bodies else None,
-                                      address(frame_poses) if frames else None, _threads(batch))
+    core.forward(compiled(model), qb, body_poses if bodies else None, frame_poses if frames else None,
+                 _threads(batch))
     return Poses(body_poses.reshape(*shape, -1, 4, 4), frame_poses.reshape(*shape, -1, 4, 4))
 
 
@@ -68,7 +73,7 @@ class State:
     ``omega`` and ``v`` (B, nq, 3): the twist of each coordinate, so that a point
     p moving with the coordinate has velocity ``omega x p + v`` per unit rate
     (revolute: omega = axis, v = origin x axis; prismatic: omega = 0, v = axis).
-    Arrays are C-contiguous float64 (the compiled core reads them in place).
+    Arrays are C-contiguous float64 (the compiled core reads them in place, see :attr:`arrays`).
     """
 
     q: np.ndarray
@@ -77,23 +82,19 @@ class State:
     omega: np.ndarray
     v: np.ndarray
 
-    def addresses(self) -> tuple[int, int, int, int]:
-        """Data addresses of rotation, position, omega and v, for the compiled core (C-contiguous float64)."""
-        arrays = (self.rotation, self.position, self.omega, self.v)
-        if not all(x.dtype == np.float64 and x.flags.c_contiguous for x in arrays):
-            raise ValueError("State arrays must be C-contiguous float64 (as kinematics.state makes them)")
-        return tuple(address(x) for x in arrays)
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """rotation, position, omega and v: what the compiled core reads of a state."""
+        return self.rotation, self.position, self.omega, self.v
 
 
 def state(model: Model, q: np.ndarray) -> State:
     """Node poses and coordinate twists for q of shape (B, nq), by the compiled core."""
     q = np.ascontiguousarray(q, dtype=float)
     batch = q.shape[0]
-    c = compiled(model)
     rotation, position = np.empty((batch, model.n_nodes, 3, 3)), np.empty((batch, model.n_nodes, 3))
     omega, v = np.empty((batch, model.nq, 3)), np.empty((batch, model.nq, 3))
-    core_library.lib.shiftsim_state(c.pointer, batch, address(q), address(rotation), address(position),
-                                    address(omega), address(v), _threads(batch))
+    core.state(compiled(model), q, rotation, position, omega, v, _threads(batch))
     return State(q, rotation, position, omega, v)
 
 
@@ -158,7 +159,7 @@ def closure_residual(model: Model, s: State) -> np.ndarray:
     batch = s.q.shape[0]
     g = np.zeros((batch, 6 * len(model.closures)))
     if model.closures:
-        core_library.lib.shiftsim_closures(compiled(model).pointer, batch, *s.addresses(), address(g), None)
+        core.closures(compiled(model), *s.arrays, g, None)
     return g
 
 
@@ -170,7 +171,7 @@ def closure_jacobian(model: Model, s: State) -> np.ndarray:
     batch = s.q.shape[0]
     jac = np.zeros((batch, 6 * len(model.closures), model.nq))
     if model.closures:
-        core_library.lib.shiftsim_closures(compiled(model).pointer, batch, *s.addresses(), None, address(jac))
+        core.closures(compiled(model), *s.arrays, None, jac)
     return jac
 
 

@@ -134,14 +134,6 @@ class JointRestraint:
 
 
 @dataclass(frozen=True)
-class Level:
-    """Nodes at one depth of the tree with their parents, as index arrays."""
-
-    nodes: np.ndarray
-    parents: np.ndarray
-
-
-@dataclass(frozen=True)
 class Model:
     """Immutable compiled model. See the module docstring for the node convention."""
 
@@ -158,7 +150,6 @@ class Model:
     node_mass: np.ndarray
     node_com: np.ndarray  # (n_nodes, 3) in node coordinates
     node_inertia: np.ndarray
-    levels: tuple[Level, ...]
     # bodies and frames
     body_names: tuple[str, ...]  # index 0 is "fixed"
     body_node: np.ndarray
@@ -453,12 +444,6 @@ def compile_model(spec: ModelSpec) -> Model:
 
     n_nodes = len(builder.names)
     node_parent = np.array(builder.parent)
-    depth = np.zeros(n_nodes, dtype=int)
-    for i in range(1, n_nodes):
-        depth[i] = depth[node_parent[i]] + 1
-    by_depth = np.argsort(depth, kind="stable")  # nodes of one depth together, in node order
-    starts = np.searchsorted(depth[by_depth], np.arange(1, depth.max(initial=0) + 2))
-    levels = tuple(Level(by_depth[a:b], node_parent[by_depth[a:b]]) for a, b in zip(starts[:-1], starts[1:]))
 
     node_mass = np.zeros(n_nodes)
     node_com = np.zeros((n_nodes, 3))
@@ -519,7 +504,6 @@ def compile_model(spec: ModelSpec) -> Model:
         node_mass=node_mass,
         node_com=node_com,
         node_inertia=node_inertia,
-        levels=levels,
         body_names=tuple(body_names),
         body_node=body_node,
         frame_names=tuple(frame_names),

@@ -8,7 +8,8 @@ Two encodings reach this module:
 * joint-level ``stiffness``/``damping`` arrays: one polynomial, **constant term first**.
 
 The first become a :class:`PiecewiseLaw` evaluated through ``scipy.interpolate.PPoly``;
-the second are stacked into :class:`PolynomialLaws` and evaluated all at once.
+the second are stacked into :class:`PolynomialLaws`, which the compiled core evaluates
+(``polynomial_law`` in core/src/laws.c).
 Sign convention everywhere: the law gives f(x) and the generalized force is
 ``Q = -f(x)``; the stored energy of a spring is ``V(x) = integral_0^x f``.
 """
@@ -82,7 +83,7 @@ class PiecewiseLaw:
 
 @dataclass(frozen=True)
 class PolynomialLaws:
-    """Many single-piece polynomial laws on coordinates, evaluated at once.
+    """Many single-piece polynomial laws on coordinates (evaluated by the compiled core).
 
     ``coordinates[i]`` is the coordinate law i acts on; ``coefficients[i, m]`` the
     coefficient of x**m (constant term first). Several laws may share a coordinate.
@@ -98,18 +99,3 @@ class PolynomialLaws:
         for i, (_, c) in enumerate(laws):
             coefficients[i, : len(c)] = c
         return cls(np.array([q for q, _ in laws], dtype=int), coefficients)
-
-    def evaluate(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """f, df/dx and energy for each law at ``x[..., coordinates]`` (shape (..., n_laws))."""
-        xi = x[..., self.coordinates]
-        c = self.coefficients
-        degree = c.shape[1]
-        f = np.zeros_like(xi)
-        df = np.zeros_like(xi)
-        energy = np.zeros_like(xi)
-        for m in range(degree - 1, -1, -1):  # Horner, highest power first
-            f = f * xi + c[:, m]
-            if m >= 1:
-                df = df * xi + m * c[:, m]
-            energy = energy * xi + c[:, m] / (m + 1)
-        return f, df, energy * xi

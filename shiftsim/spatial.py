@@ -93,9 +93,10 @@ def rotation_vector(r: np.ndarray) -> np.ndarray:
     """Rotation vector (..., 3) of rotation matrices (..., 3, 3), angle in [0, pi].
 
     The same conversion as ``Rotation.from_matrix(r).as_rotvec()`` (a unit quaternion from the largest of
-    the trace and the diagonal, then ``2 atan2(|v|, w)`` along v) written in numpy for the solver's hot
-    path: for a few matrices at a time scipy's per-call cost is most of the work. Agrees with scipy to
-    round-off (tested, identity and half turns included).
+    the trace and the diagonal, then ``2 atan2(|v|, w)`` along v) written in numpy for stacks of matrices
+    (joint-load reports, inverse kinematics), where scipy's per-call cost is most of the work; the solver's
+    loop closure uses the C version (core/src/closures.c). Agrees with scipy to round-off (tested, identity
+    and half turns included).
     """
     m = np.asarray(r, float)
     shape = m.shape[:-2]

@@ -30,7 +30,6 @@ Everything works on batches of independent cases ``(B, ...)`` at once:
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +38,8 @@ import scipy.linalg
 from . import generalized as gen
 from .core import library as core_library
 from .core.layout import compiled
-from .core.library import address
-from .core.problem import Callbacks, CProblem
+from .core.library import core
+from .core.problem import problem as core_problem
 from .errors import InputError, Problem
 from .kinematics import State, assemble, closure_jacobian, coupling_map, forward, model_size, state
 from .model import PRISMATIC, Model
@@ -112,6 +111,13 @@ class BatchResult:
     runaway: list[np.ndarray]
     runaway_distance: float = np.inf  # m: how far a free translation ran before it counted as ``runaway``
 
+    def take(self, cases: list[int]) -> BatchResult:
+        """The result of some of the cases."""
+        return BatchResult(self.q[cases], self.multipliers[cases], self.converged[cases], self.iterations[cases],
+                           self.residual[cases], self.stability[cases], self.free,
+                           [self.neutral[b] for b in cases], [self.unheld[b] for b in cases],
+                           [self.runaway[b] for b in cases], self.runaway_distance)
+
     @property
     def stable(self) -> np.ndarray:
         """(B,) True where the equilibrium is stable (not neutral, not unstable)."""
@@ -121,10 +127,16 @@ class BatchResult:
 STABILITY = ("stable", "neutral", "unstable")
 
 
-def _callbacks(model: Model, free: np.ndarray, fields: tuple[gen.ForceField, ...]) -> Callbacks:
-    """The model's couplings and the extra force fields as functions the compiled core calls back."""
-    def apply(q: np.ndarray) -> np.ndarray:
-        return model.apply_couplings(q)
+def _problem(model: Model, free: np.ndarray, rows: np.ndarray, loads: list[gen.AppliedLoad], has_rates: bool,
+             options: SolverOptions, fields: tuple[gen.ForceField, ...]):
+    """The compiled core's problem (a capsule), with the model's couplings and the fields as callbacks.
+    Kept on the model for reuse when no fields take part (fields change from call to call)."""
+    frames = tuple(int(l.frame) for l in loads)
+    follow = tuple(bool(l.follow) for l in loads)
+    key = (free.tobytes(), np.asarray(rows, np.int64).tobytes(), frames, follow, has_rates, options)
+    cache = model.__dict__.setdefault("_core_problems", {})
+    if not fields and key in cache:
+        return cache[key]
 
     def jacobian(q: np.ndarray) -> np.ndarray:
         return coupling_map(model, q)[:, free]
@@ -136,47 +148,52 @@ def _callbacks(model: Model, free: np.ndarray, fields: tuple[gen.ForceField, ...
                 all(t.conservative for t in parts))
 
     coupled = bool(model.couplings)
-    return Callbacks(model.nq, len(free), model.n_nodes, apply if coupled else None, jacobian if coupled else None,
-                     terms if fields else None)
+    capsule = core_problem(
+        compiled(model), model.nq, model.n_nodes, np.ascontiguousarray(free, dtype=np.int64),
+        np.ascontiguousarray(rows, dtype=np.int64),
+        (model.node_kind[model.coordinate_node[free]] == PRISMATIC).astype(np.int64),
+        np.array(frames, dtype=np.int64), np.array(follow, dtype=np.int64), model.apply_couplings if coupled else None,
+        jacobian if coupled else None, terms if fields else None, has_rates, options, RUNAWAY_SIZES)
+    if not fields:
+        if len(cache) > 64:
+            cache.clear()
+        cache[key] = capsule
+    return capsule
 
 
-def _problem(model: Model, free: np.ndarray, rows: np.ndarray, loads: list[gen.AppliedLoad], has_rates: bool,
-             options: SolverOptions, callbacks: Callbacks) -> tuple[CProblem, list[np.ndarray]]:
-    """The ``Problem`` struct and the arrays it points at (keep them alive while the core runs)."""
-    arrays = [np.ascontiguousarray(free, dtype=np.int64), np.ascontiguousarray(rows, dtype=np.int64),
-              (model.node_kind[model.coordinate_node[free]] == PRISMATIC).astype(np.int64),
-              np.array([l.frame for l in loads], dtype=np.int64), np.array([l.follow for l in loads], dtype=np.int64)]
-    struct = CProblem(
-        nf=len(free), m=len(rows), n_loads=len(loads), free=address(arrays[0]), rows=address(arrays[1]),
-        translation=address(arrays[2]), load_frame=address(arrays[3]), load_follow=address(arrays[4]),
-        coupling_apply=callbacks.apply, coupling_jacobian=callbacks.jacobian, field_terms=callbacks.terms,
-        has_rates=has_rates, max_iterations=options.max_iterations, full_load_iterations=options.full_load_iterations,
-        max_load_halvings=options.max_load_halvings, force_tolerance=options.force_tolerance,
-        closure_tolerance=options.closure_tolerance, max_step=options.max_step,
-        max_shifted_step=options.max_shifted_step, runaway_sizes=RUNAWAY_SIZES, seek_stable=options.seek_stable,
-        finite_difference=options.finite_difference_stiffness, load_stepping=options.load_stepping)
-    return struct, arrays
-
-
-def _cases(model: Model, q_start: np.ndarray, gravity: np.ndarray, loads: list[gen.AppliedLoad],
-           rates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per-case arrays for starts q_start (B, nq): gravity (B, 3), load forces and torques (B, L, 3), rate
-    forces (B, nq), and the scales (B, 2): force floor (N m, :func:`_force_floor`) and machine size (m)."""
-    batch = q_start.shape[0]
-    gravity = np.ascontiguousarray(np.broadcast_to(np.asarray(gravity, float), (batch, 3)))
+def _load_arrays(loads: list[gen.AppliedLoad], batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """Load forces and torques (B, L, 3)."""
     force = np.zeros((batch, len(loads), 3))
     torque = np.zeros((batch, len(loads), 3))
     for i, load in enumerate(loads):
         force[:, i] = load.force
         torque[:, i] = load.torque
-    rate_force = gen.rate_forces(model, np.atleast_2d(rates)) if rates is not None else np.zeros((1, model.nq))
-    rate_force = np.ascontiguousarray(np.broadcast_to(rate_force, (batch, model.nq)))
-    frames = forward(model, q_start, bodies=False).frames[:, :, :3, 3]
-    sizes = np.sqrt(np.max(np.einsum("bfi,bfi->bf", frames, frames), axis=1, initial=0.0))
-    scales = np.empty((batch, 2))
-    scales[:, 1] = sizes
-    scales[:, 0] = _force_floor(model, sizes, gravity, force, torque)
-    return gravity, force, torque, rate_force, scales
+    return force, torque
+
+
+def _solve_cases(model: Model, q_start: np.ndarray, free: np.ndarray, rows: np.ndarray, gravity: np.ndarray,
+                 loads: list[gen.AppliedLoad], force: np.ndarray, torque: np.ndarray, rate_force: np.ndarray | None,
+                 options: SolverOptions, fields: tuple[gen.ForceField, ...], classify: np.ndarray,
+                 threads: int = 1) -> BatchResult:
+    """The compiled core on B cases: starts q_start (B, nq), gravity (B, 3), load forces and torques (B, L, 3) of
+    ``loads``' frames, rate forces (B, nq) or None, ``classify`` (B,) int64 (0: skip the stability verdict), on
+    ``threads`` threads (one when the model calls Python back: couplings, fields)."""
+    batch, nf, m = q_start.shape[0], len(free), len(rows)
+    problem = _problem(model, free, rows, loads, rate_force is not None, options, fields)
+    rates = np.zeros((batch, model.nq)) if rate_force is None else np.ascontiguousarray(rate_force, dtype=float)
+    out_q, out_lam = np.empty((batch, model.nq)), np.empty((batch, m))
+    flags, neutral = np.empty((batch, 7)), np.zeros((batch, nf, nf))
+    unheld, runaway = np.zeros((batch, nf), np.uint8), np.zeros((batch, nf), np.uint8)
+    threads = 1 if fields or model.couplings else threads
+    core.solve(compiled(model), problem, gravity, force, torque, rates, q_start, classify, out_q, out_lam, flags,
+               neutral, unheld, runaway, threads)
+    full = np.zeros((batch, 6 * len(model.closures)))
+    full[:, rows] = out_lam
+    return BatchResult(out_q, full, flags[:, 0] > 0.5, flags[:, 1].astype(int), flags[:, 2],
+                       np.array(STABILITY)[flags[:, 3].astype(int)], free,
+                       [neutral[b, : int(flags[b, 4])] for b in range(batch)],
+                       [np.flatnonzero(row) for row in unheld], [np.flatnonzero(row) for row in runaway],
+                       RUNAWAY_SIZES * max(float(flags[:, 5].max(initial=0.0)), 1.0))
 
 
 def independent_rows(model: Model, q: np.ndarray, free: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
@@ -196,7 +213,8 @@ def independent_rows(model: Model, q: np.ndarray, free: np.ndarray, tolerance: f
 def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray,
                 loads: list[gen.AppliedLoad] = (), rates: np.ndarray | None = None,
                 options: SolverOptions = SolverOptions(), rows: np.ndarray | None = None,
-                fields: tuple[gen.ForceField, ...] = (), classify: bool = True) -> BatchResult:
+                fields: tuple[gen.ForceField, ...] = (), classify: bool = True,
+                threads: int | None = None) -> BatchResult:
     """Equilibria of B independent cases sharing the model, the free coordinates and the closure rows.
 
     ``q_start`` (B, nq) holds the prescribed values and the starting guess, whose loops must close
@@ -207,9 +225,9 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     cases whose full load fails are re-solved with load stepping. ``classify`` False skips the
     stability verdict (every case reads 'stable'), for reference solves that need none.
 
-    The cases run in compiled code (:mod:`shiftsim.core.newton`), spread over every core when there are
-    several and the model calls no Python back (couplings, fields); each case is computed exactly as it
-    would be alone.
+    The cases run in compiled code (``solve_case`` in core/src/newton.c) on ``threads`` threads (default:
+    every core this process may use), one when the model calls Python back (couplings, fields); each case is
+    computed exactly as it would be alone.
     """
     q_start = np.ascontiguousarray(np.atleast_2d(np.asarray(q_start, float)))
     batch = q_start.shape[0]
@@ -217,26 +235,14 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     loads = list(loads)
     if rows is None:
         rows = independent_rows(model, q_start[0], free)
-    gravity, force, torque, rate_force, scales = _cases(model, q_start, gravity, loads, rates)
-    nf, m = len(free), len(rows)
-    out_q, out_lam = np.empty((batch, model.nq)), np.empty((batch, m))
-    flags, neutral = np.empty((batch, 5)), np.zeros((batch, nf, nf))
-    unheld, runaway = np.zeros((batch, nf), np.uint8), np.zeros((batch, nf), np.uint8)
-    callbacks = _callbacks(model, free, tuple(fields))
-    problem, _arrays = _problem(model, free, rows, loads, rates is not None, options, callbacks)
-    threads = 1 if callbacks.any or batch == 1 else core_library.threads()
-    core_library.lib.shiftsim_solve(
-        compiled(model).pointer, ctypes.addressof(problem), batch, address(gravity), address(force), address(torque),
-        address(rate_force), address(scales), address(q_start), bool(classify), address(out_q), address(out_lam),
-        address(flags), address(neutral), address(unheld), address(runaway), threads)
-    callbacks.raise_error()
-    full = np.zeros((batch, 6 * len(model.closures)))
-    full[:, rows] = out_lam
-    stability = np.array(STABILITY)[flags[:, 3].astype(int)]
-    return BatchResult(out_q, full, flags[:, 0] > 0.5, flags[:, 1].astype(int), flags[:, 2], stability, free,
-                       [neutral[b, : int(flags[b, 4])] for b in range(batch)],
-                       [np.flatnonzero(row) for row in unheld], [np.flatnonzero(row) for row in runaway],
-                       RUNAWAY_SIZES * max(float(scales[:, 1].max(initial=0.0)), 1.0))
+    gravity = np.ascontiguousarray(np.broadcast_to(np.asarray(gravity, float), (batch, 3)))
+    force, torque = _load_arrays(loads, batch)
+    rate_force = None
+    if rates is not None:
+        rate_force = np.broadcast_to(gen.rate_forces(model, np.atleast_2d(rates)), (batch, model.nq))
+    return _solve_cases(model, q_start, free, rows, gravity, loads, force, torque, rate_force, options,
+                        tuple(fields), np.full(batch, int(classify), dtype=np.int64),
+                        core_library.threads() if threads is None else max(int(threads), 1))
 
 
 @dataclass(frozen=True)
@@ -271,39 +277,16 @@ def evaluate(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray,
     loads = list(loads)
     if rows is None:
         rows = independent_rows(model, q, free)
-    gravity, force, torque, rate_force, scales = _cases(model, q[None], gravity, loads, None)
+    force, torque = _load_arrays(loads, 1)
     nf, m = len(free), len(rows)
-    callbacks = _callbacks(model, free, tuple(fields))
-    problem, _arrays = _problem(model, free, rows, loads, False, options, callbacks)
-    case = _CCase(address(gravity), address(force), address(torque), address(rate_force), scales[0, 0], scales[0, 1])
+    problem = _problem(model, free, rows, loads, False, options, tuple(fields))
     given = None if multipliers is None else np.ascontiguousarray(multipliers, dtype=float)
     out = dict(residual=np.zeros(nf), closure=np.zeros(m), closure_jacobian=np.zeros((m, nf)),
-               hessian=np.zeros((nf, nf)), scalars=np.zeros(3), q_force_reduced=np.zeros(nf), multipliers=np.zeros(m))
-    core_library.lib.evaluate_case(compiled(model).pointer, ctypes.addressof(problem), ctypes.addressof(case),
-                                   address(q), address(given), *(address(x) for x in out.values()))
-    callbacks.raise_error()
-    energy, force_scale, conservative = out.pop("scalars")
+               hessian=np.zeros((nf, nf)), scalars=np.zeros(5), q_force_reduced=np.zeros(nf), multipliers=np.zeros(m))
+    core.evaluate(compiled(model), problem, np.asarray(gravity, float).reshape(3).copy(), force[0], torque[0], q,
+                  given, *out.values())
+    energy, force_scale, conservative, _, _ = out.pop("scalars")
     return Evaluation(energy=float(energy), force_scale=float(force_scale), conservative=bool(conservative), **out)
-
-
-class _CCase(ctypes.Structure):
-    """``Case`` of core/src/core.h."""
-
-    _fields_ = [("gravity", ctypes.c_void_p), ("force", ctypes.c_void_p), ("torque", ctypes.c_void_p),
-                ("rate_force", ctypes.c_void_p), ("force_floor", ctypes.c_double), ("size", ctypes.c_double)]
-
-
-def _force_floor(model: Model, size: np.ndarray, gravity: np.ndarray, force: np.ndarray,
-                 torque: np.ndarray) -> np.ndarray:
-    """The model's own force scale (N m) per case: 1e-3 of its weight under ``gravity`` (B, 3) and its load
-    forces (B, L, 3) times its size (B,) (m), plus the load torques (B, L, 3). Forces below ``force_tolerance``
-    times this are round-off: a model whose forces all vanish (wheels with their centres of mass on their
-    axles) has converged, not failed."""
-    size = np.maximum(size, 1e-3)
-    weight = model.total_mass * np.linalg.norm(gravity, axis=1)
-    forces = np.linalg.norm(force, axis=2).sum(axis=1)
-    torques = np.linalg.norm(torque, axis=2).sum(axis=1)
-    return np.maximum(1e-3 * ((weight + forces) * size + torques), 1e-9)
 
 
 # ---------------------------------------------------------------------- user-facing single solve
@@ -380,13 +363,19 @@ def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold:
     q = assemble(model, q, held=prescribed, start=start).q
     rows = independent_rows(model, q, free)
     loads_applied = applied(model, list(loads))
-    rate_array = None if rates is None else np.atleast_2d(rates)
-    # both solves start from the same assembled pose, so each ends in the well that pose lies in
-    loaded = solve_batch(model, q[None], free, gravity[None], loads_applied, rate_array, options, rows, fields)
-    if len(loaded.unheld[0]) or len(loaded.runaway[0]):  # no equilibrium: nothing to measure deflections from
-        reference = loaded
-    else:
-        reference = solve_batch(model, q[None], free, np.zeros(3), [], None, options, rows, fields, classify=False)
+    # one call solves the loaded case and its reference (no gravity, loads or rate forces, no verdict); both
+    # start from the same assembled pose, so each ends in the well that pose lies in
+    force, torque = _load_arrays(loads_applied, 2)
+    force[1], torque[1] = 0.0, 0.0
+    rate_force = None
+    if rates is not None:
+        rate_force = np.zeros((2, model.nq))
+        rate_force[0] = gen.rate_forces(model, np.atleast_2d(rates))[0]
+    both = _solve_cases(model, np.stack([q, q]), free, rows, np.stack([gravity, np.zeros(3)]), loads_applied, force,
+                        torque, rate_force, options, tuple(fields), np.array([1, 0], dtype=np.int64))
+    loaded = both.take([0])
+    # no equilibrium: nothing to measure deflections from
+    reference = loaded if len(loaded.unheld[0]) or len(loaded.runaway[0]) else both.take([1])
     return Solution.build(model, loaded, reference, gravity, loads_applied, q, fields)
 
 

@@ -1,7 +1,9 @@
 """BLAS threads around shiftsim's own work.
 
-shiftsim solves many small linear systems, where a multi-threaded BLAS only adds
-overhead (a 50x50 eigen-decomposition is 15x slower with threads on two cores).
+shiftsim's numpy work (loop assembly, independent closure rows, inverse kinematics, joint-load
+reports) is made of small linear systems, where a multi-threaded BLAS only adds overhead (a 50x50
+eigen-decomposition is 15x slower with threads on two cores); the solver itself runs in the compiled
+core, which uses no BLAS and has its own threads for batches.
 Rather than setting ``OPENBLAS_NUM_THREADS`` and friends for the whole process
 at import, the command line and :func:`shiftsim.run_scenario` hold BLAS to one
 thread while they work and restore the caller's setting afterwards.

@@ -10,7 +10,7 @@ a command imports its own module only, never the heavy libraries of others
 model (scipy.spatial alone takes 0.19 s): the readers build their rotations
 with the numpy functions of :mod:`shiftsim.spatial`, which are checked here
 against scipy's ``Rotation``; and never the solver (``shiftsim.statics``) nor plotting.
-The compiled core (a C library loaded through ctypes in about a millisecond) may load: check measures
+The compiled core (a C extension that imports in well under a millisecond) may load: check measures
 loops with its closure Jacobian.
 """
 

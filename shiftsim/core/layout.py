@@ -1,6 +1,6 @@
-"""A compiled model as plain arrays, and the C struct (``Model`` in src/core.h) that points at them.
+"""A compiled model as plain arrays, and the capsule of the C struct (``Model`` in src/core.h) over them.
 
-The arrays are built with numpy once per model and kept on the immutable model with the struct.
+The arrays are built with numpy once per model and kept on the immutable model with the capsule.
 Conventions are the model's (see :mod:`shiftsim.model`): nodes are numbered parents first (node 0 is
 the world), each node moves by at most one primitive about or along its motion frame's z axis, and
 ``W_node = W_parent @ A_node @ Z(sign * q[coordinate])``, ``X_node = W_node @ D_node``.
@@ -8,13 +8,12 @@ the world), each node moves by at most one primitive about or along its motion f
 
 from __future__ import annotations
 
-import ctypes
 from typing import NamedTuple
 
 import numpy as np
 
 from ..model import Model
-from .library import address
+from .library import core
 
 EUCLIDEAN, ALONG_X, ALONG_Y, ALONG_Z = 0, 1, 2, 3  # pair-restraint distance types (ALONG_*: along frame a's axis)
 _DISTANCE = {"euclidean": EUCLIDEAN, "Tx": ALONG_X, "Ty": ALONG_Y, "Tz": ALONG_Z}
@@ -93,49 +92,15 @@ def law_table(laws: list) -> LawTable:
     return LawTable(breaks, counts, coefficients, np.array([law.energy_at_zero for law in laws]))
 
 
-class CModel(ctypes.Structure):
-    """``Model`` of src/core.h: sizes and the addresses of the :class:`ModelArrays`."""
-
-    _fields_ = [(name, ctypes.c_int64) for name in ("n_nodes", "nq", "n_bodies", "n_frames", "n_closures")] + [
-        (name, ctypes.c_void_p) for name in (
-            "parent", "kind", "coordinate", "sign", "joint", "offset", "mass", "com", "coordinate_node",
-            "body_node", "frame_node", "frame_offset", "closure_a", "closure_b", "closure_offset_a",
-            "closure_offset_b")] + [
-        ("n_springs", ctypes.c_int64), ("spring_degree", ctypes.c_int64), ("spring_coordinate", ctypes.c_void_p),
-        ("spring_coefficients", ctypes.c_void_p), ("n_joint_laws", ctypes.c_int64),
-        ("law_coordinate", ctypes.c_void_p), ("law_index", ctypes.c_void_p), ("n_pairs", ctypes.c_int64),
-        ("pair_frame_a", ctypes.c_void_p), ("pair_frame_c", ctypes.c_void_p), ("pair_distance", ctypes.c_void_p),
-        ("pair_law", ctypes.c_void_p), ("law_intervals", ctypes.c_int64), ("law_degree", ctypes.c_int64),
-        ("law_breaks", ctypes.c_void_p), ("law_count", ctypes.c_void_p), ("law_coefficients", ctypes.c_void_p),
-        ("law_energy_at_zero", ctypes.c_void_p)]
-
-
-class Compiled(NamedTuple):
-    """A model's arrays and the C struct pointing at them (``pointer``: its address, for the entry points)."""
-
-    arrays: ModelArrays
-    struct: CModel
-    pointer: int
-
-
-def compiled(model: Model) -> Compiled:
-    """The model for the compiled core (built once per model and kept on it)."""
-    cached = model.__dict__.get("_core_compiled")
+def compiled(model: Model):
+    """The model for the compiled core: a capsule holding the :class:`ModelArrays` (built once per model and kept
+    on it; pickling the model leaves it out)."""
+    cached = model.__dict__.get("_core_model")
     if cached is not None:
         return cached
     a = model_arrays(model)
-    sizes = dict(n_nodes=len(a.parent), nq=len(a.coordinate_node), n_bodies=len(a.body_node),
-                 n_frames=len(a.frame_node), n_closures=len(a.closure_a), n_springs=len(a.spring_coordinate),
-                 spring_degree=a.spring_coefficients.shape[1], n_joint_laws=len(a.law_coordinate),
-                 n_pairs=len(a.pair_law), law_intervals=a.laws.coefficients.shape[2],
-                 law_degree=a.laws.coefficients.shape[3])
-    pointers = {name: address(getattr(a, name)) for name in ModelArrays._fields if name != "laws"}
-    pointers.update(law_breaks=address(a.laws.breaks), law_count=address(a.laws.intervals),
-                    law_coefficients=address(a.laws.coefficients),
-                    law_energy_at_zero=address(a.laws.energy_at_zero))
-    struct = CModel(**sizes, **pointers)
-    cached = Compiled(a, struct, ctypes.addressof(struct))
-    object.__setattr__(model, "_core_compiled", cached)
+    cached = core.model(tuple(getattr(a, name) for name in ModelArrays._fields if name != "laws") + tuple(a.laws))
+    object.__setattr__(model, "_core_model", cached)
     return cached
 
 

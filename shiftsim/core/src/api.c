@@ -1,55 +1,319 @@
-/* Entry points called from Python (ctypes): batches of configurations or cases, spread over threads.
+/* The extension module shiftsim.core._core: the compiled core's entry points for Python.
  *
- * Batched arrays have the case first: q (B, nq), rotation (B, n, 3, 3), and so on. ``threads`` <= 1 runs
- * in the calling thread; every case is computed exactly as it would be alone.
+ * Arrays cross through the buffer protocol (numpy arrays, C-contiguous, float64 / int64 / uint8 as each
+ * function says; outputs are written in place). Batched arrays have the case first: q (B, nq), rotation
+ * (B, n, 3, 3), ... A model and a statics problem are built once into capsules that hold the arrays they point
+ * at. Batches run over ``threads`` threads with the GIL released, except when a problem calls Python back
+ * (couplings, force fields): then one thread, holding the GIL. Every case is computed exactly as alone.
  */
-#include <Python.h> /* only for the module init that lets setuptools build this as an extension */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
 
-void solve_case(const Model *a, const Problem *p, const Case *c, const double *q_start, int64_t classify,
-                double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
-                uint8_t *out_runaway);
+/* ------------------------------------------------------------------ buffers */
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buffer;
 
+/* Take a C-contiguous buffer of ``kind`` 'd' (float64), 'q' (int64) or 'B' (uint8); None gives NULL when
+ * ``optional``. Returns the data pointer (NULL with an exception set on error). */
+static void *take(PyObject *object, Buffer *b, char kind, int writable, int optional, const char *name) {
+    b->held = 0;
+    if (object == Py_None && optional) return NULL;
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(object, &b->view, flags) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: a C-contiguous%s array is needed", name, writable ? " writable" : "");
+        return NULL;
+    }
+    b->held = 1;
+    char f = b->view.format ? b->view.format[strlen(b->view.format) - 1] : 'B';
+    int ok = kind == 'd' ? (f == 'd' && b->view.itemsize == 8)
+           : kind == 'q' ? ((f == 'q' || f == 'l') && b->view.itemsize == 8)
+           : b->view.itemsize == 1;
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: expected %s items", name,
+                     kind == 'd' ? "float64" : kind == 'q' ? "int64" : "one-byte");
+        return NULL;
+    }
+    return b->view.buf;
+}
+
+/* The batch size of configurations q: (B, nq), or one for (nq,). */
+static int64_t batch_of(const Buffer *q) { return q->view.ndim >= 2 ? (int64_t)q->view.shape[0] : 1; }
+
+static void release(Buffer *buffers, int count) {
+    for (int i = 0; i < count; i++)
+        if (buffers[i].held) PyBuffer_Release(&buffers[i].view), buffers[i].held = 0;
+}
+
+/* ------------------------------------------------------------------ threads
+ * A pool of worker threads started on first use and kept: a batch is handed to them (and the calling thread)
+ * case by case, so a small batch does not pay for starting threads. One batch at a time (``serial``); after a
+ * fork the child starts with no workers. */
 typedef void (*CaseWork)(void *job, int64_t b);
 
-typedef struct {
+#define MAX_WORKERS 256
+static struct {
+    pthread_mutex_t serial, lock;
+    pthread_cond_t ready, finished;
+    int64_t workers, wanted, running;
+    uint64_t generation;
     CaseWork work;
     void *job;
-    int64_t batch;
-    int64_t next;
-    pthread_mutex_t lock;
-} Pool;
+    int64_t batch, next;
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
+          0, 0, 0, 0, NULL, NULL, 0, 0};
 
-static void *pool_worker(void *argument) {
-    Pool *pool = argument;
+static void take_cases(void) {
     for (;;) {
-        pthread_mutex_lock(&pool->lock);
-        int64_t b = pool->next++;
-        pthread_mutex_unlock(&pool->lock);
-        if (b >= pool->batch) return NULL;
-        pool->work(pool->job, b);
+        pthread_mutex_lock(&pool.lock);
+        int64_t b = pool.next++;
+        CaseWork work = pool.work;
+        void *job = pool.job;
+        int64_t batch = pool.batch;
+        pthread_mutex_unlock(&pool.lock);
+        if (b >= batch) return;
+        work(job, b);
     }
 }
 
-/* work(job, b) for b in [0, batch), on ``threads`` threads taking cases one at a time. */
-static void run_cases(CaseWork work, void *job, int64_t batch, int64_t threads) {
+static void *pool_worker(void *argument) {
+    int64_t index = (int64_t)(intptr_t)argument;
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&pool.lock);
+        while (pool.generation == seen) pthread_cond_wait(&pool.ready, &pool.lock);
+        seen = pool.generation;
+        int joins = index < pool.wanted;
+        pthread_mutex_unlock(&pool.lock);
+        if (!joins) continue;
+        take_cases();
+        pthread_mutex_lock(&pool.lock);
+        if (--pool.running == 0) pthread_cond_signal(&pool.finished);
+        pthread_mutex_unlock(&pool.lock);
+    }
+    return NULL;
+}
+
+static void pool_after_fork(void) {
+    pthread_mutex_init(&pool.serial, NULL);
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_cond_init(&pool.ready, NULL);
+    pthread_cond_init(&pool.finished, NULL);
+    pool.workers = pool.wanted = pool.running = 0;
+}
+
+static void run_parallel(CaseWork work, void *job, int64_t batch, int64_t threads) {
+    pthread_mutex_lock(&pool.serial);
+    static int registered = 0;
+    if (!registered) registered = 1, pthread_atfork(NULL, NULL, pool_after_fork);
+    while (pool.workers < threads - 1 && pool.workers < MAX_WORKERS) {
+        pthread_t id;
+        if (pthread_create(&id, NULL, pool_worker, (void *)(intptr_t)pool.workers) != 0) break;
+        pthread_detach(id);
+        pool.workers++;
+    }
+    pthread_mutex_lock(&pool.lock);
+    pool.work = work, pool.job = job, pool.batch = batch, pool.next = 0;
+    pool.wanted = threads - 1 < pool.workers ? threads - 1 : pool.workers;
+    pool.running = pool.wanted;
+    pool.generation++;
+    pthread_cond_broadcast(&pool.ready);
+    pthread_mutex_unlock(&pool.lock);
+    take_cases();
+    pthread_mutex_lock(&pool.lock);
+    while (pool.running > 0) pthread_cond_wait(&pool.finished, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&pool.serial);
+}
+
+/* work(job, b) for b in [0, batch) on ``threads`` threads; the GIL is released unless ``keep_gil`` (the work
+ * calls Python back: then the calling thread alone). */
+static void run_cases(CaseWork work, void *job, int64_t batch, int64_t threads, int keep_gil) {
     if (threads > batch) threads = batch;
-    if (threads <= 1) {
+    if (keep_gil) {
         for (int64_t b = 0; b < batch; b++) work(job, b);
         return;
     }
-    Pool pool = {work, job, batch, 0, PTHREAD_MUTEX_INITIALIZER};
-    pthread_t *ids = malloc(sizeof(pthread_t) * (size_t)threads);
-    int64_t started = 0;
-    for (int64_t t = 0; t < threads; t++)
-        if (pthread_create(&ids[started], NULL, pool_worker, &pool) == 0) started++;
-    if (started == 0) pool_worker(&pool);
-    for (int64_t t = 0; t < started; t++) pthread_join(ids[t], NULL);
-    free(ids);
+    Py_BEGIN_ALLOW_THREADS
+    if (threads <= 1)
+        for (int64_t b = 0; b < batch; b++) work(job, b);
+    else
+        run_parallel(work, job, batch, threads);
+    Py_END_ALLOW_THREADS
+}
+
+/* ------------------------------------------------------------------ the model capsule */
+#define MODEL_ARRAYS 28
+typedef struct {
+    Model model;
+    Buffer buffers[MODEL_ARRAYS];
+} ModelCapsule;
+
+static void model_destroy(PyObject *capsule) {
+    ModelCapsule *m = PyCapsule_GetPointer(capsule, "shiftsim.Model");
+    if (!m) return;
+    release(m->buffers, MODEL_ARRAYS);
+    free(m);
+}
+
+static const Model *model_of(PyObject *capsule) {
+    ModelCapsule *m = PyCapsule_GetPointer(capsule, "shiftsim.Model");
+    return m ? &m->model : NULL;
+}
+
+/* model(arrays) -> capsule: arrays in the order of shiftsim.core.layout.ModelArrays with the law table's four
+ * arrays last (28 in all). */
+static PyObject *py_model(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *arrays;
+    if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &arrays)) return NULL;
+    if (PyTuple_GET_SIZE(arrays) != MODEL_ARRAYS) return PyErr_Format(PyExc_ValueError, "model: %d arrays expected", MODEL_ARRAYS);
+    static const char kinds[MODEL_ARRAYS + 1] = "qqqddddd" "qqqd" "qqdd" "qdqq" "qqqq" "dqdd";
+    ModelCapsule *m = calloc(1, sizeof(ModelCapsule));
+    void *p[MODEL_ARRAYS];
+    for (int i = 0; i < MODEL_ARRAYS; i++) {
+        p[i] = take(PyTuple_GET_ITEM(arrays, i), &m->buffers[i], kinds[i], 0, 0, "model array");
+        if (!p[i]) {
+            release(m->buffers, MODEL_ARRAYS);
+            free(m);
+            return NULL;
+        }
+    }
+    Model *a = &m->model;
+    Py_ssize_t *shape_spring = m->buffers[17].view.shape, *shape_laws = m->buffers[26].view.shape;
+    a->parent = p[0], a->kind = p[1], a->coordinate = p[2], a->sign = p[3], a->joint = p[4], a->offset = p[5];
+    a->mass = p[6], a->com = p[7], a->coordinate_node = p[8], a->body_node = p[9], a->frame_node = p[10];
+    a->frame_offset = p[11], a->closure_a = p[12], a->closure_b = p[13], a->closure_offset_a = p[14];
+    a->closure_offset_b = p[15], a->spring_coordinate = p[16], a->spring_coefficients = p[17];
+    a->law_coordinate = p[18], a->law_index = p[19], a->pair_frame_a = p[20], a->pair_frame_c = p[21];
+    a->pair_distance = p[22], a->pair_law = p[23], a->law_breaks = p[24], a->law_count = p[25];
+    a->law_coefficients = p[26], a->law_energy_at_zero = p[27];
+    a->n_nodes = m->buffers[0].view.shape[0], a->nq = m->buffers[8].view.shape[0];
+    a->n_bodies = m->buffers[9].view.shape[0], a->n_frames = m->buffers[10].view.shape[0];
+    a->n_closures = m->buffers[12].view.shape[0], a->n_springs = m->buffers[16].view.shape[0];
+    a->spring_degree = m->buffers[17].view.ndim == 2 ? shape_spring[1] : 1;
+    a->n_joint_laws = m->buffers[18].view.shape[0], a->n_pairs = m->buffers[23].view.shape[0];
+    a->law_intervals = shape_laws[2], a->law_degree = shape_laws[3];
+    return PyCapsule_New(m, "shiftsim.Model", model_destroy);
+}
+
+/* ------------------------------------------------------------------ the problem capsule and its callbacks */
+#define PROBLEM_ARRAYS 5
+typedef struct {
+    Problem problem;
+    Buffer buffers[PROBLEM_ARRAYS];
+    PyObject *apply, *jacobian, *terms; /* Python callables or NULL */
+    PyObject *error_type, *error_value, *error_traceback; /* the first exception a callback raised */
+    int64_t nq, n_nodes;
+} ProblemCapsule;
+
+static void problem_destroy(PyObject *capsule) {
+    ProblemCapsule *c = PyCapsule_GetPointer(capsule, "shiftsim.Problem");
+    if (!c) return;
+    release(c->buffers, PROBLEM_ARRAYS);
+    Py_XDECREF(c->apply), Py_XDECREF(c->jacobian), Py_XDECREF(c->terms);
+    Py_XDECREF(c->error_type), Py_XDECREF(c->error_value), Py_XDECREF(c->error_traceback);
+    free(c);
+}
+
+static PyObject *memory(const double *data, int64_t count, int writable) {
+    return PyMemoryView_FromMemory((char *)data, (Py_ssize_t)(count * (int64_t)sizeof(double)),
+                                   writable ? PyBUF_WRITE : PyBUF_READ);
+}
+
+/* Call ``function`` with memoryviews; a raised exception is kept (later callbacks fail at once). */
+static int call_back(ProblemCapsule *c, PyObject *function, PyObject *arguments) {
+    if (!arguments) return 1;
+    if (c->error_type) {
+        Py_DECREF(arguments);
+        return 1;
+    }
+    PyObject *result = PyObject_CallObject(function, arguments);
+    Py_DECREF(arguments);
+    if (!result) {
+        PyErr_Fetch(&c->error_type, &c->error_value, &c->error_traceback);
+        return 1;
+    }
+    Py_DECREF(result);
+    return 0;
+}
+
+static int apply_trampoline(void *context, const double *q, double *out) {
+    ProblemCapsule *c = context;
+    return call_back(c, c->apply, Py_BuildValue("(NN)", memory(q, c->nq, 0), memory(out, c->nq, 1)));
+}
+
+static int jacobian_trampoline(void *context, const double *q, double *out) {
+    ProblemCapsule *c = context;
+    return call_back(c, c->jacobian, Py_BuildValue("(NN)", memory(q, c->nq, 0),
+                                                   memory(out, c->nq * c->problem.nf, 1)));
+}
+
+static int terms_trampoline(void *context, const double *q, const double *rotation, const double *position,
+                            const double *omega, const double *v, double *q_force, double *stiffness, double *extra) {
+    ProblemCapsule *c = context;
+    int64_t nq = c->nq, n = c->n_nodes;
+    return call_back(c, c->terms, Py_BuildValue("(NNNNNNNN)", memory(q, nq, 0), memory(rotation, 9 * n, 0),
+                                                memory(position, 3 * n, 0), memory(omega, 3 * nq, 0),
+                                                memory(v, 3 * nq, 0), memory(q_force, nq, 1),
+                                                memory(stiffness, nq * nq, 1), memory(extra, 2, 1)));
+}
+
+static ProblemCapsule *problem_of(PyObject *capsule) { return PyCapsule_GetPointer(capsule, "shiftsim.Problem"); }
+
+/* Raise (and clear) the exception a callback kept; 1 when there was one. */
+static int raise_kept(ProblemCapsule *c) {
+    if (!c->error_type) return 0;
+    PyErr_Restore(c->error_type, c->error_value, c->error_traceback);
+    c->error_type = c->error_value = c->error_traceback = NULL;
+    return 1;
+}
+
+/* problem(model, free, rows, translation, load_frame, load_follow, apply, jacobian, terms, has_rates,
+ *         max_iterations, full_load_iterations, max_load_halvings, force_tolerance, closure_tolerance, max_step,
+ *         max_shifted_step, runaway_sizes, seek_stable, finite_difference, load_stepping) -> capsule
+ * The callables may be None: apply(q, out), jacobian(q, out) (out (nq, nf) flat), terms(q, rotation,
+ * position, omega, v, q_force, stiffness, extra) adding into q_force and stiffness and writing extra =
+ * (energy, conservative); every argument a flat float64 memoryview valid during the call. */
+static PyObject *py_problem(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *arrays[PROBLEM_ARRAYS], *apply, *jacobian, *terms;
+    ProblemCapsule *c = calloc(1, sizeof(ProblemCapsule));
+    Problem *p = &c->problem;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOLLLLdddddLLL", &model, &arrays[0], &arrays[1], &arrays[2], &arrays[3],
+                          &arrays[4], &apply, &jacobian, &terms, &p->has_rates, &p->max_iterations,
+                          &p->full_load_iterations, &p->max_load_halvings, &p->force_tolerance,
+                          &p->closure_tolerance, &p->max_step, &p->max_shifted_step, &p->runaway_sizes,
+                          &p->seek_stable, &p->finite_difference, &p->load_stepping)) {
+        free(c);
+        return NULL;
+    }
+    const Model *a = model_of(model);
+    void *data[PROBLEM_ARRAYS];
+    for (int i = 0; i < PROBLEM_ARRAYS && a; i++) {
+        data[i] = take(arrays[i], &c->buffers[i], 'q', 0, 0, "problem array");
+        if (!data[i]) a = NULL;
+    }
+    if (!a) {
+        release(c->buffers, PROBLEM_ARRAYS);
+        free(c);
+        return NULL;
+    }
+    p->free = data[0], p->rows = data[1], p->translation = data[2], p->load_frame = data[3], p->load_follow = data[4];
+    p->nf = c->buffers[0].view.shape[0], p->m = c->buffers[1].view.shape[0], p->n_loads = c->buffers[3].view.shape[0];
+    c->nq = a->nq, c->n_nodes = a->n_nodes;
+    p->context = c;
+    if (apply != Py_None) Py_INCREF(apply), c->apply = apply, p->coupling_apply = apply_trampoline;
+    if (jacobian != Py_None) Py_INCREF(jacobian), c->jacobian = jacobian, p->coupling_jacobian = jacobian_trampoline;
+    if (terms != Py_None) Py_INCREF(terms), c->terms = terms, p->field_terms = terms_trampoline;
+    return PyCapsule_New(c, "shiftsim.Problem", problem_destroy);
 }
 
 /* ------------------------------------------------------------------ kinematics */
@@ -62,20 +326,10 @@ typedef struct {
 static void state_work(void *job, int64_t b) {
     KinematicsJob *k = job;
     const Model *a = k->a;
-    State s = state_new(a);
+    State s = {malloc(sizeof(double) * (size_t)(12 * a->n_nodes)), k->rotation + b * 9 * a->n_nodes,
+               k->position + b * 3 * a->n_nodes, k->omega + b * 3 * a->nq, k->v + b * 3 * a->nq};
     node_state(a, k->q + b * a->nq, &s);
-    memcpy(k->rotation + b * 9 * a->n_nodes, s.rotation, sizeof(double) * (size_t)(9 * a->n_nodes));
-    memcpy(k->position + b * 3 * a->n_nodes, s.position, sizeof(double) * (size_t)(3 * a->n_nodes));
-    memcpy(k->omega + b * 3 * a->nq, s.omega, sizeof(double) * (size_t)(3 * a->nq));
-    memcpy(k->v + b * 3 * a->nq, s.v, sizeof(double) * (size_t)(3 * a->nq));
-    state_free(&s);
-}
-
-/* Node poses rotation (B, n, 3, 3), position (B, n, 3) and twists omega, v (B, nq, 3) at q (B, nq). */
-void shiftsim_state(const Model *a, int64_t batch, const double *q, double *rotation, double *position,
-                    double *omega, double *v, int64_t threads) {
-    KinematicsJob job = {a, q, rotation, position, omega, v, NULL, NULL};
-    run_cases(state_work, &job, batch, threads);
+    free(s.world);
 }
 
 static void forward_work(void *job, int64_t b) {
@@ -87,98 +341,202 @@ static void forward_work(void *job, int64_t b) {
     state_free(&s);
 }
 
-/* World poses (4, 4) of every body (B, n_bodies, 4, 4) and frame (B, n_frames, 4, 4) at q (B, nq); either
- * output may be NULL. */
-void shiftsim_forward(const Model *a, int64_t batch, const double *q, double *bodies, double *frames, int64_t threads) {
-    KinematicsJob job = {a, q, NULL, NULL, NULL, NULL, bodies, frames};
-    run_cases(forward_work, &job, batch, threads);
+/* state(model, q (B, nq), rotation (B, n, 3, 3), position (B, n, 3), omega (B, nq, 3), v (B, nq, 3), threads) */
+static PyObject *py_state(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *o[5];
+    int64_t threads;
+    Buffer b[5] = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOL", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &threads)) return NULL;
+    KinematicsJob job = {model_of(model), NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    if (job.a && (job.q = take(o[0], &b[0], 'd', 0, 0, "q")) && (job.rotation = take(o[1], &b[1], 'd', 1, 0, "rotation"))
+        && (job.position = take(o[2], &b[2], 'd', 1, 0, "position")) && (job.omega = take(o[3], &b[3], 'd', 1, 0, "omega"))
+        && (job.v = take(o[4], &b[4], 'd', 1, 0, "v")))
+        run_cases(state_work, &job, batch_of(&b[0]), threads, 0);
+    release(b, 5);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
 }
 
-static State view(const Model *a, int64_t b, const double *rotation, const double *position, const double *omega,
-                  const double *v) {
-    State s = {NULL, (double *)rotation + b * 9 * a->n_nodes, (double *)position + b * 3 * a->n_nodes,
-               (double *)omega + b * 3 * a->nq, (double *)v + b * 3 * a->nq};
+/* forward(model, q (B, nq), bodies (B, n_bodies, 4, 4) or None, frames (B, n_frames, 4, 4) or None, threads) */
+static PyObject *py_forward(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *o[3];
+    int64_t threads;
+    Buffer b[3] = {0};
+    if (!PyArg_ParseTuple(args, "OOOOL", &model, &o[0], &o[1], &o[2], &threads)) return NULL;
+    KinematicsJob job = {model_of(model), NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    if (job.a && (job.q = take(o[0], &b[0], 'd', 0, 0, "q"))) {
+        job.bodies = take(o[1], &b[1], 'd', 1, 1, "bodies");
+        if (!PyErr_Occurred()) job.frames = take(o[2], &b[2], 'd', 1, 1, "frames");
+        if (!PyErr_Occurred())
+            run_cases(forward_work, &job, batch_of(&b[0]), threads, 0);
+    }
+    release(b, 3);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The state buffers (rotation, position, omega, v; batch first) of four objects; returns the batch size. */
+static int64_t take_states(const Model *a, PyObject **o, Buffer *b, double **p) {
+    const char *names[4] = {"rotation", "position", "omega", "v"};
+    for (int i = 0; i < 4; i++)
+        if (!(p[i] = take(o[i], &b[i], 'd', 0, 0, names[i]))) return -1;
+    return (int64_t)(b[0].view.len / 8 / (9 * a->n_nodes));
+}
+
+static State view_of(const Model *a, double **p, int64_t b) {
+    State s = {NULL, p[0] + b * 9 * a->n_nodes, p[1] + b * 3 * a->n_nodes, p[2] + b * 3 * a->nq, p[3] + b * 3 * a->nq};
     return s;
 }
 
-/* Closure residual g (B, 6 K) and Jacobian jac (B, 6 K, nq) (either may be NULL) at given states. */
-void shiftsim_closures(const Model *a, int64_t batch, const double *rotation, const double *position,
-                       const double *omega, const double *v, double *g, double *jac) {
-    for (int64_t b = 0; b < batch; b++) {
-        State s = view(a, b, rotation, position, omega, v);
-        if (g) closure_residual(a, &s, g + b * 6 * a->n_closures);
-        if (jac) closure_jacobian(a, &s, jac + b * 6 * a->n_closures * a->nq);
-    }
+/* closures(model, rotation, position, omega, v, g (B, 6 K) or None, jac (B, 6 K, nq) or None) */
+static PyObject *py_closures(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *o[6];
+    Buffer b[6] = {0};
+    double *p[4], *g = NULL, *jac = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5])) return NULL;
+    const Model *a = model_of(model);
+    int64_t batch = a ? take_states(a, o, b, p) : -1;
+    if (batch >= 0 && !PyErr_Occurred()) g = take(o[4], &b[4], 'd', 1, 1, "g");
+    if (batch >= 0 && !PyErr_Occurred()) jac = take(o[5], &b[5], 'd', 1, 1, "jac");
+    if (batch >= 0 && !PyErr_Occurred())
+        for (int64_t k = 0; k < batch; k++) {
+            State s = view_of(a, p, k);
+            if (g) closure_residual(a, &s, g + k * 6 * a->n_closures);
+            if (jac) closure_jacobian(a, &s, jac + k * 6 * a->n_closures * a->nq);
+        }
+    release(b, 6);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
 }
 
-/* direction . d2p/dq_j dq_k added into out (B, nq, nq) for points on ``node`` with Jacobians jv (B, nq, 3). */
-void shiftsim_point_hessian(const Model *a, int64_t batch, const double *rotation, const double *position,
-                            const double *omega, const double *v, int64_t node, const double *jv,
-                            const double *direction, double *out) {
-    for (int64_t b = 0; b < batch; b++) {
-        State s = view(a, b, rotation, position, omega, v);
-        add_point_hessian(a, &s, node, jv + b * 3 * a->nq, direction + 3 * b, 1.0, out + b * a->nq * a->nq);
-    }
+/* point_hessian(model, rotation, position, omega, v, node, jv (B, nq, 3), direction (B, 3), out (B, nq, nq)):
+ * out += direction . d2p/dq_j dq_k for points on ``node``. */
+static PyObject *py_point_hessian(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *o[7];
+    int64_t node;
+    Buffer b[7] = {0};
+    double *p[4], *jv, *direction, *out;
+    if (!PyArg_ParseTuple(args, "OOOOOLOOO", &model, &o[0], &o[1], &o[2], &o[3], &node, &o[4], &o[5], &o[6]))
+        return NULL;
+    const Model *a = model_of(model);
+    int64_t batch = a ? take_states(a, o, b, p) : -1;
+    if (batch >= 0 && (jv = take(o[4], &b[4], 'd', 0, 0, "jv")) && (direction = take(o[5], &b[5], 'd', 0, 0, "direction"))
+        && (out = take(o[6], &b[6], 'd', 1, 0, "out")))
+        for (int64_t k = 0; k < batch; k++) {
+            State s = view_of(a, p, k);
+            add_point_hessian(a, &s, node, jv + k * 3 * a->nq, direction + 3 * k, 1.0, out + k * a->nq * a->nq);
+        }
+    release(b, 7);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
 }
 
-/* Generalized forces of the model's own terms at given states, each (B, nq) force, (B, nq, nq) stiffness and
- * (B) energy: ``which`` 0 gravity and world forces (gravity (B, 3); count, point_node (count), point and force
- * (B, count, 3)), 1 joint springs (q (B, nq)), 2 pair springs, 3 closure forces (multipliers (B, 6 K); adds
- * only stiffness), 4 loads (n_loads, frames, forces, torques (B, L, 3), follow (L); their world-fixed forces
- * are not included: see gravity). */
-void shiftsim_terms(const Model *a, int64_t which, int64_t batch, const double *q, const double *rotation,
-                    const double *position, const double *omega, const double *v, const double *gravity,
-                    int64_t count, const int64_t *point_node, const double *point, const double *force,
-                    const double *multipliers, int64_t n_loads, const int64_t *frames, const double *forces,
-                    const double *torques, const int64_t *follow, double *q_force, double *stiffness,
-                    double *energy) {
-    int64_t nq = a->nq;
-    int64_t *scratch_node = calloc((size_t)(n_loads + 1), sizeof(int64_t));
-    double *scratch_point = calloc((size_t)(3 * n_loads + 1), sizeof(double));
-    double *scratch_force = calloc((size_t)(3 * n_loads + 1), sizeof(double));
-    for (int64_t b = 0; b < batch; b++) {
-        State s = view(a, b, rotation, position, omega, v);
-        double *fb = q_force + b * nq, *kb = stiffness + b * nq * nq;
-        if (which == 0)
-            energy[b] = gravity_and_world_forces(a, &s, gravity + 3 * b, count, point_node, point + 3 * count * b,
-                                                 force + 3 * count * b, fb, kb);
-        else if (which == 1)
-            energy[b] = joint_springs(a, q + b * nq, fb, kb);
-        else if (which == 2)
-            energy[b] = pair_springs(a, &s, fb, kb);
-        else if (which == 3)
-            closure_force_stiffness(a, &s, multipliers + b * 6 * a->n_closures, kb);
-        else
-            applied_loads(a, &s, n_loads, frames, forces + 3 * n_loads * b, torques + 3 * n_loads * b, follow,
-                          scratch_node, scratch_point, scratch_force, fb, kb);
+/* terms(model, which, q, rotation, position, omega, v, gravity, point_node, point, force, multipliers, frames,
+ *       forces, torques, follow, q_force (B, nq), stiffness (B, nq, nq), energy (B)): one of the model's own
+ * force terms at given states, added into the outputs. which 0: gravity (B, 3) and world forces (point_node
+ * (P), point, force (B, P, 3)); 1: joint springs (q (B, nq)); 2: pair springs; 3: closure-force stiffness
+ * (multipliers (B, 6 K)); 4: torques and following loads (frames, follow (L), forces, torques (B, L, 3)).
+ * Unused arguments may be None. */
+static PyObject *py_terms(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *o[17];
+    int64_t which;
+    Buffer b[17] = {0};
+    if (!PyArg_ParseTuple(args, "OLOOOOOOOOOOOOOOOOO", &model, &which, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16]))
+        return NULL;
+    const Model *a = model_of(model);
+    static const char kinds[] = "ddddddqdddqddqddd";
+    void *p[17];
+    for (int i = 0; i < 17 && a; i++) {
+        p[i] = take(o[i], &b[i], kinds[i], i >= 14, 1, "terms argument");
+        if (PyErr_Occurred()) a = NULL;
     }
-    free(scratch_node), free(scratch_point), free(scratch_force);
+    if (a && !(b[14].held && b[15].held && b[16].held)) {
+        PyErr_SetString(PyExc_ValueError, "terms: q_force, stiffness and energy are needed");
+        a = NULL;
+    }
+    if (a) {
+        int64_t nq = a->nq, batch = (int64_t)(b[16].view.len / 8), count = b[6].held ? b[6].view.shape[0] : 0;
+        int64_t n_loads = b[10].held ? b[10].view.shape[0] : 0;
+        int64_t *scratch_node = calloc((size_t)(n_loads + 1), sizeof(int64_t));
+        double *scratch = calloc((size_t)(6 * n_loads + 1), sizeof(double)), *st[4] = {p[1], p[2], p[3], p[4]};
+        for (int64_t k = 0; k < batch; k++) {
+            State s = {NULL, NULL, NULL, NULL, NULL};
+            if (b[1].held) s = view_of(a, st, k);
+            double *fb = (double *)p[14] + k * nq, *kb = (double *)p[15] + k * nq * nq, *eb = (double *)p[16] + k;
+            if (which == 0)
+                *eb += gravity_and_world_forces(a, &s, (double *)p[5] + 3 * k, count, p[6], (double *)p[7] + 3 * count * k,
+                                                (double *)p[8] + 3 * count * k, fb, kb);
+            else if (which == 1)
+                *eb += joint_springs(a, (double *)p[0] + k * nq, fb, kb);
+            else if (which == 2)
+                *eb += pair_springs(a, &s, fb, kb);
+            else if (which == 3)
+                closure_force_stiffness(a, &s, (double *)p[9] + k * 6 * a->n_closures, kb);
+            else
+                applied_loads(a, &s, n_loads, p[10], (double *)p[11] + 3 * n_loads * k, (double *)p[12] + 3 * n_loads * k,
+                              p[13], scratch_node, scratch, scratch + 3 * n_loads, fb, kb);
+        }
+        free(scratch_node), free(scratch);
+    }
+    release(b, 17);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
 }
 
-/* Distance x (B), gradient (B, nq) and Hessian (B, nq, nq) of pair restraint ``pair``'s frames at given states. */
-void shiftsim_pair_distance(const Model *a, int64_t batch, const double *rotation, const double *position,
-                            const double *omega, const double *v, int64_t frame_a, int64_t frame_c,
-                            int64_t distance, double *x, double *grad, double *hess) {
-    for (int64_t b = 0; b < batch; b++) {
-        State s = view(a, b, rotation, position, omega, v);
-        x[b] = pair_distance(a, &s, frame_a, frame_c, distance, grad + b * a->nq, hess + b * a->nq * a->nq);
-    }
+/* pair_distance(model, rotation, position, omega, v, frame_a, frame_c, distance, x (B), grad (B, nq),
+ * hess (B, nq, nq)) */
+static PyObject *py_pair_distance(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *o[7];
+    int64_t frame_a, frame_c, distance;
+    Buffer b[7] = {0};
+    double *p[4], *x, *grad, *hess;
+    if (!PyArg_ParseTuple(args, "OOOOOLLLOOO", &model, &o[0], &o[1], &o[2], &o[3], &frame_a, &frame_c, &distance,
+                          &o[4], &o[5], &o[6]))
+        return NULL;
+    const Model *a = model_of(model);
+    int64_t batch = a ? take_states(a, o, b, p) : -1;
+    if (batch >= 0 && (x = take(o[4], &b[4], 'd', 1, 0, "x")) && (grad = take(o[5], &b[5], 'd', 1, 0, "grad"))
+        && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")))
+        for (int64_t k = 0; k < batch; k++) {
+            State s = view_of(a, p, k);
+            x[k] = pair_distance(a, &s, frame_a, frame_c, distance, grad + k * a->nq, hess + k * a->nq * a->nq);
+        }
+    release(b, 7);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
 }
 
-/* f, df/dx and energy (each (count)) of polynomial laws (coefficients (count, degree), constant term first)
- * at x (count). */
-void shiftsim_polynomials(int64_t count, int64_t degree, const double *coefficients, const double *x, double *f,
-                          double *df, double *energy) {
-    for (int64_t i = 0; i < count; i++)
-        polynomial_law(coefficients + i * degree, degree, x[i], f + i, df + i, energy + i);
+/* polynomials(coefficients (count, degree) constant term first, x (count), f, df, energy (count)) */
+static PyObject *py_polynomials(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[5];
+    Buffer b[5] = {0};
+    double *p[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &o[0], &o[1], &o[2], &o[3], &o[4])) return NULL;
+    int ok = 1;
+    for (int i = 0; i < 5 && ok; i++) ok = (p[i] = take(o[i], &b[i], 'd', i >= 2, 0, "polynomial array")) != NULL;
+    if (ok) {
+        int64_t count = (int64_t)(b[1].view.len / 8), degree = count ? (int64_t)(b[0].view.len / 8) / count : 0;
+        for (int64_t i = 0; i < count; i++) polynomial_law(p[0] + i * degree, degree, p[1][i], p[2] + i, p[3] + i, p[4] + i);
+    }
+    release(b, 5);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------ statics */
 typedef struct {
     const Model *a;
     const Problem *p;
-    const double *gravity, *force, *torque, *rates, *scales, *q_start;
-    int64_t classify;
+    const double *gravity, *force, *torque, *rates, *q_start;
+    const int64_t *classify;
     double *q, *multipliers, *flags, *neutral;
     uint8_t *unheld, *runaway;
 } SolveJob;
@@ -188,24 +546,94 @@ static void solve_work(void *job, int64_t b) {
     const Model *a = j->a;
     const Problem *p = j->p;
     int64_t nq = a->nq, nf = p->nf, loads = 3 * p->n_loads;
-    Case c = {j->gravity + 3 * b, j->force + loads * b, j->torque + loads * b, j->rates + nq * b, j->scales[2 * b],
-              j->scales[2 * b + 1]};
-    solve_case(a, p, &c, j->q_start + nq * b, j->classify, j->q + nq * b, j->multipliers + p->m * b, j->flags + 5 * b,
-               j->neutral + nf * nf * b, j->unheld + nf * b, j->runaway + nf * b);
+    Case c = {j->gravity + 3 * b, j->force + loads * b, j->torque + loads * b, j->rates + nq * b, 0.0, 0.0};
+    case_scales(a, j->q_start + nq * b, p->n_loads, c.gravity, c.force, c.torque, &c.force_floor, &c.size);
+    solve_case(a, p, &c, j->q_start + nq * b, j->classify[b], j->q + nq * b, j->multipliers + p->m * b,
+               j->flags + 7 * b, j->neutral + nf * nf * b, j->unheld + nf * b, j->runaway + nf * b);
+    j->flags[7 * b + 5] = c.size, j->flags[7 * b + 6] = c.force_floor;
 }
 
-/* Equilibria of B cases (see solve_case in newton.c). Per case: gravity (3), force, torque (L, 3), rates
- * (nq), scales (2): force floor and size, q_start (nq); outputs q (nq), multipliers (m), flags (5), neutral
- * (nf, nf), unheld, runaway (nf). Cases that call Python back (couplings, fields) must use threads <= 1. */
-void shiftsim_solve(const Model *a, const Problem *p, int64_t batch, const double *gravity, const double *force,
-                    const double *torque, const double *rates, const double *scales, const double *q_start,
-                    int64_t classify, double *q, double *multipliers, double *flags, double *neutral,
-                    uint8_t *unheld, uint8_t *runaway, int64_t threads) {
-    SolveJob job = {a, p, gravity, force, torque, rates, scales, q_start, classify, q, multipliers, flags, neutral,
-                    unheld, runaway};
-    run_cases(solve_work, &job, batch, threads);
+/* solve(model, problem, gravity (B, 3), force (B, L, 3), torque (B, L, 3), rates (B, nq), q_start (B, nq),
+ *       classify (B) int64, q (B, nq), multipliers (B, m), flags (B, 7), neutral (B, nf, nf), unheld (B, nf)
+ *       uint8, runaway (B, nf) uint8, threads): equilibria of B cases (solve_case in newton.c); flags per
+ * case: converged, iterations, residual norm, stability code, neutral count, size (m), force floor (N m). */
+static PyObject *py_solve(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *problem, *o[12];
+    int64_t threads;
+    Buffer b[12] = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOL", &model, &problem, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8], &o[9], &o[10], &o[11], &threads))
+        return NULL;
+    ProblemCapsule *c = problem_of(problem);
+    SolveJob job = {model_of(model), c ? &c->problem : NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                    NULL, NULL};
+    static const char kinds[] = "dddddqddddBB";
+    void *p[12];
+    int ok = job.a && job.p;
+    for (int i = 0; i < 12 && ok; i++) ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 6, 0, "solve array")) != NULL;
+    if (ok) {
+        job.gravity = p[0], job.force = p[1], job.torque = p[2], job.rates = p[3], job.q_start = p[4];
+        job.classify = p[5], job.q = p[6], job.multipliers = p[7], job.flags = p[8], job.neutral = p[9];
+        job.unheld = p[10], job.runaway = p[11];
+        int calls_python = c->apply || c->terms;
+        run_cases(solve_work, &job, (int64_t)(b[5].view.len / 8), threads, calls_python);
+    }
+    release(b, 12);
+    if (c && raise_kept(c)) return NULL;
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
 }
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_core", "shiftsim's compiled core (called through ctypes)",
-                                    -1, NULL, NULL, NULL, NULL, NULL};
+/* evaluate(model, problem, gravity (3), force (L, 3), torque (L, 3), q (nq), multipliers (m) or None,
+ *          residual (nf), closure (m), g_u (m, nf), hessian (nf, nf), scalars (5), q_force_reduced (nf),
+ *          multipliers_out (m)): the evaluation of one configuration (evaluate_case in newton.c); scalars:
+ * energy, force scale, conservative, size, force floor. */
+static PyObject *py_evaluate(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *problem, *o[12];
+    Buffer b[12] = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOO", &model, &problem, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8], &o[9], &o[10], &o[11]))
+        return NULL;
+    ProblemCapsule *c = problem_of(problem);
+    const Model *a = model_of(model);
+    void *p[12];
+    int ok = a && c;
+    for (int i = 0; i < 12 && ok; i++) {
+        p[i] = take(o[i], &b[i], 'd', i >= 5, i == 4, "evaluate array");
+        ok = !PyErr_Occurred();
+    }
+    if (ok) {
+        double *zeros = calloc((size_t)(a->nq + 1), sizeof(double)), *scalars = p[9];
+        Case k = {p[0], p[1], p[2], zeros, 0.0, 0.0};
+        case_scales(a, p[3], c->problem.n_loads, k.gravity, k.force, k.torque, &k.force_floor, &k.size);
+        evaluate_case(a, &c->problem, &k, p[3], p[4], p[5], p[6], p[7], p[8], scalars, p[10], p[11]);
+        scalars[3] = k.size, scalars[4] = k.force_floor;
+        free(zeros);
+    }
+    release(b, 12);
+    if (c && raise_kept(c)) return NULL;
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"model", py_model, METH_VARARGS, "model(arrays) -> capsule: a model for the core (see api.c)"},
+    {"problem", py_problem, METH_VARARGS, "problem(...) -> capsule: a statics problem (see api.c)"},
+    {"state", py_state, METH_VARARGS, "node poses and coordinate twists of a batch of configurations"},
+    {"forward", py_forward, METH_VARARGS, "body and frame poses of a batch of configurations"},
+    {"closures", py_closures, METH_VARARGS, "closure residual and Jacobian at given states"},
+    {"point_hessian", py_point_hessian, METH_VARARGS, "direction . second derivatives of points"},
+    {"terms", py_terms, METH_VARARGS, "one of the model's own force terms at given states"},
+    {"pair_distance", py_pair_distance, METH_VARARGS, "distance of a pair restraint with its derivatives"},
+    {"polynomials", py_polynomials, METH_VARARGS, "polynomial laws with slope and energy"},
+    {"solve", py_solve, METH_VARARGS, "equilibria of a batch of cases"},
+    {"evaluate", py_evaluate, METH_VARARGS, "the solver's evaluation at one configuration"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_core", "shiftsim's compiled core (see shiftsim/core)", -1,
+                                    methods, NULL, NULL, NULL, NULL};
+
 PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&module); }

@@ -88,13 +88,14 @@ int lu_solve(int64_t n, const double *a, const double *b, double *x);
 void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors);
 void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, double rcond, double *x);
 void null_space(int64_t m, int64_t nf, const double *g, double *z);
-double lowest_eigenvalue(int64_t n, const double *a);
 
 /* statics (newton.c) */
-typedef int (*CouplingApply)(const double *q, double *out);                  /* out (nq) */
-typedef int (*CouplingJacobian)(const double *q, double *out);               /* out (nq, nf) */
-typedef int (*FieldTerms)(const double *q, const double *rotation, const double *position, const double *omega,
-                          const double *v, double *q_force, double *stiffness, double *energy_and_conservative);
+/* Callbacks into the caller (Python: couplings and force fields), each returning nonzero on failure. */
+typedef int (*CouplingApply)(void *context, const double *q, double *out);    /* out (nq) */
+typedef int (*CouplingJacobian)(void *context, const double *q, double *out); /* out (nq, nf) */
+typedef int (*FieldTerms)(void *context, const double *q, const double *rotation, const double *position,
+                          const double *omega, const double *v, double *q_force, double *stiffness,
+                          double *energy_and_conservative);
 
 typedef struct {
     int64_t nf, m, n_loads;
@@ -104,6 +105,7 @@ typedef struct {
     CouplingApply coupling_apply;          /* NULL: no couplings */
     CouplingJacobian coupling_jacobian;
     FieldTerms field_terms;                /* NULL: no fields */
+    void *context;                         /* passed to the callbacks */
     int64_t has_rates;
     int64_t max_iterations, full_load_iterations, max_load_halvings;
     double force_tolerance, closure_tolerance, max_step, max_shifted_step;
@@ -116,8 +118,17 @@ typedef struct {
     const double *force;       /* (L, 3) */
     const double *torque;      /* (L, 3) */
     const double *rate_force;  /* (nq) */
-    double force_floor;        /* N m */
-    double size;               /* m */
+    double force_floor;        /* N m: the model's own force scale under these loads (case_scales) */
+    double size;               /* m: the machine's size at the start */
 } Case;
+
+void case_scales(const Model *a, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
+                 const double *torque, double *force_floor, double *size);
+void solve_case(const Model *a, const Problem *p, const Case *c, const double *q_start, int64_t classify,
+                double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
+                uint8_t *out_runaway);
+void evaluate_case(const Model *a, const Problem *p, const Case *c, const double *q, const double *multipliers,
+                   double *residual, double *closure, double *g_u, double *hessian, double *scalars,
+                   double *q_force_reduced, double *multipliers_out);
 
 #endif

@@ -76,11 +76,14 @@ void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors
                 total += w[i * n + j] * w[i * n + j];
                 if (i != j) off += w[i * n + j] * w[i * n + j];
             }
-        if (!(off > DBL_EPSILON * DBL_EPSILON * 1e-4 * total)) break;
+        if (!(off > DBL_EPSILON * DBL_EPSILON * total)) break;
         for (int64_t p = 0; p < n - 1; p++) {
             for (int64_t q = p + 1; q < n; q++) {
                 double apq = w[p * n + q];
-                if (fabs(apq) < 1e-300) continue;
+                if (fabs(apq) <= 1e-300 || fabs(apq) <= 1e-18 * sqrt(fabs(w[p * n + p] * w[q * n + q]))) {
+                    w[p * n + q] = w[q * n + p] = 0.0; /* below round-off of its diagonal: zero */
+                    continue;
+                }
                 double theta = (w[q * n + q] - w[p * n + p]) / (2.0 * apq);
                 double t = (theta >= 0.0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
                 double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
@@ -111,17 +114,6 @@ void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors
         for (int64_t k = 0; k < n; k++) vectors[k * n + i] = v[k * n + order[i]];
     }
     free(w), free(v), free(order);
-}
-
-double lowest_eigenvalue(int64_t n, const double *a) {
-    if (n == 0 || positive_definite(n, a)) return INFINITY;
-    for (int64_t i = 0; i < n * n; i++)
-        if (!isfinite(a[i])) return NAN;
-    double *values = malloc(sizeof(double) * (size_t)n), *vectors = malloc(sizeof(double) * (size_t)(n * n));
-    symmetric_eigen(n, a, values, vectors);
-    double lowest = values[0];
-    free(values), free(vectors);
-    return lowest;
 }
 
 /* Minimum-norm least-squares x (cols) of a (rows, cols) x = b: singular values below rcond times the largest

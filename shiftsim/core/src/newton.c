@@ -80,7 +80,7 @@ static void solve_or_least_squares(int64_t n, const double *a, const double *b, 
 static void apply_couplings(const Context *x, double *q) {
     if (!x->p->coupling_apply) return;
     double *out = zeros(x->a->nq);
-    if (x->p->coupling_apply(q, out))
+    if (x->p->coupling_apply(x->p->context, q, out))
         for (int64_t i = 0; i < x->a->nq; i++) out[i] = NAN;
     memcpy(q, out, sizeof(double) * (size_t)x->a->nq);
     free(out);
@@ -90,7 +90,7 @@ static void apply_couplings(const Context *x, double *q) {
 static double *coupling_map(const Context *x, const double *q) {
     if (!x->p->coupling_jacobian) return NULL;
     double *t = zeros(x->a->nq * x->p->nf);
-    if (x->p->coupling_jacobian(q, t))
+    if (x->p->coupling_jacobian(x->p->context, q, t))
         for (int64_t i = 0; i < x->a->nq * x->p->nf; i++) t[i] = NAN;
     return t;
 }
@@ -135,12 +135,10 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     int64_t *point_node = calloc((size_t)(n_loads + 1), sizeof(int64_t));
     int conservative = 1;
     int64_t count = 0;
-    for (int64_t i = 0; i < 3 * n_loads; i++) {
+    for (int64_t i = 0; i < 3 * n_loads; i++) { /* torques and following loads have no potential */
         forces[i] = x->c->force[i] * scale, torques[i] = x->c->torque[i] * scale;
-        if (torques[i] != 0.0) conservative = 0;
+        if (torques[i] != 0.0 || (forces[i] != 0.0 && p->load_follow[i / 3])) conservative = 0;
     }
-    for (int64_t i = 0; i < n_loads; i++)
-        if (p->load_follow[i]) conservative = 0;
     double gravity[3] = {x->c->gravity[0] * scale, x->c->gravity[1] * scale, x->c->gravity[2] * scale};
     double energy = 0.0;
     for (int part = 0; part < 5; part++) { /* each term's force separately: the force scale adds their sizes */
@@ -156,7 +154,7 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             energy += pair_springs(a, s, term, stiffness);
         } else if (p->field_terms) {
             double more[2] = {0.0, 1.0}; /* energy, conservative */
-            if (p->field_terms(q, s->rotation, s->position, s->omega, s->v, term, stiffness, more))
+            if (p->field_terms(p->context, q, s->rotation, s->position, s->omega, s->v, term, stiffness, more))
                 for (int64_t i = 0; i < nq; i++) term[i] = NAN;
             energy += more[0];
             conservative = conservative && more[1] != 0.0;
@@ -304,10 +302,18 @@ static double *basis(const Context *x, const Evaluation *e, int64_t *r) {
     return z;
 }
 
-/* Z^T H Z (r, r), symmetrized when ``symmetric``. */
+/* Z^T H Z (r, r), symmetrized when ``symmetric`` (H itself without closures: Z is the identity). */
 static double *reduced_stiffness(const Context *x, const Evaluation *e, const double *z, int64_t r, int symmetric) {
     int64_t nf = x->p->nf;
-    double *hz = zeros(nf * r), *out = zeros(r * r);
+    double *out = zeros(r * r);
+    if (x->p->m == 0) {
+        memcpy(out, e->hessian, sizeof(double) * (size_t)(nf * nf));
+        if (symmetric)
+            for (int64_t i = 0; i < r; i++)
+                for (int64_t j = 0; j < i; j++) out[i * r + j] = out[j * r + i] = 0.5 * (out[i * r + j] + out[j * r + i]);
+        return out;
+    }
+    double *hz = zeros(nf * r);
     for (int64_t i = 0; i < nf; i++)
         for (int64_t j = 0; j < r; j++) {
             double total = 0.0;
@@ -334,6 +340,17 @@ static double *reduced_stiffness(const Context *x, const Evaluation *e, const do
  * stiffness entry. */
 static double stiffness_floor(const Context *x, const Evaluation *e) {
     return 1e-9 * fmax(e->force_scale, max_abs(x->p->nf * x->p->nf, e->hessian));
+}
+
+/* 1 when the symmetric a (r, r) + shift I is positive definite (a Cholesky factorization succeeds). */
+static int definite_shifted(int64_t r, const double *a, double shift) {
+    if (r == 0) return 1;
+    double *b = zeros(r * r);
+    memcpy(b, a, sizeof(double) * (size_t)(r * r));
+    for (int64_t i = 0; i < r; i++) b[i * r + i] += shift;
+    int ok = positive_definite(r, b);
+    free(b);
+    return ok;
 }
 
 /* ------------------------------------------------------------------ loop re-assembly */
@@ -412,11 +429,12 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         for (int64_t k = 0; k < nf; k++) total += z[k * r + i] * e->residual[k];
         force[i] = total;
     }
-    double lowest = lowest_eigenvalue(r, symmetric);
+    /* the smallest shift of the form 1e-3 |K| 2^k that makes the reduced stiffness positive definite, none where it
+     * already is beyond 1e-8 |K| (found by Cholesky factorizations, not eigenvalues) */
     double level = max_abs(r * r, reduced) + 1e-12 * e->force_scale, base = 1e-3 * level, shift = 0.0;
-    if (lowest < 1e-8 * level) {
-        double doublings = floor(log2(fmax(-lowest / base, 0.5))) + 1.0;
-        shift = base * pow(2.0, fmax(doublings, 0.0));
+    if (!definite_shifted(r, symmetric, -1e-8 * level)) {
+        shift = base;
+        for (int k = 0; k < 1100 && !definite_shifted(r, symmetric, shift); k++) shift *= 2.0;
     }
     for (int64_t i = 0; i < r; i++) reduced[i * r + i] += shift;
     double *y = zeros(r), *du = zeros(nf);
@@ -496,7 +514,7 @@ static void escape_direction(const Context *x, const Evaluation *e, const double
 static int unstable_here(const Context *x, const Evaluation *e) {
     int64_t r;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
-    int unstable = lowest_eigenvalue(r, reduced) < -stiffness_floor(x, e);
+    int unstable = r > 0 && all_finite(r * r, reduced) && !definite_shifted(r, reduced, stiffness_floor(x, e));
     free(z), free(reduced);
     return unstable;
 }
@@ -631,9 +649,9 @@ static int stability(const Context *x, const Evaluation *e, double *neutral, int
         int definite = positive_definite(r, reduced);
         for (int64_t i = 0; i < r; i++) reduced[i * r + i] += floor_;
         if (!definite) {
-            if (!all_finite(r * r, reduced)) {
-                verdict = UNSTABLE;
-            } else {
+            if (!all_finite(r * r, reduced) || !definite_shifted(r, reduced, floor_)) {
+                verdict = UNSTABLE; /* an eigenvalue below -floor */
+            } else { /* eigenvalues in [-floor, floor]: the neutral directions */
                 double *values = zeros(r), *vectors = zeros(r * r);
                 symmetric_eigen(r, reduced, values, vectors);
                 if (values[0] < -floor_) {
@@ -717,4 +735,30 @@ void evaluate_case(const Model *a, const Problem *p, const Case *c, const double
     memcpy(multipliers_out, e.multipliers, sizeof(double) * (size_t)p->m);
     scalars[0] = e.energy, scalars[1] = e.force_scale, scalars[2] = e.conservative;
     state_free(&s), evaluation_free(&e);
+}
+
+/* The model's own scales for one case: its size (m, the largest distance of a frame origin from the world
+ * origin at q_start) and its force floor (N m): 1e-3 of its weight under gravity (3) and its load forces
+ * (L, 3) times its size, plus the load torques (L, 3). Forces below force_tolerance times the floor are
+ * round-off: a model whose forces all vanish (wheels with their centres of mass on their axles) has
+ * converged, not failed. */
+void case_scales(const Model *a, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
+                 const double *torque, double *force_floor, double *size) {
+    State s = state_new(a);
+    node_state(a, q_start, &s);
+    double largest = 0.0, p[3], mass = 0.0, forces = 0.0, torques = 0.0;
+    for (int64_t f = 0; f < a->n_frames; f++) {
+        frame_pose(a, &s, f, NULL, p);
+        largest = fmax(largest, p[0] * p[0] + p[1] * p[1] + p[2] * p[2]);
+    }
+    for (int64_t i = 0; i < a->n_nodes; i++) mass += a->mass[i];
+    for (int64_t i = 0; i < n_loads; i++) {
+        const double *f = force + 3 * i, *t = torque + 3 * i;
+        forces += sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
+        torques += sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2]);
+    }
+    *size = sqrt(largest);
+    double weight = mass * sqrt(gravity[0] * gravity[0] + gravity[1] * gravity[1] + gravity[2] * gravity[2]);
+    *force_floor = fmax(1e-3 * ((weight + forces) * fmax(*size, 1e-3) + torques), 1e-9);
+    state_free(&s);
 }
