@@ -17,7 +17,8 @@ from scipy.spatial.transform import Rotation
 from shiftsim.errors import InputError
 from shiftsim.ik import (ContactConstraint, EndEffectorConstraint, IKOptions, IKProblem, frame_velocity, jacobian,
                          register_ik_solver, registered_solvers, solve_ik, transform_between, unregister_ik_solver)
-from shiftsim.ik.constraints import rotation_log_jacobian_inverse
+from shiftsim.ik.constraints import rotation_log_jacobian_inverse, rotation_vector3
+from shiftsim.ik.solver import _damped_step
 from shiftsim.kinematics import closure_residual, forward, state
 from shiftsim.loading import load_model
 from shiftsim.model import Model, compile_model
@@ -494,3 +495,85 @@ def test_a_coupled_joint_cannot_be_held():
     model = coupled_arm()
     with pytest.raises(InputError, match="'j3'.*coupled"):
         solve_ik(model, [EndEffectorConstraint("c:tool", position=[0.3, 0, 0])], options=IKOptions(held=("j3",)))
+
+
+# ---------------------------------------------------------------------- the solver's fast paths
+def test_rotation_vector3_is_scipys_rotation_vector():
+    rotations = list(Rotation.random(200, random_state=5).as_matrix())
+    for vector in ([0, 0, 0], [1e-9, -2e-9, 0], [1e-4, 0, 3e-4], [np.pi, 0, 0], [0, -np.pi + 1e-9, 0],
+                   np.pi * np.array([1, 1, 1]) / np.sqrt(3), [2.0, -1.0, 0.5]):
+        rotations.append(Rotation.from_rotvec(vector).as_matrix())
+    for matrix in rotations:
+        ours = np.array(rotation_vector3(matrix))
+        np.testing.assert_allclose(ours, Rotation.from_matrix(matrix).as_rotvec(), rtol=0, atol=1e-13)
+        assert np.linalg.norm(ours) <= np.pi + 1e-15
+
+
+def test_an_exact_target_rotation_is_kept_and_a_nearly_orthonormal_one_projected():
+    model = planar_two_link()
+    exact = Rotation.from_euler("XYZ", [0.3, -0.7, 2.0]).as_matrix()
+    bound = EndEffectorConstraint("link2:tip", rotation=exact).bind(model)
+    assert np.array_equal(bound.rotation, exact)
+    rough = exact + 1e-8 * np.arange(9.0).reshape(3, 3)  # within is_rotation's 1e-6, not orthonormal
+    bound = EndEffectorConstraint("link2:tip", rotation=rough).bind(model)
+    np.testing.assert_allclose(bound.rotation @ bound.rotation.T, np.eye(3), atol=1e-15)
+    np.testing.assert_allclose(bound.rotation, Rotation.from_matrix(rough).as_matrix(), atol=1e-15)
+    assert np.abs(bound.rotation - rough).max() > 1e-9
+
+
+@pytest.mark.parametrize("case", ["torso", "coupled"])
+def test_world_pose_rows_against_finite_differences(case):
+    # a frame some coordinates do not carry (the other arm's), and a frame turned in its body (offset rotation)
+    model, name = (two_armed_torso(), "left_hand:tip") if case == "torso" else (coupled_arm(), "c:tool")
+    rng = np.random.default_rng(11)
+    target = Rotation.from_rotvec(rng.normal(size=3)).as_matrix()
+    problem = IKProblem.bind(model, [EndEffectorConstraint(name, position=[0.2, -0.1, 0.4], rotation=target)],
+                             IKOptions(respect_limits=False))
+    assert problem.constraints[0].offset_target is not None  # the world-pose path is the one under test
+    q = model.apply_couplings(rng.uniform(-1.0, 1.0, model.nq))
+    evaluation = problem.evaluate(q)
+    pose = world_pose(model, q, name)
+    np.testing.assert_allclose(evaluation.residual[:3], pose[:3, 3] - [0.2, -0.1, 0.4], atol=1e-14)
+    np.testing.assert_allclose(evaluation.residual[3:], Rotation.from_matrix(pose[:3, :3] @ target.T).as_rotvec(),
+                               atol=1e-13)
+    numeric = np.empty_like(evaluation.jacobian)
+    for k, coordinate in enumerate(problem.free):
+        d = np.zeros(model.nq)
+        d[coordinate] = 1e-6
+        plus = problem.evaluate(model.apply_couplings(q + d)).residual
+        minus = problem.evaluate(model.apply_couplings(q - d)).residual
+        numeric[:, k] = (plus - minus) / 2e-6
+    np.testing.assert_allclose(evaluation.jacobian, numeric, atol=1e-7)
+    if case == "torso":  # the right arm does not move the left hand
+        right = [k for k, c in enumerate(problem.free) if model.coordinate_names[c].startswith("right")]
+        assert len(right) == 3 and not evaluation.jacobian[:, right].any()
+
+
+def test_the_last_evaluation_is_reused_only_for_the_same_configuration():
+    model = planar_two_link()
+    problem = IKProblem.bind(model, [EndEffectorConstraint("link2:tip", position=[0.5, 0.5, 0.0])])
+    first = problem.evaluate(np.array([0.1, 0.2]))
+    assert problem.evaluate(np.array([0.1, 0.2])) is first
+    other = problem.evaluate(np.array([0.1, 0.2 + 1e-15]))
+    assert other is not first and not np.array_equal(other.residual, first.residual)
+
+
+def test_damped_step_solves_the_damped_normal_equations_and_survives_a_singular_matrix():
+    rng = np.random.default_rng(2)
+    jac, r = rng.normal(size=(6, 4)), rng.normal(size=6)
+    step = _damped_step(jac.T @ jac, jac.T @ r, 1e-3, np.eye(4))
+    np.testing.assert_allclose(step, -np.linalg.solve(jac.T @ jac + 1e-3 * np.eye(4), jac.T @ r), rtol=1e-12)
+    # no damping on a rank-2 J: Cholesky fails; the minimum-norm least-squares step is taken
+    jac = rng.normal(size=(6, 2)) @ rng.normal(size=(2, 4))
+    step = _damped_step(jac.T @ jac, jac.T @ r, 0.0, np.eye(4))
+    np.testing.assert_allclose(step, -np.linalg.pinv(jac.T @ jac) @ (jac.T @ r), atol=1e-8)
+
+
+def test_with_every_joint_held_nothing_moves_and_the_solve_says_why():
+    model = planar_two_link()
+    start = np.array([0.2, 0.3])
+    result = solve_ik(model, [EndEffectorConstraint("link2:tip", position=[0.5, 0.5, 0.0])], start,
+                      IKOptions(held=("shoulder", "elbow")))
+    assert result.status == "failed" and result.iterations == 0
+    np.testing.assert_array_equal(result.q, start)
+    assert "no joint is free to move" in result.message

@@ -47,8 +47,8 @@ def _held_at_bounds(x: list[float], gradient: list[float], lower: list[float], u
     the box. One entry per free coordinate in each list; plain floats, as the lists are a few long."""
     held = []
     for k, (xk, gk, lo, hi) in enumerate(zip(x, gradient, lower, upper)):
-        slack = 1e-12 * max(1.0, abs(xk))
-        if (gk > 0.0 and xk <= lo + slack) or (gk < 0.0 and xk >= hi - slack):
+        # within 1e-12 (relative beyond 1) of the bound the gradient pushes against
+        if (gk > 0.0 and xk <= lo + 1e-12 * max(1.0, abs(xk))) or (gk < 0.0 and xk >= hi - 1e-12 * max(1.0, abs(xk))):
             held.append(k)
     return held
 
@@ -72,7 +72,8 @@ def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.nda
     q = problem.project(q_start)
     current: Evaluation = problem.evaluate(q)
     options = problem.options
-    free = slice(None) if problem.free.size == problem.model.nq else problem.free  # a view when all are free
+    all_free = problem.free.size == problem.model.nq
+    free = slice(None) if all_free else problem.free  # a view when every coordinate is free
     lower, upper = problem.lower[free].tolist(), problem.upper[free].tolist()
     bounded = not all(math.isinf(bound) for bound in lower + upper)
     identity = np.eye(len(lower))
@@ -104,10 +105,15 @@ def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.nda
         largest = max(map(abs, step.tolist()))
         if largest > options.max_step:
             step *= options.max_step / largest
-        trial = q.copy()
-        trial[free] += step
-        trial = problem.project(trial)
-        linear = weighted + jac @ (trial[free] - q[free])
+        if all_free:
+            trial = problem.project(q + step)
+            taken = trial - q
+        else:
+            trial = q.copy()
+            trial[free] += step
+            trial = problem.project(trial)
+            taken = trial[free] - q[free]
+        linear = weighted + jac @ taken
         predicted = cost - linear @ linear
         candidate = problem.evaluate(trial)
         actual = cost - candidate.cost
