@@ -4,9 +4,10 @@ Minimises ``1/2 |W r(q)|^2`` over the free coordinates of an
 :class:`~.problem.IKProblem` (r: constraints, loop closures, coupled limits).
 
 Each iteration solves the damped Gauss–Newton step ``(J^T J + lambda I) d = -J^T r``
-(normal equations: the systems are a few coordinates wide, where one small
-solve costs less than a least-squares factorization and the damping keeps
-them regular), on the coordinates that are not pinned at a limit:
+by Cholesky on these normal equations (a few coordinates wide: one small solve
+costs less than a least-squares factorization; the condition number of J is
+squared, and where round-off leaves the damped matrix not positive definite the
+step is its least-squares solution), on the coordinates that are not pinned at a limit:
 a coordinate at a bound whose gradient pushes it outwards is held for the
 step (active set). The trial point is then *projected* onto the box of joint
 limits (clipped), so every iterate respects the limits. The damping follows
@@ -42,15 +43,15 @@ STUCK = ("the error stopped decreasing (a local minimum: targets out of reach, c
          "or joint limits in the way)")
 
 
-def _held_at_bounds(x: list[float], gradient: list[float], lower: list[float], upper: list[float]) -> list[int]:
+def _pinned_at_bounds(x: list[float], gradient: list[float], lower: list[float], upper: list[float]) -> list[int]:
     """Positions (in the free coordinates) of those at a bound whose descent direction (-gradient) leaves
     the box. One entry per free coordinate in each list; plain floats, as the lists are a few long."""
-    held = []
+    pinned = []
     for k, (xk, gk, lo, hi) in enumerate(zip(x, gradient, lower, upper)):
         # within 1e-12 (relative beyond 1) of the bound the gradient pushes against
         if (gk > 0.0 and xk <= lo + 1e-12 * max(1.0, abs(xk))) or (gk < 0.0 and xk >= hi - 1e-12 * max(1.0, abs(xk))):
-            held.append(k)
-    return held
+            pinned.append(k)
+    return pinned
 
 
 def _damped_step(normal: np.ndarray, gradient: np.ndarray, damping: float, identity: np.ndarray) -> np.ndarray:
@@ -90,14 +91,14 @@ def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.nda
         normal = jac.T @ jac
         # |J|_F |r| (|J|_F^2 is the trace of J^T J): the scale the gradient is small against at a minimum
         size = math.sqrt(normal.trace() * cost)
-        held = _held_at_bounds(q[free].tolist(), gradient.tolist(), lower, upper) if bounded else []
-        if held:
-            moving = [k for k in range(len(gradient)) if k not in held]
+        pinned = _pinned_at_bounds(q[free].tolist(), gradient.tolist(), lower, upper) if bounded else []
+        if pinned:
+            moving = [k for k in range(len(gradient)) if k not in pinned]
             gradient, normal = gradient[moving], normal[moving][:, moving]
         if math.sqrt(gradient @ gradient) <= STATIONARY * size:
             return q, iterations, STUCK
         iterations += 1
-        if held:
+        if pinned:
             step = np.zeros(len(lower))
             step[moving] = _damped_step(normal, gradient, damping, identity)
         else:
