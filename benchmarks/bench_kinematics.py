@@ -1,14 +1,26 @@
-"""Forward kinematics of 10- and 50-link chains: shiftsim beside Pinocchio, one run, one table.
+"""Forward kinematics of 10- and 50-link chains: shiftsim beside Pinocchio, one run.
 
 The chain: links of 1 m along their x axis, revolute joints alternating about y and z (a
 spatial chain), each link with the frames ``origin`` and ``tip``. Every method produces the
-world pose of every body and frame:
+world pose of every body and frame.
 
-* shiftsim, one configuration per call: ``forward(model, q)``;
-* shiftsim, a batch of 10,000 configurations in one call: ``forward(model, Q)`` (all 4x4 poses);
+One configuration per call, looped from Python over 2,000 configurations:
+
+* shiftsim ``forward(model, q)``: allocates its output poses on every call;
+* shiftsim ``forward(model, q, out=poses)``: writes into the poses of an earlier call (as
+  Pinocchio writes into its ``Data``);
 * Pinocchio (bench extra, ``pin``) on the same chain built with ``Model.addJoint`` /
-  ``appendBodyToJoint`` / ``addFrame``: ``forwardKinematics`` + ``updateFramePlacements`` looped
-  from Python over the same 10,000 configurations, once leaving the results inside ``Data``
+  ``appendBodyToJoint`` / ``addFrame``: ``forwardKinematics`` + ``updateFramePlacements``, results
+  left inside ``Data``.
+
+A batch of 10,000 configurations:
+
+* shiftsim ``forward(model, Q)`` into fresh memory (new output arrays every call) on every core
+  of the machine, and on one core (the process pinned to one CPU for that measurement: the core
+  runs one thread per CPU the process may use);
+* shiftsim ``forward(model, Q, out=poses)`` into the arrays of an earlier call (the ``out=`` path
+  runs on the calling thread);
+* Pinocchio looped from Python over the same configurations, once leaving the results in ``Data``
   ("raw") and once copying every frame position into an array ("copy", what a user needs).
 
 Before timing, the tip positions of both libraries are compared on the first 100 configurations.
@@ -18,6 +30,8 @@ Times are the best of a few repeats, in microseconds per configuration. Run:
 
 from __future__ import annotations
 
+import contextlib
+import os
 import platform
 import time
 from typing import Callable
@@ -88,17 +102,41 @@ def best_time(function: Callable[[], object], repeat: int = 5) -> float:
     return best
 
 
+@contextlib.contextmanager
+def one_cpu():
+    """Pin this process to one of its CPUs for the block (the compiled core then runs one thread)."""
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(allowed)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
 def time_shiftsim(model: Model, configurations: np.ndarray) -> dict[str, float]:
     single_calls = configurations[:2000]
+    poses = forward(model, single_calls[0])
 
     def singles() -> None:
         for q in single_calls:
             forward(model, q)
 
-    return {
+    def singles_out() -> None:
+        for q in single_calls:
+            forward(model, q, out=poses)
+
+    batch_poses = forward(model, configurations)
+    times = {
         "single": best_time(singles) / len(single_calls),
-        "batch": best_time(lambda: forward(model, configurations)) / len(configurations),
+        "single_out": best_time(singles_out) / len(single_calls),
+        "fresh": best_time(lambda: forward(model, configurations)) / len(configurations),
+        "reused": best_time(lambda: forward(model, configurations, out=batch_poses)) / len(configurations),
     }
+    with one_cpu():
+        times["fresh_1"] = best_time(lambda: forward(model, configurations)) / len(configurations)
+    check = forward(model, configurations[:100])
+    assert np.array_equal(check.frames, batch_poses.frames[:100]) and np.array_equal(check.bodies, batch_poses.bodies[:100])
+    return times
 
 
 def time_pinocchio(pmodel, pdata, frame_ids: list[int], configurations: np.ndarray) -> dict[str, float]:
@@ -154,24 +192,34 @@ def run() -> list[dict[str, object]]:
 def print_table(rows: list[dict[str, object]]) -> None:
     us = 1e6
     versions = f"numpy {np.__version__}" + (f", pinocchio {pin.__version__}" if pin is not None else "")
-    print(f"Forward kinematics, all body and frame poses, µs per configuration "
-          f"(batch of {BATCH:,}; {platform.machine()}, {versions})")
+    print(f"Forward kinematics, all body and frame poses, µs per configuration ({platform.machine()}, "
+          f"{os.cpu_count()} CPUs, {versions})")
     if pin is None:
         print("  Pinocchio: not installed (pip install pin, or the bench extra)")
-    header = (f"{'links':>5} {'frames':>6} {'shiftsim 1 q':>13} {'shiftsim batch':>15} {'pin raw loop':>13} "
-              f"{'pin loop+copy':>14} {'raw/batch':>10} {'copy/batch':>11} {'|Δ tip| m':>10}")
+    has_pin = all("pin_raw" in row for row in rows)
+    print("One configuration per call (loop of 2,000 calls); pinocchio = forwardKinematics + updateFramePlacements")
+    header = (f"{'links':>5} {'frames':>6} {'forward(q) allocating':>22} {'forward(q, out=)':>17} {'pinocchio':>10} "
+              f"{'allocating/pin':>15} {'out=/pin':>9}")
     print(header)
     print("-" * len(header))
     for row in rows:
-        line = f"{row['links']:>5} {row['frames']:>6} {row['single'] * us:>13.2f} {row['batch'] * us:>15.3f}"
-        if "pin_raw" in row:
-            line += (f" {row['pin_raw'] * us:>13.2f} {row['pin_copy'] * us:>14.2f}"
-                     f" {row['pin_raw'] / row['batch']:>9.1f}x {row['pin_copy'] / row['batch']:>10.1f}x"
-                     f" {row['agreement']:>10.1e}")
-        else:
-            line += f" {'not installed':>13} {'not installed':>14} {'-':>10} {'-':>11} {'-':>10}"
+        line = f"{row['links']:>5} {row['frames']:>6} {row['single'] * us:>22.2f} {row['single_out'] * us:>17.2f}"
+        if has_pin:
+            line += (f" {row['pin_raw'] * us:>10.2f} {row['single'] / row['pin_raw']:>14.1f}x"
+                     f" {row['single_out'] / row['pin_raw']:>8.1f}x")
         print(line)
-    print("ratios > 1: Pinocchio's time per configuration over shiftsim's batched time.")
+    print(f"Batch of {BATCH:,} configurations in one call; Pinocchio looped from Python over the same batch")
+    header = (f"{'links':>5} {'fresh, all cores':>17} {'fresh, 1 core':>14} {'reused (out=), 1 core':>22} "
+              f"{'fresh/reused 1 core':>20} {'pin raw loop':>13} {'pin loop+copy':>14} {'|Δ tip| m':>10}")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        line = (f"{row['links']:>5} {row['fresh'] * us:>17.3f} {row['fresh_1'] * us:>14.3f} {row['reused'] * us:>22.3f}"
+                f" {row['fresh_1'] / row['reused']:>19.2f}x")
+        if has_pin:
+            line += f" {row['pin_raw'] * us:>13.2f} {row['pin_copy'] * us:>14.2f} {row['agreement']:>10.1e}"
+        print(line)
+    print("fresh: forward(model, Q) allocates new output arrays every call; reused: forward(model, Q, out=poses).")
 
 
 def main() -> int:
