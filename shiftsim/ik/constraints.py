@@ -223,7 +223,12 @@ class BoundEndEffector:
         table = frame_table(kin.model, self.frame)
         s = kin.state
         node_rotation = s.rotation[0, table.node]
-        x, y, z = (node_rotation @ table.origin + s.position[0, table.node]).tolist()
+        # the frame's origin p = R_node o + p_node on floats (three entries: cheaper than array calls)
+        (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = node_rotation.tolist()
+        (ox, oy, oz), (nx, ny, nz) = table.origin.tolist(), s.position[0, table.node].tolist()
+        x = r00 * ox + r01 * oy + r02 * oz + nx
+        y = r10 * ox + r11 * oy + r12 * oz + ny
+        z = r20 * ox + r21 * oy + r22 * oz + nz
         error = rotation_vector3(node_rotation @ self.offset_target)  # R R_target^T, R = R_node R_offset
         (a, b, c), (d, e, f), (g, h, i) = _log_jacobian_inverse(*error)
         on_omega = np.array([[0.0, -z, y, a, d, g], [z, 0.0, -x, b, e, h], [-y, x, 0.0, c, f, i]])

@@ -40,11 +40,12 @@ FrameLike = str | int
 
 
 def independent_coordinates(model: Model) -> np.ndarray:
-    """Indices of the coordinates no coupling drives, in coordinate order."""
+    """Indices of the coordinates no coupling drives, in coordinate order (cached on the model, read-only)."""
     cached = model.__dict__.get("_ik_independent_cache")
     if cached is None:
         coupled = {c.target for c in model.couplings}
         cached = np.array([i for i in range(model.nq) if i not in coupled], dtype=int)
+        cached.flags.writeable = False
         object.__setattr__(model, "_ik_independent_cache", cached)
     return cached
 

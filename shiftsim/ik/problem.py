@@ -177,7 +177,7 @@ class IKProblem:
                 bound.append(c.bind(model))
             except InputError as error:
                 problems.extend(error.problems)
-        if not (np.isfinite(options.tolerance) and options.tolerance > 0):
+        if not (math.isfinite(options.tolerance) and options.tolerance > 0):
             problems.append(Problem("inverse kinematics", "tolerance", f"{options.tolerance}", "a positive number"))
         if options.max_iterations < 1 or options.restarts < 0:
             problems.append(Problem("inverse kinematics", "options",
@@ -202,7 +202,9 @@ class IKProblem:
 
         lower, upper = _limits(model, options.respect_limits)
         held_set = set(held)
-        free = np.array([i for i in independent_coordinates(model) if i not in held_set], dtype=int)
+        free = independent_coordinates(model)
+        if held_set:
+            free = np.array([i for i in free if i not in held_set], dtype=int)
         closures = tuple(_Closure(f"loop {model.joints[c.joint].name!r}") for c in model.closures)
         coupled_limits = tuple(
             _CoupledLimit(f"limits of {model.joints[model.coordinate_joint[c.target]].name!r}", c.target,

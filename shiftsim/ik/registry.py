@@ -21,6 +21,7 @@ tried first.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -82,7 +83,7 @@ def solve_ik(model: Model, constraints: Sequence[CartesianConstraint], q_start: 
     """
     problem = IKProblem.bind(model, constraints, options)
     start = model.q0 if q_start is None else np.asarray(q_start, dtype=float)
-    if start.shape != (model.nq,) or not np.all(np.isfinite(start)):
+    if start.shape != (model.nq,) or not all(map(math.isfinite, start.tolist())):
         raise InputError([Problem("inverse kinematics", "q_start", f"shape {start.shape}",
                                   f"{model.nq} finite coordinates ({', '.join(model.coordinate_names)})")])
     for solver in registered_solvers(model) if use_registered else []:

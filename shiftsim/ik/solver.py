@@ -78,7 +78,7 @@ def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.nda
     lower, upper = problem.lower[free].tolist(), problem.upper[free].tolist()
     bounded = not all(math.isinf(bound) for bound in lower + upper)
     identity = np.eye(len(lower))
-    scale = max([1.0, *(current.jacobian * current.jacobian).sum(axis=0).tolist()])  # largest |column|^2
+    scale = max([1.0, *(current.jacobian.T @ current.jacobian).diagonal().tolist()])  # largest |column|^2
     damping, growth, stalled = INITIAL_DAMPING * scale, 2.0, 0
     iterations = 0
     while current.norm > options.tolerance:
@@ -90,7 +90,7 @@ def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.nda
         gradient = jac.T @ weighted
         normal = jac.T @ jac
         # |J|_F |r| (|J|_F^2 is the trace of J^T J): the scale the gradient is small against at a minimum
-        size = math.sqrt(normal.trace() * cost)
+        size = math.sqrt(sum(normal.diagonal().tolist()) * cost)
         pinned = _pinned_at_bounds(q[free].tolist(), gradient.tolist(), lower, upper) if bounded else []
         if pinned:
             moving = [k for k in range(len(gradient)) if k not in pinned]
