@@ -17,6 +17,7 @@ import numpy as np
 from .core import library as core_library
 from .core.layout import compiled
 from .core.library import core
+from .core.problem import problem as core_problem
 from .errors import SolveError
 from .model import Model
 from .spatial import cross
@@ -217,37 +218,16 @@ def assemble(model: Model, q: np.ndarray, held: list[int] | tuple[int, ...] = ()
 
 
 def _close_loops(model: Model, q: np.ndarray, held: list[int], tolerance: float, max_iterations: int) -> Assembly:
-    """Gauss-Newton on the closure residual over the free coordinates (see :func:`assemble`)."""
-    q = model.apply_couplings(np.asarray(q, float))
+    """Gauss-Newton on the closure residual over the free coordinates (see :func:`assemble`), by the compiled
+    core (``assemble_case`` in core/src/newton.c)."""
     coupled = {c.target for c in model.couplings}
-    free = np.array([i for i in range(model.nq) if i not in set(held) and i not in coupled], dtype=int)
+    free = np.array([i for i in range(model.nq) if i not in set(held) and i not in coupled], dtype=np.int64)
     if not model.closures:
-        return Assembly(q, 0.0, 0)
-
-    def residual(qq: np.ndarray) -> tuple[np.ndarray, State]:
-        s = state(model, qq[None])
-        return closure_residual(model, s)[0], s
-
-    g, s = residual(q)
-    norm = float(np.linalg.norm(g))
-    iterations = 0
-    while norm > tolerance and iterations < max_iterations:
-        iterations += 1
-        jac = closure_jacobian(model, s)[0] @ coupling_map(model, q)[:, free]
-        step = np.linalg.lstsq(jac, -g, rcond=1e-12)[0]
-        alpha = 1.0
-        while alpha > 1e-6:
-            trial = q.copy()
-            trial[free] += alpha * step
-            trial = model.apply_couplings(trial)
-            g_trial, s_trial = residual(trial)
-            if np.linalg.norm(g_trial) < norm:
-                break
-            alpha *= 0.5
-        else:
-            break
-        q, g, s, norm = trial, g_trial, s_trial, float(np.linalg.norm(g_trial))
+        return Assembly(model.apply_couplings(np.asarray(q, float)), 0.0, 0)
+    q = np.array(q, dtype=float)
+    norm, iterations = core.assemble(compiled(model), _assembly_problem(model, free), q, tolerance, max_iterations)
     if norm > tolerance:
+        g = closure_residual(model, state(model, q[None]))[0]
         per_loop = np.linalg.norm(g.reshape(-1, 6), axis=1)
         worst = np.argsort(per_loop)[::-1]
         named = ", ".join(f"{model.joints[model.closures[k].joint].name!r} ({per_loop[k]:.3g})"
@@ -255,6 +235,22 @@ def _close_loops(model: Model, q: np.ndarray, held: list[int], tolerance: float,
         raise SolveError(f"the loops cannot close with the held joints (residual {norm:.3g} after "
                          f"{iterations} iterations); loop-closing joints with the largest residual: {named}")
     return Assembly(q, norm, iterations)
+
+
+def _assembly_problem(model: Model, free: np.ndarray):
+    """The compiled core's problem that moves ``free`` to close the loops (kept per set of free coordinates)."""
+    cache = model.__dict__.setdefault("_core_assembly", {})
+    key = free.tobytes()
+    if key not in cache:
+        def jacobian(q: np.ndarray) -> np.ndarray:
+            return coupling_map(model, q)[:, free]
+
+        coupled = bool(model.couplings)
+        empty = np.zeros(0, dtype=np.int64)
+        cache[key] = core_problem(compiled(model), model.nq, model.n_nodes, free, empty, np.zeros(len(free), np.int64),
+                                  empty, empty, model.apply_couplings if coupled else None,
+                                  jacobian if coupled else None, None, False)
+    return cache[key]
 
 
 def model_size(model: Model, q: np.ndarray) -> float:

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from . import generalized as gen
+from .core.layout import compiled
+from .core.library import core
 from .kinematics import State, closure_poses, state
 from .model import Model
 from .spatial import cross, rotation_error
@@ -87,42 +89,33 @@ class JointLoad:
 
 def joint_loads(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
                 loads: list[gen.AppliedLoad], fields: tuple[gen.ForceField, ...] = ()) -> list[JointLoad]:
-    """The loads every joint carries at an equilibrium (see the module docstring)."""
-    s = state(model, q[None])
-    external = _external_wrenches(model, q, multipliers, gravity, loads, s=s, fields=fields)
-    subtree_wrench = model.subtree.astype(float) @ external  # (n_nodes, 6) about the world origin
-    child_frames = [j.child_frame for j in model.joints]
-    nodes = model.frame_node[child_frames]
-    offsets = model.frame_offset[child_frames]
-    rotations = s.rotation[0, nodes] @ offsets[:, :3, :3]
-    points = np.einsum("jik,jk->ji", s.rotation[0, nodes], offsets[:, :3, 3]) + s.position[0, nodes]
-    # effort of every coordinate: its twist against the wrench the tree parent side transmits to its subtree
-    at = subtree_wrench[model.coordinate_node]
-    efforts = -(np.sum(s.omega[0] * at[:, 3:], axis=1) + np.sum(s.v[0] * at[:, :3], axis=1))
-    lam = multipliers.reshape(-1, 6)
-    closure_of = {c.joint: k for k, c in enumerate(model.closures)}
-    if model.closures:
-        _, _, _, p_b = closure_poses(model, s)
-    about_origin = np.empty((len(model.joints), 6))  # parent side on child side, as written in the file
-    for index, joint in enumerate(model.joints):
-        if joint.in_tree:
-            first = joint.nodes[-1] if joint.reversed else joint.nodes[0]
-            transmitted = -subtree_wrench[first]  # tree parent on tree child
-            about_origin[index] = -transmitted if joint.reversed else transmitted
-        else:
-            k = closure_of[index]
-            about_origin[index, :3] = lam[k, :3]
-            about_origin[index, 3:] = cross(p_b[0, k], lam[k, :3]) + lam[k, 3:]
-    about_origin[:, 3:] -= cross(points, about_origin[:, :3])  # moment about each joint frame origin
-    return [JointLoad(about_origin[i], rotations[i], efforts[list(joint.coordinates)])
-            for i, joint in enumerate(model.joints)]
+    """The loads every joint carries at an equilibrium q (nq,) with closure multipliers (6 n_closures,) (see the
+    module docstring), by the compiled core (``joint_loads`` in core/src/loads.c); ``fields`` (ground contacts,
+    ...) add their point forces. :func:`body_balance` checks them independently."""
+    q = np.ascontiguousarray(q, dtype=float)
+    forces = np.array([l.force[0] for l in loads], dtype=float).reshape(-1, 3)
+    torques = np.array([l.torque[0] for l in loads], dtype=float).reshape(-1, 3)
+    nodes, points, pushes = [], [], []
+    if fields:
+        s = state(model, q[None])
+        for force_field in fields:
+            for node, point, force in force_field.point_forces(model, s):
+                nodes.append(node), points.append(point[0]), pushes.append(force[0])
+    wrench, rotation, effort = np.empty((len(model.joints), 6)), np.empty((len(model.joints), 3, 3)), np.empty(model.nq)
+    core.joint_loads(compiled(model), q, np.ascontiguousarray(multipliers, dtype=float),
+                     np.ascontiguousarray(gravity, dtype=float).reshape(3), np.array([l.frame for l in loads], np.int64),
+                     forces, torques, np.array([l.follow for l in loads], np.int64), np.array(nodes, np.int64),
+                     np.array(points, float).reshape(-1, 3), np.array(pushes, float).reshape(-1, 3), wrench, rotation,
+                     effort)
+    return [JointLoad(wrench[i], rotation[i], effort[list(joint.coordinates)]) for i, joint in enumerate(model.joints)]
 
 
 def body_balance(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
                  loads: list[gen.AppliedLoad], fields: tuple[gen.ForceField, ...] = ()) -> np.ndarray:
     """Net wrench (about the world origin) on every body from external loads and its joints (n_bodies-1, 6).
 
-    Zero at an equilibrium: the independent check of the joint loads.
+    Zero at an equilibrium: the independent check of the joint loads (the external wrenches here are summed
+    in numpy by :func:`_external_wrenches`, apart from the compiled joint loads they check).
     """
     external = _external_wrenches(model, q, multipliers, gravity, loads, closures=False, fields=fields)
     per_joint = joint_loads(model, q, multipliers, gravity, loads, fields)

@@ -43,7 +43,9 @@ class ModelArrays(NamedTuple):
     ``closure_b`` (K,) nodes and ``closure_offset_a``, ``closure_offset_b`` (K, 4, 4); joint polynomial
     springs ``spring_coordinate`` (S,), ``spring_coefficients`` (S, d) constant term first; piecewise
     joint springs ``law_coordinate`` (R,) with ``law_index`` (R,) into ``laws``; pair springs
-    ``pair_frame_a``, ``pair_frame_c``, ``pair_distance`` (P,) and ``pair_law`` (P,) into ``laws``.
+    ``pair_frame_a``, ``pair_frame_c``, ``pair_distance`` (P,) and ``pair_law`` (P,) into ``laws``; per joint
+    (J,): ``joint_first_node`` the node of its first primitive in tree order, ``joint_reversed`` 1 where the
+    tree meets it child first, ``joint_closure`` its closure (-1 in the tree), ``joint_child_frame``.
     """
 
     parent: np.ndarray
@@ -70,6 +72,10 @@ class ModelArrays(NamedTuple):
     pair_frame_c: np.ndarray
     pair_distance: np.ndarray
     pair_law: np.ndarray
+    joint_first_node: np.ndarray
+    joint_reversed: np.ndarray
+    joint_closure: np.ndarray
+    joint_child_frame: np.ndarray
     laws: LawTable
 
 
@@ -114,6 +120,7 @@ def model_arrays(model: Model) -> ModelArrays:
     pairs = [r for r in model.pair_restraints if r.kind == "spring"]
     laws = law_table([r.law for r in springs] + [r.law for r in pairs])
     closures = model.closures
+    closure_of = {c.joint: k for k, c in enumerate(closures)}
     cached = ModelArrays(
         parent=model.node_parent.astype(index), kind=model.node_kind.astype(index),
         coordinate=model.node_coordinate.astype(index), sign=model.node_sign.astype(float),
@@ -134,6 +141,10 @@ def model_arrays(model: Model) -> ModelArrays:
         pair_frame_c=np.array([r.child_frame for r in pairs], index),
         pair_distance=np.array([_DISTANCE[r.distance_type] for r in pairs], index),
         pair_law=np.arange(len(springs), len(springs) + len(pairs), dtype=index),
+        joint_first_node=np.array([j.nodes[-1] if j.reversed else j.nodes[0] for j in model.joints], index),
+        joint_reversed=np.array([j.reversed for j in model.joints], index),
+        joint_closure=np.array([closure_of.get(i, -1) for i in range(len(model.joints))], index),
+        joint_child_frame=np.array([j.child_frame for j in model.joints], index),
         laws=laws,
     )
     cached = ModelArrays(*[np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x for x in cached])

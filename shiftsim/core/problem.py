@@ -23,10 +23,11 @@ def _array(view: memoryview, shape: tuple[int, ...]) -> np.ndarray:
 
 def problem(model_capsule, nq: int, n_nodes: int, free: np.ndarray, rows: np.ndarray, translation: np.ndarray,
             load_frame: np.ndarray, load_follow: np.ndarray, apply: Apply | None, jacobian: Jacobian | None,
-            terms: Terms | None, has_rates: bool, options, runaway_sizes: float):
+            terms: Terms | None, has_rates: bool, options=None, runaway_sizes: float = 0.0):
     """The capsule of a ``Problem`` (src/core.h): int64 arrays ``free`` (nf,), ``rows`` (m,), ``translation``
     (nf,) 1 where a translation, ``load_frame``, ``load_follow`` (L,); the callbacks (None where the model
-    has none); ``options`` a :class:`shiftsim.statics.SolverOptions`."""
+    has none); ``options`` a :class:`shiftsim.statics.SolverOptions`, or None for a problem that only closes
+    loops (``assemble``: the solver settings are not read)."""
     nf = len(free)
 
     def apply_back(q, out):
@@ -43,10 +44,10 @@ def problem(model_capsule, nq: int, n_nodes: int, free: np.ndarray, rows: np.nda
         _array(stiffness, (nq, nq))[...] += k
         _array(extra, (2,))[...] = (energy, 1.0 if conservative else 0.0)
 
-    return core.problem(
-        model_capsule, free, rows, translation, load_frame, load_follow, apply_back if apply else None,
-        jacobian_back if jacobian else None, terms_back if terms else None, int(has_rates),
+    settings = (0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0) if options is None else (
         int(options.max_iterations), int(options.full_load_iterations), int(options.max_load_halvings),
         float(options.force_tolerance), float(options.closure_tolerance), float(options.max_step),
         float(options.max_shifted_step), float(runaway_sizes), int(options.seek_stable),
         int(options.finite_difference_stiffness), int(options.load_stepping))
+    return core.problem(model_capsule, free, rows, translation, load_frame, load_follow, apply_back if apply else None,
+                        jacobian_back if jacobian else None, terms_back if terms else None, int(has_rates), *settings)

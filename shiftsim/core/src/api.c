@@ -150,7 +150,7 @@ static void run_cases(CaseWork work, void *job, int64_t batch, int64_t threads, 
 }
 
 /* ------------------------------------------------------------------ the model capsule */
-#define MODEL_ARRAYS 28
+#define MODEL_ARRAYS 32
 typedef struct {
     Model model;
     Buffer buffers[MODEL_ARRAYS];
@@ -169,13 +169,13 @@ static const Model *model_of(PyObject *capsule) {
 }
 
 /* model(arrays) -> capsule: arrays in the order of shiftsim.core.layout.ModelArrays with the law table's four
- * arrays last (28 in all). */
+ * arrays last (32 in all). */
 static PyObject *py_model(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *arrays;
     if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &arrays)) return NULL;
     if (PyTuple_GET_SIZE(arrays) != MODEL_ARRAYS) return PyErr_Format(PyExc_ValueError, "model: %d arrays expected", MODEL_ARRAYS);
-    static const char kinds[MODEL_ARRAYS + 1] = "qqqddddd" "qqqd" "qqdd" "qdqq" "qqqq" "dqdd";
+    static const char kinds[MODEL_ARRAYS + 1] = "qqqddddd" "qqqd" "qqdd" "qdqq" "qqqq" "qqqq" "dqdd";
     ModelCapsule *m = calloc(1, sizeof(ModelCapsule));
     void *p[MODEL_ARRAYS];
     for (int i = 0; i < MODEL_ARRAYS; i++) {
@@ -187,14 +187,15 @@ static PyObject *py_model(PyObject *self, PyObject *args) {
         }
     }
     Model *a = &m->model;
-    Py_ssize_t *shape_spring = m->buffers[17].view.shape, *shape_laws = m->buffers[26].view.shape;
+    Py_ssize_t *shape_spring = m->buffers[17].view.shape, *shape_laws = m->buffers[30].view.shape;
     a->parent = p[0], a->kind = p[1], a->coordinate = p[2], a->sign = p[3], a->joint = p[4], a->offset = p[5];
     a->mass = p[6], a->com = p[7], a->coordinate_node = p[8], a->body_node = p[9], a->frame_node = p[10];
     a->frame_offset = p[11], a->closure_a = p[12], a->closure_b = p[13], a->closure_offset_a = p[14];
     a->closure_offset_b = p[15], a->spring_coordinate = p[16], a->spring_coefficients = p[17];
     a->law_coordinate = p[18], a->law_index = p[19], a->pair_frame_a = p[20], a->pair_frame_c = p[21];
-    a->pair_distance = p[22], a->pair_law = p[23], a->law_breaks = p[24], a->law_count = p[25];
-    a->law_coefficients = p[26], a->law_energy_at_zero = p[27];
+    a->pair_distance = p[22], a->pair_law = p[23], a->joint_first_node = p[24], a->joint_reversed = p[25];
+    a->joint_closure = p[26], a->joint_child_frame = p[27], a->law_breaks = p[28], a->law_count = p[29];
+    a->law_coefficients = p[30], a->law_energy_at_zero = p[31], a->n_joints = m->buffers[24].view.shape[0];
     a->n_nodes = m->buffers[0].view.shape[0], a->nq = m->buffers[8].view.shape[0];
     a->n_bodies = m->buffers[9].view.shape[0], a->n_frames = m->buffers[10].view.shape[0];
     a->n_closures = m->buffers[12].view.shape[0], a->n_springs = m->buffers[16].view.shape[0];
@@ -531,6 +532,52 @@ static PyObject *py_polynomials(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* joint_loads(model, q (nq), multipliers (6 K), gravity (3), frames (L) int64, forces, torques (L, 3), follow (L)
+ *             int64, point_node (P) int64, point, force (P, 3), wrench_world (J, 6), rotation (J, 3, 3),
+ *             effort (nq)): the loads every joint carries at an equilibrium (joint_loads in loads.c). */
+static PyObject *py_joint_loads(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *o[13];
+    Buffer b[13] = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOO", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &o[10], &o[11], &o[12]))
+        return NULL;
+    const Model *a = model_of(model);
+    static const char kinds[] = "dddqddqqddddd";
+    void *p[13];
+    int ok = a != NULL;
+    for (int i = 0; i < 13 && ok; i++) ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 10, 0, "joint_loads array")) != NULL;
+    if (ok) {
+        State s = state_new(a);
+        node_state(a, p[0], &s);
+        joint_loads(a, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7], p[8], p[9],
+                    p[10], p[11], p[12]);
+        state_free(&s);
+    }
+    release(b, 13);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* assemble(model, problem, q (nq) in place, tolerance, max_iterations) -> (residual norm, iterations): close the
+ * loops by moving the problem's free coordinates (assemble_case in newton.c). */
+static PyObject *py_assemble(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *problem, *o;
+    double tolerance;
+    int64_t max_iterations, iterations = 0;
+    Buffer b = {0};
+    if (!PyArg_ParseTuple(args, "OOOdL", &model, &problem, &o, &tolerance, &max_iterations)) return NULL;
+    const Model *a = model_of(model);
+    ProblemCapsule *c = problem_of(problem);
+    double *q = a && c ? take(o, &b, 'd', 1, 0, "q") : NULL, norm = 0.0;
+    if (q) norm = assemble_case(a, &c->problem, q, tolerance, max_iterations, &iterations);
+    release(&b, 1);
+    if (c && raise_kept(c)) return NULL;
+    if (PyErr_Occurred()) return NULL;
+    return Py_BuildValue("dL", norm, iterations);
+}
+
 /* ------------------------------------------------------------------ statics */
 typedef struct {
     const Model *a;
@@ -628,6 +675,8 @@ static PyMethodDef methods[] = {
     {"terms", py_terms, METH_VARARGS, "one of the model's own force terms at given states"},
     {"pair_distance", py_pair_distance, METH_VARARGS, "distance of a pair restraint with its derivatives"},
     {"polynomials", py_polynomials, METH_VARARGS, "polynomial laws with slope and energy"},
+    {"assemble", py_assemble, METH_VARARGS, "close the loops by moving the free coordinates"},
+    {"joint_loads", py_joint_loads, METH_VARARGS, "the loads every joint carries at an equilibrium"},
     {"solve", py_solve, METH_VARARGS, "equilibria of a batch of cases"},
     {"evaluate", py_evaluate, METH_VARARGS, "the solver's evaluation at one configuration"},
     {NULL, NULL, 0, NULL},

@@ -36,6 +36,11 @@ typedef struct {
     const int64_t *law_count;                      /* (L) pieces used */
     const double *law_coefficients;                /* (L, 3, M, D): value, slope, energy; highest power first */
     const double *law_energy_at_zero;              /* (L) */
+    int64_t n_joints;
+    const int64_t *joint_first_node;               /* (J) the node of the joint's first primitive in tree order */
+    const int64_t *joint_reversed;                 /* (J) 1 where the tree meets the joint child first */
+    const int64_t *joint_closure;                  /* (J) its closure, -1 for a tree joint */
+    const int64_t *joint_child_frame;              /* (J) the child-side joint frame */
 } Model;
 
 /* Kinematic state of one configuration. */
@@ -82,6 +87,14 @@ int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int
                       double *force, double *q_force, double *stiffness);
 void closure_force_stiffness(const Model *a, const State *s, const double *multipliers, double *stiffness);
 
+/* joint loads (loads.c): wrench_world (J, 6) about each child-side joint frame origin, that frame's rotation
+ * (J, 3, 3), effort (nq); loads as in applied_loads (following ones in frame axes), extra world point forces
+ * (count) such as ground contacts, closure multipliers (6 K). */
+void joint_loads(const Model *a, const State *s, const double *multipliers, const double *gravity, int64_t n_loads,
+                 const int64_t *frames, const double *forces, const double *torques, const int64_t *follow,
+                 int64_t count, const int64_t *point_node, const double *point, const double *force,
+                 double *wrench_world, double *rotation, double *effort);
+
 /* linear algebra on small dense matrices (linalg.c) */
 int positive_definite(int64_t n, const double *a);
 int lu_solve(int64_t n, const double *a, const double *b, double *x);
@@ -127,6 +140,8 @@ void case_scales(const Model *a, const double *q_start, int64_t n_loads, const d
 void solve_case(const Model *a, const Problem *p, const Case *c, const double *q_start, int64_t classify,
                 double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
                 uint8_t *out_runaway);
+double assemble_case(const Model *a, const Problem *p, double *q, double tolerance, int64_t max_iterations,
+                     int64_t *iterations);
 void evaluate_case(const Model *a, const Problem *p, const Case *c, const double *q, const double *multipliers,
                    double *residual, double *closure, double *g_u, double *hessian, double *scalars,
                    double *q_force_reduced, double *multipliers_out);

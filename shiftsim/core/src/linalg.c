@@ -116,26 +116,56 @@ void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors
     free(w), free(v), free(order);
 }
 
-/* Minimum-norm least-squares x (cols) of a (rows, cols) x = b: singular values below rcond times the largest
- * count as zero (through the eigen-decomposition of a^T a). */
+/* Minimum-norm least-squares x (cols) of a (rows, cols) x = b, singular values below rcond times the largest
+ * counting as zero (numpy's lstsq): a one-sided Jacobi SVD (Hestenes) turns the columns of w = a v orthogonal,
+ * so that a = (w / sigma) diag(sigma) v^T with sigma the column norms, to round-off. */
 void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, double rcond, double *x) {
-    double *normal = calloc((size_t)(cols * cols + 1), sizeof(double)), *rhs = calloc((size_t)(cols + 1), sizeof(double));
-    double *values = malloc(sizeof(double) * (size_t)(cols + 1)), *vectors = malloc(sizeof(double) * (size_t)(cols * cols + 1));
-    for (int64_t i = 0; i < cols; i++) {
-        for (int64_t j = 0; j < cols; j++)
-            for (int64_t r = 0; r < rows; r++) normal[i * cols + j] += a[r * cols + i] * a[r * cols + j];
-        for (int64_t r = 0; r < rows; r++) rhs[i] += a[r * cols + i] * b[r];
+    double *w = malloc(sizeof(double) * (size_t)(rows * cols + 1)), *v = calloc((size_t)(cols * cols + 1), sizeof(double));
+    memcpy(w, a, sizeof(double) * (size_t)(rows * cols));
+    for (int64_t i = 0; i < cols; i++) v[i * cols + i] = 1.0;
+    for (int sweep = 0; sweep < 60; sweep++) {
+        int rotated = 0;
+        for (int64_t p = 0; p < cols - 1; p++) {
+            for (int64_t q = p + 1; q < cols; q++) {
+                double alpha = 0.0, beta = 0.0, gamma = 0.0;
+                for (int64_t r = 0; r < rows; r++) {
+                    double wp = w[r * cols + p], wq = w[r * cols + q];
+                    alpha += wp * wp, beta += wq * wq, gamma += wp * wq;
+                }
+                if (gamma == 0.0 || fabs(gamma) <= DBL_EPSILON * sqrt(alpha * beta)) continue;
+                rotated = 1;
+                double zeta = (beta - alpha) / (2.0 * gamma);
+                double t = (zeta >= 0.0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
+                double c = 1.0 / sqrt(1.0 + t * t), s = c * t;
+                for (int64_t r = 0; r < rows; r++) {
+                    double wp = w[r * cols + p], wq = w[r * cols + q];
+                    w[r * cols + p] = c * wp - s * wq, w[r * cols + q] = s * wp + c * wq;
+                }
+                for (int64_t r = 0; r < cols; r++) {
+                    double vp = v[r * cols + p], vq = v[r * cols + q];
+                    v[r * cols + p] = c * vp - s * vq, v[r * cols + q] = s * vp + c * vq;
+                }
+            }
+        }
+        if (!rotated) break;
     }
-    symmetric_eigen(cols, normal, values, vectors);
-    double largest = cols ? fabs(values[cols - 1]) : 0.0;
+    double largest = 0.0;
+    double *sigma = malloc(sizeof(double) * (size_t)(cols + 1));
+    for (int64_t i = 0; i < cols; i++) {
+        double total = 0.0;
+        for (int64_t r = 0; r < rows; r++) total += w[r * cols + i] * w[r * cols + i];
+        sigma[i] = sqrt(total);
+        largest = fmax(largest, sigma[i]);
+    }
     memset(x, 0, sizeof(double) * (size_t)cols);
     for (int64_t i = 0; i < cols; i++) {
-        if (!(values[i] > rcond * rcond * largest) || values[i] <= 0.0) continue;
+        if (!(sigma[i] > rcond * largest) || sigma[i] == 0.0) continue;
         double along = 0.0;
-        for (int64_t k = 0; k < cols; k++) along += vectors[k * cols + i] * rhs[k];
-        for (int64_t k = 0; k < cols; k++) x[k] += vectors[k * cols + i] * along / values[i];
+        for (int64_t r = 0; r < rows; r++) along += w[r * cols + i] * b[r];
+        along /= sigma[i] * sigma[i];
+        for (int64_t k = 0; k < cols; k++) x[k] += v[k * cols + i] * along;
     }
-    free(normal), free(rhs), free(values), free(vectors);
+    free(w), free(v), free(sigma);
 }
 
 /* Orthonormal basis z (nf, nf - m) of the null space of the full-row-rank g (m, nf): the last nf - m columns of

@@ -762,3 +762,56 @@ void case_scales(const Model *a, const double *q_start, int64_t n_loads, const d
     *force_floor = fmax(1e-3 * ((weight + forces) * fmax(*size, 1e-3) + torques), 1e-9);
     state_free(&s);
 }
+
+/* Close the loops from q (nq, in place) by moving the free coordinates of the problem (the unheld, uncoupled
+ * ones): Gauss-Newton on the closure residual with minimum-norm least-squares steps on all 6 K equations (so
+ * the configuration moves as little as the loops allow), each step halved until the residual norm falls.
+ * Returns the final residual norm (2-norm over all equations) and *iterations. */
+double assemble_case(const Model *a, const Problem *p, double *q, double tolerance, int64_t max_iterations,
+                     int64_t *iterations) {
+    Context x = {a, p, NULL};
+    int64_t nq = a->nq, nf = p->nf, rows6 = 6 * a->n_closures;
+    apply_couplings(&x, q);
+    *iterations = 0;
+    if (a->n_closures == 0) return 0.0;
+    State s = state_new(a);
+    double *g = zeros(rows6), *g_trial = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(rows6 * nf);
+    double *step = zeros(nf), *minus_g = zeros(rows6), *trial = zeros(nq);
+    node_state(a, q, &s);
+    closure_residual(a, &s, g);
+    double norm = 0.0;
+    for (int64_t i = 0; i < rows6; i++) norm += g[i] * g[i];
+    norm = sqrt(norm);
+    while (norm > tolerance && *iterations < max_iterations) {
+        (*iterations)++;
+        closure_jacobian(a, &s, jac_full);
+        double *t = coupling_map(&x, q);
+        reduce_columns(&x, t, rows6, jac_full, jac);
+        free(t);
+        for (int64_t i = 0; i < rows6; i++) minus_g[i] = -g[i];
+        pseudo_solve(rows6, nf, jac, minus_g, 1e-12, step);
+        double alpha = 1.0, trial_norm = INFINITY;
+        while (alpha > 1e-6) {
+            memcpy(trial, q, sizeof(double) * (size_t)nq);
+            for (int64_t i = 0; i < nf; i++) trial[p->free[i]] += alpha * step[i];
+            apply_couplings(&x, trial);
+            node_state(a, trial, &s);
+            closure_residual(a, &s, g_trial);
+            trial_norm = 0.0;
+            for (int64_t i = 0; i < rows6; i++) trial_norm += g_trial[i] * g_trial[i];
+            trial_norm = sqrt(trial_norm);
+            if (trial_norm < norm) break;
+            alpha *= 0.5;
+        }
+        if (!(trial_norm < norm)) {
+            node_state(a, q, &s);
+            break;
+        }
+        memcpy(q, trial, sizeof(double) * (size_t)nq);
+        memcpy(g, g_trial, sizeof(double) * (size_t)rows6);
+        norm = trial_norm;
+    }
+    state_free(&s);
+    free(g), free(g_trial), free(jac_full), free(jac), free(step), free(minus_g), free(trial);
+    return norm;
+}
