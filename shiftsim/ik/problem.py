@@ -223,8 +223,8 @@ class IKProblem:
 
     def project(self, q: np.ndarray) -> np.ndarray:
         """``q`` with the free coordinates clipped into their limits and the couplings applied."""
-        if self._all_free:
-            return self.model.apply_couplings(np.minimum(np.maximum(q, self.lower), self.upper))
+        if self._all_free:  # then no coordinate is coupled: clipping is all there is to do
+            return np.minimum(np.maximum(q, self.lower), self.upper)
         q = np.array(q, dtype=float)
         q[self.free] = np.minimum(np.maximum(q[self.free], self.lower[self.free]), self.upper[self.free])
         return self.model.apply_couplings(q)

@@ -93,7 +93,7 @@ def levenberg_marquardt(problem: IKProblem, q_start: np.ndarray) -> tuple[np.nda
         size = math.sqrt(sum(normal.diagonal().tolist()) * cost)
         pinned = _pinned_at_bounds(q[free].tolist(), gradient.tolist(), lower, upper) if bounded else []
         if pinned:
-            moving = [k for k in range(len(gradient)) if k not in pinned]
+            moving = np.array([k for k in range(len(gradient)) if k not in pinned])
             gradient, normal = gradient[moving], normal[moving][:, moving]
         if math.sqrt(gradient @ gradient) <= STATIONARY * size:
             return q, iterations, STUCK
