@@ -123,6 +123,9 @@ void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, 
     double *w = malloc(sizeof(double) * (size_t)(rows * cols + 1)), *v = calloc((size_t)(cols * cols + 1), sizeof(double));
     memcpy(w, a, sizeof(double) * (size_t)(rows * cols));
     for (int64_t i = 0; i < cols; i++) v[i * cols + i] = 1.0;
+    double total = 0.0; /* the squared Frobenius norm, which rotations keep: columns below round-off of it are zero */
+    for (int64_t i = 0; i < rows * cols; i++) total += w[i] * w[i];
+    double negligible = DBL_EPSILON * DBL_EPSILON * total;
     for (int sweep = 0; sweep < 60; sweep++) {
         int rotated = 0;
         for (int64_t p = 0; p < cols - 1; p++) {
@@ -132,7 +135,9 @@ void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, 
                     double wp = w[r * cols + p], wq = w[r * cols + q];
                     alpha += wp * wp, beta += wq * wq, gamma += wp * wq;
                 }
-                if (gamma == 0.0 || fabs(gamma) <= DBL_EPSILON * sqrt(alpha * beta)) continue;
+                if (gamma == 0.0 || fabs(gamma) <= DBL_EPSILON * sqrt(alpha * beta) || alpha <= negligible
+                    || beta <= negligible)
+                    continue;
                 rotated = 1;
                 double zeta = (beta - alpha) / (2.0 * gamma);
                 double t = (zeta >= 0.0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
