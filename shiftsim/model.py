@@ -199,7 +199,7 @@ class Model:
     def n_nodes(self) -> int:
         return len(self.node_names)
 
-    @property
+    @cached_property
     def joint_names(self) -> tuple[str, ...]:
         return tuple(j.name for j in self.joints)
 

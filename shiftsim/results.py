@@ -107,7 +107,18 @@ def joint_loads(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: n
                      forces, torques, np.array([l.follow for l in loads], np.int64), np.array(nodes, np.int64),
                      np.array(points, float).reshape(-1, 3), np.array(pushes, float).reshape(-1, 3), wrench, rotation,
                      effort)
-    return [JointLoad(wrench[i], rotation[i], effort[list(joint.coordinates)]) for i, joint in enumerate(model.joints)]
+    return [JointLoad(wrench[i], rotation[i], effort[coordinates])
+            for i, coordinates in enumerate(_joint_coordinates(model))]
+
+
+def _joint_coordinates(model: Model) -> list[slice | list[int]]:
+    """Per joint, its coordinates as an index into q: a slice where they are consecutive (kept on the model)."""
+    cached = model.__dict__.get("_joint_coordinate_index")
+    if cached is None:
+        cached = [slice(c[0], c[-1] + 1) if c and list(c) == list(range(c[0], c[-1] + 1)) else list(c)
+                  for c in (joint.coordinates for joint in model.joints)]
+        object.__setattr__(model, "_joint_coordinate_index", cached)
+    return cached
 
 
 def body_balance(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
@@ -174,7 +185,8 @@ class Solution:
             status, blame = "failed", _blame(model, q, lam, gravity, loads, loaded.free, fields)
         stability = str(loaded.stability[0]) if status == "converged" else "unknown"
         neutral = [_combination(model, loaded.free, d) for d in loaded.neutral[0]] if stability == "neutral" else []
-        remarks = _large_motion(model, q_start, q, loaded.free) if status == "converged" and q_start is not None else []
+        remarks = (_large_motion(model, q_start, q, loaded.free, None if loaded.size is None else float(loaded.size[0]))
+                   if status == "converged" and q_start is not None else [])
         return cls(model, status, int(loaded.iterations[0]), float(loaded.residual[0]), stability == "stable", q,
                    reference.q[0], lam, gravity, loads,
                    dict(zip([j.name for j in model.joints], joint_loads(model, q, lam, gravity, loads, fields))), blame,
@@ -259,20 +271,24 @@ def _combination(model: Model, free: np.ndarray, direction: np.ndarray) -> str:
     return " ".join(parts).lstrip("+ ")
 
 
-def _large_motion(model: Model, q_start: np.ndarray, q: np.ndarray, free: np.ndarray) -> list[str]:
+def _large_motion(model: Model, q_start: np.ndarray, q: np.ndarray, free: np.ndarray,
+                  size: float | None = None) -> list[str]:
     """Remarks on free coordinates that moved far from the start: over 0.5 rad, or over a tenth of the
-    machine's size for a translation (the machine may have folded under its weight: hold the actuators)."""
+    machine's size (m, at the start; measured when not given) for a translation (the machine may have folded
+    under its weight: hold the actuators)."""
     from .kinematics import model_size
     from .model import REVOLUTE
 
-    size = model_size(model, q_start)
+    moved = q[free] - q_start[free]
+    revolute = model.node_kind[model.coordinate_node[free]] == REVOLUTE
+    if not np.any(np.where(revolute, np.abs(moved) > 0.5, False)) and not np.any(~revolute):
+        return []
+    size = model_size(model, q_start) if size is None else size
     remarks = []
-    for i in free:
-        moved = float(q[i] - q_start[i])
-        revolute = model.node_kind[model.coordinate_node[i]] == REVOLUTE
-        if (revolute and abs(moved) > 0.5) or (not revolute and abs(moved) > 0.1 * size):
-            amount = f"{moved:+.3g} rad ({np.degrees(moved):+.0f} deg)" if revolute else f"{moved:+.3g} m"
-            remarks.append(f"joint {model.coordinate_names[i]} moved {amount} from its start")
+    for i, amount, turns in zip(free, moved, revolute):
+        if (turns and abs(amount) > 0.5) or (not turns and abs(amount) > 0.1 * size):
+            text = f"{amount:+.3g} rad ({np.degrees(amount):+.0f} deg)" if turns else f"{amount:+.3g} m"
+            remarks.append(f"joint {model.coordinate_names[i]} moved {text} from its start")
     if remarks:
         remarks.append("large motion from the start pose: if the machine should keep its pose, hold its "
                        "actuators (--hold JOINT, or scenario settings)")

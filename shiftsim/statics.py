@@ -33,7 +33,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from . import generalized as gen
 from .core import library as core_library
@@ -110,13 +109,15 @@ class BatchResult:
     unheld: list[np.ndarray]
     runaway: list[np.ndarray]
     runaway_distance: float = np.inf  # m: how far a free translation ran before it counted as ``runaway``
+    size: np.ndarray | None = None  # (B,) m: each case's machine size at its start (see kinematics.model_size)
 
     def take(self, cases: list[int]) -> BatchResult:
         """The result of some of the cases."""
         return BatchResult(self.q[cases], self.multipliers[cases], self.converged[cases], self.iterations[cases],
                            self.residual[cases], self.stability[cases], self.free,
                            [self.neutral[b] for b in cases], [self.unheld[b] for b in cases],
-                           [self.runaway[b] for b in cases], self.runaway_distance)
+                           [self.runaway[b] for b in cases], self.runaway_distance,
+                           None if self.size is None else self.size[cases])
 
     @property
     def stable(self) -> np.ndarray:
@@ -193,21 +194,20 @@ def _solve_cases(model: Model, q_start: np.ndarray, free: np.ndarray, rows: np.n
                        np.array(STABILITY)[flags[:, 3].astype(int)], free,
                        [neutral[b, : int(flags[b, 4])] for b in range(batch)],
                        [np.flatnonzero(row) for row in unheld], [np.flatnonzero(row) for row in runaway],
-                       RUNAWAY_SIZES * max(float(flags[:, 5].max(initial=0.0)), 1.0))
+                       RUNAWAY_SIZES * max(float(flags[:, 5].max(initial=0.0)), 1.0), flags[:, 5].copy())
 
 
 def independent_rows(model: Model, q: np.ndarray, free: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
-    """Indices of closure equations independent w.r.t. the free coordinates (pivoted QR of G^T)."""
+    """Indices of closure equations independent w.r.t. the free coordinates (pivoted QR of G^T, compiled core)."""
     if not model.closures:
         return np.zeros(0, dtype=int)
     s = state(model, q[None])
     g_u = closure_jacobian(model, s)[0] @ coupling_map(model, q)[:, free]
     if g_u.shape[1] == 0:
         return np.zeros(0, dtype=int)
-    _, r, pivots = scipy.linalg.qr(g_u.T, pivoting=True, mode="economic")
-    diagonal = np.abs(np.diag(r))
-    rank = int(np.sum(diagonal > tolerance * max(diagonal.max(initial=0.0), 1.0)))
-    return np.sort(pivots[:rank])
+    order = np.empty(g_u.shape[0], dtype=np.int64)
+    rank = core.pivoted_rank(np.ascontiguousarray(g_u.T), tolerance, order)
+    return np.sort(order[:rank])
 
 
 def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray,

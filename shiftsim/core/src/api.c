@@ -578,6 +578,26 @@ static PyObject *py_assemble(PyObject *self, PyObject *args) {
     return Py_BuildValue("dL", norm, iterations);
 }
 
+/* pivoted_rank(a (rows, cols), tolerance, order (cols) int64 out) -> rank: Householder QR with column pivoting
+ * (pivoted_rank in linalg.c); the first ``rank`` entries of order are independent columns. */
+static PyObject *py_pivoted_rank(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[2];
+    double tolerance;
+    Buffer b[2] = {0};
+    int64_t rank = -1;
+    if (!PyArg_ParseTuple(args, "OdO", &o[0], &tolerance, &o[1])) return NULL;
+    double *a = take(o[0], &b[0], 'd', 0, 0, "a");
+    int64_t *order = a ? take(o[1], &b[1], 'q', 1, 0, "order") : NULL;
+    if (order && b[0].view.ndim == 2)
+        rank = pivoted_rank(b[0].view.shape[0], b[0].view.shape[1], a, tolerance, order);
+    else if (order)
+        PyErr_SetString(PyExc_ValueError, "pivoted_rank: a 2-d array is needed");
+    release(b, 2);
+    if (PyErr_Occurred()) return NULL;
+    return PyLong_FromLongLong(rank);
+}
+
 /* ------------------------------------------------------------------ statics */
 typedef struct {
     const Model *a;
@@ -677,6 +697,7 @@ static PyMethodDef methods[] = {
     {"polynomials", py_polynomials, METH_VARARGS, "polynomial laws with slope and energy"},
     {"assemble", py_assemble, METH_VARARGS, "close the loops by moving the free coordinates"},
     {"joint_loads", py_joint_loads, METH_VARARGS, "the loads every joint carries at an equilibrium"},
+    {"pivoted_rank", py_pivoted_rank, METH_VARARGS, "rank and independent columns by pivoted QR"},
     {"solve", py_solve, METH_VARARGS, "equilibria of a batch of cases"},
     {"evaluate", py_evaluate, METH_VARARGS, "the solver's evaluation at one configuration"},
     {NULL, NULL, 0, NULL},

@@ -101,6 +101,7 @@ int lu_solve(int64_t n, const double *a, const double *b, double *x);
 void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors);
 void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, double rcond, double *x);
 void null_space(int64_t m, int64_t nf, const double *g, double *z);
+int64_t pivoted_rank(int64_t rows, int64_t cols, const double *a, double tolerance, int64_t *order);
 
 /* statics (newton.c) */
 /* Callbacks into the caller (Python: couplings and force fields), each returning nonzero on failure. */

@@ -210,3 +210,60 @@ void null_space(int64_t m, int64_t nf, const double *g, double *z) {
         for (int64_t j = 0; j < rank; j++) z[i * rank + j] = q[i * nf + m + j];
     free(r), free(q), free(h);
 }
+
+/* The rank of a (rows, cols) and, in ``order`` (cols), its columns in the order a Householder QR with column
+ * pivoting takes them: the first ``rank`` are independent. A column counts while its remaining norm exceeds
+ * tolerance times the largest of the first pivot and 1 (scipy's qr(pivoting=True) on the same matrix picks the
+ * same columns but for ties). */
+int64_t pivoted_rank(int64_t rows, int64_t cols, const double *a, double tolerance, int64_t *order) {
+    double *r = malloc(sizeof(double) * (size_t)(rows * cols + 1)), *norms = malloc(sizeof(double) * (size_t)(cols + 1));
+    double *h = malloc(sizeof(double) * (size_t)(rows + 1));
+    memcpy(r, a, sizeof(double) * (size_t)(rows * cols));
+    for (int64_t j = 0; j < cols; j++) {
+        order[j] = j;
+        double total = 0.0;
+        for (int64_t i = 0; i < rows; i++) total += r[i * cols + j] * r[i * cols + j];
+        norms[j] = total;
+    }
+    int64_t rank = 0, steps = rows < cols ? rows : cols;
+    double first = 0.0;
+    for (int64_t k = 0; k < steps; k++) {
+        int64_t pivot = k;
+        for (int64_t j = k + 1; j < cols; j++)
+            if (norms[j] > norms[pivot]) pivot = j;
+        if (pivot != k) {
+            for (int64_t i = 0; i < rows; i++) {
+                double swap = r[i * cols + k];
+                r[i * cols + k] = r[i * cols + pivot], r[i * cols + pivot] = swap;
+            }
+            double swap = norms[k];
+            norms[k] = norms[pivot], norms[pivot] = swap;
+            int64_t index = order[k];
+            order[k] = order[pivot], order[pivot] = index;
+        }
+        double norm = 0.0;
+        for (int64_t i = k; i < rows; i++) norm += r[i * cols + k] * r[i * cols + k];
+        norm = sqrt(norm);
+        if (k == 0) first = norm;
+        if (!(norm > tolerance * fmax(first, 1.0))) break;
+        rank++;
+        double alpha = r[k * cols + k] > 0.0 ? -norm : norm, length = 0.0;
+        for (int64_t i = k; i < rows; i++) h[i] = r[i * cols + k];
+        h[k] -= alpha;
+        for (int64_t i = k; i < rows; i++) length += h[i] * h[i];
+        if (length > 0.0)
+            for (int64_t j = k; j < cols; j++) {
+                double along = 0.0;
+                for (int64_t i = k; i < rows; i++) along += h[i] * r[i * cols + j];
+                along *= 2.0 / length;
+                for (int64_t i = k; i < rows; i++) r[i * cols + j] -= along * h[i];
+            }
+        for (int64_t j = k + 1; j < cols; j++) { /* the columns' norms below row k (recomputed: no downdating drift) */
+            double total = 0.0;
+            for (int64_t i = k + 1; i < rows; i++) total += r[i * cols + j] * r[i * cols + j];
+            norms[j] = total;
+        }
+    }
+    free(r), free(norms), free(h);
+    return rank;
+}
