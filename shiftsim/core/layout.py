@@ -80,20 +80,19 @@ class ModelArrays(NamedTuple):
 
 
 def law_table(laws: list) -> LawTable:
-    """Pack :class:`~shiftsim.restraints.PiecewiseLaw` objects (their value, slope and energy PPolys)."""
+    """Pack :class:`~shiftsim.restraints.PiecewiseLaw` objects (their value, slope and energy pieces)."""
     if not laws:
         return LawTable(np.zeros((1, 2)), np.zeros(1, np.int64), np.zeros((1, 3, 1, 1)), np.zeros(1))
-    intervals = max(law.value.c.shape[1] for law in laws)
-    degree = max(max(law.value.c.shape[0], law.slope.c.shape[0], law.energy.c.shape[0]) for law in laws)
+    intervals = max(law.value.shape[1] for law in laws)
+    degree = max(max(law.value.shape[0], law.slope.shape[0], law.energy.shape[0]) for law in laws)
     breaks = np.zeros((len(laws), intervals + 1))
     counts = np.zeros(len(laws), np.int64)
     coefficients = np.zeros((len(laws), 3, intervals, degree))
     for row, law in enumerate(laws):
-        m = law.value.c.shape[1]
-        breaks[row, : m + 1] = law.value.x
+        m = law.value.shape[1]
+        breaks[row, : m + 1] = law.breaks
         counts[row] = m
-        for which, poly in enumerate((law.value, law.slope, law.energy)):
-            c = poly.c  # (k + 1, m), highest power first
+        for which, c in enumerate((law.value, law.slope, law.energy)):  # (k + 1, m), highest power first
             coefficients[row, which, :m, degree - c.shape[0]:] = c.T
     return LawTable(breaks, counts, coefficients, np.array([law.energy_at_zero for law in laws]))
 
