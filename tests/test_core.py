@@ -144,3 +144,12 @@ def test_loads_and_gravity_scale_per_case():
     for b in range(2):
         alone = solve_batch(model, q[b:b + 1], free, gravity[b:b + 1])
         assert np.array_equal(both.q[b], alone.q[0])
+
+
+def test_a_non_finite_force_never_converges():
+    """NaN must fail every test of the iteration (C's fmax would drop it: the core's maxima propagate it)."""
+    from shiftsim.statics import Load
+
+    model = load_model(MODELS / "shift/cantilever10.json")
+    result = solve(model, loads=[Load(model.frame_names[-1], force=(float("nan"), 0.0, 0.0))])
+    assert result.status == "failed" and not result.converged

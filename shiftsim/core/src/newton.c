@@ -37,6 +37,9 @@ typedef struct {
 
 static double *zeros(int64_t n) { return calloc((size_t)(n + 1), sizeof(double)); }
 
+/* The larger of a and b, NaN if either is NaN (as numpy's maximum: a NaN force must never pass a test). */
+static inline double larger(double a, double b) { return (a > b || a != a) ? a : b; }
+
 static Evaluation evaluation_new(const Problem *p) {
     Evaluation e;
     e.residual = zeros(p->nf), e.closure = zeros(p->m), e.g_u = zeros(p->m * p->nf);
@@ -56,7 +59,7 @@ static void evaluation_swap(Evaluation *x, Evaluation *y) {
 
 static double max_abs(int64_t n, const double *x) {
     double largest = 0.0;
-    for (int64_t i = 0; i < n; i++) largest = fmax(largest, fabs(x[i]));
+    for (int64_t i = 0; i < n; i++) largest = larger(largest, fabs(x[i]));
     return largest;
 }
 
@@ -224,19 +227,19 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             }
             double total = 0.0;
             for (int64_t k = 0; k < nq; k++) total += fabs(t[k * nf + i]) * magnitude[k];
-            largest_magnitude = fmax(largest_magnitude, total);
+            largest_magnitude = larger(largest_magnitude, total);
         }
         free(kt);
     } else {
         for (int64_t i = 0; i < nf; i++) {
             for (int64_t j = 0; j < nf; j++) e->hessian[i * nf + j] = -stiffness[p->free[i] * nq + p->free[j]];
-            largest_magnitude = fmax(largest_magnitude, magnitude[p->free[i]]);
+            largest_magnitude = larger(largest_magnitude, magnitude[p->free[i]]);
         }
     }
     /* the size of the forces in play: the largest generalized force of any term or, where the forces vanish (a
      * pendulum hanging straight down), the stiffness times 1 mrad or 1 mm, never below the model's own scale */
     e->force_scale = x->c->force_floor;
-    if (nf > 0) e->force_scale = fmax(e->force_scale, fmax(largest_magnitude, 1e-3 * max_abs(nf * nf, e->hessian)));
+    if (nf > 0) e->force_scale = larger(e->force_scale, larger(largest_magnitude, 1e-3 * max_abs(nf * nf, e->hessian)));
     e->energy = energy;
     e->conservative = conservative;
     free(forces), free(torques), free(point), free(force), free(stiffness), free(q_force), free(magnitude);
@@ -339,7 +342,7 @@ static double *reduced_stiffness(const Context *x, const Evaluation *e, const do
 /* Stiffness eigenvalues below this in magnitude count as zero: relative to the force scale and the largest
  * stiffness entry. */
 static double stiffness_floor(const Context *x, const Evaluation *e) {
-    return 1e-9 * fmax(e->force_scale, max_abs(x->p->nf * x->p->nf, e->hessian));
+    return 1e-9 * larger(e->force_scale, max_abs(x->p->nf * x->p->nf, e->hessian));
 }
 
 /* 1 when the symmetric a (r, r) + shift I is positive definite (a Cholesky factorization succeeds). */
@@ -405,7 +408,7 @@ static int project(const Context *x, double *q, double max_correction, State *s)
     int closed = isfinite(norm) && norm <= p->closure_tolerance;
     if (closed) {
         double moved = 0.0;
-        for (int64_t i = 0; i < nq; i++) moved = fmax(moved, fabs(q[i] - start[i]));
+        for (int64_t i = 0; i < nq; i++) moved = larger(moved, fabs(q[i] - start[i]));
         closed = moved <= max_correction;
     }
     free(start), free(g_full), free(jac_full), free(jac), free(g_u), free(gram), free(g), free(y);
@@ -448,8 +451,8 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         double total = 0.0;
         for (int64_t j = 0; j < r; j++) total += z[i * r + j] * y[j];
         du[i] = total;
-        if (p->translation[i]) largest_move = fmax(largest_move, fabs(total));
-        else largest_turn = fmax(largest_turn, fabs(total));
+        if (p->translation[i]) largest_move = larger(largest_move, fabs(total));
+        else largest_turn = larger(largest_turn, fabs(total));
         if (isnan(total)) largest_turn = NAN;
     }
     int shifted = shift > 0.0;
@@ -530,7 +533,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
     State s = state_new(x->a);
     Evaluation e = evaluation_new(p);
     int closed = project(x, q, INFINITY, &s), done = 0, escapes = 0;
-    double reach = 1.0, far = x->p->runaway_sizes * fmax(x->c->size, 1.0);
+    double reach = 1.0, far = x->p->runaway_sizes * larger(x->c->size, 1.0);
     double *trial = zeros(nq), *direction = zeros(nf);
     *iterations = 0;
     memset(runaway, 0, (size_t)nf);
@@ -556,7 +559,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
             if (done) break;
             (*iterations)++;
             int grown = newton_step(x, q, &e, &s, scale, reach);
-            reach = grown ? 4.0 * reach : fmax(1.0, 0.5 * reach);
+            reach = grown ? 4.0 * reach : larger(1.0, 0.5 * reach);
             int ran = 0;
             for (int64_t i = 0; i < nf; i++) {
                 runaway[i] = p->translation[i] && fabs(q[p->free[i]] - anchor[p->free[i]]) > far;
@@ -610,16 +613,16 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
 static void unheld(const Context *x, const double *q, const Evaluation *e, uint8_t *out) {
     const Problem *p = x->p;
     int64_t nf = p->nf, m = p->m, nq = x->a->nq, any = 0;
-    double scale = fmax(e->force_scale, max_abs(nf * nf, e->hessian));
+    double scale = larger(e->force_scale, max_abs(nf * nf, e->hessian));
     for (int64_t i = 0; i < nf; i++) {
         double column = 0.0;
-        for (int64_t j = 0; j < nf; j++) column = fmax(column, fmax(fabs(e->hessian[j * nf + i]), fabs(e->hessian[i * nf + j])));
-        for (int64_t r = 0; r < m; r++) column = fmax(column, fabs(e->g_u[r * nf + i]));
+        for (int64_t j = 0; j < nf; j++) column = larger(column, larger(fabs(e->hessian[j * nf + i]), fabs(e->hessian[i * nf + j])));
+        for (int64_t r = 0; r < m; r++) column = larger(column, fabs(e->g_u[r * nf + i]));
         out[i] = column <= 1e-12 * scale && fabs(e->q_force_reduced[i]) > p->force_tolerance * e->force_scale;
         any = any || out[i];
     }
     if (!any) return;
-    double size = fmax(x->c->size, 1.0), distances[2] = {1.0, 1000.0}, *trial = zeros(nq);
+    double size = larger(x->c->size, 1.0), distances[2] = {1.0, 1000.0}, *trial = zeros(nq);
     State s = state_new(x->a);
     Evaluation moved = evaluation_new(p);
     for (int d = 0; d < 2; d++) {
@@ -749,7 +752,7 @@ void case_scales(const Model *a, const double *q_start, int64_t n_loads, const d
     double largest = 0.0, p[3], mass = 0.0, forces = 0.0, torques = 0.0;
     for (int64_t f = 0; f < a->n_frames; f++) {
         frame_pose(a, &s, f, NULL, p);
-        largest = fmax(largest, p[0] * p[0] + p[1] * p[1] + p[2] * p[2]);
+        largest = larger(largest, p[0] * p[0] + p[1] * p[1] + p[2] * p[2]);
     }
     for (int64_t i = 0; i < a->n_nodes; i++) mass += a->mass[i];
     for (int64_t i = 0; i < n_loads; i++) {
@@ -759,7 +762,7 @@ void case_scales(const Model *a, const double *q_start, int64_t n_loads, const d
     }
     *size = sqrt(largest);
     double weight = mass * sqrt(gravity[0] * gravity[0] + gravity[1] * gravity[1] + gravity[2] * gravity[2]);
-    *force_floor = fmax(1e-3 * ((weight + forces) * fmax(*size, 1e-3) + torques), 1e-9);
+    *force_floor = larger(1e-3 * ((weight + forces) * larger(*size, 1e-3) + torques), 1e-9);
     state_free(&s);
 }
 
