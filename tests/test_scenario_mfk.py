@@ -122,7 +122,15 @@ def test_sweeping_northing_and_yaw_moves_the_machine_on_site(tmp_path):
     assert [(p.kind, p.target, p.unit) for p in scenario.sweep.parameters] == [
         ("placement", "c1:topcon.transform.local_position.northing", "m")]
     for step, northing in zip(steps, northings):
-        assert step.joints == steps[0].joints  # the same machine under the same gravity carries the same loads
+        # the same machine under the same gravity carries the same loads (each step starts from the previous
+        # equilibrium, so the digits agree to the solver's tolerance, not bit for bit)
+        assert step.joints.keys() == steps[0].joints.keys()
+        for joint, values in step.joints.items():
+            for key, value in values.items():
+                if isinstance(value, str):
+                    assert value == steps[0].joints[joint][key]
+                else:
+                    np.testing.assert_allclose(value, steps[0].joints[joint][key], rtol=1e-9, atol=1e-9)
         for name in POINTS:
             np.testing.assert_allclose(step.frames[name]["position"],
                                        np.add(steps[0].frames[name]["position"], [0.0, northing, 0.0]), atol=1e-9)

@@ -96,8 +96,9 @@ void joint_loads(const Model *a, const State *s, const double *multipliers, cons
                  double *wrench_world, double *rotation, double *effort);
 
 /* linear algebra on small dense matrices (linalg.c) */
-int positive_definite(int64_t n, const double *a);
+int positive_definite(int64_t n, const double *a, double shift);
 int lu_solve(int64_t n, const double *a, const double *b, double *x);
+int cholesky_solve(int64_t n, const double *a, double shift, const double *b, double *x);
 void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors);
 void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, double rcond, double *x);
 void null_space(int64_t m, int64_t nf, const double *g, double *z);

@@ -26,9 +26,8 @@ double gravity_and_world_forces(const Model *a, const State *s, const double *gr
                                 const int64_t *point_node, const double *point, const double *force,
                                 double *q_force, double *stiffness) {
     int64_t n = a->n_nodes, nq = a->nq;
-    double *f_node = calloc((size_t)(3 * n), sizeof(double));
-    double *p_node = calloc((size_t)(9 * n), sizeof(double));
-    double *per_d = malloc(sizeof(double) * (size_t)(3 * nq + 1));
+    double *f_node = calloc((size_t)(12 * n + 3 * nq + 1), sizeof(double)); /* one allocation: F, P, per_d */
+    double *p_node = f_node + 3 * n, *per_d = p_node + 9 * n;
     int64_t *chain = malloc(sizeof(int64_t) * (size_t)(nq + 1));
     for (int64_t i = 0; i < n; i++) {
         double m = a->mass[i];
@@ -74,7 +73,7 @@ double gravity_and_world_forces(const Model *a, const State *s, const double *gr
             if (up != d) stiffness[d * nq + up] += value;
         }
     }
-    free(f_node), free(p_node), free(per_d), free(chain);
+    free(f_node), free(chain);
     return energy;
 }
 

@@ -6,16 +6,20 @@
 
 #include "core.h"
 
-/* 1 when a Cholesky factorization of the symmetric a (n, n) (its lower triangle) succeeds: finite pivots > 0. */
-int positive_definite(int64_t n, const double *a) {
-    double *low = calloc((size_t)(n * n + 1), sizeof(double));
+/* 1 when a Cholesky factorization of the symmetric a (n, n) + shift I (its lower triangle) succeeds: finite
+ * pivots > 0, i.e. a + shift I is positive definite. */
+int positive_definite(int64_t n, const double *a, double shift) {
+    double *low = malloc(sizeof(double) * (size_t)(n * n + 1));
     int ok = 1;
     for (int64_t i = 0; i < n && ok; i++) {
         for (int64_t j = 0; j <= i; j++) {
-            double total = a[i * n + j];
+            double total = a[i * n + j] + (i == j ? shift : 0.0);
             for (int64_t k = 0; k < j; k++) total -= low[i * n + k] * low[j * n + k];
             if (i == j) {
-                if (!(total > 0.0) || !isfinite(total)) { ok = 0; break; }
+                if (!(total > 0.0) || !isfinite(total)) {
+                    ok = 0;
+                    break;
+                }
                 low[i * n + i] = sqrt(total);
             } else {
                 low[i * n + j] = total / low[j * n + j];
@@ -24,6 +28,42 @@ int positive_definite(int64_t n, const double *a) {
     }
     free(low);
     return ok;
+}
+
+/* x with (a + shift I) x = b for a symmetric a (its lower triangle) by a Cholesky factorization; returns 1 (x
+ * untouched) when a + shift I is not positive definite. */
+int cholesky_solve(int64_t n, const double *a, double shift, const double *b, double *x) {
+    double *low = malloc(sizeof(double) * (size_t)(n * n + 1)), *y = malloc(sizeof(double) * (size_t)(n + 1));
+    int ok = 1;
+    for (int64_t i = 0; i < n && ok; i++) {
+        for (int64_t j = 0; j <= i; j++) {
+            double total = a[i * n + j] + (i == j ? shift : 0.0);
+            for (int64_t k = 0; k < j; k++) total -= low[i * n + k] * low[j * n + k];
+            if (i == j) {
+                if (!(total > 0.0) || !isfinite(total)) {
+                    ok = 0;
+                    break;
+                }
+                low[i * n + i] = sqrt(total);
+            } else {
+                low[i * n + j] = total / low[j * n + j];
+            }
+        }
+    }
+    if (ok) {
+        for (int64_t i = 0; i < n; i++) { /* L y = b */
+            double total = b[i];
+            for (int64_t k = 0; k < i; k++) total -= low[i * n + k] * y[k];
+            y[i] = total / low[i * n + i];
+        }
+        for (int64_t i = n - 1; i >= 0; i--) { /* L^T x = y */
+            double total = y[i];
+            for (int64_t k = i + 1; k < n; k++) total -= low[k * n + i] * x[k];
+            x[i] = total / low[i * n + i];
+        }
+    }
+    free(low), free(y);
+    return !ok;
 }
 
 /* x with a x = b by LU with partial pivoting; returns 1 (x untouched) when a pivot is exactly zero. */

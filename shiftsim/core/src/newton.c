@@ -132,9 +132,10 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     const Model *a = x->a;
     const Problem *p = x->p;
     int64_t nq = a->nq, nf = p->nf, m = p->m, n_loads = p->n_loads;
-    double *forces = zeros(3 * n_loads), *torques = zeros(3 * n_loads), *point = zeros(3 * n_loads);
-    double *force = zeros(3 * n_loads), *stiffness = zeros(nq * nq), *q_force = zeros(nq);
-    double *magnitude = zeros(nq), *term = zeros(nq);
+    double *block = zeros(12 * n_loads + nq * nq + 5 * nq); /* one allocation for the scratch arrays */
+    double *forces = block, *torques = forces + 3 * n_loads, *point = torques + 3 * n_loads;
+    double *force = point + 3 * n_loads, *stiffness = force + 3 * n_loads, *q_force = stiffness + nq * nq;
+    double *magnitude = q_force + nq, *term = magnitude + nq, *constraint_force = term + nq;
     int64_t *point_node = calloc((size_t)(n_loads + 1), sizeof(int64_t));
     int conservative = 1;
     int64_t count = 0;
@@ -169,7 +170,6 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     }
     double *t = coupling_map(x, q);
     reduce_vector(x, t, q_force, e->q_force_reduced);
-    double *constraint_force = zeros(nq);
     if (m > 0) {
         int64_t rows6 = 6 * a->n_closures;
         double *g_full = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(m * nq);
@@ -242,8 +242,7 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     if (nf > 0) e->force_scale = larger(e->force_scale, larger(largest_magnitude, 1e-3 * max_abs(nf * nf, e->hessian)));
     e->energy = energy;
     e->conservative = conservative;
-    free(forces), free(torques), free(point), free(force), free(stiffness), free(q_force), free(magnitude);
-    free(term), free(point_node), free(constraint_force), free(t);
+    free(block), free(point_node), free(t);
 }
 
 /* -d(residual)/du by central differences (multipliers fixed), step 1e-6 per coordinate (rad or m). */
@@ -345,17 +344,6 @@ static double stiffness_floor(const Context *x, const Evaluation *e) {
     return 1e-9 * larger(e->force_scale, max_abs(x->p->nf * x->p->nf, e->hessian));
 }
 
-/* 1 when the symmetric a (r, r) + shift I is positive definite (a Cholesky factorization succeeds). */
-static int definite_shifted(int64_t r, const double *a, double shift) {
-    if (r == 0) return 1;
-    double *b = zeros(r * r);
-    memcpy(b, a, sizeof(double) * (size_t)(r * r));
-    for (int64_t i = 0; i < r; i++) b[i * r + i] += shift;
-    int ok = positive_definite(r, b);
-    free(b);
-    return ok;
-}
-
 /* ------------------------------------------------------------------ loop re-assembly */
 /* Close the loops from q (nq, in place) by moving the free coordinates: Gauss-Newton with minimum-norm steps.
  * Returns whether all 6 K equations closed to the tolerance with a correction no larger than max_correction
@@ -435,14 +423,37 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
     /* the smallest shift of the form 1e-3 |K| 2^k that makes the reduced stiffness positive definite, none where it
      * already is beyond 1e-8 |K| (found by Cholesky factorizations, not eigenvalues) */
     double level = max_abs(r * r, reduced) + 1e-12 * e->force_scale, base = 1e-3 * level, shift = 0.0;
-    if (!definite_shifted(r, symmetric, -1e-8 * level)) {
-        shift = base;
-        for (int k = 0; k < 1100 && !definite_shifted(r, symmetric, shift); k++) shift *= 2.0;
+    if (!positive_definite(r, symmetric, -1e-8 * level)) {
+        /* positive definiteness only grows with the shift: bisect over k between 0 and an exponent whose shift
+         * passes Gershgorin's bound (strictly diagonally dominant with a positive diagonal: definite) */
+        double bound = INFINITY;
+        for (int64_t i = 0; i < r; i++) {
+            double row = symmetric[i * r + i];
+            for (int64_t j = 0; j < r; j++)
+                if (j != i) row -= fabs(symmetric[i * r + j]);
+            bound = row < bound ? row : bound;
+        }
+        int low = 0, high = 1100;
+        if (isfinite(bound)) high = (int)fmin(1100.0, ceil(log2(fmax(-bound / base, 1.0))) + 1.0);
+        while (low < high) {
+            int middle = (low + high) / 2;
+            if (positive_definite(r, symmetric, base * pow(2.0, middle))) high = middle;
+            else low = middle + 1;
+        }
+        shift = base * pow(2.0, low);
     }
+    int symmetric_system = 1; /* conservative forces without loops: Cholesky; otherwise LU on K itself */
+    for (int64_t i = 0; i < r && symmetric_system; i++)
+        for (int64_t j = 0; j < i; j++)
+            if (reduced[i * r + j] != reduced[j * r + i]) {
+                symmetric_system = 0;
+                break;
+            }
     for (int64_t i = 0; i < r; i++) reduced[i * r + i] += shift;
     double *y = zeros(r), *du = zeros(nf);
     if (r > 0 && all_finite(r * r, reduced) && all_finite(r, force)) {
-        if (lu_solve(r, reduced, force, y)) pseudo_solve(r, r, reduced, force, 1e-15, y);
+        if ((!symmetric_system || cholesky_solve(r, reduced, 0.0, force, y)) && lu_solve(r, reduced, force, y))
+            pseudo_solve(r, r, reduced, force, 1e-15, y);
     } else {
         for (int64_t i = 0; i < r; i++) y[i] = NAN;
     }
@@ -517,7 +528,7 @@ static void escape_direction(const Context *x, const Evaluation *e, const double
 static int unstable_here(const Context *x, const Evaluation *e) {
     int64_t r;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
-    int unstable = r > 0 && all_finite(r * r, reduced) && !definite_shifted(r, reduced, stiffness_floor(x, e));
+    int unstable = r > 0 && all_finite(r * r, reduced) && !positive_definite(r, reduced, stiffness_floor(x, e));
     free(z), free(reduced);
     return unstable;
 }
@@ -648,11 +659,8 @@ static int stability(const Context *x, const Evaluation *e, double *neutral, int
     double floor_ = stiffness_floor(x, e);
     int verdict = STABLE;
     if (r > 0) {
-        for (int64_t i = 0; i < r; i++) reduced[i * r + i] -= floor_;
-        int definite = positive_definite(r, reduced);
-        for (int64_t i = 0; i < r; i++) reduced[i * r + i] += floor_;
-        if (!definite) {
-            if (!all_finite(r * r, reduced) || !definite_shifted(r, reduced, floor_)) {
+        if (!positive_definite(r, reduced, -floor_)) {
+            if (!all_finite(r * r, reduced) || !positive_definite(r, reduced, floor_)) {
                 verdict = UNSTABLE; /* an eigenvalue below -floor */
             } else { /* eigenvalues in [-floor, floor]: the neutral directions */
                 double *values = zeros(r), *vectors = zeros(r * r);
