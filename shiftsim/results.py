@@ -93,8 +93,10 @@ def joint_loads(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: n
     module docstring), by the compiled core (``joint_loads`` in core/src/loads.c); ``fields`` (ground contacts,
     ...) add their point forces. :func:`body_balance` checks them independently."""
     q = np.ascontiguousarray(q, dtype=float)
-    forces = np.array([l.force[0] for l in loads], dtype=float).reshape(-1, 3)
-    torques = np.array([l.torque[0] for l in loads], dtype=float).reshape(-1, 3)
+    frames, follow = np.empty(len(loads), np.int64), np.empty(len(loads), np.int64)
+    forces, torques = np.empty((len(loads), 3)), np.empty((len(loads), 3))
+    for i, load in enumerate(loads):
+        frames[i], follow[i], forces[i], torques[i] = load.frame, load.follow, load.force[0], load.torque[0]
     nodes, points, pushes = [], [], []
     if fields:
         s = state(model, q[None])
@@ -103,10 +105,9 @@ def joint_loads(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: n
                 nodes.append(node), points.append(point[0]), pushes.append(force[0])
     wrench, rotation, effort = np.empty((len(model.joints), 6)), np.empty((len(model.joints), 3, 3)), np.empty(model.nq)
     core.joint_loads(compiled(model), q, np.ascontiguousarray(multipliers, dtype=float),
-                     np.ascontiguousarray(gravity, dtype=float).reshape(3), np.array([l.frame for l in loads], np.int64),
-                     forces, torques, np.array([l.follow for l in loads], np.int64), np.array(nodes, np.int64),
-                     np.array(points, float).reshape(-1, 3), np.array(pushes, float).reshape(-1, 3), wrench, rotation,
-                     effort)
+                     np.ascontiguousarray(gravity, dtype=float).reshape(3), frames, forces, torques, follow,
+                     np.array(nodes, np.int64), np.array(points, float).reshape(-1, 3),
+                     np.array(pushes, float).reshape(-1, 3), wrench, rotation, effort)
     return [JointLoad(wrench[i], rotation[i], effort[coordinates])
             for i, coordinates in enumerate(_joint_coordinates(model))]
 
@@ -281,7 +282,7 @@ def _large_motion(model: Model, q_start: np.ndarray, q: np.ndarray, free: np.nda
 
     moved = q[free] - q_start[free]
     revolute = model.node_kind[model.coordinate_node[free]] == REVOLUTE
-    if not np.any(np.where(revolute, np.abs(moved) > 0.5, False)) and not np.any(~revolute):
+    if not np.any(np.abs(moved[revolute]) > 0.5) and revolute.all():
         return []
     size = model_size(model, q_start) if size is None else size
     remarks = []

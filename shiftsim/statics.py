@@ -111,13 +111,12 @@ class BatchResult:
     runaway_distance: float = np.inf  # m: how far a free translation ran before it counted as ``runaway``
     size: np.ndarray | None = None  # (B,) m: each case's machine size at its start (see kinematics.model_size)
 
-    def take(self, cases: list[int]) -> BatchResult:
-        """The result of some of the cases."""
-        return BatchResult(self.q[cases], self.multipliers[cases], self.converged[cases], self.iterations[cases],
-                           self.residual[cases], self.stability[cases], self.free,
-                           [self.neutral[b] for b in cases], [self.unheld[b] for b in cases],
-                           [self.runaway[b] for b in cases], self.runaway_distance,
-                           None if self.size is None else self.size[cases])
+    def take(self, case: int) -> BatchResult:
+        """The result of one case (views, not copies)."""
+        one = slice(case, case + 1)
+        return BatchResult(self.q[one], self.multipliers[one], self.converged[one], self.iterations[one],
+                           self.residual[one], self.stability[one], self.free, self.neutral[one], self.unheld[one],
+                           self.runaway[one], self.runaway_distance, None if self.size is None else self.size[one])
 
     @property
     def stable(self) -> np.ndarray:
@@ -126,6 +125,7 @@ class BatchResult:
 
 
 STABILITY = ("stable", "neutral", "unstable")
+_VERDICTS = np.array(STABILITY)  # by the core's stability code
 
 
 def _problem(model: Model, free: np.ndarray, rows: np.ndarray, loads: list[gen.AppliedLoad], has_rates: bool,
@@ -190,10 +190,12 @@ def _solve_cases(model: Model, q_start: np.ndarray, free: np.ndarray, rows: np.n
                neutral, unheld, runaway, threads)
     full = np.zeros((batch, 6 * len(model.closures)))
     full[:, rows] = out_lam
+    none = np.zeros(0, dtype=int)
     return BatchResult(out_q, full, flags[:, 0] > 0.5, flags[:, 1].astype(int), flags[:, 2],
-                       np.array(STABILITY)[flags[:, 3].astype(int)], free,
+                       _VERDICTS[flags[:, 3].astype(int)], free,
                        [neutral[b, : int(flags[b, 4])] for b in range(batch)],
-                       [np.flatnonzero(row) for row in unheld], [np.flatnonzero(row) for row in runaway],
+                       [np.flatnonzero(row) if row.any() else none for row in unheld],
+                       [np.flatnonzero(row) if row.any() else none for row in runaway],
                        RUNAWAY_SIZES * max(float(flags[:, 5].max(initial=0.0)), 1.0), flags[:, 5].copy())
 
 
@@ -336,6 +338,9 @@ def applied(model: Model, loads: list[Load], batch: int = 1) -> list[gen.Applied
     return out
 
 
+_LOADED_AND_REFERENCE = np.array([1, 0], dtype=np.int64)  # classify the loaded case only
+
+
 def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold: list[str] | tuple[str, ...] = (),
           loads: list[Load] | tuple[Load, ...] = (), gravity: np.ndarray | None = None,
           q_start: np.ndarray | None = None, rates: np.ndarray | None = None,
@@ -371,11 +376,13 @@ def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold:
     if rates is not None:
         rate_force = np.zeros((2, model.nq))
         rate_force[0] = gen.rate_forces(model, np.atleast_2d(rates))[0]
-    both = _solve_cases(model, np.stack([q, q]), free, rows, np.stack([gravity, np.zeros(3)]), loads_applied, force,
-                        torque, rate_force, options, tuple(fields), np.array([1, 0], dtype=np.int64))
-    loaded = both.take([0])
+    starts, gravities = np.empty((2, model.nq)), np.zeros((2, 3))
+    starts[:], gravities[0] = q, gravity
+    both = _solve_cases(model, starts, free, rows, gravities, loads_applied, force, torque, rate_force, options,
+                        tuple(fields), _LOADED_AND_REFERENCE)
+    loaded = both.take(0)
     # no equilibrium: nothing to measure deflections from
-    reference = loaded if len(loaded.unheld[0]) or len(loaded.runaway[0]) else both.take([1])
+    reference = loaded if len(loaded.unheld[0]) or len(loaded.runaway[0]) else both.take(1)
     return Solution.build(model, loaded, reference, gravity, loads_applied, q, fields)
 
 
