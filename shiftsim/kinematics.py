@@ -38,7 +38,7 @@ def _as_batch(model: Model, q: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]
     return np.ascontiguousarray(q.reshape(int(np.prod(q.shape[:-1])), model.nq)), q.shape[:-1]
 
 
-_PARALLEL_FROM = 64  # configurations: fewer run on the calling thread (starting threads costs more)
+_PARALLEL_FROM = 64  # configurations: fewer run on the calling thread (handing them to workers costs more)
 
 
 def _threads(batch: int) -> int:

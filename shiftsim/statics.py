@@ -24,8 +24,10 @@ reasons and the verdicts (stable, neutral, unstable, no equilibrium).
 Dampers and friction act on rates: a single solve has zero rates and they add
 nothing; sweeps with a time axis pass the rates between steps (``rates``).
 
-Everything works on batches of independent cases ``(B, ...)`` at once:
-:func:`solve_batch` is the batched mode, :func:`solve` the single solve.
+The iteration runs in the compiled core (``solve_case`` in core/src/newton.c, docs/core.md), one case at a
+time, batches over threads: :func:`solve_batch` is the batched mode, :func:`solve` the single solve (its
+loaded case and its unloaded reference in one call). This module holds the API: it validates, lays the
+problem out for the core, calls it and wraps the arrays.
 """
 
 from __future__ import annotations
