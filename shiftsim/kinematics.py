@@ -10,6 +10,7 @@ wraps the arrays.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -242,15 +243,27 @@ def _assembly_problem(model: Model, free: np.ndarray):
     cache = model.__dict__.setdefault("_core_assembly", {})
     key = free.tobytes()
     if key not in cache:
-        def jacobian(q: np.ndarray) -> np.ndarray:
-            return coupling_map(model, q)[:, free]
-
-        coupled = bool(model.couplings)
         empty = np.zeros(0, dtype=np.int64)
         cache[key] = core_problem(compiled(model), model.nq, model.n_nodes, free, empty, np.zeros(len(free), np.int64),
-                                  empty, empty, model.apply_couplings if coupled else None,
-                                  jacobian if coupled else None, None, False)
+                                  empty, empty, *coupling_callbacks(model, free), None, False)
     return cache[key]
+
+
+def coupling_callbacks(model: Model, free: np.ndarray) -> tuple:
+    """The model's couplings as the compiled core calls them back: ``apply(q)`` (q with coupled coordinates
+    recomputed) and ``jacobian(q)`` (dq/du (nq, nf) for the free coordinates), or (None, None) without couplings.
+    They hold the model weakly: a problem kept on the model does not keep the model alive."""
+    if not model.couplings:
+        return None, None
+    owner = weakref.ref(model)
+
+    def apply(q: np.ndarray) -> np.ndarray:
+        return owner().apply_couplings(q)
+
+    def jacobian(q: np.ndarray) -> np.ndarray:
+        return coupling_map(owner(), q)[:, free]
+
+    return apply, jacobian
 
 
 def model_size(model: Model, q: np.ndarray) -> float:

@@ -42,7 +42,7 @@ from .core.layout import compiled
 from .core.library import core
 from .core.problem import problem as core_problem
 from .errors import InputError, Problem
-from .kinematics import State, assemble, closure_jacobian, coupling_map, forward, model_size, state
+from .kinematics import State, assemble, closure_jacobian, coupling_callbacks, coupling_map, model_size, state
 from .model import PRISMATIC, Model
 
 RUNAWAY_SIZES = 100.0  # a free translation this many machine sizes from its start has no equilibrium to reach
@@ -141,22 +141,18 @@ def _problem(model: Model, free: np.ndarray, rows: np.ndarray, loads: list[gen.A
     if not fields and key in cache:
         return cache[key]
 
-    def jacobian(q: np.ndarray) -> np.ndarray:
-        return coupling_map(model, q)[:, free]
-
-    def terms(q, rotation, position, omega, v):
+    def terms(q, rotation, position, omega, v):  # fields change from call to call: never kept on the model
         s = State(q[None], rotation[None], position[None], omega[None], v[None])
         parts = [field.terms(model, s) for field in fields]
         return (sum(t.Q[0] for t in parts), sum(t.stiffness[0] for t in parts), float(sum(t.energy[0] for t in parts)),
                 all(t.conservative for t in parts))
 
-    coupled = bool(model.couplings)
     capsule = core_problem(
         compiled(model), model.nq, model.n_nodes, np.ascontiguousarray(free, dtype=np.int64),
         np.ascontiguousarray(rows, dtype=np.int64),
         (model.node_kind[model.coordinate_node[free]] == PRISMATIC).astype(np.int64),
-        np.array(frames, dtype=np.int64), np.array(follow, dtype=np.int64), model.apply_couplings if coupled else None,
-        jacobian if coupled else None, terms if fields else None, has_rates, options, RUNAWAY_SIZES)
+        np.array(frames, dtype=np.int64), np.array(follow, dtype=np.int64), *coupling_callbacks(model, free),
+        terms if fields else None, has_rates, options, RUNAWAY_SIZES)
     if not fields:
         if len(cache) > 64:
             cache.clear()
