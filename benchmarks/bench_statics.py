@@ -38,6 +38,11 @@ equilibria the table says so, with both energies.
 
 There is no hand-compiled ("compiled floor") Newton loop in this benchmark.
 
+numpy's BLAS (and any OpenMP pool) is held to one thread for the whole script (``threadpoolctl``,
+as the ``shiftsim`` command does): the Pinocchio loop's small dense solves gain nothing from BLAS
+threads and, with the machine's other core busy, its 200-link solve ran 3-16x slower with them.
+shiftsim's solver calls no BLAS; its batches run on the core's own threads (``threads=``).
+
 Run: ``python benchmarks/bench_statics.py``.
 """
 
@@ -51,6 +56,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_kinematics import best_time, link_inertia  # noqa: E402
@@ -644,9 +650,11 @@ def print_scaling(rows: dict[int, dict[str, Result]]) -> None:
 
 
 def main() -> int:
-    table = run()
+    with threadpool_limits(1):  # BLAS and OpenMP pools to one thread: see the module docstring
+        table = run()
+        rows = scaling(table)
     print_table(table)
-    print_scaling(scaling(table))
+    print_scaling(rows)
     return 0
 
 
