@@ -153,3 +153,17 @@ def test_a_non_finite_force_never_converges():
     model = load_model(MODELS / "shift/cantilever10.json")
     result = solve(model, loads=[Load(model.frame_names[-1], force=(float("nan"), 0.0, 0.0))])
     assert result.status == "failed" and not result.converged
+
+
+def test_a_coupled_model_is_freed_after_a_solve():
+    """The problems kept on a model call its couplings back; they must not keep the model alive."""
+    import gc
+    import weakref
+
+    model = load_model(Path(__file__).resolve().parent / "data" / "claraty" / "two_link_sample.xml")
+    assert model.couplings
+    assert solve(model).converged
+    owner = weakref.ref(model)
+    del model
+    gc.collect()
+    assert owner() is None

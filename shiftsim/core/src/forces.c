@@ -174,6 +174,7 @@ double pair_distance(const Model *a, const State *s, int64_t frame_a, int64_t fr
 
 /* Springs between frame pairs: Q = -f(x) dx/dq (the child frame pulled toward the parent frame when f > 0). */
 double pair_springs(const Model *a, const State *s, double *q_force, double *stiffness) {
+    if (a->n_pairs == 0) return 0.0;
     int64_t nq = a->nq;
     double energy = 0.0, f, df, e;
     double *grad = malloc(sizeof(double) * (size_t)(nq + 1)), *hess = malloc(sizeof(double) * (size_t)(nq * nq + 1));
@@ -211,6 +212,7 @@ static void add_torque_stiffness(const Model *a, const State *s, const int64_t *
 int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int64_t *frames, const double *forces,
                       const double *torques, const int64_t *follow, int64_t *point_node, double *point,
                       double *force, double *q_force, double *stiffness) {
+    if (n_loads == 0) return 0;
     int64_t nq = a->nq, count = 0, *chain = malloc(sizeof(int64_t) * (size_t)(nq + 1));
     double *jv = malloc(sizeof(double) * (size_t)(3 * nq + 1));
     for (int64_t i = 0; i < n_loads; i++) {

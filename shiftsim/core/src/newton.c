@@ -52,6 +52,16 @@ static void evaluation_free(Evaluation *e) {
     free(e->residual), free(e->closure), free(e->g_u), free(e->hessian), free(e->q_force_reduced), free(e->multipliers);
 }
 
+static void evaluation_copy(const Problem *p, Evaluation *to, const Evaluation *from) {
+    memcpy(to->residual, from->residual, sizeof(double) * (size_t)p->nf);
+    memcpy(to->closure, from->closure, sizeof(double) * (size_t)p->m);
+    memcpy(to->g_u, from->g_u, sizeof(double) * (size_t)(p->m * p->nf));
+    memcpy(to->hessian, from->hessian, sizeof(double) * (size_t)(p->nf * p->nf));
+    memcpy(to->q_force_reduced, from->q_force_reduced, sizeof(double) * (size_t)p->nf);
+    memcpy(to->multipliers, from->multipliers, sizeof(double) * (size_t)p->m);
+    to->energy = from->energy, to->force_scale = from->force_scale, to->conservative = from->conservative;
+}
+
 static void evaluation_swap(Evaluation *x, Evaluation *y) {
     Evaluation t = *x;
     *x = *y, *y = t;
@@ -538,17 +548,24 @@ static int unstable_here(const Context *x, const Evaluation *e) {
  * runaway_sizes machine sizes from anchor while the energy kept falling. A capped step accepted whole lets the
  * next be four times longer (a partial one halves the growth). */
 static int newton(const Context *x, double *q, double scale, int64_t max_iterations, const double *anchor,
-                  double *multipliers, int64_t *iterations, uint8_t *runaway) {
+                  double *multipliers, int64_t *iterations, uint8_t *runaway, const Evaluation *start,
+                  Evaluation *finish) {
     const Problem *p = x->p;
     int64_t nq = x->a->nq, nf = p->nf;
     State s = state_new(x->a);
     Evaluation e = evaluation_new(p);
-    int closed = project(x, q, INFINITY, &s), done = 0, escapes = 0;
+    int closed = 1, done = 0, escapes = 0;
     double reach = 1.0, far = x->p->runaway_sizes * larger(x->c->size, 1.0);
     double *trial = zeros(nq), *direction = zeros(nf);
     *iterations = 0;
     memset(runaway, 0, (size_t)nf);
-    evaluate(x, q, &s, NULL, scale, &e);
+    if (start) { /* the caller projected q and evaluated it (with least-squares multipliers) */
+        node_state(x->a, q, &s);
+        evaluation_copy(p, &e, start);
+    } else {
+        closed = project(x, q, INFINITY, &s);
+        evaluate(x, q, &s, NULL, scale, &e);
+    }
     if (closed) {
         for (int64_t it = 0; it < max_iterations; it++) {
             done = converged(x, &e);
@@ -584,6 +601,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
         if (done == 0) done = converged(x, &e);
     }
     memcpy(multipliers, e.multipliers, sizeof(double) * (size_t)p->m);
+    if (finish) evaluation_swap(finish, &e);
     state_free(&s), evaluation_free(&e), free(trial), free(direction);
     return closed && done == 1;
 }
@@ -597,13 +615,13 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
     double *q_try = zeros(nq), *lam_try = zeros(p->m);
     uint8_t *runaway = calloc((size_t)(p->nf + 1), 1);
     memcpy(q, q_start, sizeof(double) * (size_t)nq);
-    int ok = newton(x, q, 0.0, p->max_iterations, q_start, multipliers, iterations, runaway);
+    int ok = newton(x, q, 0.0, p->max_iterations, q_start, multipliers, iterations, runaway, NULL, NULL);
     double level = 0.0, increment = 0.25, smallest = 0.25 / pow(2.0, (double)p->max_load_halvings);
     int going = ok;
     while (going) {
         double target = fmin(1.0, level + increment);
         memcpy(q_try, q, sizeof(double) * (size_t)nq);
-        int done = newton(x, q_try, target, p->max_iterations, q_start, lam_try, &its, runaway);
+        int done = newton(x, q_try, target, p->max_iterations, q_start, lam_try, &its, runaway, NULL, NULL);
         *iterations += its;
         if (done) {
             memcpy(q, q_try, sizeof(double) * (size_t)nq);
@@ -708,15 +726,15 @@ void solve_case(const Model *a, const Problem *p, const Case *c, const double *q
         double *anchor = zeros(nq);
         memcpy(anchor, q, sizeof(double) * (size_t)nq);
         int64_t first = p->max_iterations < p->full_load_iterations ? p->max_iterations : p->full_load_iterations;
-        ok = newton(&x, q, 1.0, first, anchor, multipliers, &iterations, out_runaway);
+        ok = newton(&x, q, 1.0, first, anchor, multipliers, &iterations, out_runaway, &e, &e);
         for (int64_t i = 0; i < nf; i++) any_runaway = any_runaway || out_runaway[i];
         if (!ok && !any_runaway && p->load_stepping) {
             int64_t more = 0;
             ok = load_stepping(&x, q_start, q, multipliers, &more);
             iterations += more;
+            node_state(a, q, &s);
+            evaluate(&x, q, &s, multipliers, 1.0, &e);
         }
-        node_state(a, q, &s);
-        evaluate(&x, q, &s, multipliers, 1.0, &e);
         free(anchor);
     }
     int64_t count = 0;
