@@ -134,7 +134,7 @@ static void run_parallel(CaseWork work, void *job, int64_t batch, int64_t thread
 }
 
 /* work(job, b) for b in [0, batch) on ``threads`` threads; the GIL is released unless ``keep_gil`` (the work
- * calls Python back: then the calling thread alone). */
+ * calls Python back, or is too short to be worth it: then the calling thread alone). */
 static void run_cases(CaseWork work, void *job, int64_t batch, int64_t threads, int keep_gil) {
     if (threads > batch) threads = batch;
     if (keep_gil) {
@@ -353,7 +353,7 @@ static PyObject *py_state(PyObject *self, PyObject *args) {
     if (job.a && (job.q = take(o[0], &b[0], 'd', 0, 0, "q")) && (job.rotation = take(o[1], &b[1], 'd', 1, 0, "rotation"))
         && (job.position = take(o[2], &b[2], 'd', 1, 0, "position")) && (job.omega = take(o[3], &b[3], 'd', 1, 0, "omega"))
         && (job.v = take(o[4], &b[4], 'd', 1, 0, "v")))
-        run_cases(state_work, &job, batch_of(&b[0]), threads, 0);
+        run_cases(state_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1); /* one: too short to let go of the GIL */
     release(b, 5);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -371,7 +371,7 @@ static PyObject *py_forward(PyObject *self, PyObject *args) {
         job.bodies = take(o[1], &b[1], 'd', 1, 1, "bodies");
         if (!PyErr_Occurred()) job.frames = take(o[2], &b[2], 'd', 1, 1, "frames");
         if (!PyErr_Occurred())
-            run_cases(forward_work, &job, batch_of(&b[0]), threads, 0);
+            run_cases(forward_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1);
     }
     release(b, 3);
     if (PyErr_Occurred()) return NULL;

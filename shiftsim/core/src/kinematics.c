@@ -9,23 +9,17 @@
 
 #include "core.h"
 
-State state_new(const Model *a) {
+State state_new(const Model *a) { /* one allocation: world, rotation, position, omega, v in a row */
     State s;
-    s.world = malloc(sizeof(double) * (size_t)(a->n_nodes * 12));
-    s.rotation = malloc(sizeof(double) * (size_t)(a->n_nodes * 9));
-    s.position = malloc(sizeof(double) * (size_t)(a->n_nodes * 3));
-    s.omega = malloc(sizeof(double) * (size_t)(a->nq * 3 + 1));
-    s.v = malloc(sizeof(double) * (size_t)(a->nq * 3 + 1));
+    s.world = malloc(sizeof(double) * (size_t)(24 * a->n_nodes + 6 * a->nq + 2));
+    s.rotation = s.world + 12 * a->n_nodes;
+    s.position = s.rotation + 9 * a->n_nodes;
+    s.omega = s.position + 3 * a->n_nodes;
+    s.v = s.omega + 3 * a->nq + 1;
     return s;
 }
 
-void state_free(State *s) {
-    free(s->world);
-    free(s->rotation);
-    free(s->position);
-    free(s->omega);
-    free(s->v);
-}
+void state_free(State *s) { free(s->world); }
 
 void state_copy(const Model *a, State *to, const State *from) {
     memcpy(to->world, from->world, sizeof(double) * (size_t)(a->n_nodes * 12));
