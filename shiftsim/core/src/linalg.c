@@ -6,50 +6,38 @@
 
 #include "core.h"
 
-/* 1 when a Cholesky factorization of the symmetric a (n, n) + shift I (its lower triangle) succeeds: finite
- * pivots > 0, i.e. a + shift I is positive definite. */
-int positive_definite(int64_t n, const double *a, double shift) {
-    double *low = malloc(sizeof(double) * (size_t)(n * n + 1));
-    int ok = 1;
-    for (int64_t i = 0; i < n && ok; i++) {
+/* Cholesky factor low (n, n, lower triangle) of the symmetric a + shift I (its lower triangle read); returns 1
+ * when every pivot is finite and positive (a + shift I positive definite), 0 at the first that is not. */
+static int cholesky(int64_t n, const double *a, double shift, double *low) {
+    for (int64_t i = 0; i < n; i++) {
         for (int64_t j = 0; j <= i; j++) {
             double total = a[i * n + j] + (i == j ? shift : 0.0);
             for (int64_t k = 0; k < j; k++) total -= low[i * n + k] * low[j * n + k];
-            if (i == j) {
-                if (!(total > 0.0) || !isfinite(total)) {
-                    ok = 0;
-                    break;
-                }
+            if (i != j) {
+                low[i * n + j] = total / low[j * n + j];
+            } else if (total > 0.0 && isfinite(total)) {
                 low[i * n + i] = sqrt(total);
             } else {
-                low[i * n + j] = total / low[j * n + j];
+                return 0;
             }
         }
     }
+    return 1;
+}
+
+/* 1 when the symmetric a (n, n) + shift I is positive definite (a Cholesky factorization succeeds). */
+int positive_definite(int64_t n, const double *a, double shift) {
+    double *low = malloc(sizeof(double) * (size_t)(n * n + 1));
+    int ok = cholesky(n, a, shift, low);
     free(low);
     return ok;
 }
 
-/* x with (a + shift I) x = b for a symmetric a (its lower triangle) by a Cholesky factorization; returns 1 (x
- * untouched) when a + shift I is not positive definite. */
+/* x with (a + shift I) x = b for a symmetric a by a Cholesky factorization; returns 1 (x untouched) when
+ * a + shift I is not positive definite. */
 int cholesky_solve(int64_t n, const double *a, double shift, const double *b, double *x) {
     double *low = malloc(sizeof(double) * (size_t)(n * n + 1)), *y = malloc(sizeof(double) * (size_t)(n + 1));
-    int ok = 1;
-    for (int64_t i = 0; i < n && ok; i++) {
-        for (int64_t j = 0; j <= i; j++) {
-            double total = a[i * n + j] + (i == j ? shift : 0.0);
-            for (int64_t k = 0; k < j; k++) total -= low[i * n + k] * low[j * n + k];
-            if (i == j) {
-                if (!(total > 0.0) || !isfinite(total)) {
-                    ok = 0;
-                    break;
-                }
-                low[i * n + i] = sqrt(total);
-            } else {
-                low[i * n + j] = total / low[j * n + j];
-            }
-        }
-    }
+    int ok = cholesky(n, a, shift, low);
     if (ok) {
         for (int64_t i = 0; i < n; i++) { /* L y = b */
             double total = b[i];
