@@ -167,3 +167,23 @@ def test_a_coupled_model_is_freed_after_a_solve():
     del model
     gc.collect()
     assert owner() is None
+
+
+def test_arrays_of_the_wrong_size_are_refused_before_the_core_reads_them():
+    """The core reads exactly the sizes the model implies: anything else is a ValueError naming the array, never
+    a read past the end."""
+    model = load_model(MODELS / "shift/cantilever10.json")
+    with pytest.raises(ValueError, match="q: 11 items, expected 10"):
+        core.forward(compiled(model), np.zeros(model.nq + 1), None, None, 1)
+    poses = forward(model, model.q0)
+    with pytest.raises(ValueError, match="frames"):
+        core.forward(compiled(model), model.q0, None, poses.frames[:-1].copy(), 1)
+    free = np.arange(model.nq)
+    with pytest.raises(ValueError, match="q_start"):
+        solve_batch(model, np.zeros((2, model.nq + 3)), free, model.gravity)
+    with pytest.raises(IndexError):  # numpy's own refusal on the way to the core
+        solve_batch(model, model.q0[None], np.array([0, 99]), model.gravity)
+    with pytest.raises(ValueError, match="free: index 99"):  # and the core's, for a caller that goes straight to it
+        core.problem(compiled(model), np.array([0, 99]), np.zeros(0, np.int64), np.zeros(2, np.int64),
+                     np.zeros(0, np.int64), np.zeros(0, np.int64), None, None, None, 0, 1, 1, 1, 1.0, 1.0, 1.0, 1.0,
+                     1.0, 1, 0, 1)

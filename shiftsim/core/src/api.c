@@ -44,6 +44,28 @@ static void *take(PyObject *object, Buffer *b, char kind, int writable, int opti
     return b->view.buf;
 }
 
+/* 1 when the buffer holds ``count`` items; 0 with a ValueError naming it otherwise (the core reads exactly that
+ * many: a wrong shape must not reach it). */
+static int sized(const Buffer *b, int64_t count, const char *name) {
+    if (!b->held) return 1; /* an optional array left out */
+    int64_t items = (int64_t)(b->view.len / (b->view.itemsize ? b->view.itemsize : 1));
+    if (items == count) return 1;
+    PyErr_Format(PyExc_ValueError, "%s: %lld items, expected %lld for this model", name, (long long)items,
+                 (long long)count);
+    return 0;
+}
+
+/* 1 when every entry of an int64 buffer lies in [0, limit); 0 with a ValueError naming it otherwise. */
+static int indices(const Buffer *b, int64_t limit, const char *name) {
+    const int64_t *v = b->view.buf;
+    for (int64_t i = 0; i < (int64_t)(b->view.len / 8); i++)
+        if (v[i] < 0 || v[i] >= limit) {
+            PyErr_Format(PyExc_ValueError, "%s: index %lld outside [0, %lld)", name, (long long)v[i], (long long)limit);
+            return 0;
+        }
+    return 1;
+}
+
 /* The batch size of configurations q: (B, nq), or one for (nq,). */
 static int64_t batch_of(const Buffer *q) { return q->view.ndim >= 2 ? (int64_t)q->view.shape[0] : 1; }
 
@@ -309,6 +331,13 @@ static PyObject *py_problem(PyObject *self, PyObject *args) {
     }
     p->free = data[0], p->rows = data[1], p->translation = data[2], p->load_frame = data[3], p->load_follow = data[4];
     p->nf = c->buffers[0].view.shape[0], p->m = c->buffers[1].view.shape[0], p->n_loads = c->buffers[3].view.shape[0];
+    if (!indices(&c->buffers[0], a->nq, "free") || !indices(&c->buffers[1], 6 * a->n_closures, "rows")
+        || !indices(&c->buffers[3], a->n_frames, "load_frame") || !sized(&c->buffers[2], p->nf, "translation")
+        || !sized(&c->buffers[4], p->n_loads, "load_follow")) {
+        release(c->buffers, PROBLEM_ARRAYS);
+        free(c);
+        return NULL;
+    }
     c->nq = a->nq, c->n_nodes = a->n_nodes;
     p->context = c;
     if (apply != Py_None) Py_INCREF(apply), c->apply = apply, p->coupling_apply = apply_trampoline;
@@ -352,7 +381,10 @@ static PyObject *py_state(PyObject *self, PyObject *args) {
     KinematicsJob job = {model_of(model), NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     if (job.a && (job.q = take(o[0], &b[0], 'd', 0, 0, "q")) && (job.rotation = take(o[1], &b[1], 'd', 1, 0, "rotation"))
         && (job.position = take(o[2], &b[2], 'd', 1, 0, "position")) && (job.omega = take(o[3], &b[3], 'd', 1, 0, "omega"))
-        && (job.v = take(o[4], &b[4], 'd', 1, 0, "v")))
+        && (job.v = take(o[4], &b[4], 'd', 1, 0, "v")) && sized(&b[0], batch_of(&b[0]) * job.a->nq, "q")
+        && sized(&b[1], batch_of(&b[0]) * 9 * job.a->n_nodes, "rotation")
+        && sized(&b[2], batch_of(&b[0]) * 3 * job.a->n_nodes, "position")
+        && sized(&b[3], batch_of(&b[0]) * 3 * job.a->nq, "omega") && sized(&b[4], batch_of(&b[0]) * 3 * job.a->nq, "v"))
         run_cases(state_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1); /* one: too short to let go of the GIL */
     release(b, 5);
     if (PyErr_Occurred()) return NULL;
@@ -370,7 +402,9 @@ static PyObject *py_forward(PyObject *self, PyObject *args) {
     if (job.a && (job.q = take(o[0], &b[0], 'd', 0, 0, "q"))) {
         job.bodies = take(o[1], &b[1], 'd', 1, 1, "bodies");
         if (!PyErr_Occurred()) job.frames = take(o[2], &b[2], 'd', 1, 1, "frames");
-        if (!PyErr_Occurred())
+        int64_t batch = batch_of(&b[0]);
+        if (!PyErr_Occurred() && sized(&b[0], batch * job.a->nq, "q") && sized(&b[1], batch * 16 * job.a->n_bodies, "bodies")
+            && sized(&b[2], batch * 16 * job.a->n_frames, "frames"))
             run_cases(forward_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1);
     }
     release(b, 3);
@@ -383,7 +417,11 @@ static int64_t take_states(const Model *a, PyObject **o, Buffer *b, double **p) 
     const char *names[4] = {"rotation", "position", "omega", "v"};
     for (int i = 0; i < 4; i++)
         if (!(p[i] = take(o[i], &b[i], 'd', 0, 0, names[i]))) return -1;
-    return (int64_t)(b[0].view.len / 8 / (9 * a->n_nodes));
+    int64_t batch = (int64_t)(b[0].view.len / 8 / (9 * a->n_nodes));
+    if (!sized(&b[0], batch * 9 * a->n_nodes, "rotation") || !sized(&b[1], batch * 3 * a->n_nodes, "position")
+        || !sized(&b[2], batch * 3 * a->nq, "omega") || !sized(&b[3], batch * 3 * a->nq, "v"))
+        return -1;
+    return batch;
 }
 
 static State view_of(const Model *a, double **p, int64_t b) {
@@ -402,7 +440,8 @@ static PyObject *py_closures(PyObject *self, PyObject *args) {
     int64_t batch = a ? take_states(a, o, b, p) : -1;
     if (batch >= 0 && !PyErr_Occurred()) g = take(o[4], &b[4], 'd', 1, 1, "g");
     if (batch >= 0 && !PyErr_Occurred()) jac = take(o[5], &b[5], 'd', 1, 1, "jac");
-    if (batch >= 0 && !PyErr_Occurred())
+    if (batch >= 0 && !PyErr_Occurred() && sized(&b[4], batch * 6 * a->n_closures, "g")
+        && sized(&b[5], batch * 6 * a->n_closures * a->nq, "jac"))
         for (int64_t k = 0; k < batch; k++) {
             State s = view_of(a, p, k);
             if (g) closure_residual(a, &s, g + k * 6 * a->n_closures);
@@ -426,7 +465,9 @@ static PyObject *py_point_hessian(PyObject *self, PyObject *args) {
     const Model *a = model_of(model);
     int64_t batch = a ? take_states(a, o, b, p) : -1;
     if (batch >= 0 && (jv = take(o[4], &b[4], 'd', 0, 0, "jv")) && (direction = take(o[5], &b[5], 'd', 0, 0, "direction"))
-        && (out = take(o[6], &b[6], 'd', 1, 0, "out")))
+        && (out = take(o[6], &b[6], 'd', 1, 0, "out")) && sized(&b[4], batch * 3 * a->nq, "jv")
+        && sized(&b[5], batch * 3, "direction") && sized(&b[6], batch * a->nq * a->nq, "out")
+        && (node >= 0 && node < a->n_nodes ? 1 : (PyErr_SetString(PyExc_ValueError, "point_hessian: node out of range"), 0)))
         for (int64_t k = 0; k < batch; k++) {
             State s = view_of(a, p, k);
             add_point_hessian(a, &s, node, jv + k * 3 * a->nq, direction + 3 * k, 1.0, out + k * a->nq * a->nq);
@@ -460,6 +501,23 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
     if (a && !(b[14].held && b[15].held && b[16].held)) {
         PyErr_SetString(PyExc_ValueError, "terms: q_force, stiffness and energy are needed");
         a = NULL;
+    }
+    if (a) {
+        int64_t batch = (int64_t)(b[16].view.len / 8), count = b[6].held ? b[6].view.shape[0] : 0;
+        int64_t n_loads = b[10].held ? b[10].view.shape[0] : 0;
+        int needs_state = which != 1;
+        if (!sized(&b[14], batch * a->nq, "q_force") || !sized(&b[15], batch * a->nq * a->nq, "stiffness")
+            || !sized(&b[0], batch * a->nq, "q") || (needs_state && !b[1].held)
+            || (b[1].held && (!sized(&b[1], batch * 9 * a->n_nodes, "rotation") || !sized(&b[2], batch * 3 * a->n_nodes, "position")
+                              || !sized(&b[3], batch * 3 * a->nq, "omega") || !sized(&b[4], batch * 3 * a->nq, "v")))
+            || (which == 0 && (!b[5].held || !sized(&b[5], 3 * batch, "gravity") || !sized(&b[7], 3 * count * batch, "point")
+                               || !sized(&b[8], 3 * count * batch, "force") || !indices(&b[6], a->n_nodes, "point_node")))
+            || (which == 3 && (!b[9].held || !sized(&b[9], 6 * a->n_closures * batch, "multipliers")))
+            || (which == 4 && (!indices(&b[10], a->n_frames, "frames") || !sized(&b[11], 3 * n_loads * batch, "forces")
+                               || !sized(&b[12], 3 * n_loads * batch, "torques") || !sized(&b[13], n_loads, "follow")))) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "terms: the arrays this term needs are missing");
+            a = NULL;
+        }
     }
     if (a) {
         int64_t nq = a->nq, batch = (int64_t)(b[16].view.len / 8), count = b[6].held ? b[6].view.shape[0] : 0;
@@ -503,8 +561,11 @@ static PyObject *py_pair_distance(PyObject *self, PyObject *args) {
         return NULL;
     const Model *a = model_of(model);
     int64_t batch = a ? take_states(a, o, b, p) : -1;
-    if (batch >= 0 && (x = take(o[4], &b[4], 'd', 1, 0, "x")) && (grad = take(o[5], &b[5], 'd', 1, 0, "grad"))
-        && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")))
+    int frames_ok = frame_a >= 0 && frame_c >= 0 && a && frame_a < a->n_frames && frame_c < a->n_frames;
+    if (batch >= 0 && !frames_ok) PyErr_SetString(PyExc_ValueError, "pair_distance: frame out of range");
+    if (batch >= 0 && frames_ok && (x = take(o[4], &b[4], 'd', 1, 0, "x")) && (grad = take(o[5], &b[5], 'd', 1, 0, "grad"))
+        && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")) && sized(&b[4], batch, "x") && sized(&b[5], batch * a->nq, "grad")
+        && sized(&b[6], batch * a->nq * a->nq, "hess"))
         for (int64_t k = 0; k < batch; k++) {
             State s = view_of(a, p, k);
             x[k] = pair_distance(a, &s, frame_a, frame_c, distance, grad + k * a->nq, hess + k * a->nq * a->nq);
@@ -548,6 +609,15 @@ static PyObject *py_joint_loads(PyObject *self, PyObject *args) {
     int ok = a != NULL;
     for (int i = 0; i < 13 && ok; i++) ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 10, 0, "joint_loads array")) != NULL;
     if (ok) {
+        int64_t loads = b[3].view.shape[0], points = b[7].view.shape[0];
+        static const char *names[13] = {"q", "multipliers", "gravity", "frames", "forces", "torques", "follow", "point_node",
+                                        "point", "force", "wrench_world", "rotation", "effort"};
+        int64_t counts[13] = {a->nq, 6 * a->n_closures, 3, loads, 3 * loads, 3 * loads, loads, points, 3 * points,
+                              3 * points, 6 * a->n_joints, 9 * a->n_joints, a->nq};
+        for (int i = 0; i < 13 && ok; i++) ok = sized(&b[i], counts[i], names[i]);
+        ok = ok && indices(&b[3], a->n_frames, "frames") && indices(&b[7], a->n_nodes, "point_node");
+    }
+    if (ok) {
         State s = state_new(a);
         node_state(a, p[0], &s);
         joint_loads(a, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7], p[8], p[9],
@@ -571,6 +641,7 @@ static PyObject *py_assemble(PyObject *self, PyObject *args) {
     const Model *a = model_of(model);
     ProblemCapsule *c = problem_of(problem);
     double *q = a && c ? take(o, &b, 'd', 1, 0, "q") : NULL, norm = 0.0;
+    if (q && !sized(&b, a->nq, "q")) q = NULL;
     if (q) norm = assemble_case(a, &c->problem, q, tolerance, max_iterations, &iterations);
     release(&b, 1);
     if (c && raise_kept(c)) return NULL;
@@ -640,6 +711,13 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
     int ok = job.a && job.p;
     for (int i = 0; i < 12 && ok; i++) ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 6, 0, "solve array")) != NULL;
     if (ok) {
+        int64_t batch = (int64_t)(b[5].view.len / 8), nq = job.a->nq, nf = job.p->nf, loads = 3 * job.p->n_loads;
+        static const char *names[12] = {"gravity", "force", "torque", "rates", "q_start", "classify", "q",
+                                        "multipliers", "flags", "neutral", "unheld", "runaway"};
+        int64_t per_case[12] = {3, loads, loads, nq, nq, 1, nq, job.p->m, 7, nf * nf, nf, nf};
+        for (int i = 0; i < 12 && ok; i++) ok = sized(&b[i], batch * per_case[i], names[i]);
+    }
+    if (ok) {
         job.gravity = p[0], job.force = p[1], job.torque = p[2], job.rates = p[3], job.q_start = p[4];
         job.classify = p[5], job.q = p[6], job.multipliers = p[7], job.flags = p[8], job.neutral = p[9];
         job.unheld = p[10], job.runaway = p[11];
@@ -670,6 +748,14 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
     for (int i = 0; i < 12 && ok; i++) {
         p[i] = take(o[i], &b[i], 'd', i >= 5, i == 4, "evaluate array");
         ok = !PyErr_Occurred();
+    }
+    if (ok) {
+        const Problem *pr = &c->problem;
+        static const char *names[12] = {"gravity", "force", "torque", "q", "multipliers", "residual", "closure", "g_u",
+                                        "hessian", "scalars", "q_force_reduced", "multipliers_out"};
+        int64_t counts[12] = {3, 3 * pr->n_loads, 3 * pr->n_loads, a->nq, pr->m, pr->nf, pr->m, pr->m * pr->nf,
+                              pr->nf * pr->nf, 5, pr->nf, pr->m};
+        for (int i = 0; i < 12 && ok; i++) ok = sized(&b[i], counts[i], names[i]);
     }
     if (ok) {
         double *zeros = calloc((size_t)(a->nq + 1), sizeof(double)), *scalars = p[9];
