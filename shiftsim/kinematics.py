@@ -24,9 +24,11 @@ from .model import Model
 from .spatial import cross
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Poses:
-    """World poses of every body and frame: ``bodies`` (..., n_bodies, 4, 4), ``frames`` (..., n_frames, 4, 4)."""
+    """World poses of every body and frame: ``bodies`` (..., n_bodies, 4, 4), ``frames`` (..., n_frames, 4, 4).
+
+    Per-call data (as Pinocchio's ``Data``): :func:`forward` may write into the arrays again (``out=``)."""
 
     bodies: np.ndarray
     frames: np.ndarray
@@ -67,7 +69,7 @@ def forward(model: Model, q: np.ndarray, bodies: bool = True, frames: bool = Tru
     return Poses(body_poses.reshape(*shape, -1, 4, 4), frame_poses.reshape(*shape, -1, 4, 4))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class State:
     """Kinematic quantities of a batch of configurations, all world-aligned.
 
@@ -75,7 +77,8 @@ class State:
     ``omega`` and ``v`` (B, nq, 3): the twist of each coordinate, so that a point
     p moving with the coordinate has velocity ``omega x p + v`` per unit rate
     (revolute: omega = axis, v = origin x axis; prismatic: omega = 0, v = axis).
-    Arrays are C-contiguous float64 (the compiled core reads them in place, see :attr:`arrays`).
+    Arrays are C-contiguous float64 (the compiled core reads them in place, see :attr:`arrays`). Per-call data:
+    a plain slotted record, quick to make for every configuration an iteration visits.
     """
 
     q: np.ndarray
