@@ -28,7 +28,7 @@ double gravity_and_world_forces(const Model *a, const State *s, const double *gr
     int64_t n = a->n_nodes, nq = a->nq;
     double *f_node = calloc((size_t)(12 * n + 3 * nq + 1), sizeof(double)); /* one allocation: F, P, per_d */
     double *p_node = f_node + 3 * n, *per_d = p_node + 9 * n;
-    int64_t *chain = malloc(sizeof(int64_t) * (size_t)(nq + 1));
+    int64_t few[64], *chain = nq <= 64 ? few : malloc(sizeof(int64_t) * (size_t)nq);
     for (int64_t i = 0; i < n; i++) {
         double m = a->mass[i];
         if (m == 0.0) continue;
@@ -73,7 +73,8 @@ double gravity_and_world_forces(const Model *a, const State *s, const double *gr
             if (up != d) stiffness[d * nq + up] += value;
         }
     }
-    free(f_node), free(chain);
+    if (chain != few) free(chain);
+    free(f_node);
     return energy;
 }
 

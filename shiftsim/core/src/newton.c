@@ -40,17 +40,17 @@ static double *zeros(int64_t n) { return calloc((size_t)(n + 1), sizeof(double))
 /* The larger of a and b, NaN if either is NaN (as numpy's maximum: a NaN force must never pass a test). */
 static inline double larger(double a, double b) { return (a > b || a != a) ? a : b; }
 
-static Evaluation evaluation_new(const Problem *p) {
+static Evaluation evaluation_new(const Problem *p) { /* one allocation for every array */
     Evaluation e;
-    e.residual = zeros(p->nf), e.closure = zeros(p->m), e.g_u = zeros(p->m * p->nf);
-    e.hessian = zeros(p->nf * p->nf), e.q_force_reduced = zeros(p->nf), e.multipliers = zeros(p->m);
+    int64_t nf = p->nf, m = p->m;
+    e.residual = zeros(3 * nf + 2 * m + m * nf + nf * nf);
+    e.closure = e.residual + nf, e.g_u = e.closure + m, e.hessian = e.g_u + m * nf;
+    e.q_force_reduced = e.hessian + nf * nf, e.multipliers = e.q_force_reduced + nf;
     e.energy = e.force_scale = 0.0, e.conservative = 1;
     return e;
 }
 
-static void evaluation_free(Evaluation *e) {
-    free(e->residual), free(e->closure), free(e->g_u), free(e->hessian), free(e->q_force_reduced), free(e->multipliers);
-}
+static void evaluation_free(Evaluation *e) { free(e->residual); }
 
 static void evaluation_copy(const Problem *p, Evaluation *to, const Evaluation *from) {
     memcpy(to->residual, from->residual, sizeof(double) * (size_t)p->nf);
@@ -146,7 +146,7 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     double *forces = block, *torques = forces + 3 * n_loads, *point = torques + 3 * n_loads;
     double *force = point + 3 * n_loads, *stiffness = force + 3 * n_loads, *q_force = stiffness + nq * nq;
     double *magnitude = q_force + nq, *term = magnitude + nq, *constraint_force = term + nq;
-    int64_t *point_node = calloc((size_t)(n_loads + 1), sizeof(int64_t));
+    int64_t few[16], *point_node = n_loads <= 16 ? few : malloc(sizeof(int64_t) * (size_t)n_loads);
     int conservative = 1;
     int64_t count = 0;
     for (int64_t i = 0; i < 3 * n_loads; i++) { /* torques and following loads have no potential */
@@ -252,7 +252,8 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     if (nf > 0) e->force_scale = larger(e->force_scale, larger(largest_magnitude, 1e-3 * max_abs(nf * nf, e->hessian)));
     e->energy = energy;
     e->conservative = conservative;
-    free(block), free(point_node), free(t);
+    if (point_node != few) free(point_node);
+    free(block), free(t);
 }
 
 /* -d(residual)/du by central differences (multipliers fixed), step 1e-6 per coordinate (rad or m). */
@@ -423,7 +424,8 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
     const Problem *p = x->p;
     int64_t nq = x->a->nq, nf = p->nf, r;
     double *z = basis(x, e, &r);
-    double *reduced = reduced_stiffness(x, e, z, r, 0), *symmetric = zeros(r * r), *force = zeros(r);
+    double *reduced = reduced_stiffness(x, e, z, r, 0), *block = zeros(r * r + 2 * r + nf + nq);
+    double *symmetric = block, *force = symmetric + r * r, *y = force + r, *du = y + r, *trial = du + nf;
     for (int64_t i = 0; i < r; i++) {
         for (int64_t j = 0; j < r; j++) symmetric[i * r + j] = 0.5 * (reduced[i * r + j] + reduced[j * r + i]);
         double total = 0.0;
@@ -460,7 +462,6 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
                 break;
             }
     for (int64_t i = 0; i < r; i++) reduced[i * r + i] += shift;
-    double *y = zeros(r), *du = zeros(nf);
     if (r > 0 && all_finite(r * r, reduced) && all_finite(r, force)) {
         if ((!symmetric_system || cholesky_solve(r, reduced, 0.0, force, y)) && lu_solve(r, reduced, force, y))
             pseudo_solve(r, r, reduced, force, 1e-15, y);
@@ -489,7 +490,6 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         slope = -phi0;
     int lost = fabs(slope) < 1e-12 * (fabs(phi0) + 1.0); /* the predicted change is round-off: judge by the residual */
     double norm0 = residual_norm(x, e), largest = max_abs(nf, du), alpha = 1.0;
-    double *trial = zeros(nq);
     State trial_state = state_new(x->a);
     Evaluation e_trial = evaluation_new(p);
     int grown = 0;
@@ -512,7 +512,7 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         if (alpha < 1e-10) break;
         alpha *= 0.5;
     }
-    free(z), free(reduced), free(symmetric), free(force), free(y), free(du), free(trial);
+    free(z), free(reduced), free(block);
     state_free(&trial_state), evaluation_free(&e_trial);
     return grown;
 }
