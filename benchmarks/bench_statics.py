@@ -36,7 +36,7 @@ of the time per solve and of the time per Newton iteration (iteration counts dif
 by method). Both methods report whether their equilibrium is stable; where they end in different
 equilibria the table says so, with both energies.
 
-There is no hand-compiled ("compiled floor") Newton loop in this benchmark.
+The hand-compiled Newton loop on the same chain (the "compiled floor") is ``bench_floor.py``.
 
 numpy's BLAS (and any OpenMP pool) is held to one thread for the whole script (``threadpoolctl``,
 as the ``shiftsim`` command does): the Pinocchio loop's small dense solves gain nothing from BLAS
@@ -591,7 +591,7 @@ def print_table(table: dict[str, dict[str, Result]]) -> None:
             error = f"{r.error:10.1e}" if r.error is not None else f"{'-':>10}"
             print(f"{case:<9} {method:<30} {ms} {build} {('yes' if r.ok else 'NO'):>9} {error}  {r.note}")
     print("+build: the model built (and, for Exudyn, assembled) in the timed call, then solved. "
-          "copies: the single solve's loaded case repeated. No hand-compiled ('compiled floor') loop here.")
+          "copies: the single solve's loaded case repeated. The compiled floor: bench_floor.py.")
     print()
     print("Ratios (from the table above; shiftsim = the single solve; > 1: shiftsim faster):")
     for case, row in table.items():
