@@ -57,8 +57,12 @@ def forward(model: Model, q: np.ndarray, bodies: bool = True, frames: bool = Tru
     ``Data``), returned; saves allocating the outputs in a loop over single configurations.
     """
     if out is not None:
-        core.forward(compiled(model), np.ascontiguousarray(q, dtype=float), out.bodies if bodies else None,
-                     out.frames if frames else None, 1)
+        capsule = model.__dict__.get("_core_model") or compiled(model)
+        try:  # the core reads q in place when it is already C-contiguous float64 (it checks, and says if not)
+            core.forward(capsule, q, out.bodies if bodies else None, out.frames if frames else None, 1)
+        except TypeError:
+            core.forward(capsule, np.ascontiguousarray(q, dtype=float), out.bodies if bodies else None,
+                         out.frames if frames else None, 1)
         return out
     qb, shape = _as_batch(model, q)
     batch = qb.shape[0]
