@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .core.layout import compiled
+from .core.layout import DISTANCE_TYPES, compiled
 from .core.library import core
 from .kinematics import State
 from .model import Model
@@ -68,12 +68,12 @@ _INTEGER_ARRAYS = ("point_node", "frames", "follow")
 
 def _terms(model: Model, which: int, s: State, **arrays) -> ForceTerms:
     """One of the model's own force terms at the states ``s`` by the compiled core (``terms`` in core/src/api.c):
-    which 0 gravity and world forces, 1 joint springs, 2 pair springs, 3 closure-force stiffness, 4 loads."""
+    which 0 gravity and world forces, 1 joint springs, 2 pair springs, 3 torques and following loads."""
     batch = s.q.shape[0]
     q_force, stiffness, energy = np.zeros((batch, model.nq)), np.zeros((batch, model.nq, model.nq)), np.zeros(batch)
     given = {name: np.ascontiguousarray(value, dtype=np.int64 if name in _INTEGER_ARRAYS else float)
              for name, value in arrays.items()}
-    names = ("gravity", "point_node", "point", "force", "multipliers", "frames", "forces", "torques", "follow")
+    names = ("gravity", "point_node", "point", "force", "frames", "forces", "torques", "follow")
     core.terms(compiled(model), which, np.ascontiguousarray(s.q, dtype=float), *s.arrays,
                *(given.get(name) for name in names), q_force, stiffness, energy)
     return ForceTerms(q_force, stiffness, energy, True)
@@ -140,20 +140,18 @@ def frame_point(model: Model, s: State, frame: int) -> tuple[np.ndarray, np.ndar
     return rotation, np.einsum("bij,j->bi", s.rotation[:, node], offset[:3, 3]) + s.position[:, node]
 
 
-_DISTANCE = {"euclidean": 0, "Tx": 1, "Ty": 2, "Tz": 3}
-
-
 def pair_distance(model: Model, s: State, r) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distance x (B,), dx/dq (B, nq) and d2x/dq2 (B, nq, nq) of a pair restraint: euclidean, or along an axis
     of the parent frame (``Tx``, ``Ty``, ``Tz``)."""
     batch = s.q.shape[0]
     x, grad, hess = np.zeros(batch), np.zeros((batch, model.nq)), np.zeros((batch, model.nq, model.nq))
     core.pair_distance(compiled(model), *s.arrays, int(r.parent_frame), int(r.child_frame),
-                       _DISTANCE[r.distance_type], x, grad, hess)
+                       DISTANCE_TYPES[r.distance_type], x, grad, hess)
     return x, grad, hess
 
 
-def applied_loads(model: Model, s: State, loads: list[AppliedLoad]) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], ForceTerms]:
+def applied_loads(model: Model, s: State,
+                  loads: list[AppliedLoad]) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], ForceTerms]:
     """Split loads: world-fixed forces go to the aggregated constant forces (returned as point forces);
     torques and following loads are evaluated here (not conservative)."""
     point_forces = []
@@ -165,15 +163,8 @@ def applied_loads(model: Model, s: State, loads: list[AppliedLoad]) -> tuple[lis
     torques = np.zeros((batch, len(loads), 3))
     for i, load in enumerate(loads):
         forces[:, i], torques[:, i] = load.force, load.torque
-    terms = _terms(model, 4, s, frames=[l.frame for l in loads], forces=forces, torques=torques,
+    terms = _terms(model, 3, s, frames=[l.frame for l in loads], forces=forces, torques=torques,
                    follow=[l.follow for l in loads])
-    terms.conservative = not any(l.follow or np.any(l.torque) for l in loads)
+    # the core's rule: torques, and following forces, have no potential
+    terms.conservative = not any(np.any(l.torque) or (l.follow and np.any(l.force)) for l in loads)
     return point_forces, terms
-
-
-def closure_force_stiffness(model: Model, s: State, multipliers: np.ndarray) -> np.ndarray:
-    """d(G^T lambda)/dq as [k, j] for fixed multipliers (B, 6 n_closures): the closure wrenches differentiated
-    with the points and axes they act through (see core/src/forces.c)."""
-    if not model.closures:
-        return np.zeros((s.q.shape[0], model.nq, model.nq))
-    return _terms(model, 3, s, multipliers=np.asarray(multipliers, float)).stiffness

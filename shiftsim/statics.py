@@ -97,7 +97,8 @@ class BatchResult:
     coordinates ``free``; ``unheld`` per case the indices into ``free`` of coordinates that
     nothing holds against the load (found before iterating: no equilibrium exists); ``runaway``
     per case those of free translations that ran :data:`RUNAWAY_SIZES` machine sizes away while
-    the energy kept falling (no equilibrium within reach).
+    the energy kept falling (no equilibrium within reach); ``size`` (B,) each case's machine size at its
+    start (m).
     """
 
     q: np.ndarray

@@ -100,6 +100,18 @@ def within_limits(model: Model, q: np.ndarray) -> bool:
 
 
 # ---------------------------------------------------------------------- frames, Jacobians, velocities
+
+def _central_differences(problem, model, q: np.ndarray) -> np.ndarray:
+    """d residual / d free coordinates at q by central differences (step 1e-6), couplings followed."""
+    numeric = np.empty((len(problem.evaluate(q).residual), len(problem.free)))
+    for k, coordinate in enumerate(problem.free):
+        d = np.zeros(model.nq)
+        d[coordinate] = 1e-6
+        plus = problem.evaluate(model.apply_couplings(q + d)).residual
+        minus = problem.evaluate(model.apply_couplings(q - d)).residual
+        numeric[:, k] = (plus - minus) / 2e-6
+    return numeric
+
 def test_planar_transform_and_jacobian_match_the_closed_forms():
     model = planar_two_link()
     q1, q2 = 0.4, -1.1
@@ -210,14 +222,7 @@ def test_constraint_jacobians_against_finite_differences_of_the_residual():
     q = model.apply_couplings(np.array([0.4, 1.1, 0.0]))
     evaluation = problem.evaluate(q)
     assert evaluation.jacobian.shape == (6 + 3 + 4, 2)
-    numeric = np.empty_like(evaluation.jacobian)
-    for k, coordinate in enumerate(problem.free):
-        d = np.zeros(model.nq)
-        d[coordinate] = 1e-6
-        plus = problem.evaluate(model.apply_couplings(q + d)).residual
-        minus = problem.evaluate(model.apply_couplings(q - d)).residual
-        numeric[:, k] = (plus - minus) / 2e-6
-    np.testing.assert_allclose(evaluation.jacobian, numeric, atol=1e-7)
+    np.testing.assert_allclose(evaluation.jacobian, _central_differences(problem, model, q), atol=1e-7)
 
 
 # ---------------------------------------------------------------------- inverse kinematics: reachable targets
@@ -536,14 +541,7 @@ def test_world_pose_rows_against_finite_differences(case):
     np.testing.assert_allclose(evaluation.residual[:3], pose[:3, 3] - [0.2, -0.1, 0.4], atol=1e-14)
     np.testing.assert_allclose(evaluation.residual[3:], Rotation.from_matrix(pose[:3, :3] @ target.T).as_rotvec(),
                                atol=1e-13)
-    numeric = np.empty_like(evaluation.jacobian)
-    for k, coordinate in enumerate(problem.free):
-        d = np.zeros(model.nq)
-        d[coordinate] = 1e-6
-        plus = problem.evaluate(model.apply_couplings(q + d)).residual
-        minus = problem.evaluate(model.apply_couplings(q - d)).residual
-        numeric[:, k] = (plus - minus) / 2e-6
-    np.testing.assert_allclose(evaluation.jacobian, numeric, atol=1e-7)
+    np.testing.assert_allclose(evaluation.jacobian, _central_differences(problem, model, q), atol=1e-7)
     if case == "torso":  # the right arm does not move the left hand
         right = [k for k, c in enumerate(problem.free) if model.coordinate_names[c].startswith("right")]
         assert len(right) == 3 and not evaluation.jacobian[:, right].any()

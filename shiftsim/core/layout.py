@@ -15,8 +15,8 @@ import numpy as np
 from ..model import Model
 from .library import core
 
-EUCLIDEAN, ALONG_X, ALONG_Y, ALONG_Z = 0, 1, 2, 3  # pair-restraint distance types (ALONG_*: along frame a's axis)
-_DISTANCE = {"euclidean": EUCLIDEAN, "Tx": ALONG_X, "Ty": ALONG_Y, "Tz": ALONG_Z}
+DISTANCE_TYPES = {"euclidean": 0, "Tx": 1, "Ty": 2, "Tz": 3}
+"""A pair restraint's distance type as the core codes it: euclidean, or along the x, y, z axis of the parent frame."""
 
 
 class LawTable(NamedTuple):
@@ -39,8 +39,8 @@ class ModelArrays(NamedTuple):
 
     ``parent``, ``kind``, ``coordinate`` (n,) int64 (-1 where none); ``sign`` (n,); ``joint`` A and
     ``offset`` D (n, 4, 4); ``mass`` (n,) kg; ``com`` (n, 3) m in node coordinates; ``coordinate_node``
-    (nq,); ``body_node`` (bodies,); ``frame_node`` (F,), ``frame_offset`` (F, 4, 4) node <- frame; closures: ``closure_a``,
-    ``closure_b`` (K,) nodes and ``closure_offset_a``, ``closure_offset_b`` (K, 4, 4); joint polynomial
+    (nq,); ``body_node`` (bodies,); ``frame_node`` (F,), ``frame_offset`` (F, 4, 4) node <- frame; closures:
+    ``closure_a``, ``closure_b`` (K,) nodes and ``closure_offset_a``, ``closure_offset_b`` (K, 4, 4); joint polynomial
     springs ``spring_coordinate`` (S,), ``spring_coefficients`` (S, d) constant term first; piecewise
     joint springs ``law_coordinate`` (R,) with ``law_index`` (R,) into ``laws``; pair springs
     ``pair_frame_a``, ``pair_frame_c``, ``pair_distance`` (P,) and ``pair_law`` (P,) into ``laws``; per joint
@@ -126,7 +126,8 @@ def model_arrays(model: Model) -> ModelArrays:
         joint=np.ascontiguousarray(model.node_joint, float), offset=np.ascontiguousarray(model.node_offset, float),
         mass=model.node_mass.astype(float), com=np.ascontiguousarray(model.node_com, float),
         coordinate_node=model.coordinate_node.astype(index),
-        body_node=model.body_node.astype(index), frame_node=model.frame_node.astype(index), frame_offset=np.ascontiguousarray(model.frame_offset, float),
+        body_node=model.body_node.astype(index), frame_node=model.frame_node.astype(index),
+        frame_offset=np.ascontiguousarray(model.frame_offset, float),
         closure_a=np.array([c.node_a for c in closures], index),
         closure_b=np.array([c.node_b for c in closures], index),
         closure_offset_a=np.array([c.offset_a for c in closures], float).reshape(-1, 4, 4),
@@ -138,7 +139,7 @@ def model_arrays(model: Model) -> ModelArrays:
         law_index=np.arange(len(springs), dtype=index),
         pair_frame_a=np.array([r.parent_frame for r in pairs], index),
         pair_frame_c=np.array([r.child_frame for r in pairs], index),
-        pair_distance=np.array([_DISTANCE[r.distance_type] for r in pairs], index),
+        pair_distance=np.array([DISTANCE_TYPES[r.distance_type] for r in pairs], index),
         pair_law=np.arange(len(springs), len(springs) + len(pairs), dtype=index),
         joint_first_node=np.array([j.nodes[-1] if j.reversed else j.nodes[0] for j in model.joints], index),
         joint_reversed=np.array([j.reversed for j in model.joints], index),

@@ -14,7 +14,8 @@ from .library import core
 
 Apply = Callable[[np.ndarray], np.ndarray]  # q (nq,) -> q with coupled coordinates recomputed
 Jacobian = Callable[[np.ndarray], np.ndarray]  # q (nq,) -> dq/du (nq, nf)
-Terms = Callable[..., tuple[np.ndarray, np.ndarray, float, bool]]  # (q, rotation, position, omega, v) -> Q, K, E, conservative
+# (q, rotation, position, omega, v) -> Q (nq,), K (nq, nq), energy, conservative
+Terms = Callable[..., tuple[np.ndarray, np.ndarray, float, bool]]
 
 
 def _array(view: memoryview, shape: tuple[int, ...]) -> np.ndarray:

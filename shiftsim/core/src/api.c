@@ -477,73 +477,81 @@ static PyObject *py_point_hessian(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* terms(model, which, q, rotation, position, omega, v, gravity, point_node, point, force, multipliers, frames,
- *       forces, torques, follow, q_force (B, nq), stiffness (B, nq, nq), energy (B)): one of the model's own
- * force terms at given states, added into the outputs. which 0: gravity (B, 3) and world forces (point_node
- * (P), point, force (B, P, 3)); 1: joint springs (q (B, nq)); 2: pair springs; 3: closure-force stiffness
- * (multipliers (B, 6 K)); 4: torques and following loads (frames, follow (L), forces, torques (B, L, 3)).
- * Unused arguments may be None. */
+/* terms(model, which, q, rotation, position, omega, v, gravity, point_node, point, force, frames, forces, torques,
+ *       follow, q_force (B, nq), stiffness (B, nq, nq), energy (B)): one of the model's own force terms at given
+ * states, added into the outputs. which 0: gravity (B, 3) and world forces (point_node (P), point, force
+ * (B, P, 3)); 1: joint springs (q (B, nq); no state needed); 2: pair springs; 3: torques and following loads
+ * (frames, follow (L), forces, torques (B, L, 3)). Arguments a term does not use may be None. */
+enum { Q, ROTATION, POSITION, OMEGA, V, GRAVITY, POINT_NODE, POINT, FORCE, FRAMES, FORCES, TORQUES, FOLLOW, Q_FORCE,
+       STIFFNESS, ENERGY, TERM_ARRAYS };
+
 static PyObject *py_terms(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *model, *o[17];
+    PyObject *model, *o[TERM_ARRAYS];
     int64_t which;
-    Buffer b[17] = {0};
-    if (!PyArg_ParseTuple(args, "OLOOOOOOOOOOOOOOOOO", &model, &which, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
-                          &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16]))
+    Buffer b[TERM_ARRAYS] = {0};
+    if (!PyArg_ParseTuple(args, "OLOOOOOOOOOOOOOOOO", &model, &which, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15]))
         return NULL;
     const Model *a = model_of(model);
-    static const char kinds[] = "ddddddqdddqddqddd";
-    void *p[17];
-    for (int i = 0; i < 17 && a; i++) {
-        p[i] = take(o[i], &b[i], kinds[i], i >= 14, 1, "terms argument");
+    static const char kinds[TERM_ARRAYS + 1] = "ddddddqddqddqddd";
+    void *p[TERM_ARRAYS];
+    for (int i = 0; i < TERM_ARRAYS && a; i++) {
+        p[i] = take(o[i], &b[i], kinds[i], i >= Q_FORCE, 1, "terms argument");
         if (PyErr_Occurred()) a = NULL;
     }
-    if (a && !(b[14].held && b[15].held && b[16].held)) {
+    if (a && !(b[Q_FORCE].held && b[STIFFNESS].held && b[ENERGY].held)) {
         PyErr_SetString(PyExc_ValueError, "terms: q_force, stiffness and energy are needed");
         a = NULL;
     }
+    int64_t batch = a ? (int64_t)(b[ENERGY].view.len / 8) : 0;
+    int64_t count = b[POINT_NODE].held ? b[POINT_NODE].view.shape[0] : 0;
+    int64_t n_loads = b[FRAMES].held ? b[FRAMES].view.shape[0] : 0;
     if (a) {
-        int64_t batch = (int64_t)(b[16].view.len / 8), count = b[6].held ? b[6].view.shape[0] : 0;
-        int64_t n_loads = b[10].held ? b[10].view.shape[0] : 0;
-        int needs_state = which != 1;
-        if (!sized(&b[14], batch * a->nq, "q_force") || !sized(&b[15], batch * a->nq * a->nq, "stiffness")
-            || !sized(&b[0], batch * a->nq, "q") || (needs_state && !b[1].held)
-            || (b[1].held && (!sized(&b[1], batch * 9 * a->n_nodes, "rotation") || !sized(&b[2], batch * 3 * a->n_nodes, "position")
-                              || !sized(&b[3], batch * 3 * a->nq, "omega") || !sized(&b[4], batch * 3 * a->nq, "v")))
-            || (which == 0 && (!b[5].held || !sized(&b[5], 3 * batch, "gravity") || !sized(&b[7], 3 * count * batch, "point")
-                               || !sized(&b[8], 3 * count * batch, "force") || !indices(&b[6], a->n_nodes, "point_node")))
-            || (which == 3 && (!b[9].held || !sized(&b[9], 6 * a->n_closures * batch, "multipliers")))
-            || (which == 4 && (!indices(&b[10], a->n_frames, "frames") || !sized(&b[11], 3 * n_loads * batch, "forces")
-                               || !sized(&b[12], 3 * n_loads * batch, "torques") || !sized(&b[13], n_loads, "follow")))) {
+        int state_ok = b[ROTATION].held ? sized(&b[ROTATION], batch * 9 * a->n_nodes, "rotation")
+                                          && sized(&b[POSITION], batch * 3 * a->n_nodes, "position")
+                                          && sized(&b[OMEGA], batch * 3 * a->nq, "omega")
+                                          && sized(&b[V], batch * 3 * a->nq, "v")
+                                        : which == 1;
+        int ok = state_ok && sized(&b[Q_FORCE], batch * a->nq, "q_force")
+                 && sized(&b[STIFFNESS], batch * a->nq * a->nq, "stiffness") && sized(&b[Q], batch * a->nq, "q");
+        if (ok && which == 0)
+            ok = b[GRAVITY].held && sized(&b[GRAVITY], 3 * batch, "gravity")
+                 && sized(&b[POINT], 3 * count * batch, "point") && sized(&b[FORCE], 3 * count * batch, "force")
+                 && indices(&b[POINT_NODE], a->n_nodes, "point_node");
+        if (ok && which == 3)
+            ok = indices(&b[FRAMES], a->n_frames, "frames") && sized(&b[FORCES], 3 * n_loads * batch, "forces")
+                 && sized(&b[TORQUES], 3 * n_loads * batch, "torques") && sized(&b[FOLLOW], n_loads, "follow");
+        if (!ok) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "terms: the arrays this term needs are missing");
             a = NULL;
         }
     }
     if (a) {
-        int64_t nq = a->nq, batch = (int64_t)(b[16].view.len / 8), count = b[6].held ? b[6].view.shape[0] : 0;
-        int64_t n_loads = b[10].held ? b[10].view.shape[0] : 0;
-        int64_t *scratch_node = calloc((size_t)(n_loads + 1), sizeof(int64_t));
-        double *scratch = calloc((size_t)(6 * n_loads + 1), sizeof(double)), *st[4] = {p[1], p[2], p[3], p[4]};
+        int64_t nq = a->nq, *scratch_node = calloc((size_t)(n_loads + 1), sizeof(int64_t));
+        double *scratch = calloc((size_t)(6 * n_loads + 1), sizeof(double));
+        double *st[4] = {p[ROTATION], p[POSITION], p[OMEGA], p[V]};
         for (int64_t k = 0; k < batch; k++) {
             State s = {NULL, NULL, NULL, NULL, NULL};
-            if (b[1].held) s = view_of(a, st, k);
-            double *fb = (double *)p[14] + k * nq, *kb = (double *)p[15] + k * nq * nq, *eb = (double *)p[16] + k;
+            if (b[ROTATION].held) s = view_of(a, st, k);
+            double *fb = (double *)p[Q_FORCE] + k * nq, *kb = (double *)p[STIFFNESS] + k * nq * nq;
+            double *eb = (double *)p[ENERGY] + k;
             if (which == 0)
-                *eb += gravity_and_world_forces(a, &s, (double *)p[5] + 3 * k, count, p[6], (double *)p[7] + 3 * count * k,
-                                                (double *)p[8] + 3 * count * k, fb, kb);
+                *eb += gravity_and_world_forces(a, &s, (double *)p[GRAVITY] + 3 * k, count, p[POINT_NODE],
+                                                (double *)p[POINT] + 3 * count * k, (double *)p[FORCE] + 3 * count * k,
+                                                fb, kb);
             else if (which == 1)
-                *eb += joint_springs(a, (double *)p[0] + k * nq, fb, kb);
+                *eb += joint_springs(a, (double *)p[Q] + k * nq, fb, kb);
             else if (which == 2)
                 *eb += pair_springs(a, &s, fb, kb);
-            else if (which == 3)
-                closure_force_stiffness(a, &s, (double *)p[9] + k * 6 * a->n_closures, kb);
             else
-                applied_loads(a, &s, n_loads, p[10], (double *)p[11] + 3 * n_loads * k, (double *)p[12] + 3 * n_loads * k,
-                              p[13], scratch_node, scratch, scratch + 3 * n_loads, fb, kb);
+                applied_loads(a, &s, n_loads, p[FRAMES], (double *)p[FORCES] + 3 * n_loads * k,
+                              (double *)p[TORQUES] + 3 * n_loads * k, p[FOLLOW], scratch_node, scratch,
+                              scratch + 3 * n_loads, fb, kb);
         }
         free(scratch_node), free(scratch);
     }
-    release(b, 17);
+    release(b, TERM_ARRAYS);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
 }
