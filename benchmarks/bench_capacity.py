@@ -23,7 +23,7 @@ from pathlib import Path
 from shiftsim.errors import Problems
 from shiftsim.ground import capacity, contacts, stand
 from shiftsim.scenario import load_scenario
-from shiftsim.scenario.capacity import read_capacity, run_capacity
+from shiftsim.scenario.capacity_analysis import read_capacity, run_capacity
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "excavator_capacity.json"
 

@@ -61,7 +61,7 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_kinematics import best_time, link_inertia  # noqa: E402
 
-from shiftsim.generalized import AppliedLoad  # noqa: E402
+from shiftsim.forces import AppliedLoad  # noqa: E402
 from shiftsim.kinematics import assemble, forward  # noqa: E402
 from shiftsim.loading import load_model  # noqa: E402
 from shiftsim.model import Model, compile_model  # noqa: E402

@@ -26,7 +26,7 @@ _API = {
     "load_model": "loading",
     "Model": "model", "compile_model": "model",
     "Load": "statics", "SolverOptions": "statics", "solve": "statics", "solve_batch": "statics",
-    "RunResults": "run_results", "load_results": "run_results", "run_scenario": "run_results",
+    "RunResults": "output.run_results", "load_results": "output.run_results", "run_scenario": "output.run_results",
 }
 
 __all__ = sorted([*_API, "__version__"])

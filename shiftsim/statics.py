@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import generalized as gen
+from . import forces as gen
 from .core import library as core_library
 from .core.layout import compiled
 from .core.library import core
@@ -352,7 +352,7 @@ def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold:
     loads and rate forces (dampers, friction) switched off; deflections are
     measured from it. ``fields`` are extra supports (ground contacts), active in both.
     """
-    from .results import Solution
+    from .solution import Solution
 
     q, prescribed = resolve_prescribed(model, set or {}, list(hold))
     start = model.q0 if q_start is None else np.asarray(q_start, float)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from test_ground_contacts import GRAVITY, free_of, machine, standing
 
-from shiftsim.generalized import AppliedLoad
+from shiftsim.forces import AppliedLoad
 from shiftsim.ground.capacity import CapacityOptions, Cylinder, capacity
 from shiftsim.ground.terrain import Ground
 from shiftsim.kinematics import state

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from shiftsim.cli import main
-from shiftsim.scenario.collision_plot import collisions_plot
+from shiftsim.plots.collisions import collisions_plot
 from shiftsim.scenario.collisions import attach_collisions, check, collision_summary
 from shiftsim.scenario import LocalExecutor, execute, load_scenario
 
@@ -201,7 +201,7 @@ def test_a_run_without_a_collision_section_gets_no_collisions(tmp_path):
 def test_the_plot_marks_steps_in_collision_and_steps_within_the_margin_apart(monkeypatch):
     """Shipped scenario: within the 0.05 m margin at steps 18-20, touching from step 21 on (see the text test);
     red crosses sit on the steps at distance <= 0, orange circles on the steps in the margin band only."""
-    import shiftsim.scenario.collision_plot as collision_plot
+    import shiftsim.plots.collisions as collision_plot
 
     figures = []
     monkeypatch.setattr(collision_plot, "png", lambda fig: figures.append(fig) or b"")

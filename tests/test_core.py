@@ -15,7 +15,7 @@ import scipy.linalg
 
 from shiftsim.core.layout import compiled
 from shiftsim.core.library import core
-from shiftsim.generalized import ForceTerms
+from shiftsim.forces import ForceTerms
 from shiftsim.kinematics import forward
 from shiftsim.loading import load_model
 from shiftsim.statics import evaluate, free_coordinates, resolve_prescribed, solve, solve_batch

@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 
 from shiftsim.errors import Problems
-from shiftsim.generalized import AppliedLoad
+from shiftsim.forces import AppliedLoad
 from shiftsim.ground.base import BASE, contact_points, floating, lift_coordinates
 from shiftsim.ground.footprint import footprint
 from shiftsim.ground.stand import Stand
 from shiftsim.ground.terrain import Ground
 from shiftsim.kinematics import state
 from shiftsim.model import compile_model
-from shiftsim.results import body_balance
+from shiftsim.solution import body_balance
 from shiftsim.spec import BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, ShapeSpec
 
 CORNERS = [(1.0, 0.75, 0.0), (1.0, -0.75, 0.0), (-1.0, -0.75, 0.0), (-1.0, 0.75, 0.0)]

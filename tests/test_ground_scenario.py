@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_scenario_support import SCENARIOS, model_path, png_size, run_cli, write_scenario
 
-from shiftsim.scenario.plotting import FIGURE_SIZES
+from shiftsim.plots.figures import FIGURE_SIZES
 from shiftsim.scenario.schema import load_schema
 
 G = 9.81

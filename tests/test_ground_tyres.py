@@ -12,7 +12,7 @@ from test_scenario_support import SCENARIOS, model_path, run_cli, write_scenario
 
 from shiftsim.errors import ModelError
 from shiftsim.formats import read_model
-from shiftsim.generalized import gravity_and_world_forces
+from shiftsim.forces import gravity_and_world_forces
 from shiftsim.ground.base import floating
 from shiftsim.ground.terrain import Ground
 from shiftsim.ground.tyres import anchored_tyres, read_tyres

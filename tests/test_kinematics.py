@@ -24,7 +24,7 @@ from shiftsim.kinematics import assemble, closure_residual, forward, frame_jacob
 from shiftsim.loading import load_model
 from shiftsim.model import Model, compile_model
 from shiftsim.spec import FIXED, ORIGIN, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec
-from shiftsim.summary import summarize
+from shiftsim.analysis.model_summary import summarize
 
 MODELS = Path(__file__).resolve().parents[1] / "models" / "shift"
 SI_UNITS = {"angle": "radians", "length": "meters", "mass": "kilograms", "time": "seconds"}

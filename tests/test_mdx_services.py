@@ -27,7 +27,7 @@ from shiftsim.mdx.kinematics import inverse
 from shiftsim.mdx.middleware import Middleware, MiddlewareSettings, _Watcher
 from shiftsim.mdx.protocol import encode_line, frame
 from shiftsim.mdx.service import EventLog, LineTooLong, ServiceError, read_line
-from shiftsim.mdx.statics import ActuatorStatics
+from shiftsim.commands._mdx_statics import ActuatorStatics
 
 CHAIR, _ = read_platform()
 TEST_TIMEOUT_S = 60.0

@@ -9,7 +9,7 @@ from scipy.spatial.transform import Rotation
 from shiftsim.formats.mdx import platform_model_spec
 from shiftsim.mdx.geometry import read_platform
 from shiftsim.mdx.kinematics import leg_lengths_mm, platform_joints_in_base_mm
-from shiftsim.mdx.statics import ActuatorStatics
+from shiftsim.commands._mdx_statics import ActuatorStatics
 
 CHAIR, _ = read_platform()
 G = 9.81

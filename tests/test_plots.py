@@ -14,10 +14,10 @@ from matplotlib.figure import Figure
 from test_scenario_support import REPO, PNG_SIGNATURE, beam_scenario, model_path, png_size, run_cli, write_scenario
 
 from shiftsim.scenario import LocalExecutor, execute, load_scenario
-from shiftsim.scenario import plots
-from shiftsim.scenario.digest import closest_step, number, parameter_text, pin_load_peaks, skipped_plots
-from shiftsim.scenario.plotting import SweepAxis, coinciding, plot_series, sweep_axis
-from shiftsim.scenario.pose_plot import SAG_SHARE, _exaggeration, _views
+from shiftsim.plots import registry as plots
+from shiftsim.analysis.digest import closest_step, number, parameter_text, pin_load_peaks, skipped_plots
+from shiftsim.plots.figures import SweepAxis, coinciding, plot_series, sweep_axis
+from shiftsim.plots.pose import SAG_SHARE, _exaggeration, _views
 from shiftsim.scenario.runner import StepResult
 
 RIGID = {"name": "slider", "machines": [{"id": "sc", "model": model_path("slider_crank")}],
@@ -166,7 +166,7 @@ def test_swept_angles_are_drawn_in_the_scenario_angle_unit(tmp_path):
 @pytest.fixture
 def figures(monkeypatch):
     """The matplotlib figures the plot functions draw, captured instead of encoded."""
-    from shiftsim.scenario import collision_plot, pose_plot, sweep_plots
+    from shiftsim.plots import collisions as collision_plot, pose as pose_plot, sweep as sweep_plots
 
     drawn = []
     for module in (sweep_plots, pose_plot, collision_plot):

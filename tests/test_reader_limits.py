@@ -160,7 +160,7 @@ def flat_model(n: int) -> dict:
 def calls_to_check(tmp_path: Path, n: int) -> int:
     """Python and C function calls made by reading, compiling and summarizing a flat model of n bodies."""
     from shiftsim.model import compile_model
-    from shiftsim.summary import summarize
+    from shiftsim.analysis.model_summary import summarize
 
     path = tmp_path / f"flat{n}.json"
     path.write_text(json.dumps(flat_model(n)))

@@ -10,7 +10,7 @@ import math
 import pytest
 from test_scenario_support import model_path, run_cli, write_scenario
 
-from shiftsim.scenario.spec import ANGLE_UNITS, angle_unit_of, build_scenario
+from shiftsim.scenario.definition import ANGLE_UNITS, angle_unit_of, build_scenario
 
 CRANK = "fb:four_bar:crank_pin"
 

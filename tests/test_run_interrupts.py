@@ -18,7 +18,7 @@ import pytest
 from test_scenario_support import beam_scenario, write_scenario
 
 import shiftsim
-from shiftsim.scenario.outputs import PAUSE_ENV, STAGING_PREFIX
+from shiftsim.output.writers import PAUSE_ENV, STAGING_PREFIX
 from shiftsim.scenario.schema import load_schema
 
 HANG_LIMIT_S = 120  # only catches hangs; nothing below depends on how fast a step is
@@ -127,7 +127,7 @@ def test_sigkill_while_writing_leaves_the_old_set_and_the_next_run_cleans_up(tmp
 def test_signals_during_the_swap_are_delivered_after_it(tmp_path, monkeypatch):
     """The renames that swap a set in are not cut by SIGTERM: it arrives once the new set is whole."""
     from shiftsim.interrupts import Interrupted, signals_raise
-    from shiftsim.scenario import outputs
+    from shiftsim.output import writers as outputs
 
     folder = tmp_path / "out"
     outputs.write_files(folder, {"results.json": b"old", "results.csv": b"old"})

@@ -9,7 +9,7 @@ import sys
 import pytest
 from test_scenario_support import beam_scenario, run_cli, write_scenario
 
-from shiftsim.scenario.outputs import STAGING_PREFIX, remove_stale_staging, write_files
+from shiftsim.output.writers import STAGING_PREFIX, remove_stale_staging, write_files
 
 
 def _refused_before_solving(capsys, tmp_path, folder, expected: str) -> None:

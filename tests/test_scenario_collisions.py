@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 from test_scenario_support import REPO, png_size, run_cli, write_scenario
 
-from shiftsim.scenario.plots import FIGURE_SIZES
+from shiftsim.plots.registry import FIGURE_SIZES
 from shiftsim.scenario.schema import load_schema
 
 EXCAVATOR = str(REPO / "models" / "mfk" / "excavator.json")

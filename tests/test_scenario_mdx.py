@@ -19,9 +19,9 @@ from test_scenario_support import REPO, model_path, png_size, run_cli, write_sce
 from shiftsim.formats.mdx import platform_model_spec
 from shiftsim.mdx.geometry import read_platform
 from shiftsim.mdx.kinematics import leg_lengths_mm, raw_from_lengths
-from shiftsim.mdx.statics import ActuatorStatics
+from shiftsim.commands._mdx_statics import ActuatorStatics
 from shiftsim.scenario import LocalExecutor, execute, load_scenario
-from shiftsim.scenario.plots import FIGURE_SIZES
+from shiftsim.plots.registry import FIGURE_SIZES
 from shiftsim.scenario.schema import load_schema
 
 CHAIR_FILE = str(REPO / "models" / "mdx" / "chair.json")

@@ -13,8 +13,8 @@ import pytest
 from test_scenario_support import beam_scenario, model_path, png_size, run_cli, write_scenario
 
 from shiftsim import __version__
-from shiftsim.scenario import outputs
-from shiftsim.scenario.plots import FIGURE_SIZES
+from shiftsim.output import writers as outputs
+from shiftsim.plots.registry import FIGURE_SIZES
 from shiftsim.scenario.schema import load_schema
 
 SLIDER = {"name": "slider", "machines": [{"id": "sc", "model": model_path("slider_crank")}],
@@ -186,7 +186,7 @@ def test_a_failure_while_writing_leaves_no_partial_file(tmp_path, capsys, monkey
 
 
 def test_rendering_failure_writes_nothing(tmp_path, capsys, monkeypatch):
-    from shiftsim.scenario import plots
+    from shiftsim.plots import registry as plots
 
     def broken(*args):
         raise RuntimeError("renderer crashed")

@@ -27,11 +27,11 @@ from scipy.optimize import brentq, minimize, root
 from scipy.spatial.transform import Rotation
 
 from shiftsim.errors import SolveError
-from shiftsim.generalized import AppliedLoad
+from shiftsim.forces import AppliedLoad
 from shiftsim.kinematics import assemble, forward
 from shiftsim.loading import load_model
 from shiftsim.model import Model, compile_model
-from shiftsim.results import Solution, body_balance
+from shiftsim.solution import Solution, body_balance
 from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, RestraintSpec
 from shiftsim.statics import Load, SolverOptions, solve, solve_batch
 

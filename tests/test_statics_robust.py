@@ -30,7 +30,7 @@ from scipy.optimize import brentq
 from shiftsim.kinematics import assemble, forward
 from shiftsim.loading import load_model
 from shiftsim.model import Model, compile_model
-from shiftsim.results import body_balance
+from shiftsim.solution import body_balance
 from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec
 from shiftsim.statics import solve
 

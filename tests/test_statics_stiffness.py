@@ -57,7 +57,7 @@ def test_finite_difference_fallback_solves_to_the_same_equilibrium():
 def test_point_hessian_keeps_the_terms_of_a_joint_whose_axis_holds_the_point():
     """A z rotation then an x rotation, the point on the z axis (dp/dq_z = 0 there): d2p/dq_z dq_x is not zero.
     Checked against central second differences of forward kinematics."""
-    from shiftsim.generalized import point_hessian
+    from shiftsim.forces import point_hessian
     from shiftsim.kinematics import forward, point_jacobian, state
     from shiftsim.model import compile_model
     from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec

@@ -37,8 +37,8 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..ground.plots import capacity_chart
-    from ..scenario.capacity import read_capacity, run_capacity
+    from ..plots.ground import capacity_chart
+    from ..scenario.capacity_analysis import read_capacity, run_capacity
     from ..scenario.sweep import check_size
 
     scenario = load_scenario(args.scenario)

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ScenarioError, ShiftsimWarning, group_warnings
 from ..formats import detect_json_format
 from ..loading import load_model
-from ..summary import summarize
+from ..analysis.model_summary import summarize
 from ._common import emit_json
 
 JSON_SUFFIXES = (".json", ".json5")

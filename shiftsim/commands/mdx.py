@@ -210,7 +210,7 @@ def run_serve(args: argparse.Namespace) -> int:
 def run_effector(args: argparse.Namespace) -> int:
     from ..formats.mdx import mdx_model_spec
     from ..mdx.effector import Effector
-    from ..mdx.statics import ActuatorStatics
+    from ._mdx_statics import ActuatorStatics
 
     if args.payload is not None and not 0 <= args.payload <= bound_of("kg"):
         raise InputError([Problem("--payload", "", f"is {args.payload:g}",

@@ -12,7 +12,7 @@ from ..interrupts import Interrupted, signals_raise
 from ..progress import progress
 from ..scenario import (DaskExecutor, LocalExecutor, check_folder, default_folder, execute, finish, load_scenario,
                         write_results)
-from ..scenario.digest import step_text, summary_lines
+from ..analysis.digest import step_text, summary_lines
 from ..scenario.runner import StepResult
 from ..scenario.sweep import check_size
 from ._common import scenario_parser

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import statics as st
-from ..generalized import AppliedLoad, frame_point
+from ..forces import AppliedLoad, frame_point
 from ..kinematics import state
-from ..results import joint_loads
+from ..solution import joint_loads
 from .stand import Equilibria, Stand, solve_grouped, take
 
 

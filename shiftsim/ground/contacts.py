@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..generalized import ForceTerms, point_hessian
+from ..forces import ForceTerms, point_hessian
 from ..kinematics import State, state
 from ..model import Model
 from ..spatial import cross

@@ -17,10 +17,10 @@ from dataclasses import field as dataclass_field
 import numpy as np
 
 from .. import statics as st
-from ..generalized import AppliedLoad
+from ..forces import AppliedLoad
 from ..kinematics import state
 from ..model import Model
-from ..results import Solution
+from ..solution import Solution
 from .base import base_coordinates
 from .contacts import ContactField, ContactPoint, anchored_at
 from .footprint import Footprint, footprint

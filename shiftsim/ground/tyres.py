@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import Problems, suggest
 from ..typed import is_finite_number, shown
-from ..generalized import ForceTerms, point_hessian
+from ..forces import ForceTerms, point_hessian
 from ..kinematics import State, state
 from ..model import Model
 from ..spatial import cross

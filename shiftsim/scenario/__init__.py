@@ -19,10 +19,10 @@ from typing import Callable
 
 from ..jsonio import dumps
 from .executors import DaskExecutor, Executor, LocalExecutor
-from .outputs import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, check_folder,
+from ..output.writers import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, check_folder,
                       csv_bytes, default_folder, results_document, step_rows, tidy_rows, write_files)
 from .runner import StepCallback, StepResult, run_chain
-from .spec import Scenario, build_scenario, load_scenario
+from .definition import Scenario, build_scenario, load_scenario
 
 WarningCallback = Callable[[str], None]
 
@@ -31,7 +31,7 @@ def execute(scenario: Scenario, executor: Executor, on_step: StepCallback | None
             on_warning: WarningCallback | None = None) -> list[StepResult]:
     """Solve every step of the scenario (chains on the executor); results sorted by step index,
     finished by :func:`finish`. A bad ``analysis.capacity`` is refused before any step is solved."""
-    from .capacity import analysis_spec
+    from .capacity_analysis import analysis_spec
 
     analysis_spec(scenario)
     return finish(scenario, executor.run(scenario, scenario.sweep.chains(), on_step), on_warning)
@@ -60,10 +60,10 @@ def write_results(scenario: Scenario, steps: list[StepResult], folder: Path, int
     A scenario with ``analysis.capacity`` gets it computed after the sweep (not for a stopped run):
     results.json ``capacity``, capacity.csv (with the other tables) and capacity.png (with the plots).
     """
-    from ..ground.plots import capacity_chart
-    from .capacity import capacity_rows, run_analysis
-    from .plots import render
-    from .report import report_html
+    from ..plots.ground import capacity_chart
+    from .capacity_analysis import capacity_rows, run_analysis
+    from ..plots.registry import render
+    from ..output.report import report_html
 
     planned = len(scenario.sweep.table()) if interrupted else None
     capacity = None if interrupted else run_analysis(scenario)

@@ -40,7 +40,7 @@ from ..errors import InputError, SolveError
 from ..kinematics import assemble
 from ..model import Model
 from .runner import StepResult, machine_values
-from .spec import Scenario
+from .definition import Scenario
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from ..errors import InputError, Problem, ShiftsimError
 from .runner import StepCallback, StepResult, run_chain
-from .spec import Scenario, build_scenario
+from .definition import Scenario, build_scenario
 
 
 class Executor(Protocol):

@@ -175,7 +175,7 @@ def finite_or_none(value: float) -> float | None:
 
 def footprint_plot(scenario: Any, steps: list, dpi: int) -> bytes:
     """``footprint.png``: the first standing machine from above over the sweep (:func:`shiftsim.ground.plots.footprint_plot`)."""
-    from ..ground.plots import footprint_plot as draw
+    from ..plots.ground import footprint_plot as draw
 
     machine = next(m for m in scenario.machines if m.support is not None)
     solved = [s for s in steps if machine.id in s.ground]
@@ -183,7 +183,7 @@ def footprint_plot(scenario: Any, steps: list, dpi: int) -> bytes:
     at = solved[0].q[machine.id] if solved else machine.q_start
     points = field.evaluate(state(machine.model, np.asarray(at, float)[None])).points[0]
     contacts = {machine.name(n): p for n, p in zip(field.names, points)}
-    from .plotting import FIGURE_SIZES
+    from ..plots.figures import FIGURE_SIZES
 
     return draw(f"{scenario.name}: {machine.id}", contacts, [s.ground[machine.id] for s in solved], dpi,
                 FIGURE_SIZES["footprint"])

@@ -37,7 +37,7 @@ from ..statics import STABILITY, Load, solve
 from .ground import floating_model, step_anchor, step_report, step_start
 from .machines import Machine, SettingValues
 from .placement import Placement
-from .spec import Scenario
+from .definition import Scenario
 from .sweep import Parameter
 
 StepCallback = Callable[["StepResult"], None]

@@ -36,7 +36,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .errors import InputError, Problem, Problems
+from ..errors import InputError, Problem, Problems
 
 JOINT_QUANTITIES = ("position", "deflection", "effort", "wrench_joint", "wrench_world")
 ACTUATOR_QUANTITIES = {"actuator_length": "lengths", "actuator_raw": "raw", "actuator_in_range": "in_range",
@@ -140,7 +140,7 @@ class RunResults:
         known = sorted({q for e, q in self.arrays if e == entity})
         if known:
             raise KeyError(f"{entity!r} has no quantity {quantity!r}; it has {', '.join(known)}")
-        from .errors import suggest
+        from ..errors import suggest
 
         raise KeyError(f"no entity {entity!r} in the results of {self.scenario!r}: "
                        f"{suggest(str(entity), {e for e, _ in self.arrays})}")
@@ -163,7 +163,7 @@ class RunResults:
         pandas DataFrame (pandas is imported here, only when called)."""
         import pandas as pd
 
-        from .scenario.outputs import tidy_rows
+        from .writers import tidy_rows
 
         rows = tidy_rows(self.document)
         header = next(rows)
@@ -175,7 +175,7 @@ class RunResults:
         ``stability``) as a pandas DataFrame."""
         import pandas as pd
 
-        from .scenario.outputs import step_rows
+        from .writers import step_rows
 
         rows = step_rows(self.document)
         header = next(rows)
@@ -202,11 +202,11 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
 
     import orjson
 
-    from .errors import ShiftsimWarning
-    from .jsonio import dumps
-    from .scenario import LocalExecutor, build_scenario, check_folder, execute, load_scenario, write_results
-    from .scenario.outputs import results_document
-    from .threads import single_blas_thread
+    from ..errors import ShiftsimWarning
+    from ..jsonio import dumps
+    from ..scenario import LocalExecutor, build_scenario, check_folder, execute, load_scenario, write_results
+    from .writers import results_document
+    from ..threads import single_blas_thread
 
     if not isinstance(jobs, int) or jobs < 1:
         raise InputError([Problem("run_scenario", "jobs", f"{jobs!r} is not a positive whole number",
@@ -232,8 +232,8 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
 
 def load_results(folder: str | Path) -> RunResults:
     """The results of a run from its folder (its results.json), as :func:`run_scenario` returns them."""
-    from .jsonio import read_json
-    from .scenario.schema import validate
+    from ..jsonio import read_json
+    from ..scenario.schema import validate
 
     path = Path(folder)
     path = path / "results.json" if path.is_dir() else path

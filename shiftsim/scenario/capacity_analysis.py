@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import statics as st
 from ..errors import Problems, ScenarioError, SolveError, suggest
-from ..generalized import AppliedLoad
+from ..forces import AppliedLoad
 from ..ground.base import BASE, base_coordinates
 from ..ground.capacity import CapacityOptions, Cylinder, capacity
 from ..ground.stand import Stand

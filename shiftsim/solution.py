@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import generalized as gen
+from . import forces as gen
 from .core.layout import compiled
 from .core.library import core
 from .kinematics import State, closure_poses, state

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .collision_plot import collisions_plot
-from .digest import skipped_plots
-from .ground import footprint_plot
-from .plotting import FIGURE_SIZES
-from .pose_plot import pose_plot
-from .runner import StepResult
-from .spec import Scenario
-from .sweep_plots import actuators_plot, convergence_plot, deflection_plot, efforts_plot, pin_loads_plot
+from .collisions import collisions_plot
+from ..analysis.digest import skipped_plots
+from ..scenario.ground import footprint_plot
+from .figures import FIGURE_SIZES
+from .pose import pose_plot
+from ..scenario.runner import StepResult
+from ..scenario.definition import Scenario
+from .sweep import actuators_plot, convergence_plot, deflection_plot, efforts_plot, pin_loads_plot
 
 Plotter = Callable[[Scenario, list[StepResult], int], bytes]
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SolveError
-from .kinematics import assemble, closure_jacobian, coupling_map, state
-from .model import Model
+from ..errors import SolveError
+from ..kinematics import assemble, closure_jacobian, coupling_map, state
+from ..model import Model
 
 
 def closure_rank(model: Model, q: np.ndarray) -> int:

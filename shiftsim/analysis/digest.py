@@ -16,10 +16,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..model import PRISMATIC
-from .ground import footprint_empty, least_margins
-from .runner import StepResult
-from .spec import Scenario, angle_unit_of
-from .sweep import Parameter
+from ..scenario.ground import footprint_empty, least_margins
+from ..scenario.runner import StepResult
+from ..scenario.definition import Scenario, angle_unit_of
+from ..scenario.sweep import Parameter
 
 FORCE, TORQUE = "force", "torque"
 NO_DEFLECTION = 1e-9  # m: deflections below this are rounding noise of rigid structures
@@ -259,7 +259,7 @@ def result_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
         lines.append(f"  least margin    {number(margin)} m to tipping, {machine_id} over {' - '.join(edge)}, "
                      f"{step_text(scenario, step)}")
     if "collision" in (scenario.document or {}):
-        from .collisions import collision_summary
+        from ..scenario.collisions import collision_summary
 
         lines.append(f"  collisions      {collision_summary(scenario, steps)}")
     failed = [s for s in steps if not s.converged]
@@ -280,7 +280,7 @@ def count_line(scenario: Scenario, steps: list[StepResult]) -> str:
 
 def summary_lines(scenario: Scenario, steps: list[StepResult], folder: str, files: list[str], how: str) -> list[str]:
     """The one-screen report printed at the end of ``shiftsim run``."""
-    from .capacity import capacity_lines  # the capacity analysis is made by write_results, shown if it was
+    from ..scenario.capacity_analysis import capacity_lines  # the capacity analysis is made by write_results, shown if it was
 
     lines = [f"{count_line(scenario, steps)} ({how})", *result_lines(scenario, steps), *capacity_lines(scenario)]
     for name, reason in skipped_plots(scenario, steps).items():

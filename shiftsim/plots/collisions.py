@@ -13,10 +13,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .collisions import collision_settings
-from .plotting import figure, legend, png, style, sweep_axis
-from .runner import StepResult
-from .spec import Scenario
+from ..scenario.collisions import collision_settings
+from .figures import figure, legend, png, style, sweep_axis
+from ..scenario.runner import StepResult
+from ..scenario.definition import Scenario
 
 COLLISION_COLOUR = "tab:red"
 MARGIN_COLOUR = "tab:orange"

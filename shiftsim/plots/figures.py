@@ -18,10 +18,10 @@ from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .digest import number, shown_value
-from .runner import StepResult
-from .spec import Scenario
-from .sweep import Parameter
+from ..analysis.digest import number, shown_value
+from ..scenario.runner import StepResult
+from ..scenario.definition import Scenario
+from ..scenario.sweep import Parameter
 
 FIGURE_SIZES = {"deflection": (9.0, 6.0), "efforts": (9.0, 7.0), "pin_loads": (9.0, 7.0), "pose": (14.0, 8.0),
                 "convergence": (9.0, 6.0), "actuators": (10.0, 8.0), "collisions": (9.0, 6.0), "footprint": (11.0, 5.5)}

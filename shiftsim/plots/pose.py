@@ -36,11 +36,11 @@ from ..collision.shapes import SPHERE, ShapeTable, shape_table
 from ..kinematics import Poses
 from ..model import PRISMATIC, Model
 from ..spec import FIXED, PATH_SEPARATOR
-from .digest import NO_DEFLECTION, closest_approaches, closest_step, number, parameter_text, worst_step
-from .machines import Machine
-from .plotting import figure, png, sweep_axis
-from .runner import StepResult, machine_values
-from .spec import Scenario
+from ..analysis.digest import NO_DEFLECTION, closest_approaches, closest_step, number, parameter_text, worst_step
+from ..scenario.machines import Machine
+from .figures import figure, png, sweep_axis
+from ..scenario.runner import StepResult, machine_values
+from ..scenario.definition import Scenario
 
 SECOND_VIEW = 0.1  # a second view when the machines extend this share of their size along the view's depth
 SAG_SHARE = 0.15  # exaggerated deflections reach about this share of the machine size

@@ -16,11 +16,11 @@ import base64
 import html
 from typing import Any, Iterable, Sequence
 
-from .digest import (FORCE, NO_DEFLECTION, carrying, closest_approaches, count_line, deflection_peaks, effort_peaks,
+from ..analysis.digest import (FORCE, NO_DEFLECTION, carrying, closest_approaches, count_line, deflection_peaks, effort_peaks,
                      force_unit, number, parameter_text, pin_load_peaks, result_lines, shown_value,
                      skipped_plots)
-from .runner import StepResult
-from .spec import Scenario
+from ..scenario.runner import StepResult
+from ..scenario.definition import Scenario
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
@@ -89,7 +89,7 @@ def peak_tables(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, tu
             [[p.entity, number(p.value * scale), *_when(scenario, p.step)] for p in pins.values()])
     closest = closest_approaches(steps)
     if closest:
-        from .collisions import collision_settings
+        from ..scenario.collisions import collision_settings
 
         margin = collision_settings(scenario).margin
         rows = []

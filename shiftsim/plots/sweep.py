@@ -22,12 +22,12 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
 from ..statics import SolverOptions
-from .digest import (FORCE, TORQUE, carrying, deflection_peaks, deflections, effort_peaks, efforts, force_unit,
+from ..analysis.digest import (FORCE, TORQUE, carrying, deflection_peaks, deflections, effort_peaks, efforts, force_unit,
                      number, pin_forces, pin_load_peaks)
-from .plotting import (FAILED_COLOUR, MAX_SERIES, figure, largest, legend, mark_failures, plot_series, png, style,
+from .figures import (FAILED_COLOUR, MAX_SERIES, figure, largest, legend, mark_failures, plot_series, png, style,
                        sweep_axis)
-from .runner import StepResult
-from .spec import Scenario
+from ..scenario.runner import StepResult
+from ..scenario.definition import Scenario
 
 AXES = "xyz"
 

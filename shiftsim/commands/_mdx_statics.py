@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SolveError
-from .geometry import ACTUATOR_JOINTS
+from ..mdx.geometry import ACTUATOR_JOINTS
 from ..model import compile_model
 from ..spec import ModelSpec
 from ..statics import solve
