@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_scenario_support import beam_scenario, model_path, run_cli, write_scenario
 
-from shiftsim.commands import _limits
+from shiftsim import solve_memory as _limits
 from shiftsim.loading import load_model
 from shiftsim.statics import solve
 

@@ -16,9 +16,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..model import PRISMATIC
-from ..scenario.ground import footprint_empty, least_margins
-from ..scenario.runner import StepResult
 from ..scenario.definition import Scenario, angle_unit_of
+from ..scenario.run import Run
+from ..scenario.runner import StepResult
 from ..scenario.sweep import Parameter
 
 FORCE, TORQUE = "force", "torque"
@@ -192,6 +192,15 @@ def _collisions_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | 
     return None if any(s.collisions for s in steps) else "no pair of machines was posed at any step"
 
 
+def footprint_empty(scenario: Any, steps: list) -> str | None:
+    """Why ``footprint.png`` would show nothing, or None."""
+    machine = next((m for m in scenario.machines if m.support is not None), None)
+    if machine is None:
+        return "no machine stands on the ground"
+    return None if any(machine.id in s.ground for s in steps) else f"machine {machine.id!r} converged at no step"
+
+
+
 EMPTY_WHEN = {"deflection": _deflection_empty, "efforts": _efforts_empty, "pin_loads": _pin_loads_empty,
               "pose": _pose_empty, "actuators": _actuators_empty, "collisions": _collisions_empty,
               "footprint": footprint_empty}
@@ -242,6 +251,17 @@ def force_text(value: float, kind: str) -> str:
     return f"{number(value * scale)} {unit}"
 
 
+def least_margins(steps: list) -> dict[str, tuple[float, list[str], Any]]:
+    """Per standing machine (id): its smallest tipping margin over the steps, the tipping edge and the step."""
+    least: dict[str, tuple[float, list[str], Any]] = {}
+    for step in steps:
+        for machine_id, record in step.ground.items():
+            margin = record["tipping_margin"]
+            if margin is not None and (machine_id not in least or margin < least[machine_id][0]):
+                least[machine_id] = (margin, record["tipping_edge"], step)
+    return least
+
+
 def result_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
     """What the run found: peak deflection, forces and torques, actuators, the least tipping margin of each
     machine standing on the ground, collisions, failed steps."""
@@ -278,11 +298,26 @@ def count_line(scenario: Scenario, steps: list[StepResult]) -> str:
     return f"{scenario.name}: {count}, {len(steps) - failed} converged, {failed} failed"
 
 
-def summary_lines(scenario: Scenario, steps: list[StepResult], folder: str, files: list[str], how: str) -> list[str]:
-    """The one-screen report printed at the end of ``shiftsim run``."""
-    from ..scenario.capacity_analysis import capacity_lines  # the capacity analysis is made by write_results, shown if it was
+def capacity_lines(document: dict[str, Any] | None) -> list[str]:
+    """The summary's capacity line from a run's capacity document (None: the scenario has no capacity analysis, or
+    the run was stopped): the smallest rated load over the lift points and where, or why there is none."""
+    if document is None:
+        return []
+    if "error" in document:
+        return [f"  capacity        not computed: {document['error']}"]
+    rated = [p for p in document["points"] if p["rated_mass"] is not None]
+    if not rated:
+        return [f"  capacity        {document['load']}: no lift point has a rated load"]
+    least = min(rated, key=lambda p: p["rated_mass"])
+    return [f"  capacity        {document['load']}: rated {least['rated_mass'] / 1000:.3g} t at least (step "
+            f"{least['step']}: radius {least['radius']:.2f} m, height {least['height']:.2f} m, {least['governs']} "
+            f"governs) over {len(document['points'])} lift points; capacity.csv"]
 
-    lines = [f"{count_line(scenario, steps)} ({how})", *result_lines(scenario, steps), *capacity_lines(scenario)]
+
+def summary_lines(run: Run, folder: str, files: list[str], how: str) -> list[str]:
+    """The one-screen report printed at the end of ``shiftsim run``."""
+    scenario, steps = run.scenario, run.steps
+    lines = [f"{count_line(scenario, steps)} ({how})", *result_lines(scenario, steps), *capacity_lines(run.capacity)]
     for name, reason in skipped_plots(scenario, steps).items():
         lines.append(f"  not plotted     {name}: {reason}")
     lines.append(f"  outputs in {folder}: {', '.join(files)}")

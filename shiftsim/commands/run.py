@@ -7,16 +7,16 @@ import sys
 import time
 from pathlib import Path
 
+from ..analysis.digest import step_text, summary_lines
 from ..errors import InputError, Problem
 from ..interrupts import Interrupted, signals_raise
+from ..output.write import write_results
+from ..output.writers import check_folder, default_folder
 from ..progress import progress
-from ..scenario import (DaskExecutor, LocalExecutor, check_folder, default_folder, execute, finish, load_scenario,
-                        write_results)
-from ..analysis.digest import step_text, summary_lines
+from ..scenario import DaskExecutor, LocalExecutor, load_scenario, run as run_scenario
+from ..scenario.run import check_fits
 from ..scenario.runner import StepResult
-from ..scenario.sweep import check_size
 from ._common import scenario_parser
-from ._limits import check_solve_memory
 
 
 def _positive(text: str) -> int:
@@ -80,10 +80,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
     """The run; SIGINT/SIGTERM (``Interrupted``) while solving writes the steps solved so far."""
     executor, how = _executor(args)  # options first: a bad --scheduler is refused before any work
     scenario = load_scenario(args.scenario)
-    check_size(scenario.sweep, str(scenario.source))
-    for machine in scenario.machines:  # each local process solves one machine's equilibrium at a time
-        check_solve_memory(machine.model, f"{scenario.source}: machine {machine.id!r}",
-                           copies=args.jobs if args.executor == "local" else 1)
+    check_fits(scenario, executor)
     folder = Path(args.output) if args.output else default_folder(scenario)
     check_folder(folder, args.force, scenario.input_files)
     warn = None if args.quiet else (lambda warning: print(f"warning: {warning}", file=sys.stderr))
@@ -92,10 +89,8 @@ def _run(args: argparse.Namespace, started: float) -> int:
 
     total = scenario.sweep.size
     bar = progress(total, sys.stderr) if not (args.quiet or args.verbose) else None
-    solved: list[StepResult] = []
 
     def on_step(step: StepResult) -> None:
-        solved.append(step)
         if bar is not None:
             bar.update(failed=not step.converged)
         if args.verbose:
@@ -104,29 +99,25 @@ def _run(args: argparse.Namespace, started: float) -> int:
                   file=sys.stderr)
 
     solving = time.perf_counter()
-    stop: Interrupted | None = None
     try:
-        steps = execute(scenario, executor, on_step, on_warning=warn)
-    except Interrupted as caught:
-        stop = caught
-        steps = finish(scenario, solved, warn)
+        ran = run_scenario(scenario, executor, on_step, on_warning=warn)
     finally:
         if bar is not None:
             bar.close()
     solve_time = time.perf_counter() - solving
+    stop, steps = ran.interrupted, ran.steps
     if stop is not None and not steps:
         print(f"shiftsim run: stopped by {stop.name} before any step was solved; no results written", file=sys.stderr)
         return stop.exit_code
     try:
-        files = write_results(scenario, steps, folder, interrupted=stop.name if stop else None)
+        files = write_results(ran, folder)
     except Interrupted as caught:
         print(f"shiftsim run: stopped by {caught.name} while writing; {folder}/ holds a complete set of results, "
               "the earlier one if the new one was not yet in place", file=sys.stderr)
         return caught.exit_code
     wall = time.perf_counter() - started
     if not args.quiet:
-        for line in summary_lines(scenario, steps, f"{folder}/", files,
-                                  f"{how}, {wall:.1f} s wall, {solve_time:.1f} s solving"):
+        for line in summary_lines(ran, f"{folder}/", files, f"{how}, {wall:.1f} s wall, {solve_time:.1f} s solving"):
             print(line)
     if stop is not None:
         print(f"shiftsim run: stopped by {stop.name} after {len(steps)} of {total} steps; "

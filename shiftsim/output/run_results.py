@@ -200,13 +200,11 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
     """
     import warnings
 
-    import orjson
-
     from ..errors import ShiftsimWarning
-    from ..jsonio import dumps
-    from ..scenario import LocalExecutor, build_scenario, check_folder, execute, load_scenario, write_results
-    from .writers import results_document
+    from ..scenario import LocalExecutor, build_scenario, load_scenario, run
     from ..threads import single_blas_thread
+    from .write import write_results
+    from .writers import check_folder, results_document
 
     if not isinstance(jobs, int) or jobs < 1:
         raise InputError([Problem("run_scenario", "jobs", f"{jobs!r} is not a positive whole number",
@@ -224,10 +222,10 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
 
         for message in built.warnings:
             warn(message)
-        steps = execute(built, LocalExecutor(jobs), on_warning=warn)
+        ran = run(built, LocalExecutor(jobs), on_warning=warn)
         if output is not None:
-            write_results(built, steps, Path(output))
-    return RunResults.from_document(orjson.loads(dumps(results_document(built, steps))))
+            write_results(ran, Path(output))
+    return RunResults.from_document(results_document(built, ran.steps, capacity=ran.capacity))
 
 
 def load_results(folder: str | Path) -> RunResults:

@@ -6,10 +6,11 @@ Files (see docs/scenarios.md "Outputs"):
 * ``results.csv``: tidy, one number per row, the same header for every scenario:
   ``step, entity, quantity, component, value, unit`` (:func:`tidy_rows`);
 * ``steps.csv``: one row per step: ``step``, one column per swept parameter, ``status``,
-  ``iterations``, ``stability`` (:func:`step_rows`).
+  ``iterations``, ``stability`` (:func:`step_rows`);
+* ``capacity.csv``: one row per lift point of a scenario's capacity analysis (:func:`capacity_rows`).
 
 Both tables are built from the results document alone (so a results folder read
-back gives the same tables, see :mod:`shiftsim.run_results`). A scenario with
+back gives the same tables, see :mod:`shiftsim.output.run_results`). A scenario with
 ``"angle_unit": "deg"`` gets joint angles and swept angles in degrees in both
 tables (the ``unit`` column and the steps.csv header say so); results.json stays in radians.
 
@@ -66,6 +67,8 @@ POSE_UNITS = ("mm", "mm", "mm", "deg", "deg", "deg")  # an Mdx platform pose, as
 ACTUATOR_QUANTITIES = {"actuator_length": ("lengths", "m"), "actuator_raw": ("raw", "-"),
                        "actuator_in_range": ("in_range", "-"), "actuator_force": ("forces", "N")}
 EFFORT_UNIT = {"m": "N", "rad": "N m"}
+CAPACITY_COLUMNS = ("step", "radius", "height", "tipping_load", "tips_below", "hydraulic_load", "rated_load",
+                    "rated_mass", "governs", "limiting_cylinder", "tipping_edge")
 
 
 class OutputError(ShiftsimError):
@@ -126,7 +129,7 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
 
     ``planned``: the sweep's step count when ``steps`` holds only part of it (a run stopped by
     ``interrupted``, the signal's name): the document is then marked ``partial``. ``capacity``: the
-    scenario's capacity analysis (:func:`.capacity.run_analysis`), kept under ``capacity``.
+    scenario's capacity analysis (:func:`shiftsim.scenario.capacity_analysis.run_analysis`), kept under ``capacity``.
     """
     from .. import __version__
 
@@ -245,6 +248,20 @@ def step_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
         stability = step.get("stability") or ("unknown" if step["status"] != "converged"
                                                else "stable" if step["stable"] else "unstable")
         yield [step["index"], *values, step["status"], step["iterations"], stability]
+
+
+def capacity_rows(document: dict[str, Any]) -> list[list[Any]]:
+    """capacity.csv: a header (``step``, each swept parameter, then the lift point's radius and height (m), the loads
+    (N), the rated mass (kg), what governs, the limiting cylinder and the tipping edge), one row per lift point;
+    an empty value where there is none."""
+    points = document["points"]
+    names = list(points[0]["parameters"]) if points else []
+    rows: list[list[Any]] = [[CAPACITY_COLUMNS[0], *names, *CAPACITY_COLUMNS[1:]]]
+    for p in points:
+        edge = " - ".join(p["tipping_edge"])
+        rows.append([p["step"], *(p["parameters"][n] for n in names),
+                     *("" if p[c] is None else p[c] for c in CAPACITY_COLUMNS[1:-1]), edge])
+    return rows
 
 
 def _number(value: Any) -> Any:

@@ -1,6 +1,6 @@
 """``collisions.png``: the distance of every machine pair against the swept parameter, with the margin line.
 
-The x axis is the scenario plots' (:func:`.plotting.sweep_axis`): the first parameter of a
+The x axis is the scenario plots' (:func:`.figures.sweep_axis`): the first parameter of a
 line sweep, the last parameter of a grid (one curve per combination of the others), or the step index without
 a sweep. Steps where a pair was not posed leave gaps. Steps *in collision* (distance <= 0: the shapes touch or
 overlap) are marked with red crosses, steps *within the margin* (0 < distance < margin) with orange circles;

@@ -1,4 +1,4 @@
-"""Plots of machines on the ground: the footprint from above, and the lift-capacity chart.
+"""Plots of machines on the ground: the footprint from above (``footprint.png``), and the lift-capacity chart.
 
 Both draw on matplotlib's Agg canvas and return PNG bytes.
 """
@@ -12,6 +12,11 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ..kinematics import state
+from ..scenario.definition import Scenario
+from ..scenario.runner import StepResult
+from .figures import FIGURE_SIZES
+
 
 def _png(figure: Figure, dpi: int) -> bytes:
     FigureCanvasAgg(figure)
@@ -20,7 +25,20 @@ def _png(figure: Figure, dpi: int) -> bytes:
     return buffer.getvalue()
 
 
-def footprint_plot(title: str, contacts: dict[str, np.ndarray], reports: Sequence[dict[str, Any]], dpi: int = 100,
+def footprint_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
+    """``footprint.png``: the first standing machine from above over the sweep (:func:`draw_footprint`), its
+    contacts where the first solved step (or the start pose) puts them."""
+    machine = next(m for m in scenario.machines if m.support is not None)
+    solved = [s for s in steps if machine.id in s.ground]
+    field = machine.support.field(machine.model, machine)
+    at = solved[0].q[machine.id] if solved else machine.q_start
+    points = field.evaluate(state(machine.model, np.asarray(at, float)[None])).points[0]
+    contacts = {machine.name(n): p for n, p in zip(field.names, points)}
+    return draw_footprint(f"{scenario.name}: {machine.id}", contacts, [s.ground[machine.id] for s in solved], dpi,
+                          FIGURE_SIZES["footprint"])
+
+
+def draw_footprint(title: str, contacts: dict[str, np.ndarray], reports: Sequence[dict[str, Any]], dpi: int = 100,
                    size: tuple[float, float] = (11.0, 5.5)) -> bytes:
     """The footprint from above: the contacts (name -> world point (3,)), the support polygon of every step
     (``reports``: the steps' ground records, see :func:`shiftsim.scenario.ground.step_report`), the centre of

@@ -5,13 +5,13 @@ Each kind is one entry of :data:`PLOTTERS`, ``name -> draw(scenario, steps, dpi)
 reason, and such a plot is not written (the run summary and the report say why). The kinds:
 
 * ``deflection``, ``efforts``, ``pin_loads``, ``convergence``, ``actuators``: against the sweep
-  (:mod:`.sweep_plots`);
-* ``pose``: the machines in the world at the first, last and worst or closest steps (:mod:`.pose_plot`);
-* ``collisions``: machine pair distances (:mod:`.collision_plot`);
+  (:mod:`.sweep`);
+* ``pose``: the machines in the world at the first, last and worst or closest steps (:mod:`.pose`);
+* ``collisions``: machine pair distances (:mod:`.collisions`);
 * ``footprint``: a machine standing on the ground, from above (:func:`.ground.footprint_plot`).
 
 Everything is drawn on matplotlib's Agg canvas (no pyplot, no display needed); figure sizes in inches are
-:data:`.plotting.FIGURE_SIZES`.
+:data:`.figures.FIGURE_SIZES`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Callable
 
 from .collisions import collisions_plot
 from ..analysis.digest import skipped_plots
-from ..scenario.ground import footprint_plot
 from .figures import FIGURE_SIZES
+from .ground import footprint_plot
 from .pose import pose_plot
 from ..scenario.runner import StepResult
 from ..scenario.definition import Scenario

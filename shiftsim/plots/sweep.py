@@ -11,7 +11,7 @@
 
 Series that coincide over the whole sweep (a cylinder and its oil column in series carry the same force) are
 drawn once, labelled with every name. Failed steps leave gaps and are marked by red dotted lines. Only the
-:data:`~.plotting.MAX_SERIES` largest series are drawn; the title says how many were left out.
+:data:`~.figures.MAX_SERIES` largest series are drawn; the title says how many were left out.
 """
 
 from __future__ import annotations

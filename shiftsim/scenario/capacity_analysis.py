@@ -176,12 +176,7 @@ def run_capacity(scenario: Any, spec: CapacitySpec) -> dict[str, Any]:
             "batched_solves": result.solves, "points": points}
 
 
-
 # ---------------------------------------------------------------------- inside ``shiftsim run``
-CAPACITY_COLUMNS = ("step", "radius", "height", "tipping_load", "tips_below", "hydraulic_load", "rated_load",
-                    "rated_mass", "governs", "limiting_cylinder", "tipping_edge")
-
-
 def analysis_spec(scenario: Any) -> CapacitySpec | None:
     """The scenario's ``analysis.capacity`` read and checked (ScenarioError naming the place), or None without one."""
     entry = ((scenario.document or {}).get("analysis") or {}).get("capacity")
@@ -194,11 +189,8 @@ def analysis_spec(scenario: Any) -> CapacitySpec | None:
 
 
 def run_analysis(scenario: Any) -> dict[str, Any] | None:
-    """The capacity document of the scenario's ``analysis.capacity`` (:func:`run_capacity`), computed once per
-    scenario object; a sweep the analysis cannot solve gives ``{"load": ..., "error": message}``. None without one."""
-    cached = scenario.__dict__.get("_capacity_document")
-    if cached is not None:
-        return cached
+    """The capacity document of the scenario's ``analysis.capacity`` (:func:`run_capacity`); a sweep the analysis
+    cannot solve gives ``{"load": ..., "error": message}``. None without one."""
     spec = analysis_spec(scenario)
     if spec is None:
         return None
@@ -206,40 +198,4 @@ def run_analysis(scenario: Any) -> dict[str, Any] | None:
         document = run_capacity(scenario, spec)
     except (SolveError, np.linalg.LinAlgError) as error:
         document = {"load": spec.load, "error": str(error)}
-    object.__setattr__(scenario, "_capacity_document", document)
     return document
-
-
-def computed(scenario: Any) -> dict[str, Any] | None:
-    """The capacity document if :func:`run_analysis` has made it, else None (nothing is solved)."""
-    return scenario.__dict__.get("_capacity_document")
-
-
-def capacity_rows(document: dict[str, Any]) -> list[list[Any]]:
-    """capacity.csv: a header (``step``, each swept parameter, then the lift point's radius and height (m), the loads
-    (N), the rated mass (kg), what governs, the limiting cylinder and the tipping edge), one row per lift point;
-    an empty value where there is none."""
-    points = document["points"]
-    names = list(points[0]["parameters"]) if points else []
-    rows: list[list[Any]] = [[CAPACITY_COLUMNS[0], *names, *CAPACITY_COLUMNS[1:]]]
-    for p in points:
-        edge = " - ".join(p["tipping_edge"])
-        rows.append([p["step"], *(p["parameters"][n] for n in names),
-                     *("" if p[c] is None else p[c] for c in CAPACITY_COLUMNS[1:-1]), edge])
-    return rows
-
-
-def capacity_lines(scenario: Any) -> list[str]:
-    """The summary's capacity line: the smallest rated load over the lift points and where, or why there is none."""
-    document = computed(scenario)
-    if document is None:
-        return []
-    if "error" in document:
-        return [f"  capacity        not computed: {document['error']}"]
-    rated = [p for p in document["points"] if p["rated_mass"] is not None]
-    if not rated:
-        return [f"  capacity        {document['load']}: no lift point has a rated load"]
-    least = min(rated, key=lambda p: p["rated_mass"])
-    return [f"  capacity        {document['load']}: rated {least['rated_mass'] / 1000:.3g} t at least (step "
-            f"{least['step']}: radius {least['radius']:.2f} m, height {least['height']:.2f} m, {least['governs']} "
-            f"governs) over {len(document['points'])} lift points; capacity.csv"]

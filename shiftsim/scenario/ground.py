@@ -171,38 +171,3 @@ def step_report(machine: Machine, model: Model, q: np.ndarray, field: GroundFiel
 
 def finite_or_none(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
-
-
-def footprint_plot(scenario: Any, steps: list, dpi: int) -> bytes:
-    """``footprint.png``: the first standing machine from above over the sweep (:func:`shiftsim.ground.plots.footprint_plot`)."""
-    from ..plots.ground import footprint_plot as draw
-
-    machine = next(m for m in scenario.machines if m.support is not None)
-    solved = [s for s in steps if machine.id in s.ground]
-    field = machine.support.field(machine.model, machine)
-    at = solved[0].q[machine.id] if solved else machine.q_start
-    points = field.evaluate(state(machine.model, np.asarray(at, float)[None])).points[0]
-    contacts = {machine.name(n): p for n, p in zip(field.names, points)}
-    from ..plots.figures import FIGURE_SIZES
-
-    return draw(f"{scenario.name}: {machine.id}", contacts, [s.ground[machine.id] for s in solved], dpi,
-                FIGURE_SIZES["footprint"])
-
-
-def footprint_empty(scenario: Any, steps: list) -> str | None:
-    """Why ``footprint.png`` would show nothing, or None."""
-    machine = next((m for m in scenario.machines if m.support is not None), None)
-    if machine is None:
-        return "no machine stands on the ground"
-    return None if any(machine.id in s.ground for s in steps) else f"machine {machine.id!r} converged at no step"
-
-
-def least_margins(steps: list) -> dict[str, tuple[float, list[str], Any]]:
-    """Per standing machine (id): its smallest tipping margin over the steps, the tipping edge and the step."""
-    least: dict[str, tuple[float, list[str], Any]] = {}
-    for step in steps:
-        for machine_id, record in step.ground.items():
-            margin = record["tipping_margin"]
-            if margin is not None and (machine_id not in least or margin < least[machine_id][0]):
-                least[machine_id] = (margin, record["tipping_edge"], step)
-    return least

@@ -1,0 +1,45 @@
+"""Writing a run's results folder as one set: results.json, the tables, the plots and report.html.
+
+Everything written comes from the :class:`~shiftsim.scenario.run.Run` (its steps and its capacity
+document); nothing is solved here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..jsonio import dumps
+from ..plots.ground import capacity_chart
+from ..plots.registry import render
+from ..scenario.run import Run
+from .report import report_html
+from .writers import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, capacity_rows,
+                      csv_bytes, results_document, step_rows, tidy_rows, write_files)
+
+
+def write_results(run: Run, folder: Path) -> list[str]:
+    """Render and write every output file of ``run`` into ``folder`` as one set; return the file names written.
+
+    A stopped run (``run.interrupted``) is marked partial (results.json ``partial``, ``steps_planned``,
+    ``interrupted``). A run with a capacity document gets it in results.json ``capacity``, capacity.csv (with the
+    other tables) and capacity.png (with the plots), unless the analysis could not be solved.
+    """
+    scenario, steps, capacity = run.scenario, run.steps, run.capacity
+    interrupted = run.interrupted.name if run.interrupted else None
+    document = results_document(scenario, steps, run.planned, interrupted, capacity)
+    files = {RESULTS_JSON: dumps(document)}
+    solved_capacity = capacity is not None and "error" not in capacity
+    if scenario.outputs.csv:
+        files[RESULTS_CSV] = csv_bytes(tidy_rows(document))
+        files[STEPS_CSV] = csv_bytes(step_rows(document))
+        if solved_capacity:
+            files[CAPACITY_CSV] = csv_bytes(capacity_rows(capacity))
+    files.update(render(scenario, steps))
+    if solved_capacity and scenario.outputs.plots:
+        files[CAPACITY_PNG] = capacity_chart(capacity, scenario.outputs.dpi)
+    files[REPORT_HTML] = report_html(scenario, steps, document, files)
+    write_files(folder, files)
+    return list(files)
+
+
+__all__ = ["write_results"]
