@@ -90,3 +90,19 @@ def test_run_counts_one_solve_per_local_process(tmp_path, capsys, monkeypatch):
     code, _, err = run_cli(capsys, "run", path, "-o", tmp_path / "two", "--jobs", "2", "-q")
     assert code == 1 and f"machine 'fb': a solve of 4 coordinates" in err and "(2 processes at once)" in err
     assert not (tmp_path / "two").exists()
+
+
+def test_run_scenario_checks_memory_as_the_command_does(tmp_path, monkeypatch):
+    """``shiftsim.run_scenario`` and ``shiftsim run`` share one run(): the same refusal, before any step."""
+    import shiftsim
+    from shiftsim.solve_memory import SolveTooLarge
+
+    document = beam_scenario(machines=[{"id": "fb", "model": FOUR_BAR}], loads=[], track={},
+                             sweep={"parameters": {"fb:four_bar:crank_pin": [1.0, 1.1, 1.2]}})
+    path = write_scenario(tmp_path, document)
+    need = _limits.solve_memory_bytes(load_model(FOUR_BAR))
+    monkeypatch.setattr(_limits, "physical_memory_bytes", lambda: 2 * need - 1)
+    assert len(shiftsim.run_scenario(path, jobs=1).steps) == 3
+    with pytest.raises(SolveTooLarge, match=r"machine 'fb': a solve of 4 coordinates .*\(2 processes at once\)"):
+        shiftsim.run_scenario(path, jobs=2, output=tmp_path / "two")
+    assert not (tmp_path / "two").exists()
