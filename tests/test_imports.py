@@ -4,8 +4,9 @@ The import graph is read from the source with ``ast`` (every ``import`` and
 ``from ... import`` of a shiftsim module, relative ones resolved; those under
 ``if TYPE_CHECKING:`` are annotations only and left out). Two rules:
 
-* modules: the imports run when a module is imported (its top level, not
-  inside functions) never lead back to it;
+* modules: counting every import, at the top level and inside functions
+  alike (a deferred import still ties the modules together), no module leads
+  back to itself;
 * subpackages: counting every import, also those deferred into functions,
   no subpackage (``shiftsim.collision``, ``shiftsim.scenario``, ...; a
   top-level module is its own unit) depends on itself through another one —
@@ -151,7 +152,16 @@ def test_the_graph_reader_sees_relative_deferred_and_annotation_imports():
 
 
 def test_no_module_imports_itself_round_a_cycle():
-    assert cycles(graph(at_import_only=True)) == []
+    assert cycles(graph(at_import_only=False)) == []
+
+
+def test_deferred_imports_count_and_close_a_cycle_between_modules():
+    """The module graph sees an import inside a function of a nested package, resolved from its relative form."""
+    inside = imports_of("shiftsim.scenario.runner", "def f():\n    from ..plots.registry import render\n")
+    assert inside == [("shiftsim.plots.registry", False)]
+    assert cycles({"shiftsim.scenario.runner": {"shiftsim.plots.registry"},
+                   "shiftsim.plots.registry": {"shiftsim.scenario.runner"}}) == [
+        ["shiftsim.plots.registry", "shiftsim.scenario.runner"]]
 
 
 def test_no_subpackage_depends_on_itself_through_another():
@@ -165,3 +175,23 @@ def test_no_subpackage_depends_on_itself_through_another():
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if not n.endswith("__main__")))  # __main__ runs the CLI
 def test_every_module_imports(name):
     importlib.import_module(name)
+
+
+FLOW = ("shiftsim.commands", "shiftsim.output", "shiftsim.plots", "shiftsim.analysis", "shiftsim.scenario")
+"""The rooms of a run, top down (docs/layout.md): each imports only rooms below it, never one above."""
+
+
+def test_the_run_flows_down_commands_output_plots_analysis_scenario():
+    upward = []
+    for name, path in MODULES.items():
+        if subpackage(name) not in FLOW:
+            continue
+        above = FLOW[:FLOW.index(subpackage(name))]
+        upward += [(name, target) for target, _ in imports_of(name, path.read_text(encoding="utf-8"))
+                   if subpackage(target) in above]
+    assert upward == []
+    # and the algorithms below know none of these rooms (the CLI and the package's lazy API aside)
+    below = [(name, target) for name, path in MODULES.items() if subpackage(name) not in FLOW
+             and name not in ("shiftsim", "shiftsim.cli", "shiftsim.__main__")
+             for target, _ in imports_of(name, path.read_text(encoding="utf-8")) if subpackage(target) in FLOW]
+    assert below == []

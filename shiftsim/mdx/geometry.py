@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import ModelError, Problems
 from ..typed import is_finite_number
+from .kinematics import leg_jacobian, leg_lengths_mm
 
 CHAIR_GEOMETRY_PATH = Path(__file__).resolve().parents[2] / "models" / "mdx" / "chair.json"
 """The geometry the original chair effector reports (shipped with shiftsim)."""
@@ -205,8 +206,6 @@ def _number_list(
 
 def _check_neutral_pose(platform: Platform, prefix: str, problems: Problems) -> list[str]:
     """Problems and warnings about the legs at the neutral pose."""
-    from .kinematics import leg_jacobian, leg_lengths_mm
-
     neutral = np.zeros(6)
     condition = np.linalg.cond(leg_jacobian(platform, neutral))
     if not condition < SINGULAR_CONDITION:

@@ -20,12 +20,13 @@ Internally the forward solver's unknowns are ``(x, y, z)`` in mm and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .geometry import Platform
+if TYPE_CHECKING:  # annotations only: geometry validates a platform with these kinematics
+    from .geometry import Platform
 
 Units = Literal["normalized", "real"]
 
