@@ -1,5 +1,9 @@
 """Model readers, one per format, each returning a :class:`~shiftsim.spec.ModelSpec`.
 
+Every reader has one signature, ``read(path, data=None) -> ModelSpec`` (``data``: the file's content when the
+caller has already parsed it; readers of binary or XML files take none), and :data:`READERS` maps a file
+suffix to its reader; to add a format, add its reader there. No reader imports the solver.
+
 :func:`read_model` picks the reader from the file's extension and, for JSON,
 from its content (:func:`detect_json_format`): an MFK resource configuration
 has ``components`` or the ``mfk::ResourceConfiguration`` envelope; an Mdx
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..errors import ModelError, Problem, group_warnings, issue_warnings
 from ..spec import ModelSpec
@@ -107,29 +112,22 @@ def _mfk_with_hash_comments(path: Path, error: ModelError) -> tuple[object, list
     return data, warnings
 
 
-def _read_json_model(path: Path) -> ModelSpec:
+def read_json_model(path: Path, data: object | None = None) -> ModelSpec:
+    """A Shift, MFK or Mdx model from a JSON file (``data``: its parsed content, if the caller has it), the format
+    decided by :func:`detect_json_format`."""
     from ..jsonio import read_json
 
-    try:
-        data, warnings = read_json(path)
-    except ModelError as error:
-        data, warnings = _mfk_with_hash_comments(path, error)
+    warnings: list[str] = []
+    if data is None:
+        try:
+            data, warnings = read_json(path)
+        except ModelError as error:
+            data, warnings = _mfk_with_hash_comments(path, error)
     verdict = detect_json_format(data)
-    if verdict.kind not in ("mfk", "mdx", "shift"):
+    if verdict.kind not in JSON_READERS:
         _refuse_verdict(path, data, verdict)
     try:
-        if verdict.kind == "mfk":
-            from .mfk import mfk_model_spec
-
-            spec = mfk_model_spec(path, data)
-        elif verdict.kind == "mdx":
-            from .mdx import mdx_model_spec
-
-            spec = mdx_model_spec(path, data)
-        else:
-            from .shift import shift_model_spec
-
-            spec = shift_model_spec(path, data)
+        spec = JSON_READERS[verdict.kind](path, data)
     except ModelError as error:
         assumed = Problem(str(path), "", f"read as {verdict}")
         raise ModelError([*error.problems, assumed]) from None
@@ -137,24 +135,58 @@ def _read_json_model(path: Path) -> ModelSpec:
     return spec
 
 
-def read_model(path: str | Path) -> ModelSpec:
-    """Read a model file of any supported format; its warnings are also issued as :class:`ShiftsimWarning`."""
+def _read_mfk(path: Path, data: object | None = None) -> ModelSpec:
+    from .mfk import mfk_model_spec
+
+    return mfk_model_spec(path, data)
+
+
+def _read_mdx(path: Path, data: object | None = None) -> ModelSpec:
+    from .mdx import mdx_model_spec
+
+    return mdx_model_spec(path, data)
+
+
+def _read_shift(path: Path, data: object | None = None) -> ModelSpec:
+    from .shift import shift_model_spec
+
+    return shift_model_spec(path, data)
+
+
+def _read_claraty(path: Path, data: object | None = None) -> ModelSpec:
+    from .claraty import read_claraty
+
+    return read_claraty(path)
+
+
+def _read_mirabuf(path: Path, data: object | None = None) -> ModelSpec:
+    from .mirabuf import read_mirabuf
+
+    return read_mirabuf(path)
+
+
+Reader = Callable[[Path, "object | None"], ModelSpec]
+"""``read(path, data=None) -> ModelSpec``: one format's reader (each imports its format's modules when called, so
+reading one format loads no other)."""
+
+JSON_READERS: dict[str, Reader] = {"mfk": _read_mfk, "mdx": _read_mdx, "shift": _read_shift}
+"""The JSON formats by :func:`detect_json_format`'s verdict."""
+
+READERS: dict[str, Reader] = {".xml": _read_claraty, ".mira": _read_mirabuf, ".json": read_json_model,
+                              ".json5": read_json_model, ".mfk": read_json_model}
+"""Every model file suffix (lower case) and its reader."""
+
+
+def read_model(path: str | Path, data: object | None = None) -> ModelSpec:
+    """Read a model file of any supported format (:data:`READERS`; ``data``: the file's parsed content, if the
+    caller has it); its warnings are also issued as :class:`ShiftsimWarning`."""
     path = Path(path)
     suffix = path.suffix.lower()
     if not path.is_file():
         raise ModelError([Problem(str(path), "", "no such file", "a model file (.json, .xml, .mira)")])
-    if suffix == ".xml":
-        from .claraty import read_claraty
-
-        spec = read_claraty(path)
-    elif suffix == ".mira":
-        from .mirabuf import read_mirabuf
-
-        spec = read_mirabuf(path)
-    elif suffix in (".json", ".json5", ".mfk"):
-        spec = _read_json_model(path)
-    else:
+    if suffix not in READERS:
         raise ModelError([Problem(str(path), "", f"unknown model file type {suffix!r}", ".json, .xml or .mira")])
+    spec = READERS[suffix](path, data)
     if not spec.bodies:
         raise ModelError([Problem(str(path), "", f"the {spec.format} model has no bodies",
                                   "a model with at least one body")])
