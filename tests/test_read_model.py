@@ -42,3 +42,25 @@ def test_unknown_extension_is_refused(tmp_path):
     path.write_text("solid")
     with pytest.raises(ModelError, match="unknown model file type '.stl'"):
         read_model(path)
+
+
+@pytest.mark.parametrize("model, kind", [("shift/four_bar.json", "shift"), ("mfk/crane.json", "mfk"),
+                                         ("mdx/chair.json", "mdx"), ("claraty/simple_two_link.xml", "claraty"),
+                                         ("mirabuf/hinge_test.mira", "mirabuf")])
+def test_every_format_is_read_through_the_registry_with_one_signature(model, kind):
+    from shiftsim.formats import READERS
+
+    path = ROOT / "models" / model
+    spec = READERS[path.suffix](path, None)
+    assert spec.format == kind and spec.bodies
+    assert [b.name for b in read_model(path).bodies] == [b.name for b in spec.bodies]
+    if path.suffix == ".json":  # a caller that has parsed the file passes its content: the same model
+        given = READERS[".json"](path, json.loads(path.read_text()))
+        assert [(j.name, j.type) for j in given.joints] == [(j.name, j.type) for j in spec.joints]
+
+
+def test_an_unknown_suffix_names_the_known_ones(tmp_path):
+    path = tmp_path / "model.urdf"
+    path.write_text("<robot/>")
+    with pytest.raises(ModelError, match=r"unknown model file type '\.urdf'.*one of \.json, \.json5, \.mfk, \.mira, \.xml"):
+        read_model(path)

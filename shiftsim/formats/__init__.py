@@ -185,7 +185,8 @@ def read_model(path: str | Path, data: object | None = None) -> ModelSpec:
     if not path.is_file():
         raise ModelError([Problem(str(path), "", "no such file", "a model file (.json, .xml, .mira)")])
     if suffix not in READERS:
-        raise ModelError([Problem(str(path), "", f"unknown model file type {suffix!r}", ".json, .xml or .mira")])
+        raise ModelError([Problem(str(path), "", f"unknown model file type {suffix!r}",
+                                  f"one of {', '.join(sorted(READERS))}")])
     spec = READERS[suffix](path, data)
     if not spec.bodies:
         raise ModelError([Problem(str(path), "", f"the {spec.format} model has no bodies",
