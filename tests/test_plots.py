@@ -226,3 +226,18 @@ def test_convergence_colours_each_step_by_its_verdict(tmp_path, figures):
     top = figures[0].axes[0]
     labels = {container.get_label(): [p.get_height() for p in container] for container in top.containers}
     assert labels == {"converged, stable": [2], "converged, neutral": [4], "converged, unstable": [5], "failed": [60]}
+
+
+def test_the_scenario_schema_offers_exactly_the_registered_plots():
+    """The plot kinds a scenario may name (schema enum, ``ALL_PLOTS``) are the registry's, each with a figure size;
+    every kind that can come out empty has its reason function."""
+    from shiftsim.analysis.digest import EMPTY_WHEN
+    from shiftsim.plots.figures import FIGURE_SIZES
+    from shiftsim.scenario.definition import ALL_PLOTS
+    from shiftsim.scenario.schema import load_schema
+
+    outputs = load_schema("scenario")["$defs"]["outputs"]["properties"]
+    enum = outputs["plots"]["items"]["enum"]
+    assert len(enum) == len(set(enum)) == 8
+    assert set(enum) == set(plots.PLOTTERS) == set(ALL_PLOTS) == set(FIGURE_SIZES)
+    assert set(EMPTY_WHEN) <= set(plots.PLOTTERS) and set(outputs["plot_options"]["properties"]) <= set(enum)
