@@ -192,7 +192,7 @@ def _collisions_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | 
     return None if any(s.collisions for s in steps) else "no pair of machines was posed at any step"
 
 
-def footprint_empty(scenario: Any, steps: list) -> str | None:
+def _footprint_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
     """Why ``footprint.png`` would show nothing, or None."""
     machine = next((m for m in scenario.machines if m.support is not None), None)
     if machine is None:
@@ -200,10 +200,9 @@ def footprint_empty(scenario: Any, steps: list) -> str | None:
     return None if any(machine.id in s.ground for s in steps) else f"machine {machine.id!r} converged at no step"
 
 
-
 EMPTY_WHEN = {"deflection": _deflection_empty, "efforts": _efforts_empty, "pin_loads": _pin_loads_empty,
               "pose": _pose_empty, "actuators": _actuators_empty, "collisions": _collisions_empty,
-              "footprint": footprint_empty}
+              "footprint": _footprint_empty}
 """Per plot kind that can come out empty: ``(scenario, steps) -> reason or None``; a plot without an entry is
 always drawn."""
 
@@ -251,9 +250,9 @@ def force_text(value: float, kind: str) -> str:
     return f"{number(value * scale)} {unit}"
 
 
-def least_margins(steps: list) -> dict[str, tuple[float, list[str], Any]]:
-    """Per standing machine (id): its smallest tipping margin over the steps, the tipping edge and the step."""
-    least: dict[str, tuple[float, list[str], Any]] = {}
+def least_margins(steps: Sequence[StepResult]) -> dict[str, tuple[float, list[str], StepResult]]:
+    """Per standing machine (id): its smallest tipping margin over the steps (m), the tipping edge and the step."""
+    least: dict[str, tuple[float, list[str], StepResult]] = {}
     for step in steps:
         for machine_id, record in step.ground.items():
             margin = record["tipping_margin"]

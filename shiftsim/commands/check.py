@@ -13,10 +13,10 @@ import warnings as python_warnings
 from pathlib import Path
 from typing import Any
 
+from ..analysis.model_summary import summarize
 from ..errors import ScenarioError, ShiftsimWarning, group_warnings
 from ..formats import detect_json_format
 from ..loading import load_model
-from ..analysis.model_summary import summarize
 from ._common import emit_json
 
 JSON_SUFFIXES = (".json", ".json5")

@@ -10,8 +10,8 @@ import numpy as np
 from ..errors import InputError, Problem, SolveError
 from ..loading import load_model
 from ..statics import Load, solve
-from ._common import emit_json, parse_assignment, parse_vector
 from ..solve_memory import check_solve_memory
+from ._common import emit_json, parse_assignment, parse_vector
 from ._limits import MAX_FORCE, MAX_GRAVITY, MAX_TORQUE, check_bounded, check_finite_result, joint_settings
 
 

@@ -16,11 +16,11 @@ import base64
 import html
 from typing import Any, Iterable, Sequence
 
-from ..analysis.digest import (FORCE, NO_DEFLECTION, carrying, closest_approaches, count_line, deflection_peaks, effort_peaks,
-                     force_unit, number, parameter_text, pin_load_peaks, result_lines, shown_value,
-                     skipped_plots)
-from ..scenario.runner import StepResult
+from ..analysis.digest import (FORCE, NO_DEFLECTION, carrying, closest_approaches, count_line, deflection_peaks,
+                               effort_peaks, force_unit, number, parameter_text, pin_load_peaks, result_lines,
+                               shown_value, skipped_plots)
 from ..scenario.definition import Scenario
+from ..scenario.runner import StepResult
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }

@@ -44,8 +44,8 @@ from typing import Any, Iterable
 from ..errors import InputError, Problem, ShiftsimError
 from ..interrupts import signals_deferred
 from ..model import PRISMATIC
-from ..scenario.runner import StepResult
 from ..scenario.definition import ALL_PLOTS, Scenario, angle_factor, angle_unit_of
+from ..scenario.runner import StepResult
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"

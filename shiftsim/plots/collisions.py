@@ -14,9 +14,9 @@ from typing import Sequence
 import numpy as np
 
 from ..scenario.collisions import collision_settings
-from .figures import figure, legend, png, style, sweep_axis
-from ..scenario.runner import StepResult
 from ..scenario.definition import Scenario
+from ..scenario.runner import StepResult
+from .figures import figure, legend, png, style, sweep_axis
 
 COLLISION_COLOUR = "tab:red"
 MARGIN_COLOUR = "tab:orange"

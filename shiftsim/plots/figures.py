@@ -19,8 +19,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..analysis.digest import number, shown_value
-from ..scenario.runner import StepResult
 from ..scenario.definition import Scenario
+from ..scenario.runner import StepResult
 from ..scenario.sweep import Parameter
 
 FIGURE_SIZES = {"deflection": (9.0, 6.0), "efforts": (9.0, 7.0), "pin_loads": (9.0, 7.0), "pose": (14.0, 8.0),

@@ -37,10 +37,10 @@ from ..kinematics import Poses
 from ..model import PRISMATIC, Model
 from ..spec import FIXED, PATH_SEPARATOR
 from ..analysis.digest import NO_DEFLECTION, closest_approaches, closest_step, number, parameter_text, worst_step
-from ..scenario.machines import Machine
-from .figures import figure, png, sweep_axis
-from ..scenario.runner import StepResult, machine_values
 from ..scenario.definition import Scenario
+from ..scenario.machines import Machine
+from ..scenario.runner import StepResult, machine_values
+from .figures import figure, png, sweep_axis
 
 SECOND_VIEW = 0.1  # a second view when the machines extend this share of their size along the view's depth
 SAG_SHARE = 0.15  # exaggerated deflections reach about this share of the machine size

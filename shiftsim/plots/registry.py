@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .collisions import collisions_plot
 from ..analysis.digest import skipped_plots
+from ..scenario.definition import Scenario
+from ..scenario.runner import StepResult
+from .collisions import collisions_plot
 from .figures import FIGURE_SIZES
 from .ground import footprint_plot
 from .pose import pose_plot
-from ..scenario.runner import StepResult
-from ..scenario.definition import Scenario
 from .sweep import actuators_plot, convergence_plot, deflection_plot, efforts_plot, pin_loads_plot
 
 Plotter = Callable[[Scenario, list[StepResult], int], bytes]

@@ -21,13 +21,13 @@ import math
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
-from ..statics import SolverOptions
-from ..analysis.digest import (FORCE, TORQUE, carrying, deflection_peaks, deflections, effort_peaks, efforts, force_unit,
-                     number, pin_forces, pin_load_peaks)
-from .figures import (FAILED_COLOUR, MAX_SERIES, figure, largest, legend, mark_failures, plot_series, png, style,
-                       sweep_axis)
-from ..scenario.runner import StepResult
+from ..analysis.digest import (FORCE, TORQUE, carrying, deflection_peaks, deflections, effort_peaks, efforts,
+                               force_unit, number, pin_forces, pin_load_peaks)
 from ..scenario.definition import Scenario
+from ..scenario.runner import StepResult
+from ..statics import SolverOptions
+from .figures import (FAILED_COLOUR, MAX_SERIES, figure, largest, legend, mark_failures, plot_series, png, style,
+                      sweep_axis)
 
 AXES = "xyz"
 

@@ -195,7 +195,6 @@ def run_analysis(scenario: Any) -> dict[str, Any] | None:
     if spec is None:
         return None
     try:
-        document = run_capacity(scenario, spec)
+        return run_capacity(scenario, spec)
     except (SolveError, np.linalg.LinAlgError) as error:
-        document = {"load": spec.load, "error": str(error)}
-    return document
+        return {"load": spec.load, "error": str(error)}
