@@ -1,0 +1,113 @@
+"""Exact design sensitivities of a static equilibrium: how equilibrium joint values, frame positions, pin wrenches
+and actuator efforts change with masses, centres of mass, load points, springs, restraint laws, loads and
+gravity.
+
+``sensitivity(model_or_solution, of=[...], wrt=[...])`` differentiates the converged equilibrium implicitly
+(``implicit``: one factorization of the bordered stiffness, forward or adjoint mode), with the per-parameter
+partial derivatives of the generalized forces from ``parameters`` and the outputs' from ``outputs``.
+docs/sensitivity.md has the names, the method and what has no derivative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import statics
+from ..model import Model
+from . import implicit
+from . import outputs as output_table
+from . import parameters as parameter_table
+
+
+@dataclass(frozen=True)
+class Sensitivities:
+    """dy/dp of outputs y with respect to parameters p at one equilibrium.
+
+    ``outputs`` (Y,) and ``parameters`` (P,) names; ``values`` (Y,) the outputs and ``parameter_values`` (P,)
+    the parameters; ``derivative`` (Y, P) raw units (output unit per parameter unit), NaN where the output has
+    no derivative; ``reasons`` (Y,) why not (None where it has one); ``mode`` "forward" or "adjoint"."""
+
+    outputs: tuple[str, ...]
+    parameters: tuple[str, ...]
+    values: np.ndarray
+    parameter_values: np.ndarray
+    derivative: np.ndarray
+    reasons: tuple[str | None, ...]
+    mode: str
+
+    @property
+    def elasticity(self) -> np.ndarray:
+        """(Y, P) relative change of the output per relative change of the parameter, (p / y) dy/dp; NaN where
+        the output is zero."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.derivative * self.parameter_values[None, :] / np.where(self.values == 0, np.nan, self.values)[:, None]
+
+    def frame(self, normalized: bool = False):
+        """A pandas DataFrame, one row per (output, parameter): value, parameter value, derivative, elasticity,
+        reason (``normalized`` sorts by |elasticity| instead of |derivative|)."""
+        import pandas as pd
+
+        y, p = len(self.outputs), len(self.parameters)
+        table = pd.DataFrame({
+            "output": np.repeat(self.outputs, p), "parameter": np.tile(self.parameters, y),
+            "output_value": np.repeat(self.values, p), "parameter_value": np.tile(self.parameter_values, y),
+            "derivative": self.derivative.ravel(), "elasticity": self.elasticity.ravel(),
+            "reason": np.repeat(np.array(self.reasons, dtype=object), p)})
+        key = "elasticity" if normalized else "derivative"
+        return table.sort_values(["output", key], key=lambda c: -c.abs() if c.dtype.kind == "f" else c,
+                                 kind="stable", ignore_index=True)
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, "outputs": {
+            name: {"value": float(self.values[i]), "reason": self.reasons[i],
+                   "derivative": {p: (None if np.isnan(v) else float(v)) for p, v in zip(self.parameters, self.derivative[i])}}
+            for i, name in enumerate(self.outputs)}}
+
+
+def _knot_reasons(eq: implicit.Equilibrium) -> list[str]:
+    """Restraint laws sitting on a knot at the equilibrium (within 1e-9 of the knot): no derivative there."""
+    out = []
+    for r in eq.model.joint_restraints:
+        x = eq.q[r.coordinate]
+        for knot in r.law.breaks[1:-1] if len(r.law.breaks) > 2 and r.law.value.shape[1] > 1 else ():
+            if abs(x - knot) <= 1e-9 * max(1.0, abs(knot)):
+                out.append(f"not differentiable: restraint {r.name!r} is at its knot {knot:g}")
+    return out
+
+
+def sensitivity(model_or_solution, of, wrt=("all",), set: dict | None = None, hold=(), loads=(), gravity=None,
+                mode: str = "auto", options: statics.SolverOptions = statics.SolverOptions()) -> Sensitivities:
+    """Sensitivities of the outputs ``of`` with respect to the parameters ``wrt`` (names or kinds, see
+    docs/sensitivity.md; ``"all"`` every parameter) at the equilibrium of a model (solved here with ``set``,
+    ``hold``, ``loads`` and ``gravity`` as :func:`shiftsim.solve`) or of a Solution (solved with those same
+    arguments). ``mode`` "auto" picks forward when parameters are fewer than outputs, else adjoint."""
+    if isinstance(model_or_solution, Model):
+        model, solution = model_or_solution, None
+    else:
+        model, solution = model_or_solution.model, model_or_solution
+    eq = implicit.equilibrium(model, set=set, hold=hold, loads=loads, gravity=gravity, options=options,
+                              solution=solution)
+    params = parameter_table.select(parameter_table.catalogue(model, eq.loads, eq.gravity), list(wrt))
+    outs = output_table.select(output_table.catalogue(eq), list(of))
+    partial = parameter_table.force_partials(model, eq.state, eq.gravity, eq.loads, params)
+    c, d, reasons = output_table.linearization(eq, outs, params, partial)
+    chosen = implicit.choose_mode(mode, len(params), len(outs))
+    factors = implicit.factorize(eq)
+    rhs = np.zeros((factors.nf + len(eq.rows), len(params)))
+    rhs[: factors.nf] = partial[eq.free]
+    derivative = implicit.derivatives(factors, rhs, c, d, chosen)
+    knots = _knot_reasons(eq)
+    general = ("not differentiable: the equilibrium is neutral (its loop-projected stiffness is singular)"
+               if not factors.regular else knots[0] if knots else None)
+    reasons = [general or r for r in reasons]
+    for i, r in enumerate(reasons):
+        if r:
+            derivative[i] = np.nan
+    return Sensitivities(tuple(o.name for o in outs), tuple(p.name for p in params),
+                         np.array([output_table.value(eq, o) for o in outs]), np.array([p.value for p in params]),
+                         derivative, tuple(reasons), chosen)
+
+
+__all__ = ["Sensitivities", "sensitivity"]

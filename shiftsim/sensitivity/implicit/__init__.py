@@ -1,0 +1,130 @@
+"""Implicit differentiation of a converged static equilibrium.
+
+At an equilibrium (u the free coordinates, lambda the multipliers of the independent closure rows, p the
+parameters) the solver's conditions hold:
+
+    F(u, lambda, p) = Q_u(u, p) + G_u(u)^T lambda = 0        (nf)
+    g(u, p) = 0                                               (m)
+
+Differentiating at fixed equilibrium with H = -dF/du (the solver's tangent stiffness, closure-force stiffness
+included) gives the bordered (KKT) system
+
+    [ H    -G^T ] [du/dp     ]   [ dQ_u/dp ]
+    [ G     0   ] [dlambda/dp] = [ -dg/dp  ]
+
+whose matrix A is factorized once (LU: H is not symmetric under loads that turn with their frame) and reused:
+forward mode solves A X = B for the P parameter columns, adjoint mode solves A^T W = C^T for the outputs' rows and
+forms W^T B. The matrix is regular exactly when the loop-projected stiffness Z^T H Z is (Z a null-space basis of
+G; G has full row rank on the independent rows): a neutral equilibrium has no derivative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import lu_factor, lu_solve
+
+from ...errors import InputError, Problem
+from ... import statics
+from ...kinematics import State, state
+from ...model import Model
+
+MODES = ("auto", "forward", "adjoint")
+
+
+@dataclass(frozen=True)
+class Equilibrium:
+    """A converged equilibrium and what its derivative needs (per-call data, model immutable).
+
+    ``q`` (nq,); ``free`` (nf,) free coordinate indices; ``rows`` (m,) independent closure rows; ``multipliers``
+    (m,) on those rows; ``gravity`` (3,) m/s^2; ``loads`` the user loads (``statics.Load``); ``stability`` the
+    solver's verdict; ``state`` the kinematic state at q; ``hessian`` (nq, nq) = -d(Q + G^T lambda)/dq at fixed
+    lambda over all coordinates; ``residual`` (nq,) Q + G^T lambda (the actuator loads on prescribed coordinates);
+    ``closure_jacobian`` (m, nq)."""
+
+    model: Model
+    q: np.ndarray
+    free: np.ndarray
+    rows: np.ndarray
+    multipliers: np.ndarray
+    gravity: np.ndarray
+    loads: tuple
+    stability: str
+    state: State
+    hessian: np.ndarray
+    residual: np.ndarray
+    closure_jacobian: np.ndarray
+
+
+def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravity=None,
+                options: statics.SolverOptions = statics.SolverOptions(), solution=None) -> Equilibrium:
+    """Solve (or take ``solution``, a :class:`~shiftsim.results.Solution` solved with the same ``set``/``hold``)
+    and evaluate the terms of the derivative over all coordinates."""
+    if model.couplings:
+        raise InputError([Problem(model.spec.name, "couplings", "sensitivities of coupled coordinates are not "
+                                  "implemented", "a model without joint couplings")])
+    loads = tuple(loads)
+    if solution is None:
+        solution = statics.solve(model, set=set, hold=hold, loads=loads, gravity=gravity, options=options)
+    if not solution.converged:
+        raise InputError([Problem(model.spec.name, "equilibrium", f"the solve ended {solution.status!r}",
+                                  "a converged equilibrium to differentiate")])
+    _, prescribed = statics.resolve_prescribed(model, set or {}, list(hold))
+    free = statics.free_coordinates(model, prescribed)
+    q = solution.q
+    rows = statics.independent_rows(model, q, free)
+    lam = solution.multipliers[rows]
+    every = np.arange(model.nq)
+    ev = statics.evaluate(model, q, every, solution.gravity, solution.loads, multipliers=lam, rows=rows)
+    return Equilibrium(model, q, free, rows, lam, np.asarray(solution.gravity, float), loads, solution.stability,
+                       state(model, q[None]), ev.hessian, ev.residual, ev.closure_jacobian)
+
+
+@dataclass(frozen=True)
+class Factorized:
+    """The bordered matrix A ((nf + m), (nf + m)) of an equilibrium, LU-factorized once; ``regular`` False when it
+    is singular (a neutral direction)."""
+
+    lu: tuple | None
+    nf: int
+    regular: bool
+
+
+def factorize(eq: Equilibrium) -> Factorized:
+    free = eq.free
+    h = eq.hessian[np.ix_(free, free)]
+    g = eq.closure_jacobian[:, free]
+    nf, m = len(free), len(eq.rows)
+    a = np.zeros((nf + m, nf + m))
+    a[:nf, :nf], a[:nf, nf:], a[nf:, :nf] = h, -g.T, g
+    scale = max(float(np.max(np.abs(a))), 1e-300) if a.size else 1.0
+    # the loop-projected stiffness decides regularity: its smallest singular value against the largest entry
+    if nf > m:
+        _, _, vt = np.linalg.svd(g) if m else (None, None, np.eye(nf))
+        z = vt[m:].T
+        projected = z.T @ h @ z
+        singular = np.linalg.svd(projected, compute_uv=False)
+        regular = bool(singular[-1] > 1e-10 * scale) and eq.stability != "neutral"
+    else:
+        regular = True
+    return Factorized(lu_factor(a) if regular and a.size else None, nf, regular)
+
+
+def choose_mode(mode: str, n_parameters: int, n_outputs: int) -> str:
+    """Forward when the parameters are no more than the outputs, adjoint otherwise (unless ``mode`` says)."""
+    if mode not in MODES:
+        raise InputError([Problem("mode", mode, "unknown mode", " or ".join(MODES))])
+    if mode != "auto":
+        return mode
+    return "forward" if n_parameters <= n_outputs else "adjoint"
+
+
+def derivatives(f: Factorized, rhs: np.ndarray, outputs: np.ndarray, explicit: np.ndarray, mode: str) -> np.ndarray:
+    """dy/dp (Y, P) = C A^-1 B + D with ``rhs`` B ((nf + m), P), ``outputs`` C (Y, (nf + m)) the outputs'
+    derivatives with respect to (u, lambda), ``explicit`` D (Y, P). Forward: A X = B; adjoint: A^T W = C^T."""
+    if not f.lu:
+        return np.full(explicit.shape, np.nan)
+    if mode == "forward":
+        return outputs @ lu_solve(f.lu, rhs) + explicit
+    return lu_solve(f.lu, outputs.T, trans=1).T @ rhs + explicit

@@ -1,0 +1,123 @@
+"""Outputs of an equilibrium that have sensitivities, and their derivatives with respect to the unknowns
+(u, lambda) of the bordered system and, explicitly, to the parameters.
+
+=========  ==================================  ==========================================================
+kind       name                                what
+=========  ==================================  ==========================================================
+``joint``  ``<coordinate>``                    equilibrium joint value (rad or m); prescribed ones do not move
+``frame``  ``<body>:<frame>.x|y|z``            world position of a frame's origin (m)
+``pin``    ``<closing joint>.fx|fy|fz|mx|my|mz``  the loop-closing joint's multipliers: the wrench on its
+                                               child side at the pin, world axes (N, N m)
+``effort`` ``<coordinate>.effort``             what a prescribed (held or set) coordinate's actuator and
+                                               restraints exert on the child (N or N m), as
+                                               ``Solution.joint_loads[...].effort``
+=========  ==================================  ==========================================================
+
+A pin component on a redundant closure row (a planar loop's out-of-plane rows) is statically indeterminate:
+the solver reports 0 and its derivative is reported as not determined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError, Problem
+from ..kinematics import point_jacobian
+from .implicit import Equilibrium
+from .parameters import AXES, Parameter
+
+KINDS = ("joint", "frame", "pin", "effort")
+PIN_FIELDS = ("fx", "fy", "fz", "mx", "my", "mz")
+
+
+@dataclass(frozen=True)
+class Output:
+    """One scalar output: ``name``, ``kind`` (:data:`KINDS`), ``target`` (coordinate, frame or closure index),
+    ``component`` (axis or wrench component)."""
+
+    name: str
+    kind: str
+    target: int
+    component: int
+
+
+def catalogue(eq: Equilibrium) -> list[Output]:
+    model = eq.model
+    free = set(eq.free.tolist())
+    out = [Output(name, "joint", k, 0) for k, name in enumerate(model.coordinate_names)]
+    out += [Output(f"{name}.{a}", "frame", f, i) for f, name in enumerate(model.frame_names) for i, a in enumerate(AXES)]
+    out += [Output(f"{model.joints[c.joint].name}.{w}", "pin", k, i) for k, c in enumerate(model.closures)
+            for i, w in enumerate(PIN_FIELDS)]
+    out += [Output(f"{name}.effort", "effort", k, 0) for k, name in enumerate(model.coordinate_names) if k not in free]
+    return out
+
+
+def select(outputs: list[Output], wanted, where: str = "of") -> list[Output]:
+    """The outputs named in ``wanted``: exact names or kinds (``joint``, ``frame``, ``pin``, ``effort``)."""
+    by_name = {o.name: o for o in outputs}
+    chosen, problems = [], []
+    for item in wanted or ():
+        if item in KINDS:
+            chosen += [o for o in outputs if o.kind == item]
+        elif item in by_name:
+            chosen.append(by_name[item])
+        else:
+            known = ", ".join(list(by_name)[:12])
+            problems.append(Problem(where, item, "unknown output",
+                                    f"an output kind ({', '.join(KINDS)}) or a name such as {known}, ..."))
+    if not wanted:
+        problems.append(Problem(where, "", "no output asked for", "at least one output name or kind"))
+    if problems:
+        raise InputError(problems)
+    return list(dict.fromkeys(chosen))
+
+
+def value(eq: Equilibrium, o: Output) -> float:
+    """The output's value at the equilibrium."""
+    model, s = eq.model, eq.state
+    if o.kind == "joint":
+        return float(eq.q[o.target])
+    if o.kind == "frame":
+        node, offset = model.frame_node[o.target], model.frame_offset[o.target]
+        return float((s.rotation[0, node] @ offset[:3, 3] + s.position[0, node])[o.component])
+    if o.kind == "pin":
+        row = 6 * o.target + o.component
+        hit = np.flatnonzero(eq.rows == row)
+        return float(eq.multipliers[hit[0]]) if len(hit) else 0.0
+    return float(-eq.residual[o.target])
+
+
+def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter],
+                  force_partial: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
+    """C (Y, nf + m) = dy/d(u, lambda), D (Y, P) = dy/dp explicit, and per output a reason it has no derivative
+    (None where it has one). ``force_partial`` is dQ/dp (nq, P) over all coordinates."""
+    model, s, free = eq.model, eq.state, eq.free
+    nf, m = len(free), len(eq.rows)
+    c, d = np.zeros((len(outputs), nf + m)), np.zeros((len(outputs), len(parameters)))
+    reasons: list[str | None] = [None] * len(outputs)
+    position = {k: i for i, k in enumerate(free.tolist())}
+    for i, o in enumerate(outputs):
+        if o.kind == "joint":
+            if o.target in position:
+                c[i, position[o.target]] = 1.0
+        elif o.kind == "frame":
+            node, offset = model.frame_node[o.target], model.frame_offset[o.target]
+            point = s.rotation[0, node] @ offset[:3, 3] + s.position[0, node]
+            c[i, :nf] = point_jacobian(model, s, node, point[None])[0][free, o.component]
+            for j, p in enumerate(parameters):
+                if p.kind == "frame" and p.target == o.target:
+                    d[i, j] = s.rotation[0, node][o.component, p.component]
+        elif o.kind == "pin":
+            hit = np.flatnonzero(eq.rows == 6 * o.target + o.component)
+            if len(hit):
+                c[i, nf + hit[0]] = 1.0
+            else:
+                reasons[i] = "not determined: a redundant closure row (statically indeterminate; reported as 0)"
+        else:  # effort = -(Q_k + G_k^T lambda): d = H_k du - G_k^T dlambda - dQ_k/dp
+            c[i, :nf] = eq.hessian[o.target, free]
+            c[i, nf:] = -eq.closure_jacobian[:, o.target]
+            d[i] = -force_partial[o.target]
+    return c, d, reasons
+
