@@ -26,6 +26,7 @@ _API = {
     "load_model": "loading",
     "Model": "model", "compile_model": "model",
     "Load": "statics", "SolverOptions": "statics", "solve": "statics", "solve_batch": "statics",
+    "sensitivity": "sensitivity",
     "RunResults": "output.run_results", "load_results": "output.run_results", "run_scenario": "output.run_results",
 }
 

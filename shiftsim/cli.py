@@ -27,6 +27,7 @@ COMMANDS = {
     "fk": "forward kinematics: world poses of every body and frame",
     "solve": "static equilibrium, deflections and joint loads",
     "jacobian": "Jacobian of a frame (linear then angular rows)",
+    "sensitivity": "exact derivatives of an equilibrium's outputs w.r.t. design parameters",
     "ik": "inverse kinematics: joint values that reach target frame poses",
     "run": "run a scenario: sweep, results.json, CSV and plots",
     "collide": "distances between a scenario's machines at every sweep step (kinematics only)",

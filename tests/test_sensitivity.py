@@ -244,3 +244,26 @@ def test_dataframe_and_elasticity():
     j = result.parameters.index("j2.k")
     assert table.loc[table.parameter == "j2.k", "elasticity"].item() == pytest.approx(
         result.derivative[0, j] * 800.0 / result.values[0])
+
+
+def test_command_line_json_matches_the_api_and_bad_names_exit_2():
+    import json
+    import subprocess
+    import sys
+
+    model_file = str(MODELS / "excavator.json")
+    base = [sys.executable, "-m", "shiftsim", "sensitivity", model_file, "--hold", "arm:boom_cyl", "--hold",
+            "arm:stick_cyl", "--hold", "arm:bucket_cyl", "--load", "arm:bucket:tip=0,0,-10000"]
+    run = subprocess.run(base + ["--of", "arm:boom_cyl.effort", "--wrt", "mass,load", "--json"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    printed = json.loads(run.stdout)["outputs"]["arm:boom_cyl.effort"]
+    api = sensitivity(load_model(model_file), of=["arm:boom_cyl.effort"], wrt=["mass", "load"],
+                      hold=["arm:boom_cyl", "arm:stick_cyl", "arm:bucket_cyl"],
+                      loads=[Load("arm:bucket:tip", force=(0.0, 0.0, -10000.0))])
+    assert printed["value"] == pytest.approx(api.values[0], rel=1e-12)
+    for name, value in zip(api.parameters, api.derivative[0]):
+        assert printed["derivative"][name] == pytest.approx(value, rel=1e-9, abs=1e-9)
+    bad = subprocess.run(base + ["--of", "arm:boom_cyl.effort", "--wrt", "arm:boom.weight"], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "arm:boom.weight: unknown parameter" in bad.stderr and "Traceback" not in bad.stderr

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
-from ...errors import InputError, Problem
+from ...errors import InputError, Problem, SolveError
 from ... import statics
 from ...kinematics import State, state
 from ...model import Model
@@ -68,8 +68,8 @@ def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravit
     if solution is None:
         solution = statics.solve(model, set=set, hold=hold, loads=loads, gravity=gravity, options=options)
     if not solution.converged:
-        raise InputError([Problem(model.spec.name, "equilibrium", f"the solve ended {solution.status!r}",
-                                  "a converged equilibrium to differentiate")])
+        raise SolveError(f"{model.spec.name}: the solve ended {solution.status!r}; sensitivities need a converged "
+                         "equilibrium")
     _, prescribed = statics.resolve_prescribed(model, set or {}, list(hold))
     free = statics.free_coordinates(model, prescribed)
     q = solution.q
