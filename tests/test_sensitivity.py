@@ -92,11 +92,13 @@ def edited(spec: ModelSpec, loads: list[Load], parameter: str, delta: float) -> 
         restraints[i] = dataclasses.replace(restraints[i], coefficients=tuple(tuple(c) for c in pieces))
     else:  # a frame on a body
         body, _, frame = head.rpartition(":")
-        i = _body(spec, body)
-        frames = dict(bodies[i].frames)
+        frames = dict(spec.fixed_frames if body == FIXED else bodies[_body(spec, body)].frames)
         translation = frames[frame].translation.copy()
         translation["xyz".index(field)] += delta
         frames[frame] = dataclasses.replace(frames[frame], translation=translation)
+        if body == FIXED:
+            return dataclasses.replace(spec, fixed_frames=frames), loads
+        i = _body(spec, body)
         bodies[i] = dataclasses.replace(bodies[i], frames=frames)
     return dataclasses.replace(spec, bodies=bodies, joints=joints, restraints=restraints), loads
 
@@ -267,3 +269,28 @@ def test_command_line_json_matches_the_api_and_bad_names_exit_2():
     bad = subprocess.run(base + ["--of", "arm:boom_cyl.effort", "--wrt", "arm:boom.weight"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "arm:boom.weight: unknown parameter" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_pin_and_mount_positions_against_finite_differences():
+    """Frames that joints attach to: on the tree-parent side (moves the child subtree with the joint's axis),
+    on the tree-child side (moves the child body against a fixed axis), and loop-closing pins (move a closure
+    point, or a virtual chain)."""
+    spec = chain_spec()
+    loads = [Load("l2:hook", force=(40.0, 10.0, -120.0), factor=1.5)]
+    check_against_finite_differences(spec, loads, of=["joint", "l2:hook.x", "l2:hook.z", "l1:tip.x"],
+                                     wrt=["l0:tip.x", "l0:tip.z", "l1:tip.x", "l1:tip.z"])
+    model = load_model(MODELS / "four_bar.json")
+    frames = [f"{name}.{a}" for name in ("four_bar:crank:tip", "four_bar:coupler:tip", "four_bar:rocker:tip",
+                                         "fixed:rocker_pivot") for a in "xz"]
+    check_against_finite_differences(model.spec, [Load("four_bar:coupler:tip", force=(15.0, 0.0, -25.0))],
+                                     of=["joint", "pin", "four_bar:coupler:tip.z"], wrt=frames)
+
+
+def test_boom_cylinder_mount_positions_against_finite_differences():
+    model = load_model(MODELS / "excavator.json")
+    hold = ["arm:boom_cyl", "arm:stick_cyl", "arm:bucket_cyl"]
+    loads = [Load("arm:bucket:tip", force=(0.0, 0.0, -8000.0))]
+    frames = [f"{name}.{a}" for name in ("upper:house:boom_cyl_base", "arm:boom:boom_cyl_head",
+                                         "arm:boom:stick_pivot") for a in "xz"]
+    check_against_finite_differences(model.spec, loads, of=["effort", "arm:bucket:tip.z", "pin"], wrt=frames,
+                                     hold=hold)

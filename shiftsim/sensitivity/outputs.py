@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import InputError, Problem
 from ..kinematics import point_jacobian
 from .implicit import Equilibrium
-from .parameters import AXES, Parameter
+from .parameters import AXES, FrameMotion, Parameter, frame_motions
 
 KINDS = ("joint", "frame", "pin", "effort")
 PIN_FIELDS = ("fx", "fy", "fz", "mx", "my", "mz")
@@ -98,6 +98,7 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
     c, d = np.zeros((len(outputs), nf + m)), np.zeros((len(outputs), len(parameters)))
     reasons: list[str | None] = [None] * len(outputs)
     position = {k: i for i, k in enumerate(free.tolist())}
+    motions = frame_motions(model) if any(p.kind == "frame" for p in parameters) else {}
     for i, o in enumerate(outputs):
         if o.kind == "joint":
             if o.target in position:
@@ -107,8 +108,8 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
             point = s.rotation[0, node] @ offset[:3, 3] + s.position[0, node]
             c[i, :nf] = point_jacobian(model, s, node, point[None])[0][free, o.component]
             for j, p in enumerate(parameters):
-                if p.kind == "frame" and p.target == o.target:
-                    d[i, j] = s.rotation[0, node][o.component, p.component]
+                if p.kind == "frame":
+                    d[i, j] = _frame_shift(model, s, p, motions.get(p.target), o.target)[o.component]
         elif o.kind == "pin":
             hit = np.flatnonzero(eq.rows == 6 * o.target + o.component)
             if len(hit):
@@ -121,3 +122,14 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
             d[i] = -force_partial[o.target]
     return c, d, reasons
 
+
+
+def _frame_shift(model, s, p: Parameter, motion: FrameMotion | None, frame: int) -> np.ndarray:
+    """World shift (3,) of ``frame``'s origin per unit of the frame parameter ``p``, configuration fixed: its own
+    offset, plus the subtrees the parameter's frame translates."""
+    step = s.rotation[0, model.frame_node[p.target]][:, p.component]
+    shift = step.copy() if frame == p.target else np.zeros(3)
+    for root, sign, _ in motion.subtrees if motion else ():
+        if model.subtree[root, model.frame_node[frame]]:
+            shift += sign * step
+    return shift

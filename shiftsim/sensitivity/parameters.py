@@ -8,7 +8,8 @@ kind           name                                      what
 =============  ========================================  =====================================================
 ``mass``       ``<body>.mass``                           body mass (kg)
 ``com``        ``<body>.com.x|y|z``                      centre of mass in body coordinates (m)
-``frame``      ``<body>:<frame>.x|y|z``                  a load point's position on its body, body coordinates
+``frame``      ``<body>:<frame>.x|y|z``                  a pin, mount or load point's position on its body
+                                                         (body coordinates)
 ``spring``     ``<joint>.preload``, ``<joint>.k``,       stiffness-array coefficients of x^0, x^1, x^i
                ``<joint>.k<i>``                          (N or N m, per m or rad to the power i)
 ``restraint``  ``<restraint>.c<i>`` (one piece),          coefficient of x^i of a joint restraint law (absolute
@@ -20,7 +21,7 @@ kind           name                                      what
 
 :func:`force_partials` is the per-parameter derivative dQ/dp (nq, P) of the generalized forces in world-aligned
 twist form, written with numpy on the kinematic state so that it can move into the compiled core unchanged in
-shape. None of these kinds moves a loop closure, so dg/dp = 0.
+shape, with the closure residual's dg/dp (a pin or mount frame moves loop-closing points).
 """
 
 from __future__ import annotations
@@ -56,13 +57,55 @@ def _spring_name(joint: str, power: int) -> str:
     return f"{joint}.preload" if power == 0 else f"{joint}.k" if power == 1 else f"{joint}.k{power}"
 
 
-def _pure_frames(model: Model) -> set[int]:
-    """Frames that carry nothing but points: no joint, closure or pair restraint is attached to them (moving such
-    a frame moves only the loads on it and its own position)."""
-    used = {r.parent_frame for r in model.pair_restraints} | {r.child_frame for r in model.pair_restraints}
-    for joint in model.joints:
-        used |= {joint.parent_frame, joint.child_frame}
-    return set(range(len(model.frame_names))) - used - set(model.body_origin_frame.tolist())
+@dataclass(frozen=True)
+class FrameMotion:
+    """What moving a frame by ``delta`` (body coordinates) on its body moves, as rigid translations.
+
+    ``points``: (node, closure index, side sign) closure points that move with the frame by R delta (R the
+    rotation of the frame's node; side +1 the closure's child side b, -1 its parent side a);
+    ``subtrees``: (root node, sign, root moves its own axis) node subtrees translated by sign R delta (a pin frame
+    on the tree-parent side carries the joint's axes with it; one on the child side moves the child body
+    against the joint's fixed axis)."""
+
+    points: tuple[tuple[int, int, float], ...]
+    subtrees: tuple[tuple[int, float, bool], ...]
+
+
+def _unmovable_frames(model: Model) -> set[int]:
+    """Body origins (a body's frame of reference, not a design point) and pair-restraint frames (not yet)."""
+    excluded = set(model.body_origin_frame.tolist())
+    return excluded | {r.parent_frame for r in model.pair_restraints} | {r.child_frame for r in model.pair_restraints}
+
+
+def frame_motions(model: Model) -> dict[int, FrameMotion]:
+    """Per frame a joint or a loop closure attaches to (body origins and pair-restraint frames excepted), what
+    moving it moves."""
+    points: dict[int, list] = {}
+    subtrees: dict[int, list] = {}
+    closure_of = {c.joint: k for k, c in enumerate(model.closures)}
+    for j, joint in enumerate(model.joints):
+        if joint.in_tree:
+            near, far = (joint.child_frame, joint.parent_frame) if joint.reversed else (joint.parent_frame,
+                                                                                          joint.child_frame)
+            subtrees.setdefault(near, []).append((min(joint.nodes), 1.0, True))
+            subtrees.setdefault(far, []).append((max(joint.nodes), -1.0, False))
+        else:
+            k = closure_of[j]
+            c = model.closures[k]
+            if joint.nodes:  # a virtual chain carries the joint's axes from the parent frame to side a
+                subtrees.setdefault(joint.parent_frame, []).append((min(joint.nodes), 1.0, True))
+            else:
+                points.setdefault(joint.parent_frame, []).append((c.node_a, k, -1.0))
+            points.setdefault(joint.child_frame, []).append((c.node_b, k, 1.0))
+    excluded = _unmovable_frames(model)
+    return {f: FrameMotion(tuple(points.get(f, ())), tuple(subtrees.get(f, ())))
+            for f in sorted(set(points) | set(subtrees)) if f not in excluded}
+
+
+def _movable_frames(model: Model, loads: tuple) -> list[int]:
+    """Frames with a position parameter: pin and mount frames, and load points (frames that carry a load)."""
+    loaded = {model.frame_index(load.frame) for load in loads} - _unmovable_frames(model)
+    return sorted(set(frame_motions(model)) | loaded)
 
 
 def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None) -> list[Parameter]:
@@ -73,8 +116,7 @@ def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None
         out.append(Parameter(f"{body}.mass", "mass", int(node), None, float(model.node_mass[node])))
         out += [Parameter(f"{body}.com.{a}", "com", int(node), i, float(model.node_com[node, i]))
                 for i, a in enumerate(AXES)]
-    loaded = {model.frame_index(load.frame) for load in loads}
-    for frame in sorted(_pure_frames(model) & loaded):
+    for frame in _movable_frames(model, loads):
         out += [Parameter(f"{model.frame_names[frame]}.{a}", "frame", frame, i, float(model.frame_offset[frame, i, 3]))
                 for i, a in enumerate(AXES)]
     springs = model.joint_springs
@@ -135,14 +177,20 @@ def _moving(model: Model, node: int) -> np.ndarray:
     return model.subtree[model.coordinate_node, node].astype(float)
 
 
-def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, parameters: list[Parameter]) -> np.ndarray:
-    """dQ/dp (nq, P) at the configuration of ``s`` (batch of one): the generalized forces of gravity, springs,
-    restraints and applied loads differentiated with respect to each parameter, configuration fixed.
+def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, multipliers: np.ndarray,
+                   parameters: list[Parameter]) -> tuple[np.ndarray, np.ndarray]:
+    """dQ/dp (nq, P) and dg/dp (6 n_closures, P) at the configuration of ``s`` (batch of one) and the closure
+    ``multipliers`` (6 n_closures,): the generalized forces of gravity, springs, restraints, applied loads and
+    closure wrenches, and the closure residual, differentiated with respect to each parameter, configuration
+    and multipliers fixed.
 
     Twists: a point p on node n moves by omega_k x p + v_k per unit of coordinate k (k moving n), so a force f at p
-    contributes f . (omega_k x p + v_k) to Q_k and a torque t contributes t . omega_k."""
+    contributes f . (omega_k x p + v_k) to Q_k and a torque t contributes t . omega_k; translating p by d changes
+    that by d . (f x omega_k)."""
     q = s.q[0]
-    out = np.zeros((model.nq, len(parameters)))
+    force = np.zeros((model.nq, len(parameters)))
+    closure = np.zeros((6 * len(model.closures), len(parameters)))
+    motions = frame_motions(model) if any(p.kind == "frame" for p in parameters) else {}
     for column, p in enumerate(parameters):
         if p.kind in ("mass", "com", "gravity"):
             nodes = [p.target] if p.kind != "gravity" else np.flatnonzero(model.node_mass)
@@ -151,32 +199,74 @@ def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, pa
                 jac = point_jacobian(model, s, node, com[None])[0]  # (nq, 3)
                 mass = model.node_mass[node]
                 if p.kind == "mass":
-                    out[:, column] = jac @ gravity
+                    force[:, column] = jac @ gravity
                 elif p.kind == "gravity":
-                    out[:, column] += mass * jac[:, p.component]
+                    force[:, column] += mass * jac[:, p.component]
                 else:  # Q_k = m g . (omega_k x (R c + o) + v_k): d/dc = m R^T (g x omega_k)
                     lever = cross(gravity[None], s.omega[0]) @ s.rotation[0, node]
-                    out[:, column] = mass * lever[:, p.component] * _moving(model, node)
+                    force[:, column] = mass * lever[:, p.component] * _moving(model, node)
         elif p.kind == "spring":
             coordinate = model.joint_springs.coordinates[p.target]
-            out[coordinate, column] = -q[coordinate] ** p.component
+            force[coordinate, column] = -q[coordinate] ** p.component
         elif p.kind == "restraint":
             r = model.joint_restraints[p.target]
             x = q[r.coordinate]
             piece = int(np.clip(np.searchsorted(r.law.breaks, x, side="right") - 1, 0, r.law.value.shape[1] - 1))
             if piece == p.component[0]:
-                out[r.coordinate, column] = -x ** p.component[1]
+                force[r.coordinate, column] = -x ** p.component[1]
         elif p.kind == "load":
-            out[:, column] = _load_partial(model, s, loads[p.target], p.component)
+            force[:, column] = _load_partial(model, s, loads[p.target], p.component)
         elif p.kind == "frame":
-            for load in loads:
-                if model.frame_index(load.frame) != p.target or load.direction != "world":
-                    continue  # a torque, or a force turning with the frame, does not depend on where the frame sits
-                node = model.frame_node[p.target]
-                force = np.asarray(load.force, float) * load.factor
-                lever = cross(force[None], s.omega[0]) @ s.rotation[0, node]
-                out[:, column] += lever[:, p.component] * _moving(model, node)
-    return out
+            step = s.rotation[0, model.frame_node[p.target]][:, p.component]  # world shift per unit of the offset
+            _translation_partials(model, s, gravity, loads, multipliers, p.target, motions.get(p.target), step,
+                                  force[:, column], closure[:, column])
+    return force, closure
+
+
+def _translation_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, multipliers: np.ndarray,
+                          frame: int, motion: FrameMotion | None, step: np.ndarray, force: np.ndarray,
+                          closure: np.ndarray) -> None:
+    """Add into ``force`` (nq,) and ``closure`` (6 n_closures,) the derivatives for a frame moved by ``step`` (3,)
+    in world axes per unit of its offset: the world-fixed loads on it, the closure points it carries, and the
+    subtrees its joints translate."""
+    lam = multipliers.reshape(-1, 6)
+    for load in loads:  # a torque, or a force turning with the frame, does not depend on where the frame sits
+        if model.frame_index(load.frame) == frame and load.direction == "world":
+            node = model.frame_node[frame]
+            applied = np.asarray(load.force, float) * load.factor
+            force += (cross(applied[None], s.omega[0]) @ step) * _moving(model, node)
+    if motion is None:
+        return
+    for node, k, side in motion.points:
+        force += side * (cross(lam[k, :3][None], s.omega[0]) @ step) * _moving(model, node)
+        closure[6 * k: 6 * k + 3] += side * step
+    for root, sign, carries_axis in motion.subtrees:
+        inside = model.subtree[root]
+        total = _subtree_force(model, s, gravity, loads, lam, inside)
+        ancestors = model.subtree[model.coordinate_node, root].copy()  # coordinates whose node is above root or root
+        if carries_axis:
+            ancestors &= model.coordinate_node != root
+        force += sign * (cross(total[None], s.omega[0]) @ step) * ancestors
+        for k, c in enumerate(model.closures):
+            closure[6 * k: 6 * k + 3] += sign * (float(inside[c.node_b]) - float(inside[c.node_a])) * step
+
+
+def _subtree_force(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam: np.ndarray,
+                   inside: np.ndarray) -> np.ndarray:
+    """The resultant force (3,) on the nodes marked ``inside`` (n_nodes,): weights, applied forces and closure
+    forces (+lambda on a closure's side b, -lambda on its side a)."""
+    total = gravity * float(np.sum(model.node_mass[inside]))
+    for load in loads:
+        frame = model.frame_index(load.frame)
+        node = model.frame_node[frame]
+        if inside[node]:
+            applied = np.asarray(load.force, float) * load.factor
+            if load.direction == "body":
+                applied = s.rotation[0, node] @ model.frame_offset[frame, :3, :3] @ applied
+            total = total + applied
+    for k, c in enumerate(model.closures):
+        total = total + (float(inside[c.node_b]) - float(inside[c.node_a])) * lam[k, :3]
+    return total
 
 
 def _load_partial(model: Model, s: State, load, component) -> np.ndarray:
