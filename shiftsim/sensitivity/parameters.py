@@ -79,7 +79,15 @@ def _unmovable_frames(model: Model) -> set[int]:
 
 def frame_motions(model: Model) -> dict[int, FrameMotion]:
     """Per frame a joint or a loop closure attaches to (body origins and pair-restraint frames excepted), what
-    moving it moves."""
+    moving it moves (kept on the model)."""
+    cached = model.__dict__.get("_frame_motions")
+    if cached is None:
+        cached = _frame_motions(model)
+        object.__setattr__(model, "_frame_motions", cached)
+    return cached
+
+
+def _frame_motions(model: Model) -> dict[int, FrameMotion]:
     points: dict[int, list] = {}
     subtrees: dict[int, list] = {}
     closure_of = {c.joint: k for k, c in enumerate(model.closures)}
@@ -172,11 +180,6 @@ def select(parameters: list[Parameter], wanted: list[str] | tuple[str, ...], whe
     return list(dict.fromkeys(chosen))
 
 
-def _moving(model: Model, node: int) -> np.ndarray:
-    """(nq,) 1.0 where the coordinate moves the node."""
-    return model.subtree[model.coordinate_node, node].astype(float)
-
-
 def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, multipliers: np.ndarray,
                    parameters: list[Parameter]) -> tuple[np.ndarray, np.ndarray]:
     """dQ/dp (nq, P) and dg/dp (6 n_closures, P) at the configuration of ``s`` (batch of one) and the closure
@@ -186,25 +189,28 @@ def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, mu
 
     Twists: a point p on node n moves by omega_k x p + v_k per unit of coordinate k (k moving n), so a force f at p
     contributes f . (omega_k x p + v_k) to Q_k and a torque t contributes t . omega_k; translating p by d changes
-    that by d . (f x omega_k)."""
-    q = s.q[0]
+    that by (f x omega_k) . d = omega_k . (d x f)."""
+    q, omega = s.q[0], s.omega[0]
+    moving = model.subtree[model.coordinate_node].T.astype(float)  # (n_nodes, nq): coordinate k moves node n
+    com = np.einsum("nij,nj->ni", s.rotation[0], model.node_com) + s.position[0]  # (n_nodes, 3) world
+    com_jacobian = (cross(omega[None], com[:, None]) + s.v[0][None]) * moving[:, :, None]  # (n_nodes, nq, 3)
     force = np.zeros((model.nq, len(parameters)))
     closure = np.zeros((6 * len(model.closures), len(parameters)))
     motions = frame_motions(model) if any(p.kind == "frame" for p in parameters) else {}
+    load_jacobians: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    com_blocks: dict[int, np.ndarray] = {}
+    frame_blocks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    lam = multipliers.reshape(-1, 6)
     for column, p in enumerate(parameters):
-        if p.kind in ("mass", "com", "gravity"):
-            nodes = [p.target] if p.kind != "gravity" else np.flatnonzero(model.node_mass)
-            for node in nodes:
-                com = s.rotation[0, node] @ model.node_com[node] + s.position[0, node]
-                jac = point_jacobian(model, s, node, com[None])[0]  # (nq, 3)
-                mass = model.node_mass[node]
-                if p.kind == "mass":
-                    force[:, column] = jac @ gravity
-                elif p.kind == "gravity":
-                    force[:, column] += mass * jac[:, p.component]
-                else:  # Q_k = m g . (omega_k x (R c + o) + v_k): d/dc = m R^T (g x omega_k)
-                    lever = cross(gravity[None], s.omega[0]) @ s.rotation[0, node]
-                    force[:, column] = mass * lever[:, p.component] * _moving(model, node)
+        if p.kind == "mass":
+            force[:, column] = com_jacobian[p.target] @ gravity
+        elif p.kind == "gravity":
+            force[:, column] = model.node_mass @ com_jacobian[:, :, p.component]
+        elif p.kind == "com":  # Q_k = m g . (omega_k x (R c + o) + v_k): d/dc = m R^T (g x omega_k)
+            if p.target not in com_blocks:
+                lever = cross(gravity[None], omega) @ s.rotation[0, p.target]  # (nq, 3)
+                com_blocks[p.target] = model.node_mass[p.target] * lever * moving[p.target][:, None]
+            force[:, column] = com_blocks[p.target][:, p.component]
         elif p.kind == "spring":
             coordinate = model.joint_springs.coordinates[p.target]
             force[coordinate, column] = -q[coordinate] ** p.component
@@ -215,40 +221,42 @@ def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, mu
             if piece == p.component[0]:
                 force[r.coordinate, column] = -x ** p.component[1]
         elif p.kind == "load":
-            force[:, column] = _load_partial(model, s, loads[p.target], p.component)
+            if p.target not in load_jacobians:
+                load_jacobians[p.target] = _load_jacobian(model, s, loads[p.target])
+            force[:, column] = _load_partial(loads[p.target], load_jacobians[p.target], p.component)
         elif p.kind == "frame":
-            step = s.rotation[0, model.frame_node[p.target]][:, p.component]  # world shift per unit of the offset
-            _translation_partials(model, s, gravity, loads, multipliers, p.target, motions.get(p.target), step,
-                                  force[:, column], closure[:, column])
+            if p.target not in frame_blocks:
+                frame_blocks[p.target] = _frame_block(model, s, gravity, loads, lam, p.target, motions.get(p.target),
+                                                      moving)
+            force[:, column], closure[:, column] = (block[:, p.component] for block in frame_blocks[p.target])
     return force, closure
 
 
-def _translation_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, multipliers: np.ndarray,
-                          frame: int, motion: FrameMotion | None, step: np.ndarray, force: np.ndarray,
-                          closure: np.ndarray) -> None:
-    """Add into ``force`` (nq,) and ``closure`` (6 n_closures,) the derivatives for a frame moved by ``step`` (3,)
-    in world axes per unit of its offset: the world-fixed loads on it, the closure points it carries, and the
-    subtrees its joints translate."""
-    lam = multipliers.reshape(-1, 6)
+def _frame_block(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam: np.ndarray, frame: int,
+                 motion: FrameMotion | None, moving: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """dQ/d(offset) (nq, 3) and dg/d(offset) (6 n_closures, 3) of a frame moved on its body: the world-fixed loads on
+    it, the closure points it carries and the subtrees its joints translate. A translation d of what coordinate k
+    carries, with resultant f, changes Q_k by (f x omega_k) . d."""
+    omega = s.omega[0]
+    steps = s.rotation[0, model.frame_node[frame]]  # (3, 3): world shift per unit of each offset component
+    force, closure = np.zeros((model.nq, 3)), np.zeros((6 * len(model.closures), 3))
     for load in loads:  # a torque, or a force turning with the frame, does not depend on where the frame sits
         if model.frame_index(load.frame) == frame and load.direction == "world":
-            node = model.frame_node[frame]
             applied = np.asarray(load.force, float) * load.factor
-            force += (cross(applied[None], s.omega[0]) @ step) * _moving(model, node)
-    if motion is None:
-        return
-    for node, k, side in motion.points:
-        force += side * (cross(lam[k, :3][None], s.omega[0]) @ step) * _moving(model, node)
-        closure[6 * k: 6 * k + 3] += side * step
-    for root, sign, carries_axis in motion.subtrees:
+            force += (cross(applied[None], omega) @ steps) * moving[model.frame_node[frame]][:, None]
+    node_a = np.array([c.node_a for c in model.closures], dtype=int)
+    node_b = np.array([c.node_b for c in model.closures], dtype=int)
+    for node, k, side in motion.points if motion else ():
+        force += side * (cross(lam[k, :3][None], omega) @ steps) * moving[node][:, None]
+        closure[6 * k: 6 * k + 3] += side * steps
+    for root, sign, carries_axis in motion.subtrees if motion else ():
         inside = model.subtree[root]
-        total = _subtree_force(model, s, gravity, loads, lam, inside)
-        ancestors = model.subtree[model.coordinate_node, root].copy()  # coordinates whose node is above root or root
-        if carries_axis:
-            ancestors &= model.coordinate_node != root
-        force += sign * (cross(total[None], s.omega[0]) @ step) * ancestors
-        for k, c in enumerate(model.closures):
-            closure[6 * k: 6 * k + 3] += sign * (float(inside[c.node_b]) - float(inside[c.node_a])) * step
+        resultant = _subtree_force(model, s, gravity, loads, lam, inside)
+        above = moving[root] * (model.coordinate_node != root) if carries_axis else moving[root]
+        force += sign * (cross(resultant[None], omega) @ steps) * above[:, None]
+        crossing = inside[node_b].astype(float) - inside[node_a].astype(float)  # (K,): +1 side b moves, -1 side a
+        closure.reshape(-1, 2, 3, 3)[:, 0] += sign * crossing[:, None, None] * steps
+    return force, closure
 
 
 def _subtree_force(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam: np.ndarray,
@@ -264,20 +272,24 @@ def _subtree_force(model: Model, s: State, gravity: np.ndarray, loads: tuple, la
             if load.direction == "body":
                 applied = s.rotation[0, node] @ model.frame_offset[frame, :3, :3] @ applied
             total = total + applied
-    for k, c in enumerate(model.closures):
-        total = total + (float(inside[c.node_b]) - float(inside[c.node_a])) * lam[k, :3]
-    return total
+    crossing = np.array([float(inside[c.node_b]) - float(inside[c.node_a]) for c in model.closures])
+    return total + crossing @ lam[:, :3] if len(crossing) else total
 
 
-def _load_partial(model: Model, s: State, load, component) -> np.ndarray:
-    """dQ/d(one load component or its factor) (nq,)."""
+def _load_jacobian(model: Model, s: State, load) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The load point's linear (nq, 3) and angular (nq, 3) Jacobians and the axes (3, 3) its components are in."""
     frame = model.frame_index(load.frame)
     node, offset = model.frame_node[frame], model.frame_offset[frame]
-    rotation = s.rotation[0, node] @ offset[:3, :3]
     point = s.rotation[0, node] @ offset[:3, 3] + s.position[0, node]
-    linear = point_jacobian(model, s, node, point[None])[0]  # (nq, 3)
-    angular = s.omega[0] * _moving(model, node)[:, None]
-    axes = rotation if load.direction == "body" else np.eye(3)
+    linear = point_jacobian(model, s, node, point[None])[0]
+    angular = s.omega[0] * model.subtree[model.coordinate_node, node][:, None]
+    axes = s.rotation[0, node] @ offset[:3, :3] if load.direction == "body" else np.eye(3)
+    return linear, angular, axes
+
+
+def _load_partial(load, jacobians: tuple[np.ndarray, np.ndarray, np.ndarray], component) -> np.ndarray:
+    """dQ/d(one load component or its factor) (nq,)."""
+    linear, angular, axes = jacobians
     if component == "factor":
         return linear @ (axes @ np.asarray(load.force, float)) + angular @ (axes @ np.asarray(load.torque, float))
     unit = axes[:, component % 3] * load.factor

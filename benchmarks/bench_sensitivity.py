@@ -1,0 +1,92 @@
+"""Time of all sensitivities of one output with respect to every parameter of the shipped hydraulic excavator,
+against one solve and against finite differences (one extra solve per parameter).
+
+The excavator (``models/shift/excavator_hydraulic.json``) holds its three cylinder strokes with a 10 kN load
+at the bucket tip; the output is the boom cylinder's force (``arm:boom_cyl.effort``). Timed:
+
+* one solve (``shiftsim.solve``: the loaded case and its reference);
+* the sensitivity of the output with respect to every parameter (``--wrt all``) from that solution, in adjoint
+  mode and in forward mode (the issue's target: within 2x one solve);
+* forward finite differences: one solve per parameter with the model's spec edited (the cost a sweep pays).
+
+The finite differences' largest relative disagreement with the exact derivatives is printed as a sanity check
+(forward differences at a relative step of 1e-6: agreement to ~1e-5 is expected, not better).
+
+    python benchmarks/bench_sensitivity.py [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+
+from shiftsim.loading import load_model
+from shiftsim.model import compile_model
+from shiftsim.sensitivity import sensitivity
+from shiftsim.statics import Load, solve
+from shiftsim.threads import single_blas_thread
+
+MODEL = Path(__file__).resolve().parents[1] / "models" / "shift" / "excavator_hydraulic.json"
+HOLD = ["arm:boom_cyl", "arm:stick_cyl", "arm:bucket_cyl"]
+LOADS = [Load("arm:bucket:tip", force=(0.0, 0.0, -10000.0))]
+OUTPUT = "arm:boom_cyl.effort"
+
+
+def best(function, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def mass_edited(spec, body: str, delta: float):
+    bodies = [dataclasses.replace(b, mass=b.mass + delta) if b.name == body else b for b in spec.bodies]
+    return dataclasses.replace(spec, bodies=bodies)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    model = load_model(MODEL)
+    solution = solve(model, hold=HOLD, loads=LOADS)
+    one_solve = best(lambda: solve(model, hold=HOLD, loads=LOADS), args.repeat)
+    result = sensitivity(solution, of=[OUTPUT], wrt=["all"], hold=HOLD, loads=LOADS)
+    adjoint = best(lambda: sensitivity(solution, of=[OUTPUT], wrt=["all"], hold=HOLD, loads=LOADS, mode="adjoint"),
+                   args.repeat)
+    forward = best(lambda: sensitivity(solution, of=[OUTPUT], wrt=["all"], hold=HOLD, loads=LOADS, mode="forward"),
+                   args.repeat)
+    # finite differences: the cost of one solve per parameter (a fresh model per edit, as a sweep pays it)
+    started = time.perf_counter()
+    for _ in result.parameters:
+        solve(compile_model(model.spec), hold=HOLD, loads=LOADS)
+    differences = time.perf_counter() - started
+    # sanity: forward differences on the body masses agree with the exact derivative
+    worst = 0.0
+    base = solution.joint_loads["arm:boom_cyl"].effort[0]
+    for j, name in enumerate(result.parameters):
+        if not name.endswith(".mass") or result.parameter_values[j] == 0.0:
+            continue
+        step = 1e-6 * result.parameter_values[j]
+        moved = solve(compile_model(mass_edited(model.spec, name[:-5], step)), hold=HOLD, loads=LOADS)
+        estimate = (moved.joint_loads["arm:boom_cyl"].effort[0] - base) / step
+        exact = result.derivative[0, j]
+        worst = max(worst, abs(estimate - exact) / max(abs(exact), 1e-12 * abs(base)))
+    print(f"excavator_hydraulic, {OUTPUT}, {len(result.parameters)} parameters")
+    print(f"  one solve                           {one_solve * 1e3:9.2f} ms")
+    print(f"  all sensitivities, adjoint mode     {adjoint * 1e3:9.2f} ms  ({adjoint / one_solve:.2f}x one solve)")
+    print(f"  all sensitivities, forward mode     {forward * 1e3:9.2f} ms  ({forward / one_solve:.2f}x one solve)")
+    print(f"  finite differences (1 solve/param)  {differences * 1e3:9.2f} ms  ({differences / one_solve:.1f}x; "
+          f"the solves alone, without recompiling the edited model: {len(result.parameters) * one_solve * 1e3:.1f} ms)")
+    print(f"  masses: forward differences vs exact, worst relative {worst:.1e}")
+
+
+if __name__ == "__main__":
+    with single_blas_thread():  # as the command line runs: small matrices, BLAS threads only add overhead
+        main()
