@@ -294,3 +294,72 @@ def test_boom_cylinder_mount_positions_against_finite_differences():
                                          "arm:boom:stick_pivot") for a in "xz"]
     check_against_finite_differences(model.spec, loads, of=["effort", "arm:bucket:tip.z", "pin"], wrt=frames,
                                      hold=hold)
+
+
+# ---------------------------------------------------------------------- boom held by a cylinder
+BOOM_HEAD = np.array([1.5, 0.0, -0.3])  # on the boom, boom coordinates
+BOOM_TIP = np.array([4.0, 0.0, 0.0])
+BOOM_COM = np.array([2.0, 0.0, 0.15])
+BOOM_MASS, G = 500.0, 9.81
+
+
+def boom_spec(base: np.ndarray) -> ModelSpec:
+    """A boom pinned at the origin (about y), lifted by a cylinder from ``base`` (fixed) to its head; barrel and
+    rod massless, so the loop's energy is the boom's and the payload's alone."""
+    y = np.array([0.0, 1.0, 0.0])
+    boom = BodySpec("boom", mass=BOOM_MASS, com=BOOM_COM, inertia=np.eye(3),
+                    frames={"head": FrameSpec("head", translation=BOOM_HEAD),
+                            "tip": FrameSpec("tip", translation=BOOM_TIP)})
+    joints = [
+        JointSpec("boom_pin", "revolute", FrameRef(FIXED, "foot"), FrameRef("boom"), axis=y, initial=(-0.35,)),
+        JointSpec("base_pin", "revolute", FrameRef(FIXED, "base"), FrameRef("barrel"), axis=y, initial=(-1.0,)),
+        JointSpec("cyl", "prismatic", FrameRef("barrel"), FrameRef("rod"), axis=np.array([1.0, 0.0, 0.0]),
+                  initial=(1.65,)),
+        JointSpec("rod_pin", "revolute", FrameRef("rod"), FrameRef("boom", "head"), axis=y, initial=(0.6,)),
+    ]
+    fixed = {"foot": FrameSpec("foot"), "base": FrameSpec("base", translation=base)}
+    return ModelSpec("boom", "test", "test", gravity=np.array([0.0, 0.0, -G]),
+                     bodies=[boom, BodySpec("barrel"), BodySpec("rod")], fixed_frames=fixed, joints=joints)
+
+
+def _rotate(phi: float, r: np.ndarray, order: int = 0) -> np.ndarray:
+    """R_y(phi) r (Ry turns x toward -z), or its ``order``-th derivative in phi."""
+    c, s = np.cos(phi + order * np.pi / 2), np.sin(phi + order * np.pi / 2)
+    return np.array([c * r[0] + s * r[2], r[1], -s * r[0] + c * r[2]])
+
+
+def cylinder_force(length: float, base: np.ndarray, payload: float, near: float) -> float:
+    """Virtual work on the loop: the held cylinder carries E = dV/dl = V'(phi) / l'(phi), V = m g z_com + P z_tip,
+    phi the boom angle that closes the loop at ``length`` (the root of |R(phi) h - B| = l nearest ``near``)."""
+    from scipy.optimize import brentq
+
+    phi = brentq(lambda a: np.linalg.norm(_rotate(a, BOOM_HEAD) - base) - length, near - 0.2, near + 0.2,
+                 xtol=1e-15, rtol=1e-15)
+    head = _rotate(phi, BOOM_HEAD) - base
+    dl = head @ _rotate(phi, BOOM_HEAD, 1) / np.linalg.norm(head)
+    dv = BOOM_MASS * G * _rotate(phi, BOOM_COM, 1)[2] + payload * _rotate(phi, BOOM_TIP, 1)[2]
+    return dv / dl
+
+
+def test_boom_cylinder_force_per_payload_and_per_mount_position_from_the_loops_energy():
+    base, payload = np.array([0.8, 0.0, -1.2]), 6000.0
+    model = compile_model(boom_spec(base))
+    loads = [Load("boom:tip", force=(0.0, 0.0, -payload))]
+    result = sensitivity(model, of=["cyl.effort", "boom_pin"], wrt=["load:boom:tip.fz", "fixed:base.x",
+                                                                     "fixed:base.z"],
+                         hold=["cyl"], loads=loads, options=TIGHT)
+    length, phi = model.q0[model.coordinates_of("cyl")[0]], result.values[1]
+    force = cylinder_force(length, base, payload, phi)
+    assert result.values[0] == pytest.approx(force, rel=1e-9)
+    assert force > 0  # the cylinder pushes the boom up
+    # the payload does not move a held loop: dE/dP = z_tip'(phi) / l'(phi), and fz = -P
+    dpayload = (cylinder_force(length, base, payload + 1.0, phi) - force)  # E is affine in P: exact
+    assert result.derivative[0, 0] == pytest.approx(-dpayload, rel=1e-9)
+    for column, axis in ((1, 0), (2, 2)):  # the mount moves the loop: Richardson differences of the closed form
+
+        def moved(h):
+            step = np.eye(3)[axis] * h
+            return (cylinder_force(length, base + step, payload, phi)
+                    - cylinder_force(length, base - step, payload, phi)) / (2 * h)
+
+        assert result.derivative[0, column] == pytest.approx((4 * moved(5e-4) - moved(1e-3)) / 3, rel=1e-7)
