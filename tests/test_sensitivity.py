@@ -139,9 +139,10 @@ def check_against_finite_differences(spec, loads, of, wrt, hold=()):
 
 def test_chain_every_parameter_kind_against_finite_differences():
     spec = chain_spec()
-    loads = [Load("l2:hook", force=(40.0, 10.0, -120.0), torque=(3.0, -8.0, 2.0), factor=1.5)]
+    loads = [Load("l2:hook", force=(40.0, 10.0, -120.0), torque=(3.0, -8.0, 2.0), factor=1.5),
+             Load("l1:tip", force=(-20.0, 5.0, -60.0), torque=(1.0, 4.0, -2.0), direction="body", factor=0.8)]
     exact = check_against_finite_differences(
-        spec, loads, of=["joint", "l2:hook.x", "l2:hook.z", "l1:tip.z"],
+        spec, loads, of=["joint", "l2:hook.x", "l2:hook.z", "l1:tip.z", "wrench"],
         wrt=["mass", "com", "spring", "load", "gravity", "frame"])
     kinds = {"mass", "com", "spring", "load", "gravity", "frame"}
     assert {p.kind for p in catalogue(compile_model(spec), tuple(loads)) if p.name in exact.parameters} == kinds
@@ -150,7 +151,7 @@ def test_chain_every_parameter_kind_against_finite_differences():
 def test_four_bar_restraint_and_pin_wrench_against_finite_differences():
     model = load_model(MODELS / "four_bar.json")
     loads = [Load("four_bar:coupler:tip", force=(15.0, 0.0, -25.0))]
-    exact = check_against_finite_differences(model.spec, loads, of=["joint", "pin", "four_bar:coupler:tip.z"],
+    exact = check_against_finite_differences(model.spec, loads, of=["joint", "pin", "wrench", "four_bar:coupler:tip.z"],
                                              wrt=["restraint", "four_bar:coupler.mass", "four_bar:rocker.com.x",
                                                   "load:four_bar:coupler:tip.fz", "gravity.z"])
     assert any(r is not None for r in exact.reasons)  # the planar loop's out-of-plane rows are indeterminate
@@ -161,7 +162,7 @@ def test_held_cylinder_effort_against_finite_differences():
     model = load_model(MODELS / "excavator.json")
     hold = ["arm:boom_cyl", "arm:stick_cyl", "arm:bucket_cyl"]
     loads = [Load("arm:bucket:tip", force=(0.0, 0.0, -8000.0))]
-    check_against_finite_differences(model.spec, loads, of=["effort", "arm:bucket:tip.z"],
+    check_against_finite_differences(model.spec, loads, of=["effort", "wrench", "arm:bucket:tip.z"],
                                      wrt=["arm:boom.mass", "arm:stick.com.x", "load:arm:bucket:tip.fz",
                                           "arm:bucket:tip.x"], hold=hold)
 
@@ -221,7 +222,7 @@ def test_four_bar_crank_angle_per_spring_rate_from_its_one_dof_energy():
 def test_forward_and_adjoint_modes_agree(model_file, hold):
     model = load_model(MODELS / model_file)
     loads = [Load(model.frame_names[-1], force=(10.0, 0.0, -300.0))]
-    of = ["joint", "pin", "effort"] if hold else ["joint", "pin"]
+    of = ["joint", "pin", "wrench", "effort"] if hold else ["joint", "pin", "wrench"]
     forward = sensitivity(model, of=of, wrt=["all"], hold=hold, loads=loads, mode="forward")
     adjoint = sensitivity(model, of=of, wrt=["all"], hold=hold, loads=loads, mode="adjoint")
     assert forward.mode == "forward" and adjoint.mode == "adjoint"
@@ -234,7 +235,7 @@ def test_unknown_names_list_the_valid_kinds():
     model = compile_model(chain_spec())
     with pytest.raises(InputError, match="mass, com, frame, spring"):
         sensitivity(model, of=["j0"], wrt=["l0.weight"])
-    with pytest.raises(InputError, match="joint, frame, pin, effort"):
+    with pytest.raises(InputError, match="joint, frame, pin, wrench, effort"):
         sensitivity(model, of=["j9"], wrt=["all"])
 
 
@@ -277,13 +278,13 @@ def test_pin_and_mount_positions_against_finite_differences():
     point, or a virtual chain)."""
     spec = chain_spec()
     loads = [Load("l2:hook", force=(40.0, 10.0, -120.0), factor=1.5)]
-    check_against_finite_differences(spec, loads, of=["joint", "l2:hook.x", "l2:hook.z", "l1:tip.x"],
+    check_against_finite_differences(spec, loads, of=["joint", "l2:hook.x", "l2:hook.z", "l1:tip.x", "wrench"],
                                      wrt=["l0:tip.x", "l0:tip.z", "l1:tip.x", "l1:tip.z"])
     model = load_model(MODELS / "four_bar.json")
     frames = [f"{name}.{a}" for name in ("four_bar:crank:tip", "four_bar:coupler:tip", "four_bar:rocker:tip",
                                          "fixed:rocker_pivot") for a in "xz"]
     check_against_finite_differences(model.spec, [Load("four_bar:coupler:tip", force=(15.0, 0.0, -25.0))],
-                                     of=["joint", "pin", "four_bar:coupler:tip.z"], wrt=frames)
+                                     of=["joint", "pin", "wrench", "four_bar:coupler:tip.z"], wrt=frames)
 
 
 def test_boom_cylinder_mount_positions_against_finite_differences():
@@ -292,7 +293,7 @@ def test_boom_cylinder_mount_positions_against_finite_differences():
     loads = [Load("arm:bucket:tip", force=(0.0, 0.0, -8000.0))]
     frames = [f"{name}.{a}" for name in ("upper:house:boom_cyl_base", "arm:boom:boom_cyl_head",
                                          "arm:boom:stick_pivot") for a in "xz"]
-    check_against_finite_differences(model.spec, loads, of=["effort", "arm:bucket:tip.z", "pin"], wrt=frames,
+    check_against_finite_differences(model.spec, loads, of=["effort", "arm:bucket:tip.z", "pin", "wrench"], wrt=frames,
                                      hold=hold)
 
 

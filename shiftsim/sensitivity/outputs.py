@@ -8,6 +8,8 @@ kind       name                                what
 ``frame``  ``<body>:<frame>.x|y|z``            world position of a frame's origin (m)
 ``pin``    ``<closing joint>.fx|fy|fz|mx|my|mz``  the loop-closing joint's multipliers: the wrench on its
                                                child side at the pin, world axes (N, N m)
+``wrench`` ``<tree joint>.fx|fy|fz|mx|my|mz``  a tree joint's wrench on its child side, world axes, moment
+                                               about the child-side joint frame (``Solution.joint_loads``)
 ``effort`` ``<coordinate>.effort``             what a prescribed (held or set) coordinate's actuator and
                                                restraints exert on the child (N or N m), as
                                                ``Solution.joint_loads[...].effort``
@@ -25,10 +27,11 @@ import numpy as np
 
 from ..errors import InputError, Problem
 from ..kinematics import point_jacobian
+from . import wrenches
 from .implicit import Equilibrium
 from .parameters import AXES, FrameMotion, Parameter, frame_motions
 
-KINDS = ("joint", "frame", "pin", "effort")
+KINDS = ("joint", "frame", "pin", "wrench", "effort")
 PIN_FIELDS = ("fx", "fy", "fz", "mx", "my", "mz")
 
 
@@ -50,6 +53,8 @@ def catalogue(eq: Equilibrium) -> list[Output]:
     out += [Output(f"{name}.{a}", "frame", f, i) for f, name in enumerate(model.frame_names) for i, a in enumerate(AXES)]
     out += [Output(f"{model.joints[c.joint].name}.{w}", "pin", k, i) for k, c in enumerate(model.closures)
             for i, w in enumerate(PIN_FIELDS)]
+    out += [Output(f"{j.name}.{w}", "wrench", i, c) for i, j in enumerate(model.joints) if j.in_tree
+            for c, w in enumerate(PIN_FIELDS)]
     out += [Output(f"{name}.effort", "effort", k, 0) for k, name in enumerate(model.coordinate_names) if k not in free]
     return out
 
@@ -86,6 +91,10 @@ def value(eq: Equilibrium, o: Output) -> float:
         row = 6 * o.target + o.component
         hit = np.flatnonzero(eq.rows == row)
         return float(eq.multipliers[hit[0]]) if len(hit) else 0.0
+    if o.kind == "wrench":
+        multipliers = np.zeros(6 * len(model.closures))
+        multipliers[eq.rows] = eq.multipliers
+        return float(wrenches.linearization(eq, o.target, multipliers, [], {})[0][o.component])
     return float(-eq.residual[o.target])
 
 
@@ -99,6 +108,9 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
     reasons: list[str | None] = [None] * len(outputs)
     position = {k: i for i, k in enumerate(free.tolist())}
     motions = frame_motions(model) if any(p.kind == "frame" for p in parameters) else {}
+    multipliers = np.zeros(6 * len(model.closures))
+    multipliers[eq.rows] = eq.multipliers
+    wrench_terms: dict[int, tuple] = {}
     for i, o in enumerate(outputs):
         if o.kind == "joint":
             if o.target in position:
@@ -116,6 +128,13 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
                 c[i, nf + hit[0]] = 1.0
             else:
                 reasons[i] = "not determined: a redundant closure row (statically indeterminate; reported as 0)"
+        elif o.kind == "wrench":
+            reasons[i] = wrenches.supported(model, o.target)
+            if reasons[i] is None:
+                if o.target not in wrench_terms:
+                    wrench_terms[o.target] = wrenches.linearization(eq, o.target, multipliers, parameters, motions)
+                _, d_q, d_lam, d_p = wrench_terms[o.target]
+                c[i, :nf], c[i, nf:], d[i] = d_q[o.component, free], d_lam[o.component, eq.rows], d_p[o.component]
         else:  # effort = -(Q_k + G_k^T lambda): d = H_k du - G_k^T dlambda - dQ_k/dp
             c[i, :nf] = eq.hessian[o.target, free]
             c[i, nf:] = -eq.closure_jacobian[:, o.target]

@@ -240,10 +240,13 @@ def _frame_block(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam:
     omega = s.omega[0]
     steps = s.rotation[0, model.frame_node[frame]]  # (3, 3): world shift per unit of each offset component
     force, closure = np.zeros((model.nq, 3)), np.zeros((6 * len(model.closures), 3))
-    for load in loads:  # a torque, or a force turning with the frame, does not depend on where the frame sits
-        if model.frame_index(load.frame) == frame and load.direction == "world":
+    node = model.frame_node[frame]
+    for load in loads:  # its force acts at the frame's origin (a torque does not depend on where it acts)
+        if model.frame_index(load.frame) == frame:
             applied = np.asarray(load.force, float) * load.factor
-            force += (cross(applied[None], omega) @ steps) * moving[model.frame_node[frame]][:, None]
+            if load.direction == "body":
+                applied = s.rotation[0, node] @ model.frame_offset[frame, :3, :3] @ applied
+            force += (cross(applied[None], omega) @ steps) * moving[node][:, None]
     node_a = np.array([c.node_a for c in model.closures], dtype=int)
     node_b = np.array([c.node_b for c in model.closures], dtype=int)
     for node, k, side in motion.points if motion else ():
