@@ -21,7 +21,7 @@ from shiftsim.loading import load_model
 from shiftsim.model import compile_model
 from shiftsim.sensitivity import sensitivity
 from shiftsim.sensitivity.parameters import catalogue
-from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec
+from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, RestraintSpec
 from shiftsim.statics import Load, SolverOptions, solve
 
 MODELS = Path(__file__).resolve().parents[1] / "models" / "shift"
@@ -364,3 +364,49 @@ def test_boom_cylinder_force_per_payload_and_per_mount_position_from_the_loops_e
                     - cylinder_force(length, base - step, payload, phi)) / (2 * h)
 
         assert result.derivative[0, column] == pytest.approx((4 * moved(5e-4) - moved(1e-3)) / 3, rel=1e-7)
+
+
+def test_wrench_values_equal_the_cores_joint_loads():
+    for name, hold in (("four_bar.json", ()), ("excavator_hydraulic.json", ("arm:boom_cyl", "arm:stick_cyl"))):
+        model = load_model(MODELS / name)
+        loads = [Load(model.frame_names[-1], force=(100.0, 50.0, -1e4), torque=(10.0, 20.0, 30.0), direction="body")]
+        sol = solve(model, hold=hold, loads=loads)
+        result = sensitivity(sol, of=["wrench"], wrt=["gravity"], hold=hold, loads=loads)
+        core = np.concatenate([sol.joint_loads[j.name].wrench_world for j in model.joints if j.in_tree])
+        np.testing.assert_allclose(result.values, core, atol=1e-12 * np.max(np.abs(core)))
+
+
+def one_link(restraint: RestraintSpec | None, gravity: np.ndarray) -> ModelSpec:
+    body = BodySpec("link", mass=2.0, com=np.array([0.5, 0.0, 0.0]), inertia=np.eye(3) * 0.1)
+    joint = JointSpec("hinge", "revolute", FrameRef(FIXED), FrameRef("link"), axis=np.array([0.0, 0.0, 1.0]),
+                      initial=(0.0,))
+    return ModelSpec("link", "test", "test", gravity=gravity, bodies=[body], joints=[joint],
+                     restraints=[restraint] if restraint else [])
+
+
+def test_no_derivative_at_a_knot_or_a_neutral_equilibrium_says_why():
+    """About a vertical axis gravity does no work: with a restraint whose slope changes at 0 the equilibrium
+    sits on the knot; with no restraint every angle is an equilibrium (neutral)."""
+    down = np.array([0.0, 0.0, -9.81])
+    knotted = RestraintSpec("stop", "spring", (0.0,), ((100.0, 0.0), (300.0, 0.0)), joint="hinge")
+    result = sensitivity(compile_model(one_link(knotted, down)), of=["hinge", "link:origin.x"], wrt=["all"])
+    assert all(r is not None and "knot" in r for r in result.reasons)
+    assert np.all(np.isnan(result.derivative))
+    result = sensitivity(compile_model(one_link(None, down)), of=["hinge"], wrt=["all"])
+    assert result.reasons[0] is not None and "neutral" in result.reasons[0]
+    assert np.all(np.isnan(result.derivative))
+    # off the knot the same restraint has a derivative: a sideways pull, f = 300 q on q > 0
+    pulled = sensitivity(compile_model(one_link(knotted, down)), of=["hinge"], wrt=["stop.piece1.c1"],
+                         loads=[Load("link:origin", torque=(0.0, 0.0, 30.0))], options=TIGHT)
+    assert pulled.reasons[0] is None
+    assert pulled.values[0] == pytest.approx(0.1, rel=1e-9)
+    assert pulled.derivative[0, 0] == pytest.approx(-0.1 / 300.0, rel=1e-9)  # q = T / c1: dq/dc1 = -q / c1
+
+
+def test_a_kind_the_model_lacks_and_a_joint_named_like_a_kind():
+    link = compile_model(one_link(None, np.array([0.0, -9.81, 0.0])))  # gravity across the axis: it hangs
+    with pytest.raises(InputError, match="pin: the model has no output of this kind"):
+        sensitivity(link, of=["pin"], wrt=["all"])
+    spec = one_link(None, np.array([0.0, -9.81, 0.0]))
+    spec = dataclasses.replace(spec, joints=[dataclasses.replace(spec.joints[0], name="pin")])
+    assert sensitivity(compile_model(spec), of=["pin"], wrt=["mass"]).outputs == ("pin",)

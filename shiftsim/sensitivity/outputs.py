@@ -64,10 +64,14 @@ def select(outputs: list[Output], wanted, where: str = "of") -> list[Output]:
     by_name = {o.name: o for o in outputs}
     chosen, problems = [], []
     for item in wanted or ():
-        if item in KINDS:
-            chosen += [o for o in outputs if o.kind == item]
-        elif item in by_name:
+        if item in by_name:  # a name first: a joint may be called like a kind
             chosen.append(by_name[item])
+        elif item in KINDS:
+            of_kind = [o for o in outputs if o.kind == item]
+            if not of_kind:
+                problems.append(Problem(where, item, "the model has no output of this kind",
+                                        f"one of the kinds it has: {', '.join(sorted({x.kind for x in outputs}))}"))
+            chosen += of_kind
         else:
             known = ", ".join(list(by_name)[:12])
             problems.append(Problem(where, item, "unknown output",

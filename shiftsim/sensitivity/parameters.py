@@ -167,10 +167,14 @@ def select(parameters: list[Parameter], wanted: list[str] | tuple[str, ...], whe
     by_name = {p.name: p for p in parameters}
     chosen, problems = [], []
     for item in wanted:
-        if item in KINDS:
-            chosen += [p for p in parameters if p.kind == item]
-        elif item in by_name:
+        if item in by_name:  # a name first: a joint may be called like a kind
             chosen.append(by_name[item])
+        elif item in KINDS:
+            of_kind = [p for p in parameters if p.kind == item]
+            if not of_kind:
+                problems.append(Problem(where, item, "the model has no parameter of this kind",
+                                        f"one of the kinds it has: {', '.join(sorted({x.kind for x in parameters}))}"))
+            chosen += of_kind
         else:
             known = ", ".join(list(by_name)[:12])
             problems.append(Problem(where, item, "unknown parameter",
