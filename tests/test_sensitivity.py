@@ -410,3 +410,26 @@ def test_a_kind_the_model_lacks_and_a_joint_named_like_a_kind():
     spec = one_link(None, np.array([0.0, -9.81, 0.0]))
     spec = dataclasses.replace(spec, joints=[dataclasses.replace(spec.joints[0], name="pin")])
     assert sensitivity(compile_model(spec), of=["pin"], wrt=["mass"]).outputs == ("pin",)
+
+
+def test_moving_every_mount_on_the_house_together_changes_no_force():
+    """A rigid translation of the whole arm (both house mounts moved alike, strokes held) leaves every cylinder
+    force where it was and moves the tip with it: the two mounts' derivatives add up to 0 (forces, tip x per x)
+    and to 1 (tip z per z). A physical identity, independent of how either derivative is computed."""
+    model = load_model(MODELS / "excavator_hydraulic.json")
+    hold = ["arm:boom_cyl", "arm:stick_cyl", "arm:bucket_cyl"]
+    mounts = ["upper:house:boom_foot", "upper:house:boom_cyl_base"]
+    result = sensitivity(model, of=["effort", "arm:bucket:tip.x", "arm:bucket:tip.z"],
+                         wrt=[f"{m}.{a}" for m in mounts for a in "xz"], hold=hold,
+                         loads=[Load("arm:bucket:tip", force=(0.0, 0.0, -10000.0))])
+    x = [result.parameters.index(f"{m}.x") for m in mounts]
+    z = [result.parameters.index(f"{m}.z") for m in mounts]
+    efforts = [i for i, name in enumerate(result.outputs) if name.endswith(".effort")]
+    scale = np.max(np.abs(result.derivative[efforts]))
+    assert scale > 1e4  # each mount alone moves the forces a lot
+    np.testing.assert_allclose(result.derivative[efforts][:, x].sum(axis=1), 0.0, atol=1e-9 * scale)
+    np.testing.assert_allclose(result.derivative[efforts][:, z].sum(axis=1), 0.0, atol=1e-9 * scale)
+    tip_x, tip_z = result.outputs.index("arm:bucket:tip.x"), result.outputs.index("arm:bucket:tip.z")
+    assert result.derivative[tip_x, x].sum() == pytest.approx(1.0, abs=1e-9)
+    assert result.derivative[tip_z, z].sum() == pytest.approx(1.0, abs=1e-9)
+    assert result.derivative[tip_z, x].sum() == pytest.approx(0.0, abs=1e-9)
