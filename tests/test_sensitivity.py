@@ -433,3 +433,31 @@ def test_moving_every_mount_on_the_house_together_changes_no_force():
     assert result.derivative[tip_x, x].sum() == pytest.approx(1.0, abs=1e-9)
     assert result.derivative[tip_z, z].sum() == pytest.approx(1.0, abs=1e-9)
     assert result.derivative[tip_z, x].sum() == pytest.approx(0.0, abs=1e-9)
+
+
+def test_tornado_chart_and_csv_table(tmp_path):
+    import csv
+    import subprocess
+    import sys
+
+    from shiftsim.sensitivity.tornado import change_per_percent
+
+    model_file = str(MODELS / "excavator.json")
+    table, chart = tmp_path / "s.csv", tmp_path / "t.png"
+    run = subprocess.run([sys.executable, "-m", "shiftsim", "sensitivity", model_file, "--hold", "arm:boom_cyl",
+                          "--load", "arm:bucket:tip=0,0,-5000", "--of", "arm:boom_cyl.effort,arm:bucket_pivot",
+                          "--wrt", "mass,gravity", "--csv", str(table), "--tornado", str(chart)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = list(csv.DictReader(table.open()))
+    api = sensitivity(load_model(model_file), of=["arm:boom_cyl.effort", "arm:bucket_pivot"], wrt=["mass", "gravity"],
+                      hold=["arm:boom_cyl"], loads=[Load("arm:bucket:tip", force=(0.0, 0.0, -5000.0))])
+    assert len(rows) == len(api.outputs) * len(api.parameters)
+    change = change_per_percent(api, "arm:boom_cyl.effort")
+    for row in rows[: len(api.parameters)]:
+        j = api.parameters.index(row["parameter"])
+        assert float(row["change_per_percent"]) == pytest.approx(change[j], rel=1e-9, abs=1e-9)
+        # 1 % of the parameter times the derivative: the first-order change, checked against the raw derivative
+        assert float(row["change_per_percent"]) == pytest.approx(0.01 * float(row["parameter_value"])
+                                                                 * float(row["derivative"]), rel=1e-12, abs=1e-12)

@@ -5,17 +5,20 @@ equilibrium's outputs with respect to design parameters (docs/sensitivity.md).
 of those kinds), repeated or comma-separated. The equilibrium is solved as ``shiftsim solve`` does (``--set``,
 ``--hold``, ``--load``, ``--gravity``). Prints per output its value and the parameters ranked by the size of
 their effect (``--normalized``: by elasticity, the % change of the output per 1 % of the parameter); ``--json``
-prints ``{"mode", "outputs": {name: {"value", "reason", "derivative": {parameter: value}}}}``.
+prints ``{"mode", "outputs": {name: {"value", "reason", "derivative": {parameter: value}}}}``; ``--csv`` writes
+the table and ``--tornado`` a chart of the first output (the change per 1 % of each parameter).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+from pathlib import Path
 
 import numpy as np
 
 from ..loading import load_model
-from ..sensitivity import sensitivity
+from ..sensitivity import sensitivity, tornado
 from ._common import emit_json
 from ._limits import joint_settings
 from .solve import _gravity, _load
@@ -42,6 +45,9 @@ def add_parser(subparsers) -> None:
                         help="forward (few parameters) or adjoint (few outputs); auto picks")
     parser.add_argument("--normalized", action="store_true", help="rank by elasticity (%% per %%)")
     parser.add_argument("--top", type=int, default=10, metavar="N", help="parameters printed per output (default 10)")
+    parser.add_argument("--csv", metavar="FILE", help="write the table (one row per output and parameter) as CSV")
+    parser.add_argument("--tornado", metavar="FILE.png",
+                        help="write a tornado chart of the first output (change per 1 %% of each parameter)")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=run)
 
@@ -56,6 +62,13 @@ def run(args: argparse.Namespace) -> int:
                          set=joint_settings(args.set, "--set"), hold=args.hold,
                          loads=[_load(text) for text in args.load],
                          gravity=_gravity(args.gravity) if args.gravity else None, mode=args.mode)
+    if args.csv:
+        with open(args.csv, "w", newline="") as stream:
+            writer = csv.writer(stream)
+            writer.writerow(tornado.CSV_HEADER)
+            writer.writerows(tornado.csv_rows(result))
+    if args.tornado:
+        Path(args.tornado).write_bytes(tornado.tornado_png(result, result.outputs[0], top=args.top))
     if args.json:
         emit_json(result.as_dict())
         return 0
