@@ -22,8 +22,6 @@ import dataclasses
 import time
 from pathlib import Path
 
-import numpy as np
-
 from shiftsim.loading import load_model
 from shiftsim.model import compile_model
 from shiftsim.sensitivity import sensitivity

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError, Problem
 from ..kinematics import point_jacobian
 from . import wrenches
+from .names import choose
 from .implicit import Equilibrium
 from .parameters import AXES, FrameMotion, Parameter, frame_motions
 
@@ -60,27 +60,8 @@ def catalogue(eq: Equilibrium) -> list[Output]:
 
 
 def select(outputs: list[Output], wanted, where: str = "of") -> list[Output]:
-    """The outputs named in ``wanted``: exact names or kinds (``joint``, ``frame``, ``pin``, ``effort``)."""
-    by_name = {o.name: o for o in outputs}
-    chosen, problems = [], []
-    for item in wanted or ():
-        if item in by_name:  # a name first: a joint may be called like a kind
-            chosen.append(by_name[item])
-        elif item in KINDS:
-            of_kind = [o for o in outputs if o.kind == item]
-            if not of_kind:
-                problems.append(Problem(where, item, "the model has no output of this kind",
-                                        f"one of the kinds it has: {', '.join(sorted({x.kind for x in outputs}))}"))
-            chosen += of_kind
-        else:
-            known = ", ".join(list(by_name)[:12])
-            problems.append(Problem(where, item, "unknown output",
-                                    f"an output kind ({', '.join(KINDS)}) or a name such as {known}, ..."))
-    if not wanted:
-        problems.append(Problem(where, "", "no output asked for", "at least one output name or kind"))
-    if problems:
-        raise InputError(problems)
-    return list(dict.fromkeys(chosen))
+    """The outputs named in ``wanted``: exact names or kinds (:data:`KINDS`)."""
+    return choose(outputs, list(wanted or ()), KINDS, "output", where)
 
 
 def value(eq: Equilibrium, o: Output) -> float:

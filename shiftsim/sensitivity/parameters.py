@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError, Problem
 from ..kinematics import State, point_jacobian
 from ..model import Model
 from ..spatial import cross
+from .names import choose
 
 KINDS = ("mass", "com", "frame", "spring", "restraint", "load", "gravity")
 AXES = "xyz"
@@ -164,24 +164,7 @@ def select(parameters: list[Parameter], wanted: list[str] | tuple[str, ...], whe
     """The parameters named in ``wanted``: exact names, kinds (``mass``, ``load``, ...) or ``all``."""
     if not wanted or "all" in wanted:
         return list(parameters)
-    by_name = {p.name: p for p in parameters}
-    chosen, problems = [], []
-    for item in wanted:
-        if item in by_name:  # a name first: a joint may be called like a kind
-            chosen.append(by_name[item])
-        elif item in KINDS:
-            of_kind = [p for p in parameters if p.kind == item]
-            if not of_kind:
-                problems.append(Problem(where, item, "the model has no parameter of this kind",
-                                        f"one of the kinds it has: {', '.join(sorted({x.kind for x in parameters}))}"))
-            chosen += of_kind
-        else:
-            known = ", ".join(list(by_name)[:12])
-            problems.append(Problem(where, item, "unknown parameter",
-                                    f"a parameter kind ({', '.join(KINDS)}), 'all' or a name such as {known}, ..."))
-    if problems:
-        raise InputError(problems)
-    return list(dict.fromkeys(chosen))
+    return choose(parameters, wanted, KINDS, "parameter", where)
 
 
 def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, multipliers: np.ndarray,
