@@ -461,3 +461,12 @@ def test_tornado_chart_and_csv_table(tmp_path):
         # 1 % of the parameter times the derivative: the first-order change, checked against the raw derivative
         assert float(row["change_per_percent"]) == pytest.approx(0.01 * float(row["parameter_value"])
                                                                  * float(row["derivative"]), rel=1e-12, abs=1e-12)
+
+
+def test_a_solution_with_other_held_joints_than_given_is_refused():
+    model = load_model(MODELS / "excavator.json")
+    hold = ["arm:boom_cyl", "arm:stick_cyl", "arm:bucket_cyl"]
+    sol = solve(model, hold=hold)
+    assert sensitivity(sol, of=["effort"], wrt=["mass"], hold=hold).derivative.shape == (3, len(model.body_names) - 1)
+    with pytest.raises(InputError, match="the set/hold the solution was solved with"):
+        sensitivity(sol, of=["joint"], wrt=["mass"], hold=hold[:2])

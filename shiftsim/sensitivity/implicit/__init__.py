@@ -77,6 +77,12 @@ def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravit
     lam = solution.multipliers[rows]
     every = np.arange(model.nq)
     ev = statics.evaluate(model, q, every, solution.gravity, solution.loads, multipliers=lam, rows=rows)
+    unbalanced = float(np.max(np.abs(ev.residual[free]), initial=0.0))
+    if unbalanced > 1e-6 * ev.force_scale:  # a Solution solved with other prescribed joints than those given here
+        worst = model.coordinate_names[int(free[np.argmax(np.abs(ev.residual[free]))])]
+        raise InputError([Problem("solution", worst, f"unbalanced by {unbalanced:.3g} (force scale "
+                                  f"{ev.force_scale:.3g}): not an equilibrium with these joints free",
+                                  "the set/hold the solution was solved with")])
     return Equilibrium(model, q, free, rows, lam, np.asarray(solution.gravity, float), loads, solution.stability,
                        state(model, q[None]), ev.hessian, ev.residual, ev.closure_jacobian)
 
