@@ -470,3 +470,23 @@ def test_a_solution_with_other_held_joints_than_given_is_refused():
     assert sensitivity(sol, of=["effort"], wrt=["mass"], hold=hold).derivative.shape == (3, len(model.body_names) - 1)
     with pytest.raises(InputError, match="the set/hold the solution was solved with"):
         sensitivity(sol, of=["joint"], wrt=["mass"], hold=hold[:2])
+
+
+def test_pair_restraint_laws_against_finite_differences():
+    """A strut (Euclidean distance) from a fixed anchor to the middle link and a two-piece law along the anchor's
+    z axis to the last link."""
+    spec = chain_spec()
+    bodies = list(spec.bodies)
+    bodies[1] = dataclasses.replace(bodies[1], frames={**bodies[1].frames,
+                                                       "strap": FrameSpec("strap", translation=np.array([0.5, 0.0, 0.2]))})
+    anchor = {"anchor": FrameSpec("anchor", translation=np.array([1.0, 0.0, 1.5]))}
+    strut = RestraintSpec("strut", "spring", (), ((300.0, -300.0 * 1.2),), pair=(FrameRef(FIXED, "anchor"),
+                                                                                   FrameRef("l1", "strap")))
+    lift = RestraintSpec("lift", "spring", (-5.0,), ((0.0, 40.0, 10.0), (0.0, 80.0, 210.0)), distance_type="Tz",
+                         pair=(FrameRef(FIXED, "anchor"), FrameRef("l2", "tip")))
+    spec = dataclasses.replace(spec, bodies=bodies, fixed_frames=anchor, restraints=[strut, lift])
+    exact = check_against_finite_differences(spec, [], of=["joint", "l2:tip.z"], wrt=["pair", "l1.mass"])
+    assert {"strut.c1", "strut.c0", "lift.piece0.c1", "lift.piece1.c0"} <= set(exact.parameters)
+    assert np.all(np.isfinite(exact.derivative))
+    tip = exact.outputs.index("l2:tip.z")
+    assert abs(exact.derivative[tip, exact.parameters.index("strut.c1")]) > 1e-6  # the strut really acts

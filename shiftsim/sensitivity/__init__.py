@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import statics
+from ..generalized import pair_distance
 from ..model import Model
 from . import implicit
 from . import outputs as output_table
@@ -69,8 +70,10 @@ class Sensitivities:
 def _knot_reasons(eq: implicit.Equilibrium) -> list[str]:
     """Restraint laws sitting on a knot at the equilibrium (within 1e-9 of the knot): no derivative there."""
     out = []
-    for r in eq.model.joint_restraints:
-        x = eq.q[r.coordinate]
+    model = eq.model
+    at = [(r, eq.q[r.coordinate]) for r in model.joint_restraints]
+    at += [(r, float(pair_distance(model, eq.state, r)[0][0])) for r in model.pair_restraints]
+    for r, x in at:
         for knot in r.law.breaks[1:-1] if len(r.law.breaks) > 2 and r.law.value.shape[1] > 1 else ():
             if abs(x - knot) <= 1e-9 * max(1.0, abs(knot)):
                 out.append(f"not differentiable: restraint {r.name!r} is at its knot {knot:g}")

@@ -14,6 +14,8 @@ kind           name                                      what
                ``<joint>.k<i>``                          (N or N m, per m or rad to the power i)
 ``restraint``  ``<restraint>.c<i>`` (one piece),          coefficient of x^i of a joint restraint law (absolute
                ``<restraint>.piece<j>.c<i>``              x, as in the model file)
+``pair``       as ``restraint``                          the same, of a pair restraint (x the distance between
+                                                         its frames)
 ``load``       ``load:<frame>.fx|fy|fz|tx|ty|tz``,        an applied load's components (N, N m; world or the
                ``load:<frame>.factor``                    frame's axes, as given) and its factor
 ``gravity``    ``gravity.x|y|z``                          the gravity vector (m/s^2)
@@ -30,12 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..generalized import pair_distance
 from ..kinematics import State, point_jacobian
 from ..model import Model
 from ..spatial import cross
 from .names import choose
 
-KINDS = ("mass", "com", "frame", "spring", "restraint", "load", "gravity")
+KINDS = ("mass", "com", "frame", "spring", "restraint", "pair", "load", "gravity")
 AXES = "xyz"
 LOAD_FIELDS = ("fx", "fy", "fz", "tx", "ty", "tz")
 
@@ -133,15 +136,16 @@ def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None
         out += [Parameter(_spring_name(joint, power), "spring", law, power, float(c))
                 for power, c in enumerate(springs.coefficients[law])]
     by_name = {r.name: r for r in model.spec.restraints}
-    for index, r in enumerate(model.joint_restraints):
-        if r.kind != "spring":
-            continue
-        pieces = by_name[r.name].coefficients
-        for piece, coefficients in enumerate(pieces):
-            for j, c in enumerate(coefficients):
-                power = len(coefficients) - 1 - j
-                name = f"{r.name}.c{power}" if len(pieces) == 1 else f"{r.name}.piece{piece}.c{power}"
-                out.append(Parameter(name, "restraint", index, (piece, power), float(c)))
+    for kind, restraints in (("restraint", model.joint_restraints), ("pair", model.pair_restraints)):
+        for index, r in enumerate(restraints):
+            if r.kind != "spring":
+                continue
+            pieces = by_name[r.name].coefficients
+            for piece, coefficients in enumerate(pieces):
+                for j, c in enumerate(coefficients):
+                    power = len(coefficients) - 1 - j
+                    name = f"{r.name}.c{power}" if len(pieces) == 1 else f"{r.name}.piece{piece}.c{power}"
+                    out.append(Parameter(name, kind, index, (piece, power), float(c)))
     for index, load in enumerate(loads):
         values = (*load.force, *load.torque)
         out += [Parameter(f"load:{load.frame}.{f}", "load", index, i, float(values[i])) for i, f in enumerate(LOAD_FIELDS)]
@@ -165,6 +169,11 @@ def select(parameters: list[Parameter], wanted: list[str] | tuple[str, ...], whe
     if not wanted or "all" in wanted:
         return list(parameters)
     return choose(parameters, wanted, KINDS, "parameter", where)
+
+
+def piece_at(law, x: float) -> int:
+    """The piece of a piecewise law that holds at x (the end pieces extend beyond the knots)."""
+    return int(np.clip(np.searchsorted(law.breaks, x, side="right") - 1, 0, law.value.shape[1] - 1))
 
 
 def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, multipliers: np.ndarray,
@@ -204,9 +213,12 @@ def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, mu
         elif p.kind == "restraint":
             r = model.joint_restraints[p.target]
             x = q[r.coordinate]
-            piece = int(np.clip(np.searchsorted(r.law.breaks, x, side="right") - 1, 0, r.law.value.shape[1] - 1))
-            if piece == p.component[0]:
+            if piece_at(r.law, x) == p.component[0]:
                 force[r.coordinate, column] = -x ** p.component[1]
+        elif p.kind == "pair":  # Q = -f(x) dx/dq with x the pair's distance
+            x, gradient, _ = pair_distance(model, s, model.pair_restraints[p.target])
+            if piece_at(model.pair_restraints[p.target].law, float(x[0])) == p.component[0]:
+                force[:, column] = -float(x[0]) ** p.component[1] * gradient[0]
         elif p.kind == "load":
             if p.target not in load_jacobians:
                 load_jacobians[p.target] = _load_jacobian(model, s, loads[p.target])
