@@ -27,14 +27,15 @@ from .solve import _gravity, _load
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("sensitivity", help="exact derivatives of an equilibrium's outputs w.r.t. design "
                                    "parameters", description="Differentiate a static equilibrium: joint values, "
-                                   "frame positions, loop pin wrenches and held efforts with respect to masses, "
-                                   "centres of mass, load points, springs, restraint laws, loads and gravity "
+                                   "frame positions, joint and loop pin wrenches and held efforts with respect to "
+                                   "masses, centres of mass, pin, mount and load points, springs, restraint laws, "
+                                   "loads and gravity "
                                    "(docs/sensitivity.md). Exit 0 ok, 1 the solve did not converge, 2 bad input.")
     parser.add_argument("model")
     parser.add_argument("--of", action="append", required=True, metavar="OUTPUT[,OUTPUT...]",
-                        help="output names or kinds: joint, frame, pin, effort")
+                        help="output names or kinds: joint, frame, pin, wrench, effort")
     parser.add_argument("--wrt", action="append", default=[], metavar="PARAMETER[,PARAMETER...]",
-                        help="parameter names or kinds: mass, com, frame, spring, restraint, load, gravity; "
+                        help="parameter names or kinds: mass, com, frame, spring, restraint, pair, load, gravity; "
                              "all (default)")
     parser.add_argument("--set", action="append", default=[], metavar="JOINT=VALUE", help="prescribe a joint at a value")
     parser.add_argument("--hold", action="append", default=[], metavar="JOINT", help="prescribe a joint at its file value")

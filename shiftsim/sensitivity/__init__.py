@@ -1,10 +1,11 @@
-"""Exact design sensitivities of a static equilibrium: how equilibrium joint values, frame positions, pin wrenches
-and actuator efforts change with masses, centres of mass, load points, springs, restraint laws, loads and
-gravity.
+"""Exact design sensitivities of a static equilibrium: how equilibrium joint values, frame positions, joint and pin
+wrenches and actuator efforts change with masses, centres of mass, pin, mount and load points, springs, restraint
+laws, loads and gravity.
 
 ``sensitivity(model_or_solution, of=[...], wrt=[...])`` differentiates the converged equilibrium implicitly
 (``implicit``: one factorization of the bordered stiffness, forward or adjoint mode), with the per-parameter
-partial derivatives of the generalized forces from ``parameters`` and the outputs' from ``outputs``.
+partial derivatives of the generalized forces from ``parameters`` and the outputs' from ``outputs`` (a tree joint's
+wrench from ``wrenches``); ``tornado`` draws and tabulates them.
 docs/sensitivity.md has the names, the method and what has no derivative.
 """
 
