@@ -204,7 +204,7 @@ def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, mu
             force[:, column] = model.node_mass @ com_jacobian[:, :, p.component]
         elif p.kind == "com":  # Q_k = m g . (omega_k x (R c + o) + v_k): d/dc = m R^T (g x omega_k)
             if p.target not in com_blocks:
-                lever = cross(gravity[None], omega) @ s.rotation[0, p.target]  # (nq, 3)
+                lever = omega @ _lever(s.rotation[0, p.target], gravity)  # (nq, 3)
                 com_blocks[p.target] = model.node_mass[p.target] * lever * moving[p.target][:, None]
             force[:, column] = com_blocks[p.target][:, p.component]
         elif p.kind == "spring":
@@ -231,6 +231,11 @@ def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, mu
     return force, closure
 
 
+def _lever(steps: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """(3, 3) with column i = steps[:, i] x f: then omega_k . column i = (f x omega_k) . steps[:, i]."""
+    return cross(steps.T, f[None]).T
+
+
 def _frame_block(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam: np.ndarray, frame: int,
                  motion: FrameMotion | None, moving: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """dQ/d(offset) (nq, 3) and dg/d(offset) (6 n_closures, 3) of a frame moved on its body: the world-fixed loads on
@@ -245,17 +250,17 @@ def _frame_block(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam:
             applied = np.asarray(load.force, float) * load.factor
             if load.direction == "body":
                 applied = s.rotation[0, node] @ model.frame_offset[frame, :3, :3] @ applied
-            force += (cross(applied[None], omega) @ steps) * moving[node][:, None]
+            force += (omega @ _lever(steps, applied)) * moving[node][:, None]
     node_a = np.array([c.node_a for c in model.closures], dtype=int)
     node_b = np.array([c.node_b for c in model.closures], dtype=int)
     for node, k, side in motion.points if motion else ():
-        force += side * (cross(lam[k, :3][None], omega) @ steps) * moving[node][:, None]
+        force += side * (omega @ _lever(steps, lam[k, :3])) * moving[node][:, None]
         closure[6 * k: 6 * k + 3] += side * steps
     for root, sign, carries_axis in motion.subtrees if motion else ():
         inside = model.subtree[root]
         resultant = _subtree_force(model, s, gravity, loads, lam, inside)
         above = moving[root] * (model.coordinate_node != root) if carries_axis else moving[root]
-        force += sign * (cross(resultant[None], omega) @ steps) * above[:, None]
+        force += sign * (omega @ _lever(steps, resultant)) * above[:, None]
         crossing = inside[node_b].astype(float) - inside[node_a].astype(float)  # (K,): +1 side b moves, -1 side a
         closure.reshape(-1, 2, 3, 3)[:, 0] += sign * crossing[:, None, None] * steps
     return force, closure
