@@ -82,7 +82,8 @@ def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravit
         worst = model.coordinate_names[int(free[np.argmax(np.abs(ev.residual[free]))])]
         raise InputError([Problem("solution", worst, f"unbalanced by {unbalanced:.3g} (force scale "
                                   f"{ev.force_scale:.3g}): not an equilibrium with these joints free",
-                                  "the set/hold the solution was solved with")])
+                                  "the set/hold the solution was solved with (and no ground contacts: "
+                                  "their forces are not among the sensitivities yet)")])
     return Equilibrium(model, q, free, rows, lam, np.asarray(solution.gravity, float), loads, solution.stability,
                        state(model, q[None]), ev.hessian, ev.residual, ev.closure_jacobian)
 
