@@ -366,7 +366,7 @@ def test_boom_cylinder_force_per_payload_and_per_mount_position_from_the_loops_e
         assert result.derivative[0, column] == pytest.approx((4 * moved(5e-4) - moved(1e-3)) / 3, rel=1e-7)
 
 
-def test_wrench_values_equal_the_cores_joint_loads():
+def test_wrench_and_pin_values_equal_the_cores_joint_loads():
     for name, hold in (("four_bar.json", ()), ("excavator_hydraulic.json", ("arm:boom_cyl", "arm:stick_cyl"))):
         model = load_model(MODELS / name)
         loads = [Load(model.frame_names[-1], force=(100.0, 50.0, -1e4), torque=(10.0, 20.0, 30.0), direction="body")]
@@ -374,6 +374,10 @@ def test_wrench_values_equal_the_cores_joint_loads():
         result = sensitivity(sol, of=["wrench"], wrt=["gravity"], hold=hold, loads=loads)
         core = np.concatenate([sol.joint_loads[j.name].wrench_world for j in model.joints if j.in_tree])
         np.testing.assert_allclose(result.values, core, atol=1e-12 * np.max(np.abs(core)))
+        # a loop-closing joint's load is its multipliers (0 on the indeterminate rows, as the solver reports them)
+        pins = sensitivity(sol, of=["pin"], wrt=["gravity"], hold=hold, loads=loads)
+        core = np.concatenate([sol.joint_loads[model.joints[c.joint].name].wrench_world for c in model.closures])
+        np.testing.assert_allclose(pins.values, core, atol=1e-12 * np.max(np.abs(core)))
 
 
 def one_link(restraint: RestraintSpec | None, gravity: np.ndarray) -> ModelSpec:
