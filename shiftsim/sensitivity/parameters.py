@@ -113,10 +113,19 @@ def _frame_motions(model: Model) -> dict[int, FrameMotion]:
             for f in sorted(set(points) | set(subtrees)) if f not in excluded}
 
 
+def _stretches_a_pair(model: Model, motion: FrameMotion) -> bool:
+    """True when the motion translates one end of a pair restraint and not the other (its distance would change:
+    not differentiated yet)."""
+    ends = [(model.frame_node[r.parent_frame], model.frame_node[r.child_frame]) for r in model.pair_restraints]
+    return any(model.subtree[root, a] != model.subtree[root, b] for root, _, _ in motion.subtrees for a, b in ends)
+
+
 def _movable_frames(model: Model, loads: tuple) -> list[int]:
-    """Frames with a position parameter: pin and mount frames, and load points (frames that carry a load)."""
+    """Frames with a position parameter: pin and mount frames (those that do not stretch a pair restraint), and
+    load points (frames that carry a load)."""
     loaded = {model.frame_index(load.frame) for load in loads} - _unmovable_frames(model)
-    return sorted(set(frame_motions(model)) | loaded)
+    pins = {f for f, motion in frame_motions(model).items() if not _stretches_a_pair(model, motion)}
+    return sorted(pins | loaded)
 
 
 def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None) -> list[Parameter]:
