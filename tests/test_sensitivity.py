@@ -518,3 +518,15 @@ def test_a_held_spherical_joint_and_its_frames_against_finite_differences():
     check_against_finite_differences(spec, loads, of=["effort", "wrench", "j1", "l1:hook.y"],
                                      wrt=["fixed:socket.x", "fixed:socket.y", "l0:ball.x", "l0:ball.z", "l0:tip.y",
                                           "l0.mass", "l1.com.y"], hold=["j0"])
+
+
+def test_shiftsim_sensitivity_is_callable_after_its_submodules_are_imported():
+    import subprocess
+    import sys
+
+    code = ("import shiftsim.sensitivity.parameters, shiftsim\n"
+            f"m = shiftsim.load_model({str(MODELS / 'four_bar.json')!r})\n"
+            "print(shiftsim.sensitivity(m, of=['four_bar:crank_pin'], wrt=['gravity.z']).outputs)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "four_bar:crank_pin" in run.stdout

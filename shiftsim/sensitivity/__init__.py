@@ -11,6 +11,8 @@ docs/sensitivity.md has the names, the method and what has no derivative.
 
 from __future__ import annotations
 
+import sys
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,5 +118,15 @@ def sensitivity(model_or_solution, of, wrt=("all",), set: dict | None = None, ho
                          np.array([output_table.value(eq, o) for o in outs]), np.array([p.value for p in params]),
                          derivative, tuple(reasons), chosen)
 
+
+class _CallablePackage(types.ModuleType):
+    """``shiftsim.sensitivity`` names both this package and :func:`sensitivity` (the package attribute becomes the
+    module once any of its submodules is imported): calling the package calls the function."""
+
+    def __call__(self, *args, **kwargs) -> Sensitivities:
+        return sensitivity(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage
 
 __all__ = ["Sensitivities", "sensitivity"]
