@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import statics
-from ..generalized import pair_distance
+from ..forces import pair_distance
 from ..model import Model
 from . import implicit
 from . import outputs as output_table

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..generalized import pair_distance
+from ..forces import pair_distance
 from ..kinematics import State, point_jacobian
 from ..model import Model
 from ..spatial import cross
