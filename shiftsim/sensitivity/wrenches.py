@@ -1,6 +1,6 @@
 """The 6-axis wrench of a tree joint at an equilibrium and its derivatives, for the sensitivities.
 
-The wrench the parent side exerts on the child side (``results`` convention: world axes, moment about the child-
+The wrench the parent side exerts on the child side (``solution`` convention: world axes, moment about the child-
 side joint frame's origin o) balances everything external on the tree's child subtree S:
 
     W = -(F, M - o x F),   F = sum f_i,   M = sum p_i x f_i + t_i

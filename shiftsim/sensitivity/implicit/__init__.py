@@ -59,7 +59,7 @@ class Equilibrium:
 
 def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravity=None,
                 options: statics.SolverOptions = statics.SolverOptions(), solution=None) -> Equilibrium:
-    """Solve (or take ``solution``, a :class:`~shiftsim.results.Solution` solved with the same ``set``/``hold``)
+    """Solve (or take ``solution``, a :class:`~shiftsim.solution.Solution` solved with the same ``set``/``hold``)
     and evaluate the terms of the derivative over all coordinates."""
     if model.couplings:
         raise InputError([Problem(model.spec.name, "couplings", "sensitivities of coupled coordinates are not "
