@@ -158,19 +158,26 @@ def run_capacity(scenario: Any, spec: CapacitySpec) -> dict[str, Any]:
             "parameters": {p.name: float(v) for p, v in zip(scenario.sweep.parameters, row)},
             "radius": float(np.linalg.norm(at[b, :2] - axis[b, :2])),
             "height": float(at[b, 2] - ground_height[b]),
-            "tipping_load": finite_or_none(result.tipping[b] * size),
-            "tips_below": finite_or_none(result.tipped[b] * size),
+            "tipping_load": None if result.ended[b] else finite_or_none(result.tipping[b] * size),
+            "tips_below": None if result.ended[b] else finite_or_none(result.tipped[b] * size),
+            "does_not_tip_below": finite_or_none(result.tipping[b] * size) if result.ended[b] else None,
+            "path_ended": [v.message(machine.name) for v in result.ended[b]],
+            "balance_load": finite_or_none(result.balance[b] * size),
             "tipping_edge": [machine.name(n) for n in result.edge[b] if n],
             "hydraulic_load": finite_or_none(result.hydraulic[b] * size),
             "limiting_cylinder": machine.name(result.cylinder[b]) if result.cylinder[b] else None,
             "rated_load": finite_or_none(result.rated[b] * size),
             "rated_mass": finite_or_none(result.rated[b] * size / g),
             "governs": result.governs[b],
+            "valid": not result.invalid[b],
+            "invalid": [v.message(machine.name) for v in result.invalid[b]],
         })
     options = spec.options
     return {"load": spec.load, "frame": machine.name(named.frame), "centre": machine.name(spec.centre),
             "load_size": size, "tipping_fraction": options.tipping_fraction,
             "hydraulic_fraction": options.hydraulic_fraction, "tolerance": options.tolerance,
+            "balance_tolerance": options.balance_tolerance, "sink_limit": options.limits.sink,
+            "tyre_compression_limit": options.limits.tyre_compression,
             "group": spec.group, "cylinders": {machine.name(c.joint): {"push": c.push, "pull": c.pull}
                                                for c in spec.cylinders},
             "batched_solves": result.solves, "points": points}

@@ -1,0 +1,115 @@
+"""Physically impossible equilibria are named, and every tipping load checks itself against a moment balance:
+a stiff car on four tyres with a load in its boot tips about its rear axle as the hand calculation says; the
+shipped soft car says why it has no rating instead of rating its boot at thousands of tonnes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_capacity import OPTIONS, _lift
+from test_ground_contacts import GRAVITY, free_of, machine, standing
+from test_ground_tyres import CHASSIS, FRONT, REAR, BOOT, RADIUS, WHEEL, car, car_scenario
+from test_scenario_support import model_path, run_cli, write_scenario
+
+from shiftsim.ground.capacity import capacity, tipping_factors, _self_check
+from shiftsim.ground.stand import Stand
+from shiftsim.ground.terrain import Ground
+from shiftsim.ground.tyres import read_tyres
+from shiftsim.ground.validity import Limits, violations
+
+G = 9.81
+
+
+def test_a_machine_pushed_into_the_ground_is_named_contact_by_contact_and_frame():
+    """The box lowered 0.5 m: its four corner contacts sink 0.5 m (limit 0.02 m); lowered 1.2 m, the deepest
+    point of its base body, its centre of mass 0.5 m up, is 0.7 m below the ground as well."""
+    stand, q = standing(machine())
+    field = stand.field(q)
+    sunk = np.repeat(q[None], 2, axis=0)
+    sunk[:, stand.base[2]] -= [0.5, 1.2]
+    found = violations(stand, field, sunk)
+    assert sorted(v.place for v in found[0]) == ["box:c0", "box:c1", "box:c2", "box:c3"]
+    assert [v.value for v in found[0]] == pytest.approx([0.5 + (-q[stand.base[2]])] * 4, rel=1e-9)
+    seat = next(v for v in found[1] if not v.place.startswith("box:c"))
+    assert seat.place == "the centre of mass of box"
+    assert seat.value == pytest.approx(1.2 - 0.5 - q[stand.base[2]], rel=1e-9)
+    assert "below the ground" in seat.message()
+    assert violations(stand, field, q[None]) == [[]]
+
+
+def test_a_tyre_pressed_past_its_limit_is_bottomed():
+    """The car's base lowered until its wheel centres are 0.15 m up: each tyre is compressed 0.32 - 0.15 m,
+    more than 0.4 of its radius; with the limit at 0.6 of it, none is."""
+    model = car()
+    stand = Stand.build(model, [], Ground(), np.eye(3), np.zeros(3), G, tuple(read_tyres(model)))
+    q = model.q0.copy()
+    q[stand.base[2]] = 0.15 - RADIUS  # the wheel centres start 0.32 m up
+    found = violations(stand, stand.field(q), q[None])[0]
+    tyres = [v for v in found if v.place.startswith("tyre_")]
+    assert [v.place for v in tyres] == ["tyre_fl", "tyre_fr", "tyre_rl", "tyre_rr"]
+    assert [v.value for v in tyres] == pytest.approx([RADIUS - 0.15] * 4, rel=1e-9)
+    assert "bottomed" in tyres[0].message()
+    assert not [v for v in violations(stand, stand.field(q), q[None], Limits(tyre_compression=0.6))[0]
+                if v.place.startswith("tyre_")]
+
+
+def test_the_self_check_agrees_with_a_true_tipping_load_and_refuses_a_false_one():
+    """The rigid box: the balance factor at the tipping equilibrium is the hand value 1200 g / 2 (over the
+    front); a tipping factor 5 % off is refused with the balance in the reason."""
+    stand, q = standing(machine())
+    qs, load = _lift(stand, q, [0.0])
+    result = capacity(stand, qs, free_of(stand.model), GRAVITY, load, [], OPTIONS)
+    hand = 1200 * G * 1.0 / 2.0 / 1000.0
+    assert result.balance[0] == pytest.approx(hand, rel=1e-3)
+    assert result.invalid == [[]] and result.governs == ["tipping"]
+    search, _, _, _ = tipping_factors(stand, qs, free_of(stand.model), GRAVITY, load, OPTIONS)
+    search.lo *= 1.05
+    invalid = [[]]
+    balance = _self_check(stand, search, GRAVITY, load, [], OPTIONS, invalid, [[]])
+    assert balance[0] == pytest.approx(hand, rel=1e-3)
+    assert len(invalid[0]) == 1 and "fails its self-check" in invalid[0][0].message()
+
+
+def _car_document(tmp_path, suspension: float, tyre: float):
+    """The shipped car with other spring rates, and a capacity analysis of its boot load."""
+    model = json.loads(open(model_path("car_on_tyres")).read())
+    for joint in model["assemblies"][0]["joints"]:
+        if joint["name"].startswith("suspension_"):
+            joint["stiffness"] = [0.0, suspension]
+    for module in model["force_modules"]:
+        module["vertical_stiffness"] = tyre
+    (tmp_path / "car.json").write_text(json.dumps(model))
+    document = car_scenario(analysis={"capacity": {"load": "luggage"}})
+    document["machines"][0]["model"] = str(tmp_path / "car.json")
+    document["sweep"] = {"mode": "line", "parameters": {"load:luggage": {"from": 0.0, "to": 0.0, "steps": 1}}}
+    return write_scenario(tmp_path, document)
+
+
+def test_a_stiff_car_tips_about_its_rear_axle_as_the_moment_balance_says(tmp_path, capsys):
+    """Suspension 4 MN/m, tyres 20 MN/m: the car pitches by about 0.1 mrad before its front wheels lift.
+    About the rear axle (x = -1.4): P (1.9 - 1.4) = 1500 g * 1.4 + 2 * 25 g * (1.2 + 1.4) (rear wheels on the
+    axle), so P = 44.3 kN; the rated load is 75 % of it, and the self-check's balance agrees."""
+    path = _car_document(tmp_path, 4e6, 2e7)
+    code, out, err = run_cli(capsys, "capacity", path, "--json")
+    assert code == 0, err
+    point = json.loads(out)["points"][0]
+    hand = (CHASSIS * G * -REAR + 2 * WHEEL * G * (FRONT - REAR)) / (REAR - BOOT)
+    assert point["valid"] and point["invalid"] == []
+    assert point["tipping_load"] == pytest.approx(hand, rel=5e-3)
+    assert point["balance_load"] == pytest.approx(point["tipping_load"], rel=1e-2)
+    assert sorted(point["tipping_edge"]) == ["car1:tyre_rl", "car1:tyre_rr"]
+    assert point["rated_load"] == pytest.approx(0.75 * point["tipping_load"])
+
+
+def test_the_shipped_soft_car_states_why_its_boot_has_no_rating(tmp_path, capsys):
+    """40 kN/m suspension without travel limits, 200 kN/m tyres: before the front lifts, the rear suspension
+    has let the chassis down onto the ground. No rating (never thousands of tonnes), the place named, exit 1."""
+    path = _car_document(tmp_path, 40000.0, 200000.0)
+    code, out, err = run_cli(capsys, "capacity", path, "--json")
+    assert code == 1 and "no valid rating" in err
+    point = json.loads(out)["points"][0]
+    assert not point["valid"] and point["rated_load"] is None and point["governs"] == "invalid"
+    assert point["tipping_load"] is None and point["does_not_tip_below"] < 44.3e3
+    assert any("below the ground" in reason or "bottomed" in reason for reason in point["path_ended"])
