@@ -113,3 +113,19 @@ def test_the_shipped_soft_car_states_why_its_boot_has_no_rating(tmp_path, capsys
     assert not point["valid"] and point["rated_load"] is None and point["governs"] == "invalid"
     assert point["tipping_load"] is None and point["does_not_tip_below"] < 44.3e3
     assert any("below the ground" in reason or "bottomed" in reason for reason in point["path_ended"])
+
+
+def test_a_sweep_step_with_the_chassis_through_the_ground_fails_naming_the_place(tmp_path):
+    """10 t in the boot of the shipped car: the solver finds an equilibrium with the chassis pitched back
+    through the ground. That step fails with the place named; the unloaded step stands."""
+    from shiftsim.scenario import LocalExecutor, build_scenario, execute
+
+    document = car_scenario()
+    document["loads"][0]["force"] = [0.0, 0.0, -10000.0 * G]
+    document["sweep"] = {"mode": "line", "parameters": {"load:luggage": [0.0, 1.0]}}
+    steps = execute(build_scenario(tmp_path / "car.json", document), LocalExecutor(1))
+    assert steps[0].status == "converged" and steps[0].ground["car1"]["impossible"] == []
+    assert steps[1].status == "failed"
+    message = steps[1].failures[0]["message"]
+    assert message.startswith("physically impossible equilibrium") and "car1:" in message
+    assert "below the ground" in message or "bottomed" in message
