@@ -72,9 +72,13 @@ def test_the_self_check_agrees_with_a_true_tipping_load_and_refuses_a_false_one(
     assert len(invalid[0]) == 1 and "fails its self-check" in invalid[0][0].message()
 
 
-def _car_document(tmp_path, suspension: float, tyre: float):
-    """The shipped car with other spring rates, and a capacity analysis of its boot load."""
+def _car_document(tmp_path, suspension: float, tyre: float, floating: bool = False):
+    """The shipped car with other spring rates, and a capacity analysis of its boot load; ``floating``: its chassis
+    joined to nothing (the reader adds its float joint) instead of welded to the world."""
     model = json.loads(open(model_path("car_on_tyres")).read())
+    if floating:
+        joints = model["assemblies"][0]["joints"]
+        joints[:] = [j for j in joints if j["name"] != "body"]
     for joint in model["assemblies"][0]["joints"]:
         if joint["name"].startswith("suspension_"):
             joint["stiffness"] = [0.0, suspension]
@@ -84,7 +88,7 @@ def _car_document(tmp_path, suspension: float, tyre: float):
     document = car_scenario(analysis={"capacity": {"load": "luggage"}})
     document["machines"][0]["model"] = str(tmp_path / "car.json")
     document["sweep"] = {"mode": "line", "parameters": {"load:luggage": {"from": 0.0, "to": 0.0, "steps": 1}}}
-    return write_scenario(tmp_path, document)
+    return write_scenario(tmp_path, document, "floating.json" if floating else "scenario.json")
 
 
 def test_a_stiff_car_tips_about_its_rear_axle_as_the_moment_balance_says(tmp_path, capsys):
@@ -129,3 +133,28 @@ def test_a_sweep_step_with_the_chassis_through_the_ground_fails_naming_the_place
     message = steps[1].failures[0]["message"]
     assert message.startswith("physically impossible equilibrium") and "car1:" in message
     assert "below the ground" in message or "bottomed" in message
+
+
+def test_a_floating_car_stands_and_rates_as_the_welded_one(tmp_path, capsys):
+    """The stiff car with its chassis joined to nothing (the reader adds a float joint) used to get a tipping
+    load of 0 (two 6-dof motions on one body): now its ground reactions at every step, its tipping load and its
+    rating equal the welded car's."""
+    outputs = {}
+    for floating in (False, True):
+        path = _car_document(tmp_path, 4e6, 2e7, floating)
+        code, out, err = run_cli(capsys, "capacity", path, "--json")
+        assert code == 0, err
+        document = json.loads(path.read_text())
+        document["sweep"] = {"mode": "line", "parameters": {"load:luggage": [0.0, 10.0]}}
+        from shiftsim.scenario import LocalExecutor, build_scenario, execute
+
+        steps = execute(build_scenario(path, document), LocalExecutor(1))
+        assert all(s.converged for s in steps)
+        outputs[floating] = json.loads(out)["points"][0], [s.ground["car1"]["contact_forces"] for s in steps]
+    (welded, welded_ground), (free, free_ground) = outputs[False], outputs[True]
+    for key in ("tipping_load", "rated_load", "balance_load"):
+        assert free[key] == pytest.approx(welded[key], rel=1e-9)
+    assert free["tipping_edge"] == welded["tipping_edge"] and free["valid"]
+    for a, b in zip(welded_ground, free_ground):
+        for name in a:
+            np.testing.assert_allclose(b[name], a[name], rtol=1e-8, atol=1e-6)
