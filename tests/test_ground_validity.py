@@ -158,3 +158,20 @@ def test_a_floating_car_stands_and_rates_as_the_welded_one(tmp_path, capsys):
     for a, b in zip(welded_ground, free_ground):
         for name in a:
             np.testing.assert_allclose(b[name], a[name], rtol=1e-8, atol=1e-6)
+
+
+def test_the_free_base_coordinates_have_names_a_user_can_read(tmp_path):
+    """base.x, .y, .z, then the z-y'-x'' angles base.rz, .ry, .rx: in the model and in a failure's blame
+    (1e9 N in the car's boot drives the base away), never float_base[k]."""
+    from shiftsim.ground.base import BASE_COORDINATES
+    from shiftsim.scenario import LocalExecutor, build_scenario, execute
+
+    model = car()
+    assert [model.coordinate_names[k] for k in model.coordinates_of("float_base")] == list(BASE_COORDINATES)
+    assert BASE_COORDINATES == ("base.x", "base.y", "base.z", "base.rz", "base.ry", "base.rx")
+    document = car_scenario()
+    document["loads"][0]["force"] = [0.0, 0.0, -1e9]
+    document["sweep"] = {"mode": "line", "parameters": {"load:luggage": [1.0]}}
+    step = execute(build_scenario(tmp_path / "car.json", document), LocalExecutor(1))[0]
+    text = json.dumps(step.failures)
+    assert step.status == "failed" and "base.z" in text and "float_base[" not in text

@@ -23,6 +23,9 @@ from ..spec import FIXED, ORIGIN, PATH_SEPARATOR, BodySpec, FrameRef, JointSpec,
 from .contacts import ContactPoint
 
 BASE = "float_base"
+BASE_COORDINATES = ("base.x", "base.y", "base.z", "base.rz", "base.ry", "base.rx")
+"""The free base's coordinates as users see them (``ID:base.x`` in a scenario): translations along the model's
+x, y, z (m), then the z-y'-x'' angles (rad): about z, then the turned y, then the twice-turned x."""
 
 
 def free_base(spec: ModelSpec, added_float: str | None = None) -> ModelSpec:
@@ -66,6 +69,10 @@ def floating(model: Model) -> Model:
     if cached is None:
         added = [j.name[:-len(".float")] for j in model.joints if j.source_type == "float (added)"]
         cached = compile_model(free_base(model.spec, added[0] if len(added) == 1 else None))
+        names = list(cached.coordinate_names)
+        for k, name in zip(cached.coordinates_of(BASE), BASE_COORDINATES):
+            names[k] = name
+        cached = replace(cached, coordinate_names=tuple(names))
         object.__setattr__(model, "_floating_cache", cached)
     return cached
 
