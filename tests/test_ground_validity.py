@@ -175,3 +175,21 @@ def test_the_free_base_coordinates_have_names_a_user_can_read(tmp_path):
     step = execute(build_scenario(tmp_path / "car.json", document), LocalExecutor(1))[0]
     text = json.dumps(step.failures)
     assert step.status == "failed" and "base.z" in text and "float_base[" not in text
+
+
+def test_a_float_joint_written_in_the_file_becomes_the_free_base(tmp_path):
+    """The car's chassis on a float joint from fixed (0.1 m up in the file) instead of welded: on the ground
+    it has the welded car's coordinates, one 6-dof base (not two) starting where the float put the chassis."""
+    from shiftsim.formats import read_model
+    from shiftsim.ground.base import BASE_COORDINATES, floating
+    from shiftsim.model import compile_model
+
+    document = json.loads(open(model_path("car_on_tyres")).read())
+    joint = next(j for j in document["assemblies"][0]["joints"] if j["name"] == "body")
+    joint.update(type="float", initial_displacement={"T": [0.0, 0.0, 0.1], "R": np.eye(3).tolist()})
+    (tmp_path / "car.json").write_text(json.dumps(document))
+    free = floating(compile_model(read_model(tmp_path / "car.json")))
+    welded = car()
+    assert free.coordinate_names == welded.coordinate_names
+    assert free.coordinate_names[:6] == BASE_COORDINATES
+    assert free.q0[2] == pytest.approx(0.1) and free.q0[[0, 1, 3, 4, 5]] == pytest.approx(0.0)
