@@ -182,3 +182,31 @@ def test_a_tyre_radius_beyond_any_float_is_refused_not_a_crash(tmp_path):
     (tmp_path / "car.json").write_text(json.dumps(model).replace('"X"', "1" + "0" * 400))
     with pytest.raises(ModelError, match=r"force_modules\[0\]\.unloaded_radius: is an integer of about 401 digits \(expected a positive"):
         read_tyres(floating(compile_model(read_model(tmp_path / "car.json"))))
+
+
+def _car_with_tyres_in_its_assembly(tmp_path, **extra):
+    """The shipped car with its tyres declared as the public Shift vehicles do: force_modules inside the
+    assembly, wheel_body named inside it."""
+    document = json.loads(open(model_path("car_on_tyres")).read())
+    modules = document.pop("force_modules")
+    for module in modules:
+        module["wheel_body"] = module["wheel_body"].split(":")[-1]
+        module.update(extra)
+    document["assemblies"][0]["force_modules"] = modules
+    (tmp_path / "car.json").write_text(json.dumps(document))
+    return floating(compile_model(read_model(tmp_path / "car.json")))
+
+
+def test_tyres_inside_an_assembly_are_read_with_their_full_wheel_paths(tmp_path):
+    tyres = read_tyres(_car_with_tyres_in_its_assembly(tmp_path))
+    assert [t.name for t in tyres] == [f"tyre_{w}" for w in WHEELS]
+    assert [t.radius for t in tyres] == [RADIUS] * 4 and [t.stiffness for t in tyres] == [TYRE] * 4
+    reference = read_tyres(car())
+    assert [t.node for t in tyres] == [t.node for t in reference]
+
+
+def test_a_tyre_inside_an_assembly_without_parameters_is_refused_naming_where_it_was_written(tmp_path):
+    model = _car_with_tyres_in_its_assembly(tmp_path, unloaded_radius="")
+    with pytest.raises(ModelError) as error:
+        read_tyres(model)
+    assert "assemblies[0].force_modules[0].unloaded_radius" in str(error.value)

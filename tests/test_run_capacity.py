@@ -56,3 +56,18 @@ def test_without_an_analysis_run_writes_no_capacity(tmp_path, capsys):
     assert code == 0 and "  capacity  " not in out and "capacity.csv" not in out
     assert "capacity" not in json.loads((tmp_path / "out" / "results.json").read_text())
     assert not (tmp_path / "out" / "capacity.csv").exists()
+
+
+@pytest.mark.parametrize("joint, why", [
+    ("ex1:lower:slew", "is a revolute joint, not a stroke"),
+    ("ex1:front:arm:boom_cyl_oil", "is not held (nor swept)"),
+])
+def test_a_cylinder_that_is_not_a_held_stroke_is_refused(tmp_path, capsys, joint, why):
+    """A revolute joint or an unheld oil-column spring as a 'cylinder' would govern the rating with a force that
+    is no cylinder's (712 N instead of 28,778 N): refused before solving, exit 2, the place named."""
+    document = standing()
+    document["analysis"]["capacity"]["cylinders"] = {joint: {"bore": 0.14, "rod": 0.1, "pressure": 34.3e6}}
+    code, _, err = run_cli(capsys, "capacity", write_scenario(tmp_path, document))
+    assert code == 2 and "Traceback" not in err
+    assert f"analysis.capacity.cylinders.{joint}: joint '{joint}' {why}" in err
+    assert "a held prismatic stroke joint" in err

@@ -370,14 +370,16 @@ def test_unknown_sections_are_kept_with_a_warning(tmp_path):
     spec = load(tmp_path, data)
     unused = spec.extras["unused"]
     assert unused["model_parameters.solvers"][0]["type"] == "rnca"
-    # top-level force modules are read (tyres: shiftsim.ground.tyres), kept as written without a warning
-    assert spec.extras["force_modules"] == [{"type": "tire", "name": "fm"}] and "force_modules" not in unused
-    assert unused["assemblies[0].force_modules"][0]["wheel_body"] == "link2"
+    # force modules, top-level and inside assemblies, are read (tyres: shiftsim.ground.tyres) without a warning;
+    # an assembly's wheel_body becomes a full path, and each keeps where it was written
+    assert spec.extras["force_modules"] == [{"type": "tire", "name": "fm"},
+                                            {"type": "tire", "wheel_body": "pendulum:link2"}]
+    assert spec.extras["force_module_places"] == ["force_modules[0]", "assemblies[0].force_modules[0]"]
+    assert "force_modules" not in unused and "assemblies[0].force_modules" not in unused
     text = "\n".join(spec.warnings)
     assert "model_parameters.solvers: setting 'solvers' kept, not used by statics" in text
     assert "model_parameters.loggers: setting 'loggers' kept, not used by statics" in text
-    assert [w for w in spec.warnings if "section 'force_modules'" in w and "assemblies[0]" not in w] == []
-    assert "assemblies[0].force_modules: section 'force_modules' kept, not used by statics" in text
+    assert [w for w in spec.warnings if "force_modules" in w] == []
     assert ("assemblies[0].joints[0].intial_displacement: key 'intial_displacement' kept, not used by statics "
             "(did you mean 'initial_displacement'?)") in text
 

@@ -304,13 +304,18 @@ def capacity_lines(document: dict[str, Any] | None) -> list[str]:
         return []
     if "error" in document:
         return [f"  capacity        not computed: {document['error']}"]
+    invalid = [p for p in document["points"] if not p["valid"]]
+    lines = [f"  capacity        {document['load']}: lift point INVALID, no rating (step {p['step']}: "
+             f"{'; '.join(p['invalid'])})" for p in invalid[:3]]
+    if len(invalid) > 3:
+        lines.append(f"                  ... and {len(invalid) - 3} more invalid lift points (capacity.csv)")
     rated = [p for p in document["points"] if p["rated_mass"] is not None]
     if not rated:
-        return [f"  capacity        {document['load']}: no lift point has a rated load"]
+        return [f"  capacity        {document['load']}: no lift point has a rated load", *lines]
     least = min(rated, key=lambda p: p["rated_mass"])
     return [f"  capacity        {document['load']}: rated {least['rated_mass'] / 1000:.3g} t at least (step "
             f"{least['step']}: radius {least['radius']:.2f} m, height {least['height']:.2f} m, {least['governs']} "
-            f"governs) over {len(document['points'])} lift points; capacity.csv"]
+            f"governs) over {len(document['points'])} lift points; capacity.csv", *lines]
 
 
 def summary_lines(run: Run, folder: str, files: list[str], how: str) -> list[str]:

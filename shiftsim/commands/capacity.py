@@ -5,8 +5,11 @@ hydraulic load and the rated load (ISO 10567: the smaller of 75 % of the
 tipping load and 87 % of the hydraulic load) of the named load on a machine
 standing on the ground (docs/ground.md). The analysis comes from the
 scenario's ``analysis.capacity``; ``--load`` and ``--centre`` override its load
-and slew-axis frame (or make one without it). Exit codes: 0 ok, 1 a lift point
-could not be solved unloaded, 2 bad input.
+and slew-axis frame (or make one without it). A lift point whose rating cannot be
+trusted (it cannot stand unloaded, an equilibrium on its path is impossible, its
+tipping load fails the moment-balance self-check, the hydraulic search failed)
+is printed as INVALID with its reasons, never as a rating. Exit codes: 0 ok,
+1 a lift point has no valid rating, 2 bad input.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ def add_parser(subparsers) -> None:
         help="tipping, hydraulic and rated lift capacity (ISO 10567) at every sweep step",
         description="Tipping load (continuation on the load factor with the solver's stability test), hydraulic "
                     "load (cylinder force limits) and rated load of a named load on a machine with 'contacts', "
-                    "at every step of the scenario's sweep. Exit 0 ok, 1 a lift point cannot stand unloaded, "
+                    "at every step of the scenario's sweep. Exit 0 ok, 1 a lift point has no valid rating (see its reasons), "
                     "2 bad input.",
         scenario_help="scenario file (.json) with a standing machine (docs/ground.md)")
     parser.add_argument("--load", help="the load whose factor is searched (default: analysis.capacity.load)")
@@ -79,7 +82,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"{p['step']:>4} {p['radius']:9.2f} {p['height']:9.2f} {_kn(p['tipping_load']):>11} "
                   f"{_kn(p['hydraulic_load']):>13} {_kn(p['rated_load']):>9} "
                   f"{'-' if p['rated_mass'] is None else format(p['rated_mass'] / 1000, '.2f'):>8}  {p['governs']}")
-    return 1 if any(p["tips_below"] == 0.0 for p in document["points"]) else 0  # cannot stand unloaded
+        for p in document["points"]:
+            if not p["valid"]:
+                print(f"step {p['step']}: INVALID, no rating: {'; '.join(p['invalid'])}")
+            elif p["path_ended"]:
+                print(f"step {p['step']}: does not tip below {p['does_not_tip_below'] / 1000:.1f} kN (the path ends: "
+                      f"{'; '.join(p['path_ended'])}); the hydraulic limit governs below it")
+    invalid = [p["step"] for p in document["points"] if not p["valid"]]
+    if invalid:
+        print(f"error: {len(invalid)} of {len(document['points'])} lift points have no valid rating (steps "
+              f"{', '.join(map(str, invalid))}; see 'invalid')", file=sys.stderr)
+    return 1 if invalid else 0
 
 
 def _kn(value: float | None) -> str:

@@ -138,7 +138,8 @@ _ROOT_KEYS = {"model_parameters", "fixed", "frames", "lights", "terrain", "assem
               "bodies", "joints", "restraints", "name", "description", "force_modules"}
 _MODEL_PARAMETER_KEYS = {"version", "units", "gravity", "include_dir", "include_directories"}
 _FIXED_KEYS = {"frames", "lights", "terrain"}
-_ASSEMBLY_KEYS = {"name", "active", "bodies", "joints", "restraints", "assemblies", "lights", "description"}
+_ASSEMBLY_KEYS = {"name", "active", "bodies", "joints", "restraints", "assemblies", "lights", "description",
+                  "force_modules"}
 _BODY_KEYS = {"name", "active", "frames", "mass", "moment_of_inertia", "inertia", "center_of_mass",
               "definition", "geometry", "collision_shapes", "description"}
 # Collision shape type -> (ShapeSpec kind, its size keys); every type takes the centre and R.
@@ -233,6 +234,7 @@ class _ShiftReader:
         self.fixed_frames: dict[str, FrameSpec] = {}
         self.fixed_frame_where: dict[str, str] = {}
         self.bodies: dict[str, BodySpec] = {}
+        self.assembly_modules: list[tuple[str, tuple[str, ...], bool, Any]] = []  # (place, scope, active, module)
         self.assemblies: dict[str, bool] = {}
         self.joints: list[_PendingJoint] = []
         self.joint_dof: dict[str, tuple[int, str]] = {}  # joint path -> (dof, type) incl. unresolved joints
@@ -266,6 +268,7 @@ class _ShiftReader:
         for key in ("name", "description", "force_modules"):  # force modules: tyres, read by shiftsim.ground.tyres
             if key in root:
                 self.extras[key] = root[key]
+        self._gather_force_modules()
         name = root["name"] if isinstance(root.get("name"), str) else self.path.stem
         return ModelSpec(
             name=name,
@@ -302,6 +305,27 @@ class _ShiftReader:
             return False
         self.names[key] = where
         return True
+
+    def _gather_force_modules(self) -> None:
+        """The force modules of the assemblies after the top-level ones in ``extras["force_modules"]``, each with its
+        ``wheel_body`` as a full path (resolved inside its assembly first) and inactive with its assembly;
+        ``extras["force_module_places"]`` where each was written."""
+        if not self.assembly_modules:
+            return
+        top = self.extras.get("force_modules")
+        modules = list(top) if isinstance(top, list) else []
+        places = [f"force_modules[{i}]" for i in range(len(modules))]
+        for where, scope, active, item in self.assembly_modules:
+            if isinstance(item, dict):
+                item = dict(item)
+                body = item.get("wheel_body")
+                if isinstance(body, str) and join_path(*scope, body) in self.bodies:
+                    item["wheel_body"] = join_path(*scope, body)
+                if not active:
+                    item["active"] = False
+            modules.append(item)
+            places.append(where)
+        self.extras["force_modules"], self.extras["force_module_places"] = modules, places
 
     def _read_name(self, obj: dict[str, Any], where: str) -> str | None:
         if "name" not in obj:
@@ -446,6 +470,9 @@ class _ShiftReader:
             self._read_restraint(item, at(at(where, "restraints"), i), scope, active)
         if scope:
             self._collect_lights(obj, where, scope)
+            if isinstance(obj.get("force_modules"), list):  # tyres inside assemblies (the public Shift vehicles)
+                self.assembly_modules += [(at(at(where, "force_modules"), i), scope, active, item)
+                                          for i, item in enumerate(obj["force_modules"])]
         for i, item in enumerate(read_list(self.f, obj.get("assemblies"), at(where, "assemblies"))):
             self._read_assembly(item, at(at(where, "assemblies"), i), scope, active)
 

@@ -23,11 +23,31 @@ from ..spec import FIXED, ORIGIN, PATH_SEPARATOR, BodySpec, FrameRef, JointSpec,
 from .contacts import ContactPoint
 
 BASE = "float_base"
+BASE_COORDINATES = ("base.x", "base.y", "base.z", "base.rz", "base.ry", "base.rx")
+"""The free base's coordinates as users see them (``ID:base.x`` in a scenario): translations along the model's
+x, y, z (m), then the z-y'-x'' angles (rad): about z, then the turned y, then the twice-turned x."""
 
 
-def free_base(spec: ModelSpec) -> ModelSpec:
-    """``spec`` with its fixed frame on a free 6-dof base (see the module docstring)."""
+def free_base(spec: ModelSpec, added_float: str | None = None) -> ModelSpec:
+    """``spec`` with its fixed frame on a free 6-dof base (see the module docstring).
+
+    A model that is already free stands the same as the model welded to the world, its root body fixed to the
+    base where its own float put it (otherwise the two would be one 6-dof motion twice, and the machine would
+    have no stiffness along it): the one float joint from ``fixed``'s origin written in the file becomes rigid
+    and the base takes its initial values (both are translations then z-y'-x'' angles); ``added_float``, the
+    root body that the model compiler gave a float joint (a body connected to nothing fixed), is welded to the
+    base at its file pose by a rigid joint of the same name (``body.float``)."""
     result = copy.deepcopy(spec)
+    floats = [i for i, j in enumerate(result.joints) if j.type == "float" and j.parent.body == FIXED and j.active]
+    start = (0.0,) * 6
+    if len(floats) == 1 and result.joints[floats[0]].parent.frame == ORIGIN:
+        own = result.joints[floats[0]]
+        start = tuple(own.initial) if len(own.initial) == 6 else start
+        result.joints[floats[0]] = replace(own, type="rigid", initial=(), offset=np.eye(4))
+    if added_float is not None:
+        result.joints.append(JointSpec(f"{added_float}.float", "rigid", FrameRef(BASE, ORIGIN),
+                                       FrameRef(added_float, ORIGIN), source_type="float (added), on the free base",
+                                       where="free base of the machine on the ground"))
 
     def move(ref: FrameRef) -> FrameRef:
         return FrameRef(BASE, ref.frame) if ref.body == FIXED else ref
@@ -38,7 +58,7 @@ def free_base(spec: ModelSpec) -> ModelSpec:
     result.bodies.insert(0, BodySpec(BASE, frames=result.fixed_frames, where="free base of the machine on the ground"))
     result.fixed_frames = {}
     result.joints.insert(0, JointSpec(BASE, "float", FrameRef(FIXED, ORIGIN), FrameRef(BASE, ORIGIN),
-                                      initial=(0.0,) * 6, source_type="float",
+                                      initial=start, source_type="float",
                                       where="free base of the machine on the ground"))
     return result
 
@@ -47,15 +67,23 @@ def floating(model: Model) -> Model:
     """The compiled :func:`free_base` of a model (made once per model)."""
     cached = model.__dict__.get("_floating_cache")
     if cached is None:
-        cached = compile_model(free_base(model.spec))
+        added = [j.name[:-len(".float")] for j in model.joints if j.source_type == "float (added)"]
+        cached = compile_model(free_base(model.spec, added[0] if len(added) == 1 else None))
+        names = list(cached.coordinate_names)
+        for k, name in zip(cached.coordinates_of(BASE), BASE_COORDINATES):
+            names[k] = name
+        cached = replace(cached, coordinate_names=tuple(names))
         object.__setattr__(model, "_floating_cache", cached)
     return cached
 
 
 def lift_coordinates(model: Model, free: Model, q: np.ndarray) -> np.ndarray:
-    """Coordinates of ``free`` (= floating(model)) with the base at zero and the others from ``q`` (..., nq)."""
+    """Coordinates of ``free`` (= floating(model)) with the base at zero and the others from ``q`` (..., nq); the
+    coordinates of a float joint that :func:`free_base` made rigid go to the base's, in order."""
     q = np.asarray(q, float)
-    index = [free.coordinate_names.index(name) for name in model.coordinate_names]
+    base = iter(base_coordinates(free))
+    index = [free.coordinate_names.index(name) if name in free.coordinate_names else next(base)
+             for name in model.coordinate_names]
     out = np.zeros(q.shape[:-1] + (free.nq,))
     out[..., index] = q
     return out

@@ -37,7 +37,9 @@ from .. import statics as st
 from ..forces import AppliedLoad, frame_point
 from ..kinematics import state
 from ..solution import joint_loads
+from .selfcheck import BALANCE_TOLERANCE, balance_factors
 from .stand import Equilibria, Stand, solve_grouped, take
+from .validity import Limits, Violation, violations
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class CapacityOptions:
     hydraulic_fraction: float = 0.87
     tolerance: float = 1e-3
     max_solves: int = 40
+    limits: Limits = Limits()
+    balance_tolerance: float = BALANCE_TOLERANCE
     # a trial past the tipping load fails; load stepping from zero would only confirm it
     solver: st.SolverOptions = field(default_factory=lambda: st.SolverOptions(max_iterations=15, full_load_iterations=15,
                                                                              load_stepping=False))
@@ -76,8 +80,12 @@ class CapacityOptions:
 @dataclass
 class Capacity:
     """Per lift point (B,): tipping factor bracket ``tipping`` (largest standing) and ``tipped`` (smallest not),
-    the tipping edge (contact names; two empty names where no downward load can tip it), hydraulic factor and its cylinder, rated factor and what governs
-    (``tipping`` / ``hydraulic``). Factors multiply the named load; ``load`` is its size (N).
+    the tipping edge (contact names; two empty names where no downward load can tip it), hydraulic factor and its
+    cylinder, rated factor and what governs (``tipping`` / ``hydraulic``; ``invalid``: no rating).
+    Factors multiply the named load; ``load`` is its size (N). ``balance`` (B,): the factor the self-check's
+    moment balance about the tipping edge gives (nan: not checked, :mod:`.selfcheck`). ``ended`` per point:
+    why the search ended without the machine tipping (an impossible equilibrium ahead; then ``tipping`` is only
+    a lower bound: it does not tip below it); ``invalid`` per point: why it has no rating (empty: it has one).
     ``q_unloaded`` (B, nq): the machine standing with the named load at factor 0."""
 
     load: float
@@ -90,6 +98,9 @@ class Capacity:
     governs: list[str]
     solves: int
     q_unloaded: np.ndarray
+    balance: np.ndarray
+    ended: list[list[Violation]]
+    invalid: list[list[Violation]]
 
 
 @dataclass
@@ -102,16 +113,20 @@ class _Search:
     previous: np.ndarray  # (B, 2): factor and margin of the standing point before lo (nan: none yet)
     hi: np.ndarray
     edge: np.ndarray  # (B, 2) contact indices of the tipping edge (the rigid prediction's)
+    ended: list[list[Violation]]  # per case: what made the trial at ``hi`` impossible (empty: it tipped)
 
 
 def _with_factor(load: AppliedLoad, factor: np.ndarray) -> AppliedLoad:
     return AppliedLoad(load.frame, load.force * factor[:, None], load.torque * factor[:, None], load.follow)
 
 
-def _standing(stand: Stand, field_, result: Equilibria, edge: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(B,) standing, and the signed distance (m, positive inside) of the centre of pressure from the line of
-    the tipping ``edge`` (B, 2) contact indices."""
+def _standing(stand: Stand, field_, result: Equilibria, edge: np.ndarray,
+              limits: Limits) -> tuple[np.ndarray, np.ndarray, list[list[Violation]]]:
+    """(B,) standing, the signed distance (m, positive inside) of the centre of pressure from the line of
+    the tipping ``edge`` (B, 2) contact indices, and per case why the equilibrium is impossible
+    (:func:`.validity.violations`; such a case is not standing)."""
     prints, points, _ = stand.footprints(field_, result.q)
+    impossible = violations(stand, field_, result.q, limits)
     margin = np.array([p.margin for p in prints])
     cop = np.array([p.centre_of_pressure[:2] for p in prints])
     rows = np.arange(len(prints))
@@ -120,7 +135,8 @@ def _standing(stand: Stand, field_, result: Equilibria, edge: np.ndarray) -> tup
     length = np.linalg.norm(along, axis=1)
     cross = along[:, 0] * (cop - a)[:, 1] - along[:, 1] * (cop - a)[:, 0]
     distance = np.where(length > 0.0, cross / np.maximum(length, 1e-300), margin)  # no edge predicted: the margin
-    return result.converged & result.stable & (margin > 0.0), distance
+    possible = np.array([not v for v in impossible])
+    return result.converged & result.stable & (margin > 0.0) & possible, distance, impossible
 
 
 def _rigid_prediction(stand: Stand, field_, result: Equilibria, load: AppliedLoad) -> tuple[np.ndarray, np.ndarray]:
@@ -153,9 +169,10 @@ def _rigid_prediction(stand: Stand, field_, result: Equilibria, load: AppliedLoa
 
 def tipping_factors(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray, load: AppliedLoad,
                     options: CapacityOptions = CapacityOptions(),
-                    others: list[AppliedLoad] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """Tipping factor brackets (lo, hi) (B,), tipping edges (B, 2), the unloaded equilibria (B, nq) and the
-    number of batched solves.
+                    others: list[AppliedLoad] = ()) -> tuple[_Search, np.ndarray, list[list[Violation]], int]:
+    """The search's end (tipping factor brackets ``lo``, ``hi`` (B,), their equilibria, tipping edges (B, 2), why
+    a bracket ended without tipping), the unloaded equilibria (B, nq), per case why the unloaded equilibrium is
+    impossible, and the number of batched solves.
 
     ``q_start`` (B, nq): the lift points, base settled; ``load``: the named load at factor 1, (B, 3)
     arrays, model axes; ``others``: loads that stay as they are; ``gravity`` (3,) model axes. A case that
@@ -169,9 +186,10 @@ def tipping_factors(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity
     seated = stand.seat(q_start, free, grav, unloaded, solver)
     first = solve_grouped(stand.model, seated, free, grav, unloaded, solver, (field_,))
     rigid, edge = _rigid_prediction(stand, field_, first, load)
-    ok, margin = _standing(stand, field_, first, edge)
+    ok, margin, unloaded_impossible = _standing(stand, field_, first, edge, options.limits)
     lo = np.where(ok & np.isinf(rigid), np.inf, 0.0)
-    s = _Search(lo, margin, first.q.copy(), np.full((batch, 2), np.nan), np.where(ok, np.inf, 0.0), edge)
+    s = _Search(lo, margin, first.q.copy(), np.full((batch, 2), np.nan), np.where(ok, np.inf, 0.0), edge,
+                [[] for _ in range(batch)])
     solves = 1
     tol = options.tolerance
     first_guess = np.where(np.isfinite(rigid), 0.95 * rigid, np.inf)
@@ -186,12 +204,14 @@ def tipping_factors(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity
         loads = [_with_factor(take(load, active), target), *(take(o, active) for o in others)]
         result = solve_grouped(stand.model, s.q_lo[active], free, grav[active], loads, solver, (field_,))
         solves += 1
-        good, margin = _standing(stand, field_, result, s.edge[active])
+        good, margin, impossible = _standing(stand, field_, result, s.edge[active], options.limits)
         up, down = active[good], active[~good]
         s.previous[up] = np.column_stack([s.lo[up], s.margin_lo[up]])
         s.lo[up], s.margin_lo[up], s.q_lo[up] = target[good], margin[good], result.q[good]
         s.hi[down] = target[~good]
-    return s.lo, s.hi, s.edge, first.q, solves
+        for k in np.flatnonzero(~good):
+            s.ended[active[k]] = impossible[k]
+    return s, first.q, unloaded_impossible, solves
 
 
 def _next_factor(s: _Search, active: np.ndarray, tol: float) -> np.ndarray:
@@ -268,14 +288,69 @@ def capacity(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.nd
              cylinders: list[Cylinder], options: CapacityOptions = CapacityOptions(),
              others: list[AppliedLoad] = ()) -> Capacity:
     """Tipping, hydraulic and rated factors of the named ``load`` at every lift point (see the module docstring);
-    ``others``: loads that stay as they are (B, 3 arrays)."""
-    lo, hi, edge, q_unloaded, solves = tipping_factors(stand, q_start, free, gravity, load, options, others)
+    ``others``: loads that stay as they are (B, 3 arrays). A point whose rating cannot be trusted has none
+    (nan, ``governs`` ``invalid``) and says why in ``invalid``: the machine cannot stand there unloaded, its
+    tipping factor fails the self-check (:mod:`.selfcheck`), the hydraulic search failed, or the search ended
+    at an impossible equilibrium (``ended``) below the load at which the hydraulic limit would govern."""
+    s, q_unloaded, unloaded_impossible, solves = tipping_factors(stand, q_start, free, gravity, load, options, others)
+    lo = s.lo
     hydraulic, limiting, more = hydraulic_factors(stand, q_unloaded, free, gravity, load, cylinders, options, others)
+    batch = len(lo)
+    invalid: list[list[Violation]] = [list(v) for v in unloaded_impossible]
+    ended = [list(v) if np.isfinite(s.hi[b]) else [] for b, v in enumerate(s.ended)]
+    for b in range(batch):
+        if lo[b] == 0.0 and not invalid[b]:
+            invalid[b].append(Violation("", "the machine does not stand unloaded at this lift point (no stable "
+                                            "equilibrium with the centre of pressure inside its support)", np.nan))
+        if np.isnan(hydraulic[b]):
+            invalid[b].append(Violation("", "the hydraulic search failed (no equilibrium with the base held on the "
+                                            "way to a cylinder's force limit)", np.nan))
+    balance = _self_check(stand, s, gravity, load, others, options, invalid, ended)
     tipping_rated = options.tipping_fraction * lo
     hydraulic_rated = options.hydraulic_fraction * hydraulic
     rated = np.minimum(tipping_rated, hydraulic_rated)
     governs = ["tipping" if t <= h else "hydraulic" for t, h in zip(tipping_rated, hydraulic_rated)]
+    for b in range(batch):
+        if ended[b] and governs[b] == "tipping" and not invalid[b]:
+            invalid[b].append(Violation("", f"does not tip below factor {lo[b]:.6g}, where the path ends at an "
+                                            f"impossible equilibrium (" + "; ".join(v.message() for v in ended[b])
+                                        + "): no tipping load to rate", np.nan))
+        if invalid[b]:
+            rated[b], governs[b] = np.nan, "invalid"
     names = stand.field(q_start[0]).names
-    edges = [(names[a], names[b]) if a != b else ("", "") for a, b in edge]  # (0, 0): no edge predicted
+    edges = [(names[a], names[b]) if a != b else ("", "") for a, b in s.edge]  # (0, 0): no edge predicted
     size = float(np.linalg.norm(load.force[0]))
-    return Capacity(size, lo, hi, edges, hydraulic, limiting, rated, governs, solves + more, q_unloaded)
+    return Capacity(size, lo, s.hi, edges, hydraulic, limiting, rated, governs, solves + more, q_unloaded, balance,
+                    ended, invalid)
+
+
+def _self_check(stand: Stand, s: _Search, gravity: np.ndarray, load: AppliedLoad, others: list[AppliedLoad],
+                options: CapacityOptions, invalid: list[list[Violation]], ended: list[list[Violation]]) -> np.ndarray:
+    """The balance factor (:mod:`.selfcheck`) of every point that tipped (nan elsewhere); a point whose tipping
+    factor is more than ``options.balance_tolerance`` (relative) from it gets the reason in ``invalid``."""
+    batch = len(s.lo)
+    balance = np.full(batch, np.nan)
+    cases = np.array([b for b in range(batch) if 0.0 < s.lo[b] < np.inf and np.isfinite(s.hi[b]) and not ended[b]
+                      and s.edge[b, 0] != s.edge[b, 1]], dtype=int)
+    if not len(cases):
+        return balance
+    field_ = stand.field(s.q_lo[cases[0]])
+    evaluated = field_.evaluate(state(stand.model, s.q_lo[cases]))
+    rows = np.arange(len(cases))
+    edge_points = np.stack([evaluated.points[rows, s.edge[cases, 0]], evaluated.points[rows, s.edge[cases, 1]]], axis=1)
+    off_edge = np.ones(evaluated.forces.shape[:2], dtype=bool)
+    off_edge[rows, s.edge[cases, 0]] = off_edge[rows, s.edge[cases, 1]] = False
+    found, off, per_factor = balance_factors(
+        stand.model, stand.rotation, stand.translation, s.q_lo[cases], np.broadcast_to(gravity, (len(cases), 3)),
+        take(load, cases), [take(o, cases) for o in others], edge_points, evaluated.points, evaluated.forces, off_edge)
+    balance[cases] = found
+    names = field_.names
+    for k, b in enumerate(cases):
+        gap = abs(found[k] - s.lo[b]) / s.lo[b]
+        if not gap <= options.balance_tolerance:
+            invalid[b].append(Violation("", f"fails its self-check: the moment balance about the tipping edge "
+                                            f"{names[s.edge[b, 0]]} - {names[s.edge[b, 1]]} gives factor "
+                                            f"{found[k]:.6g}, the search {s.lo[b]:.6g} ({100 * gap:.3g} % apart; the "
+                                            f"contacts off the edge still carry {abs(off[k]):.4g} N m of the load's "
+                                            f"{abs(per_factor[k] * s.lo[b]):.4g} N m)", np.nan))
+    return balance

@@ -62,16 +62,17 @@ class Tyre:
 
 
 def read_tyres(model: Model) -> list[Tyre]:
-    """The active ``tire`` force modules of a model read from a Shift file (``spec.extras["force_modules"]``);
-    other force-module types are not read. Bad entries raise one ModelError naming ``force_modules[i].key``."""
+    """The active ``tire`` force modules of a model read from a Shift file (``spec.extras["force_modules"]``: the
+    top-level ones and those inside assemblies); other force-module types are not read. Bad entries raise one
+    ModelError naming where each was written (``force_modules[i].key``, ``assemblies[0].force_modules[1].key``)."""
     modules = model.spec.extras.get("force_modules") or []
     problems = Problems(model.spec.source)
     if not isinstance(modules, list):
         problems.add("force_modules", "is not a list", "a list of force modules")
         problems.raise_if_any()
+    places = model.spec.extras.get("force_module_places") or [f"force_modules[{i}]" for i in range(len(modules))]
     tyres = []
-    for i, module in enumerate(modules):
-        where = f"force_modules[{i}]"
+    for where, module in zip(places, modules):
         if not isinstance(module, dict) or module.get("type") != TYRE_TYPE or module.get("active", True) is False:
             continue
         tyre = _read_tyre(model, module, where, problems)

@@ -67,8 +67,9 @@ POSE_UNITS = ("mm", "mm", "mm", "deg", "deg", "deg")  # an Mdx platform pose, as
 ACTUATOR_QUANTITIES = {"actuator_length": ("lengths", "m"), "actuator_raw": ("raw", "-"),
                        "actuator_in_range": ("in_range", "-"), "actuator_force": ("forces", "N")}
 EFFORT_UNIT = {"m": "N", "rad": "N m"}
-CAPACITY_COLUMNS = ("step", "radius", "height", "tipping_load", "tips_below", "hydraulic_load", "rated_load",
-                    "rated_mass", "governs", "limiting_cylinder", "tipping_edge")
+CAPACITY_COLUMNS = ("step", "radius", "height", "tipping_load", "tips_below", "does_not_tip_below", "balance_load",
+                    "hydraulic_load", "rated_load", "rated_mass", "governs", "limiting_cylinder", "invalid",
+                    "tipping_edge")
 
 
 class OutputError(ShiftsimError):
@@ -253,15 +254,22 @@ def step_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
 def capacity_rows(document: dict[str, Any]) -> list[list[Any]]:
     """capacity.csv: a header (``step``, each swept parameter, then the lift point's radius and height (m), the loads
     (N), the rated mass (kg), what governs, the limiting cylinder and the tipping edge), one row per lift point;
-    an empty value where there is none."""
+    an empty value where there is none; ``invalid`` the reasons a point has no rating, joined by ``; ``."""
     points = document["points"]
     names = list(points[0]["parameters"]) if points else []
     rows: list[list[Any]] = [[CAPACITY_COLUMNS[0], *names, *CAPACITY_COLUMNS[1:]]]
     for p in points:
         edge = " - ".join(p["tipping_edge"])
         rows.append([p["step"], *(p["parameters"][n] for n in names),
-                     *("" if p[c] is None else p[c] for c in CAPACITY_COLUMNS[1:-1]), edge])
+                     *(_capacity_cell(p[c]) for c in CAPACITY_COLUMNS[1:-1]), edge])
     return rows
+
+
+def _capacity_cell(value: Any) -> Any:
+    """A capacity.csv cell: empty for none, reasons joined by '; '."""
+    if isinstance(value, list):
+        return "; ".join(value)
+    return "" if value is None else value
 
 
 def _number(value: Any) -> Any:

@@ -79,7 +79,8 @@ def draw_footprint(title: str, contacts: dict[str, np.ndarray], reports: Sequenc
 def capacity_chart(document: dict[str, Any], dpi: int = 100) -> bytes:
     """The rated lift capacity in the form manufacturers publish: lift-point height against radius, the rated load
     (t) written at each point, one panel per value of the analysis' ``group`` parameter (e.g. over front / over
-    side); a trailing ``*`` marks points where the hydraulic limit governs."""
+    side); a trailing ``*`` marks points where the hydraulic limit governs, ``invalid`` (red) a point without a
+    rating (its reasons are in the table and results)."""
     points = document["points"]
     group = document.get("group")
     values = sorted({p["parameters"][group] for p in points}) if group else [None]
@@ -90,7 +91,8 @@ def capacity_chart(document: dict[str, Any], dpi: int = 100) -> bytes:
         for p in chosen:
             rated = p["rated_mass"]
             text = "-" if rated is None else f"{rated / 1000.0:.2f}{'*' if p['governs'] == 'hydraulic' else ''}"
-            colour = "tab:orange" if p["governs"] == "hydraulic" else "tab:blue"
+            colour = {"hydraulic": "tab:orange", "invalid": "tab:red"}.get(p["governs"], "tab:blue")
+            text = "invalid" if p["governs"] == "invalid" else text
             axes.plot(p["radius"], p["height"], "o", color=colour, ms=3)
             axes.annotate(text, (p["radius"], p["height"]), textcoords="offset points", xytext=(3, 3), fontsize=7)
         axes.axhline(0.0, color="0.5", lw=0.8)

@@ -68,11 +68,17 @@ def read_capacity(scenario: Any, entry: dict[str, Any], where: str, problems: Pr
         return resolve(machine.model, kind, name[len(prefix):], machine.id, at, problems)
 
     centre = local(entry.get("centre", f"{prefix}{BASE}"), "frame", f"{where}.centre")
+    names = [p.name for p in scenario.sweep.parameters]
     cylinders = []
     for name, limits in entry.get("cylinders", {}).items():
         at = f"{where}.cylinders.{name}"
         joint = local(name, "joint", at)
         if joint is None:
+            continue
+        why = _not_a_cylinder(machine, joint, name in names)
+        if why:
+            problems.add(at, f"joint {name!r} {why}", "a held prismatic stroke joint (in the machine's 'hold' "
+                         "list or swept), whose effort is the cylinder's force")
             continue
         if limits["rod"] >= limits["bore"]:
             problems.add(f"{at}.rod", f"rod {limits['rod']} m is not smaller than bore {limits['bore']} m",
@@ -80,7 +86,6 @@ def read_capacity(scenario: Any, entry: dict[str, Any], where: str, problems: Pr
             continue
         cylinders.append(Cylinder(joint, float(limits["bore"]), float(limits["rod"]), float(limits["pressure"])))
     group = entry.get("group")
-    names = [p.name for p in scenario.sweep.parameters]
     if group is not None and group not in names:
         problems.add(f"{where}.group", f"{group!r} is not a swept parameter", suggest(group, names))
     defaults = CapacityOptions()
@@ -90,6 +95,21 @@ def read_capacity(scenario: Any, entry: dict[str, Any], where: str, problems: Pr
     if centre is None or problems.items:
         return None
     return CapacitySpec(load.name, machine.id, centre, tuple(cylinders), options, group)
+
+
+def _not_a_cylinder(machine: Machine, joint: str, swept: bool) -> str:
+    """Why the model joint ``joint`` of ``machine`` cannot be a rated cylinder (empty: it can). Its effort is the
+    cylinder force only when it is a prismatic joint held at its stroke (held or swept) with no spring of its own."""
+    model = machine.model
+    compiled = model.joints[model.joint_index(joint)]
+    if compiled.type != "prismatic":
+        return f"is a {compiled.type} joint, not a stroke"
+    if joint not in machine.held and not swept:
+        return "is not held (nor swept): its stroke moves with the load, so its effort is no cylinder force"
+    sprung = {*model.joint_springs.coordinates.tolist(), *(r.coordinate for r in model.joint_restraints)}
+    if sprung & set(model.coordinates_of(joint)):
+        return "carries a spring (an oil column): its force is the spring's, not a held cylinder's"
+    return ""
 
 
 def lift_points(scenario: Any, spec: CapacitySpec) -> tuple[Machine, Stand, np.ndarray, np.ndarray, np.ndarray]:
@@ -158,19 +178,26 @@ def run_capacity(scenario: Any, spec: CapacitySpec) -> dict[str, Any]:
             "parameters": {p.name: float(v) for p, v in zip(scenario.sweep.parameters, row)},
             "radius": float(np.linalg.norm(at[b, :2] - axis[b, :2])),
             "height": float(at[b, 2] - ground_height[b]),
-            "tipping_load": finite_or_none(result.tipping[b] * size),
-            "tips_below": finite_or_none(result.tipped[b] * size),
+            "tipping_load": None if result.ended[b] else finite_or_none(result.tipping[b] * size),
+            "tips_below": None if result.ended[b] else finite_or_none(result.tipped[b] * size),
+            "does_not_tip_below": finite_or_none(result.tipping[b] * size) if result.ended[b] else None,
+            "path_ended": [v.message(machine.name) for v in result.ended[b]],
+            "balance_load": finite_or_none(result.balance[b] * size),
             "tipping_edge": [machine.name(n) for n in result.edge[b] if n],
             "hydraulic_load": finite_or_none(result.hydraulic[b] * size),
             "limiting_cylinder": machine.name(result.cylinder[b]) if result.cylinder[b] else None,
             "rated_load": finite_or_none(result.rated[b] * size),
             "rated_mass": finite_or_none(result.rated[b] * size / g),
             "governs": result.governs[b],
+            "valid": not result.invalid[b],
+            "invalid": [v.message(machine.name) for v in result.invalid[b]],
         })
     options = spec.options
     return {"load": spec.load, "frame": machine.name(named.frame), "centre": machine.name(spec.centre),
             "load_size": size, "tipping_fraction": options.tipping_fraction,
             "hydraulic_fraction": options.hydraulic_fraction, "tolerance": options.tolerance,
+            "balance_tolerance": options.balance_tolerance, "sink_limit": options.limits.sink,
+            "tyre_compression_limit": options.limits.tyre_compression,
             "group": spec.group, "cylinders": {machine.name(c.joint): {"push": c.push, "pull": c.pull}
                                                for c in spec.cylinders},
             "batched_solves": result.solves, "points": points}

@@ -13,7 +13,8 @@ themselves (an MFK machine turning its tracks). Every solved step reports, per s
 ``moment`` N m about the world origin), ``centre_of_pressure`` (m),
 ``support_polygon`` (the loaded contacts on the hull, counter-clockwise from
 above), ``tipping_margin`` (m, negative outside; null when nothing presses on the
-ground) and ``tipping_edge``. Contacts are named as frames in the scenario
+ground) and ``tipping_edge``, and ``impossible``: why the equilibrium cannot be (a contact sunk
+too deep, a tyre bottomed, the base body below the ground; docs/ground.md), which fails the step. Contacts are named as frames in the scenario
 (``ex1:lower:carbody:track_fl``; a box corner ``ex1:body:shape:corner0`` … ``corner3``); a tyre by its
 force module's name (``car1:tyre_fl``), after the contacts.
 """
@@ -31,6 +32,7 @@ from ..ground.footprint import footprint
 from ..ground.stand import GroundField, Stand
 from ..ground.terrain import DEFAULT_FRICTION, Ground
 from ..ground.tyres import read_tyres
+from ..ground.validity import violations
 from ..kinematics import state
 from ..model import Model
 from .machines import Machine
@@ -62,6 +64,10 @@ class Support:
         """The contacts (and tyres) as a force field on ``model`` at ``placement``, their tangential springs
         anchored where they stand at ``q_anchor`` (default the machine's start). The stand is made once per
         model and placement."""
+        return self.stand_of(model, machine, placement).field(self.q_anchor if q_anchor is None else q_anchor)
+
+    def stand_of(self, model: Model, machine: Machine, placement: Placement | None = None) -> Stand:
+        """:meth:`stand`, made once per model and placement."""
         placement = placement or machine.placement
         cache = model.__dict__.get("_support_stands")
         if cache is None:
@@ -70,7 +76,7 @@ class Support:
         key = placement.matrix.tobytes()
         if key not in cache:
             cache[key] = self.stand(model, machine, placement)
-        return cache[key].field(self.q_anchor if q_anchor is None else q_anchor)
+        return cache[key]
 
 
 def step_anchor(model: Model, q: np.ndarray, values: dict[str, Any]) -> np.ndarray:
@@ -152,9 +158,13 @@ def _index(machine: Machine) -> int:
     return int(machine.where.split("[")[1].rstrip("]"))
 
 
-def step_report(machine: Machine, model: Model, q: np.ndarray, field: GroundField) -> dict[str, Any]:
+def step_report(machine: Machine, model: Model, q: np.ndarray, field: GroundField,
+                placement: Placement | None = None) -> dict[str, Any]:
     """What the ground carries (through ``field``) at coordinates ``q`` (nq,) of a standing machine (see the
-    module docstring)."""
+    module docstring), and ``impossible``: why the equilibrium cannot be (:mod:`shiftsim.ground.validity`;
+    empty: it can; the runner fails such a step)."""
+    stand = machine.support.stand_of(model, machine, placement)
+    impossible = [v.message(machine.name) for v in violations(stand, field, np.asarray(q, float)[None])[0]]
     c = field.evaluate(state(model, np.asarray(q, float)[None]))
     names = [machine.name(n) for n in field.names]
     print_ = footprint(c.points[0], c.forces[0])
@@ -165,6 +175,7 @@ def step_report(machine: Machine, model: Model, q: np.ndarray, field: GroundFiel
         "support_polygon": [names[i] for i in print_.polygon],
         "tipping_margin": finite_or_none(print_.margin),
         "tipping_edge": [names[i] for i in print_.edge] if print_.edge[0] >= 0 else [],
+        "impossible": impossible,
     }
 
 

@@ -217,7 +217,10 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
             step.neutral[machine.id] = [_prefixed(machine, direction) for direction in solution.neutral]
         step.q[machine.id], step.q_reference[machine.id] = solution.q, solution.q_reference
         if machine.support is not None:
-            step.ground[machine.id] = step_report(machine, model, solution.q, fields[0])
+            step.ground[machine.id] = step_report(machine, model, solution.q, fields[0], placement)
+            if step.ground[machine.id]["impossible"]:  # a spring law without end gave a place no machine can be
+                step.failures.append({"machine": machine.id, "message": "physically impossible equilibrium: "
+                                      + "; ".join(step.ground[machine.id]["impossible"])})
         state.advance(solution.q, time)
     step.residual = max(residuals) if residuals else None
     if step.failures:
