@@ -77,24 +77,29 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(command).parse_args(argv)
     from .threads import single_blas_thread
 
+    # Warnings are shown only after recording stops: shown inside the block, each would be recorded again
+    # into the list being shown, for ever (issue 25, item 1).
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ShiftsimWarning)
         try:
             with single_blas_thread():  # small matrices: BLAS threads only add overhead
                 code = int(args.func(args))
         except ShiftsimError as error:
-            _show_warnings(args.command, caught)
-            print(f"shiftsim {args.command}: error:", file=sys.stderr)
-            for line in str(error).splitlines():
-                print(f"  {line}", file=sys.stderr)
-            return error.exit_code
+            failure = error
         except KeyboardInterrupt:
             return 130
         except BrokenPipeError:  # output piped into a command that stopped reading (e.g. head)
             sys.stderr.close()
             return 0
+        else:
+            failure = None
     _show_warnings(args.command, caught)
-    return code
+    if failure is None:
+        return code
+    print(f"shiftsim {args.command}: error:", file=sys.stderr)
+    for line in str(failure).splitlines():
+        print(f"  {line}", file=sys.stderr)
+    return failure.exit_code
 
 
 # commands that print the readers' warnings themselves, grouped with their own summary
