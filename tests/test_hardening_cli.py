@@ -61,3 +61,51 @@ def test_mdx_ik_of_an_overflowing_geometry_ends_with_exit_2(tmp_path, key, value
     result = shiftsim("mdx", "ik", "--xyzrpy", "0", "0", "0", "0", "0", "0", str(mdx_geometry(tmp_path, **{key: value})))
     assert_refused(result, "geometry.json")
     assert len(result.stderr) < 20_000, result.stderr[:3000]
+
+
+# item 4 (and item 12's "not strict JSON" for a surrogate): lone UTF-16 surrogate escapes are refused with the place
+
+SURROGATE_MODEL = '{"model_parameters": {"gravity": [0, 0, -9.81]}, "bodies": [{"name": "a\\ud800b", "mass": 1}]}'
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("command", [["fk"], ["solve", "--json"], ["check"]])
+@pytest.mark.parametrize("prefix,place", [("", "line 1, column "), ("// a JSON5 comment\n", "bodies[0].name")])
+def test_a_lone_surrogate_in_a_model_name_is_refused_with_its_place(tmp_path, command, prefix, place):
+    result = shiftsim(*command, str(write(tmp_path, "model.json", prefix + SURROGATE_MODEL)))
+    assert_refused(result, "model.json", place, "lone UTF-16 surrogate")
+    assert "not strict JSON" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [["check"], ["run", "--out", "out"]])
+def test_a_lone_surrogate_in_a_scenario_is_refused(tmp_path, command):
+    scenario = json.loads((ROOT / "scenarios" / "cantilever_tip_load.json").read_text())
+    scenario["machines"][0]["model"] = str(ROOT / "models" / "shift" / "cantilever10.json")
+    text = json.dumps(scenario).replace('"beam"', '"be\\udc00am"', 1)
+    result = shiftsim(*command, str(write(tmp_path, "scenario.json", text)), cwd=tmp_path)
+    assert_refused(result, "scenario.json", "lone UTF-16 surrogate")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("prefix,place", [("", "line "), ("# a comment as the MFK examples write them\n",
+                                                           "measurements[0].id")])
+def test_a_lone_surrogate_in_an_mfk_file_is_refused(tmp_path, prefix, place):
+    text = (ROOT / "models" / "mfk" / "excavator.json").read_text()
+    assert '"id": "bucket_width"' in text
+    text = prefix + text.replace('"id": "bucket_width"', '"id": "bucket\\ud800width"', 1)
+    result = shiftsim("mfk", "show", str(write(tmp_path, "machine.json", text)))
+    assert_refused(result, "machine.json", place, "lone UTF-16 surrogate")
+
+
+def test_the_lua_size_check_refuses_a_lone_surrogate():
+    from shiftsim.formats.mfk.measurements import ScriptError, run_script
+
+    with pytest.raises(ScriptError, match="lone UTF-16 surrogate at character 5"):
+        run_script('x = "\ud800"', {})
+    with pytest.raises(ScriptError, match="holds a lone UTF-16 surrogate"):
+        run_script("", {("topcon", "measurements", "a", "name"): "\udfff"})
