@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,3 +110,41 @@ def test_the_lua_size_check_refuses_a_lone_surrogate():
         run_script('x = "\ud800"', {})
     with pytest.raises(ScriptError, match="holds a lone UTF-16 surrogate"):
         run_script("", {("topcon", "measurements", "a", "name"): "\udfff"})
+
+
+# item 5: zero gravity with a machine standing on contacts
+
+
+def weightless_capacity_scenario(tmp_path: Path, **ground) -> Path:
+    scenario = json.loads((ROOT / "scenarios" / "excavator_capacity.json").read_text())
+    scenario["world"]["gravity"] = [0.0, 0.0, 0.0]
+    scenario["ground"].update(ground)
+    for machine in scenario["machines"]:
+        machine["model"] = str((ROOT / "scenarios" / machine["model"]).resolve())
+    scenario["sweep"]["parameters"] = {"ex1:lower:slew": [0.0]}
+    return write(tmp_path, "scenario.json", json.dumps(scenario))
+
+
+@pytest.mark.parametrize("command", [["check"], ["capacity"], ["run", "--out", "out"]])
+def test_a_weightless_standing_machine_without_ground_stiffness_is_refused(tmp_path, command):
+    result = shiftsim(*command, str(weightless_capacity_scenario(tmp_path)), cwd=tmp_path)
+    assert_refused(result, "scenario.json: ground: machine 'ex1'", "weighs nothing", "'stiffness'")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_weightless_standing_machine_with_ground_stiffness_is_accepted(tmp_path):
+    result = shiftsim("check", str(weightless_capacity_scenario(tmp_path, stiffness=1e7)))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+
+
+def test_the_library_refuses_a_weightless_stand_without_stiffness():
+    from shiftsim.ground.base import floating
+    from shiftsim.ground.contacts import ContactPoint
+    from shiftsim.ground.stand import Stand
+    from shiftsim.ground.terrain import Ground
+    from shiftsim.loading import load_model
+
+    model = floating(load_model(ROOT / "models" / "shift" / "double_pendulum.json"))
+    contact = ContactPoint.__new__(ContactPoint)
+    with pytest.raises(ValueError, match="needs the ground's stiffness"):
+        Stand.build(model, [contact], Ground(0.0), np.eye(3), np.zeros(3), gravity=0.0)
