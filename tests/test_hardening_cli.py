@@ -148,3 +148,50 @@ def test_the_library_refuses_a_weightless_stand_without_stiffness():
     contact = ContactPoint.__new__(ContactPoint)
     with pytest.raises(ValueError, match="needs the ground's stiffness"):
         Stand.build(model, [contact], Ground(0.0), np.eye(3), np.zeros(3), gravity=0.0)
+
+
+# item 6: names that are invalid mathtext, and a plot that fails
+
+
+def mathtext_scenario(tmp_path: Path) -> Path:
+    scenario = json.loads((ROOT / "scenarios" / "cantilever_tip_load.json").read_text())
+    scenario["machines"][0]["model"] = str(ROOT / "models" / "shift" / "cantilever10.json")
+    scenario["sweep"]["parameters"]["load:tip"]["steps"] = 3
+    return write(tmp_path, "scenario.json", json.dumps(scenario).replace('"beam', '"ex$\\\\foo$'))
+
+
+def test_a_machine_id_that_is_invalid_mathtext_is_drawn_as_written(tmp_path):
+    result = shiftsim("run", str(mathtext_scenario(tmp_path)), "--out", "out", cwd=tmp_path)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "ex$\\foo$:link10:tip" in (tmp_path / "out" / "results.csv").read_text()
+    for plot in ("deflection", "efforts", "pose", "convergence"):
+        assert (tmp_path / "out" / f"{plot}.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_plot_text_escapes_dollars_so_matplotlib_draws_them_plainly():
+    from matplotlib.text import Text
+
+    from shiftsim.plots.text import plain_text
+
+    for name in ["ex$\\foo$", "$x$", "a$b", "\\$", "$$", "plain"]:
+        shown, is_math = Text(text=plain_text(name))._preprocess_math(plain_text(name))
+        assert (shown, is_math) == (name, False)
+
+
+def test_a_plot_that_fails_does_not_lose_the_results(tmp_path, monkeypatch, capsys):
+    from shiftsim.cli import main
+    from shiftsim.plots import registry as plots
+
+    def broken(scenario, steps, dpi):
+        raise ValueError("drawing failed\non two lines")
+
+    monkeypatch.setitem(plots.PLOTTERS, "efforts", broken)
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", str(mathtext_scenario(tmp_path)), "--out", "out", "--quiet"])
+    error = capsys.readouterr().err
+    assert code == 1
+    assert "written without plots: a plot could not be drawn (ValueError: drawing failed on two lines)" in error
+    written = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert len(written["steps"]) == 3
+    assert (tmp_path / "out" / "results.csv").exists() and (tmp_path / "out" / "report.html").exists()
+    assert not list((tmp_path / "out").glob("*.png"))
