@@ -195,3 +195,24 @@ def test_a_plot_that_fails_does_not_lose_the_results(tmp_path, monkeypatch, caps
     assert len(written["steps"]) == 3
     assert (tmp_path / "out" / "results.csv").exists() and (tmp_path / "out" / "report.html").exists()
     assert not list((tmp_path / "out").glob("*.png"))
+
+
+# item 12: results.csv cells from user names that a spreadsheet would run as formulas
+
+
+def test_csv_cells_that_start_like_formulas_are_shown_as_text(tmp_path):
+    import csv
+
+    scenario = json.loads((ROOT / "scenarios" / "cantilever_tip_load.json").read_text())
+    scenario["machines"][0]["model"] = str(ROOT / "models" / "shift" / "cantilever10.json")
+    scenario["sweep"]["parameters"]["load:tip"]["steps"] = 2
+    text = json.dumps(scenario).replace('"beam', '"=cmd|x!A1+@y')
+    result = shiftsim("run", str(write(tmp_path, "scenario.json", text)), "--out", "out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "out" / "results.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    cells = [cell for row in rows[1:] for cell in row]
+    named = [cell for cell in cells if "cmd|x!A1+@y" in cell]
+    assert named and all(cell.startswith("'=cmd|x!A1+@y") for cell in named), named[:5]
+    numbers = [float(cell) for cell in cells if cell.lstrip("-").replace(".", "", 1).replace("e-", "", 1).isdigit()]
+    assert any(value < 0 for value in numbers)  # negative numbers stay numbers, unquoted
