@@ -275,8 +275,9 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def csv_text(cell: Any) -> Any:
     """A text ``cell`` that a spreadsheet would run as a formula (a user's name such as ``=HYPERLINK(...)``) with
-    a ``'`` in front, which spreadsheets show as text; numbers and other text as they are."""
-    return f"'{cell}" if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) else cell
+    a ``'`` in front, which spreadsheets show as text; numbers, other text and the unit ``-`` (dimensionless) as
+    they are."""
+    return f"'{cell}" if isinstance(cell, str) and len(cell) > 1 and cell.startswith(FORMULA_STARTS) else cell
 
 
 def csv_bytes(rows: Iterable[list[Any]]) -> bytes:
