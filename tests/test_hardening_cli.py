@@ -216,3 +216,59 @@ def test_csv_cells_that_start_like_formulas_are_shown_as_text(tmp_path):
     assert named and all(cell.startswith("'=cmd|x!A1+@y") for cell in named), named[:5]
     numbers = [float(cell) for cell in cells if cell.lstrip("-").replace(".", "", 1).replace("e-", "", 1).isdigit()]
     assert any(value < 0 for value in numbers)  # negative numbers stay numbers, unquoted
+
+
+# item 8: values that made a run take minutes are bounded, with the bound in the message
+
+
+def capacity_scenario(tmp_path: Path, slew: list[float], placement: dict | None = None) -> Path:
+    scenario = json.loads((ROOT / "scenarios" / "excavator_capacity.json").read_text())
+    for machine in scenario["machines"]:
+        machine["model"] = str((ROOT / "scenarios" / machine["model"]).resolve())
+    if placement is not None:
+        scenario["machines"][0]["placement"] = placement
+    scenario["sweep"] = {"mode": "line", "parameters": {"ex1:lower:slew": slew}}
+    return write(tmp_path, "scenario.json", json.dumps(scenario))
+
+
+@pytest.mark.parametrize("command", [["check"], ["capacity"]])
+def test_a_swept_revolute_value_beyond_the_bound_is_refused(tmp_path, command):
+    from shiftsim.scenario.sweep import MAX_JOINT_VALUE
+
+    result = shiftsim(*command, str(capacity_scenario(tmp_path, [0.0, 1e6])), cwd=tmp_path)
+    assert_refused(result, "scenario.json: sweep.parameters.ex1:lower:slew", "1e+06 rad",
+                   f"within ±{MAX_JOINT_VALUE:g} rad")
+    inside = shiftsim("check", str(capacity_scenario(tmp_path, [0.0, MAX_JOINT_VALUE])), cwd=tmp_path)
+    assert inside.returncode == 0, inside.stderr[-3000:]
+
+
+def test_a_placement_position_beyond_the_bound_is_refused(tmp_path):
+    result = shiftsim("check", str(capacity_scenario(tmp_path, [0.0], {"position": [1e308, 0.0, 0.0]})))
+    assert_refused(result, "position", "1e+308", "within ±1e+06")
+
+
+def test_a_tyre_stiffness_beyond_the_bound_is_refused(tmp_path):
+    model = (ROOT / "models" / "shift" / "car_on_tyres.json").read_text()
+    assert model.count('"vertical_stiffness": 200000.0') == 4
+    path = write(tmp_path, "car.json", model.replace('"vertical_stiffness": 200000.0', '"vertical_stiffness": 1e300', 1))
+    scenario = json.loads((ROOT / "scenarios" / "vehicle_on_tyres.json").read_text())
+    scenario["machines"][0]["model"] = str(path)
+    result = shiftsim("check", str(write(tmp_path, "scenario.json", json.dumps(scenario))))
+    assert_refused(result, "vertical_stiffness", "1e+300", "up to 1e+12")
+
+
+def test_ik_restarts_and_iterations_are_bounded():
+    from shiftsim.ik.problem import MAX_ITERATIONS, MAX_RESTARTS
+
+    model = str(ROOT / "models" / "shift" / "double_pendulum.json")
+    for option, value in (("--restarts", 10**8), ("--max-iterations", 10**9)):
+        result = shiftsim("ik", model, "--target", "link2:distal=0.1,0,0", option, str(value))
+        assert_refused(result, f"0 to {MAX_RESTARTS:,} restarts", f"1 to {MAX_ITERATIONS:,} iterations")
+
+
+def test_solver_options_bound_the_load_halvings():
+    from shiftsim.statics import MAX_LOAD_HALVINGS, SolverOptions
+
+    assert SolverOptions(max_load_halvings=MAX_LOAD_HALVINGS).max_load_halvings == MAX_LOAD_HALVINGS
+    with pytest.raises(ValueError, match=f"max_load_halvings is 1000000000, expected 0 to {MAX_LOAD_HALVINGS}"):
+        SolverOptions(max_load_halvings=10**9)
