@@ -15,11 +15,12 @@ pybullet, lupa are never loaded for a command that does not use them).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 import warnings
 
-from .errors import ShiftsimError, ShiftsimWarning
+from .errors import InputError, Problem, ShiftsimError, ShiftsimWarning
 
 # name -> one-line help, as each command's own parser gives it (tests/test_startup.py keeps them equal)
 COMMANDS = {
@@ -86,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
                 code = int(args.func(args))
         except ShiftsimError as error:
             failure = error
+        except (OSError, ValueError) as error:  # a path no system call takes, wherever it was used
+            failure = _unusable_path(error)
+            if failure is None:
+                raise
         except KeyboardInterrupt:
             return 130
         except BrokenPipeError:  # output piped into a command that stopped reading (e.g. head)
@@ -100,6 +105,22 @@ def main(argv: list[str] | None = None) -> int:
     for line in str(failure).splitlines():
         print(f"  {line}", file=sys.stderr)
     return failure.exit_code
+
+
+PATH_EXPECTED = "a path of at most 4096 bytes, each name at most 255 bytes, without NUL characters or symlink loops"
+_PATH_ERRORS = {errno.ENAMETOOLONG: "a file name or path too long", errno.ELOOP: "a loop of symbolic links"}
+
+
+def _unusable_path(error: OSError | ValueError) -> InputError | None:
+    """Bad input (exit 2) for a path the system refuses (too long, a symlink loop, a NUL byte); None for others."""
+    from .typed import shown  # numpy: not loaded by ``shiftsim --help``
+
+    if isinstance(error, OSError) and error.errno in _PATH_ERRORS:
+        path = shown(str(error.filename)) if error.filename is not None else "a path"
+        return InputError([Problem(path, "", _PATH_ERRORS[error.errno], PATH_EXPECTED)])
+    if isinstance(error, ValueError) and "null byte" in str(error):
+        return InputError([Problem("a path", "", "holds a NUL character", PATH_EXPECTED)])
+    return None
 
 
 # commands that print the readers' warnings themselves, grouped with their own summary

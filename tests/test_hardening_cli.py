@@ -272,3 +272,37 @@ def test_solver_options_bound_the_load_halvings():
     assert SolverOptions(max_load_halvings=MAX_LOAD_HALVINGS).max_load_halvings == MAX_LOAD_HALVINGS
     with pytest.raises(ValueError, match=f"max_load_halvings is 1000000000, expected 0 to {MAX_LOAD_HALVINGS}"):
         SolverOptions(max_load_halvings=10**9)
+
+
+# item 7: paths no system call takes, and --chart given a folder
+
+
+@pytest.mark.parametrize("command", [["check"], ["fk"], ["solve"], ["run", "--out", "out"]])
+@pytest.mark.parametrize("path", ["n" * 300 + ".json", "d/" * 2100 + "x.json"])
+def test_a_name_or_path_too_long_is_refused(tmp_path, command, path):
+    result = shiftsim(*command, path, cwd=tmp_path)
+    assert_refused(result, "too long")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_nul_character_in_a_scenario_model_path_is_refused(tmp_path):
+    scenario = json.loads((ROOT / "scenarios" / "cantilever_tip_load.json").read_text())
+    scenario["machines"][0]["model"] = "model\u0000.json"
+    result = shiftsim("check", str(write(tmp_path, "scenario.json", json.dumps(scenario))))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+
+
+def test_a_symlink_loop_is_refused(tmp_path):
+    (tmp_path / "a.json").symlink_to(tmp_path / "b.json")
+    (tmp_path / "b.json").symlink_to(tmp_path / "a.json")
+    for command in (["check"], ["fk"], ["run", "--out", "out"]):
+        result = shiftsim(*command, "a.json", cwd=tmp_path)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]
+
+
+def test_capacity_chart_given_a_folder_is_refused_and_leaves_nothing(tmp_path):
+    (tmp_path / "charts").mkdir()
+    result = shiftsim("capacity", str(capacity_scenario(tmp_path, [0.0])), "--chart", "charts", cwd=tmp_path)
+    assert_refused(result, "--chart", "charts: a folder")
+    assert list((tmp_path / "charts").iterdir()) == [] and not list(tmp_path.glob(".*.tmp"))
