@@ -75,8 +75,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), "")  # the top level has only flags before it
-    args = build_parser(command).parse_args(argv)
-    from .threads import single_blas_thread
+    try:  # Ctrl-C while the command's modules are imported: exit 130 like during the command, no traceback
+        args = build_parser(command).parse_args(argv)
+        from .threads import single_blas_thread
+    except KeyboardInterrupt:
+        return 130
 
     # Warnings are shown only after recording stops: shown inside the block, each would be recorded again
     # into the list being shown, for ever (issue 25, item 1).

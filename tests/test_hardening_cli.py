@@ -306,3 +306,23 @@ def test_capacity_chart_given_a_folder_is_refused_and_leaves_nothing(tmp_path):
     result = shiftsim("capacity", str(capacity_scenario(tmp_path, [0.0])), "--chart", "charts", cwd=tmp_path)
     assert_refused(result, "--chart", "charts: a folder")
     assert list((tmp_path / "charts").iterdir()) == [] and not list(tmp_path.glob(".*.tmp"))
+
+
+# item 12: Ctrl-C while a command's modules are imported
+
+
+def test_ctrl_c_during_start_up_imports_exits_130_without_a_traceback(monkeypatch, capsys):
+    import importlib
+
+    from shiftsim import cli
+
+    real_import = importlib.import_module
+
+    def interrupted(name, *args):
+        if name.endswith(".commands.solve"):
+            raise KeyboardInterrupt
+        return real_import(name, *args)
+
+    monkeypatch.setattr(cli.importlib, "import_module", interrupted)
+    assert cli.main(["solve", "model.json"]) == 130
+    assert "Traceback" not in capsys.readouterr().err
