@@ -326,3 +326,12 @@ def test_ctrl_c_during_start_up_imports_exits_130_without_a_traceback(monkeypatc
     monkeypatch.setattr(cli.importlib, "import_module", interrupted)
     assert cli.main(["solve", "model.json"]) == 130
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_forward_of_an_empty_batch_gives_empty_poses():
+    import shiftsim
+
+    model = shiftsim.load_model(ROOT / "models" / "shift" / "double_pendulum.json")
+    one = shiftsim.forward(model, model.q0)
+    empty = shiftsim.forward(model, np.zeros((0, 3, model.nq)))
+    assert empty.bodies.shape == (0, 3, *one.bodies.shape) and empty.frames.shape == (0, 3, *one.frames.shape)
