@@ -335,3 +335,11 @@ def test_forward_of_an_empty_batch_gives_empty_poses():
     one = shiftsim.forward(model, model.q0)
     empty = shiftsim.forward(model, np.zeros((0, 3, model.nq)))
     assert empty.bodies.shape == (0, 3, *one.bodies.shape) and empty.frames.shape == (0, 3, *one.frames.shape)
+
+
+@pytest.mark.parametrize("key,value", [("baseAngles", [1.5] * 500_000), ("actuatorLen", ["x" * 10] * 500_000),
+                                       ("effectorName", ["n"] * 500_000)])
+def test_a_huge_mdx_value_is_echoed_cut(tmp_path, key, value):
+    result = shiftsim("check", str(mdx_geometry(tmp_path, **{key: value})))
+    assert_refused(result, key, "...")
+    assert len(result.stderr) < 2_000, len(result.stderr)
