@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from ..errors import Problems, ScenarioError
-from ..scenario.outputs import OutputError
+from ..output.writers import OutputError
 from ..scenario import load_scenario
 from ._common import emit_json, scenario_parser
 
