@@ -15,11 +15,12 @@ pybullet, lupa are never loaded for a command that does not use them).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 import warnings
 
-from .errors import ShiftsimError, ShiftsimWarning
+from .errors import InputError, Problem, ShiftsimError, ShiftsimWarning
 
 # name -> one-line help, as each command's own parser gives it (tests/test_startup.py keeps them equal)
 COMMANDS = {
@@ -75,27 +76,55 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), "")  # the top level has only flags before it
-    args = build_parser(command).parse_args(argv)
-    from .threads import single_blas_thread
+    try:  # Ctrl-C while the command's modules are imported: exit 130 like during the command, no traceback
+        args = build_parser(command).parse_args(argv)
+        from .threads import single_blas_thread
+    except KeyboardInterrupt:
+        return 130
 
+    # Warnings are shown only after recording stops: shown inside the block, each would be recorded again
+    # into the list being shown, for ever (issue 25, item 1).
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ShiftsimWarning)
         try:
             with single_blas_thread():  # small matrices: BLAS threads only add overhead
                 code = int(args.func(args))
         except ShiftsimError as error:
-            _show_warnings(args.command, caught)
-            print(f"shiftsim {args.command}: error:", file=sys.stderr)
-            for line in str(error).splitlines():
-                print(f"  {line}", file=sys.stderr)
-            return error.exit_code
+            failure = error
+        except (OSError, ValueError) as error:  # a path no system call takes, wherever it was used
+            failure = _unusable_path(error)
+            if failure is None:
+                raise
         except KeyboardInterrupt:
             return 130
         except BrokenPipeError:  # output piped into a command that stopped reading (e.g. head)
             sys.stderr.close()
             return 0
+        else:
+            failure = None
     _show_warnings(args.command, caught)
-    return code
+    if failure is None:
+        return code
+    print(f"shiftsim {args.command}: error:", file=sys.stderr)
+    for line in str(failure).splitlines():
+        print(f"  {line}", file=sys.stderr)
+    return failure.exit_code
+
+
+PATH_EXPECTED = "a path of at most 4096 bytes, each name at most 255 bytes, without NUL characters or symlink loops"
+_PATH_ERRORS = {errno.ENAMETOOLONG: "a file name or path too long", errno.ELOOP: "a loop of symbolic links"}
+
+
+def _unusable_path(error: OSError | ValueError) -> InputError | None:
+    """Bad input (exit 2) for a path the system refuses (too long, a symlink loop, a NUL byte); None for others."""
+    from .typed import shown  # numpy: not loaded by ``shiftsim --help``
+
+    if isinstance(error, OSError) and error.errno in _PATH_ERRORS:
+        path = shown(str(error.filename)) if error.filename is not None else "a path"
+        return InputError([Problem(path, "", _PATH_ERRORS[error.errno], PATH_EXPECTED)])
+    if isinstance(error, ValueError) and "null byte" in str(error):
+        return InputError([Problem("a path", "", "holds a NUL character", PATH_EXPECTED)])
+    return None
 
 
 # commands that print the readers' warnings themselves, grouped with their own summary

@@ -63,6 +63,12 @@ class SolveError(ShiftsimError):
     exit_code = 1
 
 
+class PlotError(ShiftsimError):
+    """The results were written but a plot could not be drawn (the message names the folder and the cause)."""
+
+    exit_code = 1
+
+
 @dataclass
 class Problems:
     """Collects problems found in one file and raises them together.

@@ -12,6 +12,7 @@ recursive JSON5 parser gets a recursion allowance that covers this depth).
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,10 @@ def read_json(path: str | Path, error_type: type[InputError] = ModelError) -> tu
     try:
         return orjson.loads(raw), []
     except orjson.JSONDecodeError as strict_error:
+        where = f"line {strict_error.lineno}, column {strict_error.colno}"
+        if "surrogate" in strict_error.msg:
+            raise error_type([Problem(str(path), where, f"a lone UTF-16 surrogate escape ({strict_error.msg})",
+                                      SURROGATE_EXPECTED)]) from None
         try:
             text = raw.decode("utf-8")
             depth, line = nesting_depth(text)
@@ -90,11 +95,44 @@ def read_json(path: str | Path, error_type: type[InputError] = ModelError) -> tu
                 raise _too_deep(path, line, error_type) from None
             data = _json5_loads(text, depth)
         except (UnicodeDecodeError, ValueError):
-            where = f"line {strict_error.lineno}, column {strict_error.colno}"
             raise error_type(
                 [Problem(str(path), where, f"not valid JSON: {strict_error.msg}", "a JSON document")]
             ) from None
+        refuse_lone_surrogates(data, path, error_type)
         return data, [f"{path}: not strict JSON (comments or trailing commas); read leniently"]
+
+
+SURROGATE_EXPECTED = "text of Unicode characters (a \\uD800-\\uDFFF escape only as half of a high-low pair)"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_place(data: Any) -> str | None:
+    """The JSON path (``bodies[0].name``, ``''`` for the document itself) of the first key or string in
+    ``data`` holding a lone UTF-16 surrogate, which no text file or terminal can carry; ``None`` if none."""
+    pending: list[tuple[str, Any]] = [("", data)]
+    while pending:
+        place, value = pending.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return place
+        elif isinstance(value, dict):
+            for key, item in reversed(value.items()):
+                key_place = f"{place}.{key}" if place else str(key)
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return f"{place or 'the document'}: a key"
+                pending.append((key_place, item))
+        elif isinstance(value, list):
+            pending.extend((f"{place}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+    return None
+
+
+def refuse_lone_surrogates(data: Any, path: str | Path, error_type: type[InputError] = ModelError) -> None:
+    """Raise ``error_type`` naming the place of the first lone surrogate in ``data`` (read leniently, which
+    lets them through; the strict parser refuses them itself)."""
+    place = lone_surrogate_place(data)
+    if place is not None:
+        raise error_type([Problem(str(path), place or "the document", "a lone UTF-16 surrogate escape",
+                                  SURROGATE_EXPECTED)])
 
 
 def _json5_loads(text: str, depth: int) -> Any:

@@ -70,7 +70,9 @@ def forward(model: Model, q: np.ndarray, bodies: bool = True, frames: bool = Tru
     frame_poses = np.empty((batch, len(model.frame_node) if frames else 0, 4, 4))
     core.forward(compiled(model), qb, body_poses if bodies else None, frame_poses if frames else None,
                  _threads(batch))
-    return Poses(body_poses.reshape(*shape, -1, 4, 4), frame_poses.reshape(*shape, -1, 4, 4))
+    # explicit counts, not -1: an empty batch (0, nq) has no size to infer them from
+    return Poses(body_poses.reshape(*shape, body_poses.shape[1], 4, 4),
+                 frame_poses.reshape(*shape, frame_poses.shape[1], 4, 4))
 
 
 @dataclass(slots=True)

@@ -86,6 +86,14 @@ class SolverOptions:
     finite_difference_stiffness: bool = False
     load_stepping: bool = True
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.max_load_halvings <= MAX_LOAD_HALVINGS:  # each halving doubles the load steps
+            raise ValueError(f"max_load_halvings is {self.max_load_halvings}, expected 0 to {MAX_LOAD_HALVINGS}")
+
+
+MAX_LOAD_HALVINGS = 30
+"""Most halvings of a load step (a step of 2**-30 of the load is far below any tolerance)."""
+
 
 @dataclass
 class BatchResult:

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from ..errors import Problems, ScenarioError
+from ..output.writers import OutputError
 from ..scenario import load_scenario
 from ._common import emit_json, scenario_parser
 
@@ -59,9 +60,10 @@ def run(args: argparse.Namespace) -> int:
         problems.raise_if_any()
     spec = read_capacity(scenario, entry, "analysis.capacity", problems, load_where)
     chart = Path(args.chart).resolve() if args.chart else None
-    if chart is not None and (chart in scenario.input_files or not chart.parent.is_dir()):
+    if chart is not None and (chart in scenario.input_files or not chart.parent.is_dir() or chart.is_dir()):
         problems.add("--chart", f"{args.chart}: " + ("an input file of the scenario" if chart.exists() and chart
-                                                    in scenario.input_files else "its folder does not exist"),
+                                                    in scenario.input_files else "a folder" if chart.is_dir()
+                                                    else "its folder does not exist"),
                      "a PNG file name in an existing folder, not an input file")
     problems.raise_if_any()
     for warning in scenario.warnings:
@@ -69,8 +71,13 @@ def run(args: argparse.Namespace) -> int:
     document = run_capacity(scenario, spec)
     if chart is not None:  # written whole or not at all
         staging = chart.with_name(f".{chart.name}.{os.getpid()}.tmp")
-        staging.write_bytes(capacity_chart(document))
-        os.replace(staging, chart)
+        try:
+            staging.write_bytes(capacity_chart(document))
+            os.replace(staging, chart)
+        except OSError as error:
+            raise OutputError(f"cannot write the chart {args.chart}: {error.strerror or error}") from None
+        finally:
+            staging.unlink(missing_ok=True)
     if args.json:
         emit_json(document)
     else:

@@ -20,6 +20,7 @@ from scipy.spatial.transform import Rotation
 from ..errors import InputError, Problem
 from ..ik import EndEffectorConstraint, IKOptions, solve_ik
 from ..ik.frames import frame_index
+from ..ik.problem import MAX_ITERATIONS, MAX_RESTARTS
 from ..loading import load_model
 from ..model import Model
 from ._common import emit_json, parse_assignment
@@ -76,10 +77,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError([Problem("--start", names, "joint both held (--set) and given a start", "one or the other")])
     q[moved] = start[moved]
     held_joints = tuple(dict.fromkeys(model.joints[model.coordinate_joint[i]].name for i in held))
-    if not 0 < args.tolerance < math.inf or args.max_iterations < 1 or args.restarts < 0:
+    if not (0 < args.tolerance < math.inf and 1 <= args.max_iterations <= MAX_ITERATIONS
+            and 0 <= args.restarts <= MAX_RESTARTS):
         raise InputError([Problem("command line", "--tolerance/--max-iterations/--restarts",
                                   f"{args.tolerance}, {args.max_iterations}, {args.restarts}",
-                                  "a positive tolerance, at least 1 iteration, restarts >= 0")])
+                                  f"a positive tolerance, 1 to {MAX_ITERATIONS:,} iterations, 0 to {MAX_RESTARTS:,} "
+                                  "restarts")])
     options = IKOptions(tolerance=args.tolerance, max_iterations=args.max_iterations, held=held_joints,
                         restarts=args.restarts)
     result = solve_ik(model, constraints, q, options)

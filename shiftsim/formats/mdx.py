@@ -25,6 +25,7 @@ massless by default, so each is a two-force member. ``payloadMass`` and
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -69,7 +70,9 @@ def mdx_model_spec(path: str | Path, data: Any, *, payload_kg: float | None = No
                 problems.add(f"{prefix}payloadCom{error.place}", what, "[x, y, z] in mm in the platform frame")
         _check_magnitudes(fields, prefix, problems)
     try:
-        platform, warnings = platform_from_reply(data, source, extra_keys=MODEL_EXTRA_KEYS)
+        # numbers beyond their bound are refused above; the protocol's checks on them must not overflow aloud
+        with np.errstate(over="ignore", invalid="ignore") if problems.items else nullcontext():
+            platform, warnings = platform_from_reply(data, source, extra_keys=MODEL_EXTRA_KEYS)
     except ModelError as error:
         raise ModelError([*error.problems, *problems.items]) from None
     problems.raise_if_any()

@@ -52,6 +52,9 @@ class Stand:
         """A stand with the ground's stiffness, or the default one from the machine's weight; tyres have their own
         radial stiffness, and stick with the ground's tangential stiffness or else their radial one."""
         n = len(contacts)
+        if n and not ground.stiffness and not model.total_mass * gravity > 0.0:
+            raise ValueError(f"a weightless machine ({model.total_mass:g} kg at gravity {gravity:g} m/s^2) on contacts "
+                             "needs the ground's stiffness: the default one comes from the weight")
         normal = ground.stiffness or (default_stiffness(model.total_mass * gravity, n) if n else 0.0)
         tangential = ground.tangential_stiffness or normal
         tyre_tangential = np.array([ground.tangential_stiffness or t.stiffness for t in tyres], float)

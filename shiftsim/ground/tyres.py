@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import Problems, suggest
-from ..typed import is_finite_number, shown
+from ..typed import GENERAL_BOUND, is_finite_number, shown
 from ..forces import ForceTerms, point_hessian
 from ..kinematics import State, state
 from ..model import Model
@@ -127,6 +127,9 @@ def _number(module: dict[str, Any], keys: tuple[str, ...], where: str, problems:
     value = module[given[0]]
     if not is_finite_number(value) or value <= 0.0:
         problems.add(f"{where}.{given[0]}", f"is {shown(value)}", "a positive number (SI units)")
+        return None
+    if value > GENERAL_BOUND:  # issue 25: a tyre stiffness of 1e300 made a run take minutes
+        problems.add(f"{where}.{given[0]}", f"is {shown(value)}", f"a positive number up to {GENERAL_BOUND:g} (SI units)")
         return None
     return float(value)
 

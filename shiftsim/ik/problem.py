@@ -71,6 +71,13 @@ class IKOptions:
     seed: int = 0
 
 
+MAX_ITERATIONS = 10_000
+"""Most Newton iterations per start (a converging solve takes tens)."""
+
+MAX_RESTARTS = 1_000
+"""Most random restarts of a failing solve (each costs up to MAX_ITERATIONS iterations)."""
+
+
 @dataclass(frozen=True)
 class IKResult:
     """Outcome of a solve. ``q`` holds all coordinates (couplings applied); ``joints`` maps joint
@@ -179,10 +186,11 @@ class IKProblem:
                 problems.extend(error.problems)
         if not (math.isfinite(options.tolerance) and options.tolerance > 0):
             problems.append(Problem("inverse kinematics", "tolerance", f"{options.tolerance}", "a positive number"))
-        if options.max_iterations < 1 or options.restarts < 0:
+        if not (1 <= options.max_iterations <= MAX_ITERATIONS and 0 <= options.restarts <= MAX_RESTARTS):
             problems.append(Problem("inverse kinematics", "options",
                                     f"max_iterations {options.max_iterations}, restarts {options.restarts}",
-                                    "max_iterations >= 1 and restarts >= 0"))
+                                    f"max_iterations from 1 to {MAX_ITERATIONS:,} and restarts from 0 to "
+                                    f"{MAX_RESTARTS:,}"))
         coupled = {c.target for c in model.couplings}
         held: list[int] = []
         for name in options.held:

@@ -30,7 +30,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..errors import ModelError, Problems
-from ..typed import is_finite_number
+from ..typed import is_finite_number, shown
 from .kinematics import leg_jacobian, leg_lengths_mm
 
 CHAIR_GEOMETRY_PATH = Path(__file__).resolve().parents[2] / "models" / "mdx" / "chair.json"
@@ -141,10 +141,10 @@ def platform_from_reply(
         if key not in known:
             warnings.append(f"{source}: {prefix}{key}: unknown geometry field, ignored")
     if "reply" in fields and fields["reply"] != "geometry":
-        problems.add(f"{prefix}reply", f"is {fields['reply']!r}", '"geometry"')
+        problems.add(f"{prefix}reply", f"is {shown(fields['reply'])}", '"geometry"')
     name = fields.get("effectorName", "")
     if not isinstance(name, str):
-        problems.add(f"{prefix}effectorName", f"is {name!r}", "a string")
+        problems.add(f"{prefix}effectorName", f"is {shown(name)}", "a string")
         name = ""
 
     numbers: dict[str, float] = {}
@@ -153,11 +153,11 @@ def platform_from_reply(
         if key not in fields:
             problems.add(f"{prefix}{key}", "is missing", "a positive number")
         elif not is_finite_number(value) or value <= 0:
-            problems.add(f"{prefix}{key}", f"is {value!r}", "a positive number")
+            problems.add(f"{prefix}{key}", f"is {shown(value)}", "a positive number")
         else:
             numbers[key] = float(value)
     if numbers.get("maxRotation", 0.0) >= 90.0:
-        problems.add(f"{prefix}maxRotation", f"is {numbers['maxRotation']!r} degrees", "less than 90 degrees")
+        problems.add(f"{prefix}maxRotation", f"is {shown(numbers['maxRotation'])} degrees", "less than 90 degrees")
 
     angles: dict[str, tuple[float, ...]] = {}
     for key in ANGLE_KEYS:
@@ -166,7 +166,7 @@ def platform_from_reply(
             angles[key] = values
     actuator = _number_list(fields, "actuatorLen", 2, prefix, problems, "[min, max] in mm")
     if actuator is not None and not 0.0 < actuator[0] < actuator[1]:
-        problems.add(f"{prefix}actuatorLen", f"is {list(actuator)!r}", "[min, max] with 0 < min < max (mm)")
+        problems.add(f"{prefix}actuatorLen", f"is {shown(list(actuator))}", "[min, max] with 0 < min < max (mm)")
     problems.raise_if_any()
     assert actuator is not None
 
@@ -196,11 +196,11 @@ def _number_list(
         return None
     values = fields[key]
     if not isinstance(values, list) or len(values) != count:
-        problems.add(f"{prefix}{key}", f"is {values!r}", expected)
+        problems.add(f"{prefix}{key}", f"is {shown(values)}", expected)
         return None
     bad = [i for i, v in enumerate(values) if not is_finite_number(v)]
     for i in bad:
-        problems.add(f"{prefix}{key}[{i}]", f"is {values[i]!r}", "a finite number")
+        problems.add(f"{prefix}{key}[{i}]", f"is {shown(values[i])}", "a finite number")
     return None if bad else tuple(float(v) for v in values)
 
 

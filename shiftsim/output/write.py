@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import PlotError
 from ..jsonio import dumps
 from ..plots.ground import capacity_chart
 from ..plots.registry import render
 from ..scenario.run import Run
+from ..typed import ECHO_LIMIT
 from .report import report_html
 from .writers import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, capacity_rows,
                       csv_bytes, results_document, step_rows, tidy_rows, write_files)
@@ -34,11 +36,19 @@ def write_results(run: Run, folder: Path) -> list[str]:
         files[STEPS_CSV] = csv_bytes(step_rows(document))
         if solved_capacity:
             files[CAPACITY_CSV] = csv_bytes(capacity_rows(capacity))
-    files.update(render(scenario, steps))
-    if solved_capacity and scenario.outputs.plots:
-        files[CAPACITY_PNG] = capacity_chart(capacity, scenario.outputs.dpi)
+    try:  # a plot that cannot be drawn must not lose the solved results: they are written, then it is reported
+        plots = render(scenario, steps)
+        if solved_capacity and scenario.outputs.plots:
+            plots[CAPACITY_PNG] = capacity_chart(capacity, scenario.outputs.dpi)
+        plot_failure = None
+    except Exception as error:  # matplotlib's errors have no common base
+        plots, plot_failure = {}, error
+    files.update(plots)
     files[REPORT_HTML] = report_html(scenario, steps, document, files)
     write_files(folder, files)
+    if plot_failure is not None:
+        cause = " ".join(f"{type(plot_failure).__name__}: {plot_failure}".split())[:ECHO_LIMIT]
+        raise PlotError(f"{folder}/: {', '.join(files)} written without plots: a plot could not be drawn ({cause})")
     return list(files)
 
 

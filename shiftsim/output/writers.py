@@ -277,9 +277,20 @@ def _number(value: Any) -> Any:
     return int(value) if isinstance(value, bool) else value
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""First characters with which a spreadsheet reads a text cell as a formula (CSV injection)."""
+
+
+def csv_text(cell: Any) -> Any:
+    """A text ``cell`` that a spreadsheet would run as a formula (a user's name such as ``=HYPERLINK(...)``) with
+    a ``'`` in front, which spreadsheets show as text; numbers, other text and the unit ``-`` (dimensionless) as
+    they are."""
+    return f"'{cell}" if isinstance(cell, str) and len(cell) > 1 and cell.startswith(FORMULA_STARTS) else cell
+
+
 def csv_bytes(rows: Iterable[list[Any]]) -> bytes:
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    csv.writer(buffer, lineterminator="\n").writerows([csv_text(cell) for cell in row] for row in rows)
     return buffer.getvalue().encode("utf-8")
 
 

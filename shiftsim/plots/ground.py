@@ -16,10 +16,12 @@ from ..kinematics import state
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 from .figures import FIGURE_SIZES
+from .text import keep_texts_plain
 
 
 def _png(figure: Figure, dpi: int) -> bytes:
     FigureCanvasAgg(figure)
+    keep_texts_plain(figure)  # names from users' files are never mathtext
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()

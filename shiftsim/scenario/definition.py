@@ -28,7 +28,7 @@ from .loading import load_machines
 from ..ground.tyres import read_tyres
 from .ground import stand_machines
 from .machines import Machine, assemble_start, resolve
-from .sweep import MAX_STEPS, Parameter, Sweep, expand
+from .sweep import MAX_JOINT_VALUE, MAX_STEPS, Parameter, Sweep, expand, values_beyond
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 PLOTS = ("deflection", "efforts", "pin_loads", "pose", "convergence")
@@ -307,6 +307,11 @@ def _sweep(document: dict | None, known: _Known, problems: Problems) -> Sweep:
             problems.add(where, f"sets the same quantity as {targets[key]!r}", "each quantity swept once")
             continue
         targets[key] = name
+        beyond = values_beyond(spec, MAX_JOINT_VALUE) if parameter.kind in ("joint", "placement") else []
+        if beyond:
+            problems.add(where, f"{', '.join(f'{v:g}' for v in beyond[:3])} {parameter.unit} is beyond what a "
+                         "machine can reach", f"values within ±{MAX_JOINT_VALUE:g} {parameter.unit}")
+            continue
         parameters.append(parameter)
         values.append(expand(spec))
     if mode == "line" and len({len(v) for v in values}) > 1:

@@ -146,6 +146,11 @@ def stand_machines(document: dict[str, Any], machines: list[Machine], gravity: n
         if len(problems.items) > before:
             continue
         g = float(np.linalg.norm(gravity))
+        if points and not ground.stiffness and not model.total_mass * g > 0.0:
+            problems.add("ground", f"machine {machine.id!r} stands on contacts but weighs nothing ({model.total_mass:g} "
+                         f"kg at gravity {g:g} m/s^2), and the default contact stiffness comes from its weight",
+                         "a 'stiffness' (N/m per contact) in 'ground' for a weightless machine")
+            continue
         stand = Stand.build(model, points, ground, machine.placement.rotation, machine.placement.position, g,
                             tuple(read_tyres(model)))
         q = stand.settle(lift_coordinates(machine.model, model, machine.q_start), g)

@@ -17,6 +17,7 @@ from scipy.spatial.transform import Rotation
 
 from ..errors import Problems
 from ..spatial import is_rotation
+from ..typed import bound_of, shown
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,10 @@ def read_placement(value: dict[str, Any] | None, where: str, problems: Problems)
     if not value:
         return Placement()
     position = np.asarray(value.get("position", [0.0, 0.0, 0.0]), float)
+    if np.any(np.abs(position) > bound_of("m")):
+        problems.add(f"{where}.position", f"is {shown(value['position'])}",
+                     f"a position in m within ±{bound_of('m'):g} per component")
+        position = np.zeros(3)
     rotation = value.get("rotation")
     if rotation is None:
         return Placement(np.eye(3), position)

@@ -151,6 +151,17 @@ class OversizedRange(Sequence[float]):
                                      f"at most {MAX_STEPS:,} steps")])
 
 
+MAX_JOINT_VALUE = 1e3
+"""Largest magnitude of a swept joint or placement value (rad or m), as for ``--set``: the continuation between
+steps walks at most 0.1 rad or m per increment, so a farther value would take minutes."""
+
+
+def values_beyond(values: list[float] | dict[str, float], bound: float) -> list[float]:
+    """The values of a parameter's spec (a list, or a range's ``from`` and ``to``) beyond ``bound`` in magnitude."""
+    ends = [values["from"], values["to"]] if isinstance(values, dict) else values
+    return [float(v) for v in ends if abs(v) > bound]
+
+
 def expand(values: list[float] | dict[str, float]) -> Sequence[float]:
     """A parameter's values: a list as given, or ``{"from", "to", "steps"}`` as evenly spaced values, ends included.
 

@@ -326,6 +326,7 @@ class ScriptValue:
 def run_script(script: str, values: dict[ValueKey, Scalar], chunk_name: str = "apply_measurements",
                budgets: Budgets = Budgets()) -> dict[ValueKey, ScriptValue]:
     """Run ``script`` over the value table; return every field afterwards. Raises :class:`ScriptError`."""
+    check_unicode(script, values)
     source = lua_table_source(values)
     check_sizes(script, source, budgets)
     runtime = lua.LuaRuntime(register_eval=False, register_builtins=False, max_memory=0,
@@ -374,6 +375,19 @@ def _position(message: str) -> str:
     """``apply_measurements:12`` from a budget message carrying the script's line."""
     position, _, _ = message.rpartition(": ")
     return position or "an unknown line"
+
+
+def check_unicode(script: str, values: dict[ValueKey, Scalar]) -> None:
+    """Refuse a script or a value-table string holding a lone UTF-16 surrogate (no UTF-8 exists for it, so
+    Lua could not be given it). Raises ScriptError."""
+    texts = [("the script", script)] + [("a string of its value table", text) for key, value in values.items()
+                                        for text in [*key, value] if isinstance(text, str)]
+    for what, text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ScriptError(f"{what} holds a lone UTF-16 surrogate at character {error.start:,} "
+                              "(expected Unicode text)") from None
 
 
 def check_sizes(script: str, source: str, budgets: Budgets) -> None:

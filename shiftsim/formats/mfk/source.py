@@ -16,7 +16,7 @@ from typing import Any
 import json5
 
 from ...errors import ModelError
-from ...jsonio import read_json
+from ...jsonio import read_json, refuse_lone_surrogates
 
 
 def read_mfk_file(path: str | Path) -> tuple[Any, list[str]]:
@@ -35,6 +35,7 @@ def read_mfk_file(path: str | Path) -> tuple[Any, list[str]]:
             data = json5.loads(cleaned)
         except ValueError:
             raise strict_error from None
+        refuse_lone_surrogates(data, path)
         return data, [f"{path}: '#' comments removed (JSON has no comments; the MFK specification's examples use them)"]
 
 
