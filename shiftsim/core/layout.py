@@ -44,7 +44,8 @@ class ModelArrays(NamedTuple):
     springs ``spring_coordinate`` (S,), ``spring_coefficients`` (S, d) constant term first; piecewise
     joint springs ``law_coordinate`` (R,) with ``law_index`` (R,) into ``laws``; pair springs
     ``pair_frame_a``, ``pair_frame_c``, ``pair_distance`` (P,) and ``pair_law`` (P,) into ``laws``; per joint
-    (J,): ``joint_first_node`` the node of its first primitive in tree order, ``joint_reversed`` 1 where the
+    (J,): ``joint_first_node`` the node of its first primitive in tree order (-1 for a rigid loop-closing joint,
+    which moves no node), ``joint_reversed`` 1 where the
     tree meets it child first, ``joint_closure`` its closure (-1 in the tree), ``joint_child_frame``.
     """
 
@@ -141,7 +142,8 @@ def model_arrays(model: Model) -> ModelArrays:
         pair_frame_c=np.array([r.child_frame for r in pairs], index),
         pair_distance=np.array([DISTANCE_TYPES[r.distance_type] for r in pairs], index),
         pair_law=np.arange(len(springs), len(springs) + len(pairs), dtype=index),
-        joint_first_node=np.array([j.nodes[-1] if j.reversed else j.nodes[0] for j in model.joints], index),
+        joint_first_node=np.array([(j.nodes[-1] if j.reversed else j.nodes[0]) if j.nodes else -1
+                                   for j in model.joints], index),
         joint_reversed=np.array([j.reversed for j in model.joints], index),
         joint_closure=np.array([closure_of.get(i, -1) for i in range(len(model.joints))], index),
         joint_child_frame=np.array([j.child_frame for j in model.joints], index),
