@@ -8,6 +8,10 @@ world components, ``wrench_joint`` components in the child-side joint frame.
 that the joint (restraints plus actuator) exerts on the child; positive pushes
 the child toward +q. For a free joint it equals the restraint force; for a
 prescribed joint it is what the actuator must carry (plus any restraint on it).
+
+Where held or rigid parts leave the loop forces statically indeterminate, the loop forces are the
+minimum-norm ones (:mod:`shiftsim.loads`), the joints they reach are flagged ``determinate: false`` and a
+remark says the split is an assumption.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from . import forces as gen
 from .core.layout import compiled
 from .core.library import core
 from .kinematics import State, closure_poses, state
+from .loads import indeterminate_remark, minimum_norm_split
 from .model import Model
 from .spatial import cross, rotation_error
 
@@ -168,6 +173,8 @@ class Solution:
     stability: str = "stable"
     neutral: list[str] = field(default_factory=list)
     remarks: list[str] = field(default_factory=list)
+    indeterminate: frozenset[str] = frozenset()  # joints whose loads statics cannot determine (see shiftsim.loads)
+    held: frozenset[str] = frozenset()  # joints whose every coordinate was prescribed (held actuators)
 
     @classmethod
     def build(cls, model: Model, loaded, reference, gravity: np.ndarray, loads: list[gen.AppliedLoad],
@@ -188,14 +195,34 @@ class Solution:
         neutral = [_combination(model, loaded.free, d) for d in loaded.neutral[0]] if stability == "neutral" else []
         remarks = (_large_motion(model, q_start, q, loaded.free, None if loaded.size is None else float(loaded.size[0]))
                    if status == "converged" and q_start is not None else [])
+        indeterminate: frozenset[str] = frozenset()
+        free = set(loaded.free.tolist())
+        held = frozenset(j.name for j in model.joints if j.coordinates and not set(j.coordinates) & free
+                         and not set(j.coordinates) & {c.target for c in model.couplings})
+        if status == "converged":
+            lam, indeterminate, split_remarks = _minimum_norm_loop_forces(model, q, lam, loaded.free)
+            remarks = remarks + split_remarks
         return cls(model, status, int(loaded.iterations[0]), float(loaded.residual[0]), stability == "stable", q,
                    reference.q[0], lam, gravity, loads,
                    dict(zip([j.name for j in model.joints], joint_loads(model, q, lam, gravity, loads, fields))), blame,
-                   stability, neutral, remarks)
+                   stability, neutral, remarks, indeterminate, held)
 
     @property
     def converged(self) -> bool:
         return self.status == "converged"
+
+    def pin_reactions(self) -> dict[str, dict[str, Any]]:
+        """The table a machine engineer asks for: every joint in a closed loop (its pins, the joint that closes it,
+        welds) and every held actuator, tracked or not, by joint name in model order (:func:`pin_reaction` gives a
+        row's fields; ``role`` is "held actuator" or "loop")."""
+        in_loops = loop_joints(self.model)
+        rows = {}
+        for j, joint in enumerate(self.model.joints):
+            role = "held actuator" if joint.name in self.held else "loop" if j in in_loops else None
+            if role is not None:
+                rows[joint.name] = pin_reaction(joint, self.joint_loads[joint.name], role,
+                                                joint.name not in self.indeterminate)
+        return rows
 
     def as_dict(self, joints: list[str] | None = None, frames: list[str] | None = None) -> dict[str, Any]:
         """The result object of ``shiftsim solve --json`` (joint/frame subsets when given)."""
@@ -219,6 +246,7 @@ class Solution:
                 "effort": float(load.effort[0]) if scalar else load.effort.tolist(),
                 "wrench_joint": wrench_joint.tolist(),
                 "wrench_world": load.wrench_world.tolist(),
+                "determinate": joint.name not in self.indeterminate,
             }
         out_frames = {}
         for f, name in enumerate(model.frame_names):
@@ -232,10 +260,47 @@ class Solution:
         }
         out = {"status": self.status, "iterations": self.iterations, "residual": self.residual, "stable": self.stable,
                "stability": self.stability, "neutral_directions": self.neutral, "remarks": self.remarks,
-               "joints": out_joints, "frames": out_frames, "bodies": out_bodies}
+               "joints": out_joints, "pin_reactions": self.pin_reactions(), "frames": out_frames, "bodies": out_bodies}
         if self.blame:
             out["blame"] = self.blame
         return out
+
+
+def loop_joints(model: Model) -> frozenset[int]:
+    """Indices of the joints that lie on a closed loop: each loop-closing joint and the tree joints on the path
+    between its two sides (a tree joint is on it when exactly one side is in the subtree it moves)."""
+    if not model.closures:
+        return frozenset()
+    on_loop = {c.joint for c in model.closures}
+    for j, joint in enumerate(model.joints):
+        if joint.in_tree and joint.nodes:
+            node = joint.nodes[-1] if joint.reversed else joint.nodes[0]
+            if any(model.subtree[node, c.node_a] != model.subtree[node, c.node_b] for c in model.closures):
+                on_loop.add(j)
+    return frozenset(on_loop)
+
+
+def pin_reaction(joint, load: JointLoad, role: str, determinate: bool) -> dict[str, Any]:
+    """One row of the pin-reaction table: the force (N) and moment (N m, about the joint origin) the parent side
+    exerts on the child side, in the child-side joint frame, their sizes, and the effort along the joint's own
+    coordinates (what a held actuator carries)."""
+    force, moment = load.rotation.T @ load.wrench_world[:3], load.rotation.T @ load.wrench_world[3:]
+    return {"role": role, "type": joint.source_type, "force_joint": force.tolist(), "moment_joint": moment.tolist(),
+            "force": float(np.linalg.norm(force)), "moment": float(np.linalg.norm(moment)),
+            "effort": load.effort.tolist(), "determinate": determinate}
+
+
+def _minimum_norm_loop_forces(model: Model, q: np.ndarray, multipliers: np.ndarray,
+                              free: np.ndarray) -> tuple[np.ndarray, frozenset[str], list[str]]:
+    """The solver's closure multipliers moved to the minimum-norm split where held or rigid parts leave it open;
+    the joints that split reaches; one remark per group of them."""
+    if not model.closures:
+        return multipliers, frozenset(), []
+    zero_gravity = np.zeros(3)
+    split = minimum_norm_split(model, q, multipliers, free, lambda d: np.array(
+        [load.wrench_world for load in joint_loads(model, q, d, zero_gravity, [])]))
+    names = frozenset(model.joints[j].name for j in split.indeterminate_joints)
+    return split.multipliers, names, [indeterminate_remark(model, group, free) for group in split.groups]
 
 
 def _unheld_message(model: Model, coordinates: np.ndarray) -> str:

@@ -46,7 +46,7 @@ def test_results_follow_the_issue_layout_and_validate(tmp_path, capsys):
     assert good["parameters"] == {"sc:slider_crank:slider_guide": 0.5} and good["status"] == "converged"
     assert list(good["joints"]) == ["sc:slider_crank:crank_pin"] and list(good["frames"]) == ["sc:slider_crank:slider:origin"]
     assert set(good["joints"]["sc:slider_crank:crank_pin"]) == {"type", "position", "deflection", "effort",
-                                                                 "wrench_joint", "wrench_world"}
+                                                                 "wrench_joint", "wrench_world", "determinate"}
     assert len(good["bodies"]) == 3  # bodies are not restricted by track.frames/joints
     assert bad["status"] == "failed" and bad["failures"][0]["machine"] == "sc" and bad["joints"] == {}
     assert good["stability"] == "stable" and bad["stability"] == "unknown"

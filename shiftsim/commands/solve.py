@@ -45,6 +45,20 @@ def _gravity(text: str) -> list[float]:
     return gravity
 
 
+def _print_pin_reactions(rows: dict) -> None:
+    """The pin-reaction table: force and moment in the joint frame (N, N m), their sizes, the role."""
+    if not rows:
+        return
+    width = max(40, *(len(name) for name in rows))
+    print("pin reactions (every joint in a loop and every held actuator; parent on child, joint frame; N, N m)")
+    print(f"{'joint':{width}s} {'role':>14s} {'fx':>11s} {'fy':>11s} {'fz':>11s} {'|F|':>11s} {'|M|':>11s}")
+    for name, row in rows.items():
+        fx, fy, fz = row["force_joint"]
+        print(f"{name:{width}s} {row['role']:>14s} {fx:11.5g} {fy:11.5g} {fz:11.5g} {row['force']:11.5g} "
+              f"{row['moment']:11.5g}"
+              + ("  indeterminate" if not row["determinate"] else ""))
+
+
 def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     values = joint_settings(args.set, "--set")
@@ -74,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{'joint':40s} {'position':>14s} {'deflection':>14s} {'effort':>14s}")
         for name, joint in result["joints"].items():
             if isinstance(joint["position"], float):
-                print(f"{name:40s} {joint['position']:14.6g} {joint['deflection']:14.6g} {joint['effort']:14.6g}")
+                print(f"{name:40s} {joint['position']:14.6g} {joint['deflection']:14.6g} {joint['effort']:14.6g}"
+                      + ("  indeterminate" if not joint["determinate"] else ""))
+        _print_pin_reactions(result["pin_reactions"])
         for line in solution.blame:
             print(f"  worst: {line}")
     return 0 if solution.converged else 1

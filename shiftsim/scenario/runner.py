@@ -72,6 +72,8 @@ class StepResult:
     stability: str = "stable"
     ground: dict[str, dict[str, Any]] = field(default_factory=dict)
     neutral: dict[str, list[str]] = field(default_factory=dict)
+    pin_reactions: dict[str, dict[str, Any]] = field(default_factory=dict)  # Solution.pin_reactions, every machine
+    remarks: dict[str, list[str]] = field(default_factory=dict)  # per machine with remarks (indeterminate splits)
     q: dict[str, np.ndarray] = field(default_factory=dict)
     q_reference: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -92,6 +94,10 @@ class StepResult:
             out["ground"] = self.ground
         if self.neutral:
             out["neutral_directions"] = self.neutral
+        if self.pin_reactions:
+            out["pin_reactions"] = self.pin_reactions
+        if self.remarks:
+            out["remarks"] = self.remarks
         if self.failures:
             out["failures"] = self.failures
         return out
@@ -207,6 +213,9 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
         step.joints.update(joints)
         step.frames.update(frames)
         step.bodies.update(bodies)
+        step.pin_reactions.update({machine.name(name): row for name, row in solution.pin_reactions().items()})
+        if solution.remarks:
+            step.remarks[machine.id] = solution.remarks
         if setup.actuators is not None:
             step.actuators[machine.id] = {**setup.actuators, "joints": [machine.name(leg) for leg in setup.legs],
                                           "forces": [float(solution.joint_loads[leg].effort[0]) for leg in setup.legs]}
