@@ -320,14 +320,24 @@ def test_mass_without_inertia_is_a_point_mass_with_a_warning(tmp_path):
     assert any("point mass" in w for w in spec.warnings)
 
 
-def test_unphysical_inertia_is_refused_as_in_every_reader(tmp_path):
-    data = {"bodies": [{"name": "p", "inertia": {"mass": 1.0, "Ixx": 1.0, "Iyy": 1.0, "Izz": 5.0}}]}
-    problem = one_problem(tmp_path, data)
-    assert problem.where == "bodies[0].inertia"
-    assert problem.what == "breaks the triangle inequality I1 + I2 >= I3 (principal moments 1, 1, 5 kg m^2)"
-    data["bodies"][0]["inertia"] = {"mass": 1.0, "Ixx": 1.0, "Iyy": 1.0, "Izz": 1.0, "Ixy": 2.0}  # eigenvalues -1, 1, 3
-    problem = one_problem(tmp_path, data)
-    assert problem.what.startswith("has a negative principal moment (principal moments -1, 1, 3")
+def test_unphysical_inertia_is_kept_with_one_grouped_warning_naming_the_bodies(tmp_path):
+    """Statics uses mass and centre of mass only; public Shift files carry inertias no rigid body has (issue 22)."""
+    data = {"bodies": [{"name": "p", "inertia": {"mass": 1.0, "Ixx": 1.0, "Iyy": 1.0, "Izz": 5.0}},
+                       {"name": "r", "inertia": {"mass": 1.0, "Ixx": 1.0, "Iyy": 1.0, "Izz": 1.0, "Ixy": 2.0}},
+                       {"name": "s", "inertia": {"mass": 1.0, "Ixx": 1.0, "Iyy": 1.0, "Izz": 1.0}}]}
+    spec = load(tmp_path, data)
+    assert spec.bodies[0].inertia[2, 2] == 5.0 and spec.bodies[1].inertia[0, 1] == 2.0  # kept as written
+    grouped = [w for w in spec.warnings if "inertia no rigid body has" in w]
+    assert len(grouped) == 1
+    assert "2 bodies" in grouped[0] and "'p' at bodies[0].inertia breaks the triangle inequality I1 + I2 >= I3 " \
+        "(principal moments 1, 1, 5 kg m^2)" in grouped[0]
+    assert "'r' at bodies[1].inertia has a negative principal moment (principal moments -1, 1, 3" in grouped[0]
+    assert "'s'" not in grouped[0]  # a physical inertia is not named
+    assert "statics never uses the rotational inertia" in grouped[0] and "not physical" in grouped[0]
+    # what statics cannot use is still refused: a negative mass
+    data["bodies"][0]["inertia"]["mass"] = -1.0
+    assert one_problem(tmp_path, data).what == "negative mass -1 kg"
+    data["bodies"][0]["inertia"]["mass"] = 1.0
     # a flat plate typed to six digits (Izz = Ixx + Iyy up to rounding) passes
     data["bodies"][0]["inertia"] = {"mass": 1.0, "Ixx": 0.333333, "Iyy": 0.083333, "Izz": 0.416667}
     assert load(tmp_path, data).bodies[0].inertia[2, 2] == 0.416667
@@ -467,13 +477,18 @@ def test_discontinuous_restraint_law_is_a_warning(tmp_path):
 # ---------------------------------------------------------------------- validation rules
 
 
-def test_duplicate_joint_names_name_both_places(tmp_path):
+def test_duplicate_joint_names_load_renamed_with_a_warning_naming_both_places(tmp_path):
     data = pendulum_02()
     data["assemblies"][0]["joints"][1]["name"] = "j1"
-    problem = one_problem(tmp_path, data)
-    assert problem.where == "assemblies[0].joints[1]"
-    assert problem.what == "assemblies[0].joints[0] and assemblies[0].joints[1] are both named 'j1'"
-    assert "unique joint names within assembly 'pendulum'" in problem.expected
+    spec = load(tmp_path, data)
+    assert [j.name for j in spec.joints] == ["pendulum:j1", "pendulum:j1#2"]  # file order: the later one renamed
+    warning = next(w for w in spec.warnings if "both named" in w)
+    assert warning.endswith("assemblies[0].joints[1]: assemblies[0].joints[0] and assemblies[0].joints[1] are both "
+                            "named 'j1' in assembly 'pendulum': this one is renamed 'j1#2' (docs/naming.md); "
+                            "references by 'j1' mean assemblies[0].joints[0]")
+    # a third one takes the next free number, the same on every read
+    data["assemblies"][0]["joints"].append({**data["assemblies"][0]["joints"][1]})
+    assert [j.name for j in load(tmp_path, data).joints][1:] == ["pendulum:j1#2", "pendulum:j1#3"]
 
 
 def test_duplicate_body_assembly_frame_and_fixed_frame_names(tmp_path):

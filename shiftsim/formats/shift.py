@@ -243,6 +243,7 @@ class _ShiftReader:
         self.lights: list[tuple[dict[str, Any], tuple[str, ...]]] = []
         self.extras: dict[str, Any] = {"unused": {}, "terrain": []}
         self.names: dict[tuple[tuple[str, ...], str, str], str] = {}  # (scope, namespace, name) -> where
+        self.unphysical_inertia: list[tuple[str, str]] = []  # (body path, what is wrong), warned once, grouped
         self.dialects: set[str] = set()
 
     # ------------------------------------------------------------------ top level
@@ -261,6 +262,7 @@ class _ShiftReader:
         restraints = self._resolve_restraints()
         lights = self._resolve_lights()
         self.f.problems.raise_if_any()
+        self._warn_unphysical_inertia()
         self.f.finish()
 
         self.extras["dialect"] = "+".join(sorted(self.dialects)) or None
@@ -326,6 +328,25 @@ class _ShiftReader:
             modules.append(item)
             places.append(where)
         self.extras["force_modules"], self.extras["force_module_places"] = modules, places
+
+    def _claim_joint_name(self, scope: tuple[str, ...], name: str, where: str) -> str:
+        """Register a joint name in its scope. A later joint with a taken name is kept under ``name#2``
+        (``#3``, ... : the first free one, in file order) with a warning naming both places: public Shift
+        files repeat joint names, and the engine they were written for runs them. References by that name
+        (restraints, couplings) resolve to the first joint."""
+        key = (scope, "joint", name)
+        if key not in self.names:
+            self.names[key] = where
+            return name
+        first = self.names[key]
+        count = 2
+        while (scope, "joint", f"{name}#{count}") in self.names:
+            count += 1
+        renamed = f"{name}#{count}"
+        self.names[(scope, "joint", renamed)] = where
+        self.f.warn(where, f"{first} and {where} are both named {name!r} in {_scope_text(scope)}: this one is "
+                           f"renamed {renamed!r} (docs/naming.md); references by {name!r} mean {first}")
+        return renamed
 
     def _read_name(self, obj: dict[str, Any], where: str) -> str | None:
         if "name" not in obj:
@@ -561,11 +582,21 @@ class _ShiftReader:
         if block is None:
             self.f.warn(where, "mass without an inertia: a point mass at center_of_mass")
             return
-        inertia = self._read_inertia(block, block_where)
+        inertia = self._read_inertia(block, block_where, body.name)
         if inertia is not None:
             body.inertia = inertia
 
-    def _read_inertia(self, block: dict[str, Any], where: str) -> np.ndarray | None:
+    def _warn_unphysical_inertia(self) -> None:
+        """One warning for every body whose inertia no rigid body has (kept as written: statics never uses it)."""
+        if not self.unphysical_inertia:
+            return
+        shown = "; ".join(f"{body!r} {what}" for body, what in self.unphysical_inertia[:6])
+        more = f"; and {len(self.unphysical_inertia) - 6} more" if len(self.unphysical_inertia) > 6 else ""
+        self.f.warn("", f"{len(self.unphysical_inertia)} bodies have an inertia no rigid body has ({shown}{more}): "
+                        "kept as written; statics never uses the rotational inertia (only mass and centre of mass), "
+                        f"but it is not physical ({PHYSICAL_INERTIA})")
+
+    def _read_inertia(self, block: dict[str, Any], where: str, body: str) -> np.ndarray | None:
         values: dict[str, float] = {}
         ok = True
         for key, item in block.items():
@@ -592,9 +623,8 @@ class _ShiftReader:
         ixy, iyz, izx = (values.get(k, 0.0) for k in ("Ixy", "Iyz", "Izx"))
         tensor = np.array([[values["Ixx"], ixy, izx], [ixy, values["Iyy"], iyz], [izx, iyz, values["Izz"]]])
         problem = inertia_problem(tensor)
-        if problem:
-            self.f.error(where, problem, PHYSICAL_INERTIA)
-            return None
+        if problem:  # a dynamics engine may run it; statics needs only mass and centre of mass: warn, keep
+            self.unphysical_inertia.append((body, f"at {where} {problem}"))
         return tensor
 
     def _read_collision_shapes(self, obj: dict[str, Any], where: str) -> list[ShapeSpec]:
@@ -725,8 +755,9 @@ class _ShiftReader:
         stiffness = self._read_polynomial(obj, where, kind, ("stiffness",))
         damping = self._read_polynomial(obj, where, kind, ("damping", "damping_coefficients"))
         self._keep_unknown(obj, where, _JOINT_KEYS)
-        if name is None or not self._claim_name(scope, "joint", name, where):
+        if name is None:
             return
+        name = self._claim_joint_name(scope, name, where)
         path = join_path(*scope, name)
         if kind is not None:
             self.joint_dof[path] = (JOINT_DOF[kind], kind)
