@@ -78,8 +78,11 @@ def test_failed_steps_are_nan_and_names_are_checked():
     assert list(results.steps.status) == ["converged", "failed", "converged"]
     with pytest.raises(KeyError, match="has no quantity 'force'; it has deflection, effort, position"):
         results["sc:slider_crank:crank_pin", "force"]
-    with pytest.raises(KeyError, match="no entity 'sc:crank_pin'"):
-        results["sc:crank_pin", "effort"]
+    # short names: an unambiguous ending, with or without the machine in front (docs/naming.md)
+    for short in ("sc:crank_pin", "crank_pin", "slider_crank:crank_pin"):
+        np.testing.assert_array_equal(results[short, "effort"], effort)
+    with pytest.raises(KeyError, match="no entity 'sc:crank_pi'"):
+        results["sc:crank_pi", "effort"]
     with pytest.raises(KeyError, match="not a swept parameter"):
         results.steps["sc:slider_crank:crank"]
 
@@ -154,3 +157,14 @@ def test_run_scenario_can_write_the_folder_and_checks_it_first(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(InputError, match="is a file, not a folder"):
         shiftsim.run_scenario(_beam(), output=tmp_path / "file" / "out")
+
+
+def test_short_names_that_fit_several_machines_are_refused_naming_them():
+    joint = {"type": "revolute", "position": 0.1, "deflection": 0.0, "effort": 2.0, "wrench_joint": [0.0] * 6,
+             "wrench_world": [0.0] * 6}
+    step = {"index": 0, "parameters": {}, "status": "converged", "iterations": 1, "residual": 0.0, "stable": True,
+            "joints": {"a:arm:pin": joint, "b:arm:pin": {**joint, "effort": 3.0}}, "frames": {}, "bodies": {}}
+    results = shiftsim.RunResults.from_document({"scenario": "two", "parameters": [], "steps": [step]})
+    assert results["b:pin", "effort"].tolist() == [3.0] and results["a:arm:pin", "effort"].tolist() == [2.0]
+    with pytest.raises(KeyError, match="'arm:pin' is ambiguous .* a:arm:pin, b:arm:pin"):
+        results["arm:pin", "effort"]

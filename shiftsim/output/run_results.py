@@ -12,7 +12,8 @@ so a run and its folder read back give equal objects. Arrays are indexed by
 step position (``index`` gives the step numbers), in SI units (angles in rad,
 whatever the scenario's ``angle_unit``); a value a step does not have (a failed
 step, a machine that did not converge) is NaN. Keys are ``(entity, quantity)``
-with the scenario's canonical names (``machine:...``):
+with the scenario's canonical names (``machine:...``); an unambiguous ending works too, with or without the
+machine in front (``results["boom_cyl", "effort"]``, ``results["ex1:boom_cyl", "effort"]``, docs/naming.md):
 
 ==========================  ===========================================  ==================
 entity                      quantity                                     shape
@@ -137,6 +138,10 @@ class RunResults:
         except (KeyError, TypeError):
             pass
         entity, quantity = (*key, "")[:2] if isinstance(key, tuple) else (key, "")
+        full = self.full_name(str(entity))
+        if full != entity and (full, quantity) in self.arrays:
+            return self.arrays[full, quantity]
+        entity = full
         known = sorted({q for e, q in self.arrays if e == entity})
         if known:
             raise KeyError(f"{entity!r} has no quantity {quantity!r}; it has {', '.join(known)}")
@@ -147,6 +152,21 @@ class RunResults:
 
     def __contains__(self, key: object) -> bool:
         return key in self.arrays
+
+    def full_name(self, name: str) -> str:
+        """The entity a name means: itself, or the one entity it is an unambiguous ending of, with or without its
+        machine in front (``boom_cyl`` and ``ex1:boom_cyl`` for ``ex1:arm:boom_cyl``; docs/naming.md). Raises
+        KeyError naming the candidates when several entities end so."""
+        entities = self.entities()
+        if name in entities:
+            return name
+        machine, _, rest = name.partition(":")
+        found = [e for e in entities if e.endswith(":" + name)
+                 or (rest and e.startswith(machine + ":") and e.endswith(":" + rest))]
+        if len(found) > 1:
+            raise KeyError(f"{name!r} is ambiguous in the results of {self.scenario!r}: it could be "
+                           f"{', '.join(sorted(found))}")
+        return found[0] if found else name
 
     def __iter__(self) -> Iterator[Key]:
         return iter(self.arrays)
