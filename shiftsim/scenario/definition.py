@@ -234,10 +234,11 @@ def _split(name: str, known: _Known, where: str, problems: Problems) -> tuple[Ma
     if not sep or not rest:
         problems.add(where, f"{name!r} does not name a machine", "MACHINE:NAME, e.g. ex1:arm:boom")
         return None
-    if machine_id in known.attached:
-        problems.add(where, f"machine {machine_id!r} is attached to another: its names belong to its host",
-                     f"{known.attached[machine_id]}{PATH_SEPARATOR}{rest}")
-        return None
+    if machine_id in known.attached:  # an ending of the name under its host: the host's name for it
+        host_id, _, inside = known.attached[machine_id].partition(PATH_SEPARATOR)
+        if host_id not in known.machines:
+            return None
+        return known.machines[host_id], f"{inside}{PATH_SEPARATOR}{rest}"
     if machine_id not in known.machines:
         if machine_id not in known.ids_written:
             problems.add(where, f"unknown machine {machine_id!r}", suggest(machine_id, known.ids_written))
