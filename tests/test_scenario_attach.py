@@ -7,8 +7,11 @@ the mount frame by hand, and against the composition API called directly.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 from test_scenario_support import REPO, model_path, rpy_matrix, run_cli, write_scenario
 
 import shiftsim
@@ -167,3 +170,26 @@ def test_short_names_of_an_attached_machine_mean_the_same_joint_everywhere(tmp_p
         np.testing.assert_array_equal(run["beam:arm:elbow", "effort"], runs[0]["beam:arm:elbow", "effort"])
     assert runs[0]["arm:elbow", "effort"].shape == (2,)
     assert np.ptp(runs[0]["beam:arm:elbow", "effort"]) > 0  # the sweep moves the arm: the runs are not all at rest
+
+
+def test_any_machines_placement_is_a_sweep_parameter_in_metres_and_radians():
+    """A Shift machine moved and turned by the sweep: each step's tip is the model-frame tip placed by hand
+    (scipy Rotation, yaw about world z after the file's roll), and its joint loads in model axes do not change
+    (gravity stays along the yaw axis)."""
+    roll = 10.0  # degrees: the placement's roll is kept while the yaw is swept
+    document = {"name": "moved", "machines": [{"id": "b", "model": model_path("cantilever10"),
+                                                "placement": {"position": [5.0, 0.0, 1.0], "rotation": {"roll": roll}}}],
+                "sweep": {"parameters": {"b:placement.x": [0.0, 2.0, -3.0], "b:placement.yaw": [0.0, 0.5, -2.0],
+                                         "b:placement.z": [1.0, 1.0, 4.0]}},
+                "track": {"frames": ["b:link10:tip"], "joints": ["b:hinge1"]}, "outputs": {"plots": []}}
+    results = shiftsim.run_scenario(document)
+    model = shiftsim.load_model(model_path("cantilever10"))
+    single = solve(model, gravity=Rotation.from_euler("x", roll, degrees=True).inv().apply([0.0, 0.0, -G]))
+    tip_model = forward(model, single.q).frames[model.frame_index("link10:tip")][:3, 3]
+    for step, (x, yaw, z) in enumerate([(0.0, 0.0, 1.0), (2.0, 0.5, 1.0), (-3.0, -2.0, 4.0)]):
+        rotation = Rotation.from_euler("ZYX", [yaw, 0.0, math.radians(roll)])
+        expected = rotation.apply(tip_model) + [x, 0.0, z]
+        np.testing.assert_allclose(results["b:link10:tip", "position"][step], expected, atol=1e-9)
+        effort = results["hinge1", "effort"][step]
+        assert effort == pytest.approx(single.joint_loads["hinge1"].effort[0], rel=1e-9)
+    assert results.steps["b:placement.yaw"].tolist() == [0.0, 0.5, -2.0]

@@ -28,7 +28,10 @@ from ..spec import ModelSpec, PATH_SEPARATOR
 from .placement import Placement
 from .schema import json_path
 
-SettingKind = Literal["joint", "placement", "geometry", "pose"]
+SettingKind = Literal["joint", "placement", "geometry", "pose", "site"]
+SITE_SETTINGS = {"placement.x": "m", "placement.y": "m", "placement.z": "m", "placement.yaw": "rad"}
+"""What places any machine in the world, as sweep names (``ex1:placement.yaw``) and units: its model origin's
+world position and its yaw about the world z axis (pitch and roll kept), replacing the scenario's placement."""
 Purpose = Literal["sweep", "hold"]
 
 
@@ -39,7 +42,8 @@ class Setting:
     ``joint``: the joint ``target`` (full model name), rad or m;
     ``placement``: an MFK transform value (``target`` its reference ``C:oem.interface.id.field``), m or rad;
     ``geometry``: any other MFK value, written into the configuration before it is loaded (no unit known);
-    ``pose``: a component of an Mdx platform pose (``x`` ... ``yaw``), normalized (``-``) or mm / deg.
+    ``pose``: a component of an Mdx platform pose (``x`` ... ``yaw``), normalized (``-``) or mm / deg;
+    ``site``: the machine's placement in the world (``target`` one of :data:`SITE_SETTINGS`), m or rad.
     """
 
     kind: SettingKind
@@ -114,13 +118,18 @@ class Machine:
 
     def setting(self, name: str, where: str, problems: Problems, purpose: Purpose = "sweep") -> Setting | None:
         """What machine-local ``name`` sets (None with a problem at ``where`` when it sets nothing)."""
+        if name in SITE_SETTINGS and purpose == "sweep":
+            return Setting("site", name, SITE_SETTINGS[name])
         return self.vocabulary.setting(self, name, where, problems, purpose)
 
     def setup(self, values: SettingValues | None = None) -> Setup:
         """Model, placement and prescribed joints at a step with these settings (none: the start settings).
 
         Raises InputError when the settings make an invalid model (an MFK geometry value)."""
-        return self.vocabulary.setup(self, values or {})
+        values = values or {}
+        site = {target.removeprefix("placement."): value for (kind, target), value in values.items() if kind == "site"}
+        setup = self.vocabulary.setup(self, {key: value for key, value in values.items() if key[0] != "site"})
+        return replace(setup, placement=setup.placement.moved(site)) if site else setup
 
     def world_poses(self, q: np.ndarray, setup: Setup | None = None) -> Poses:
         """World poses of the machine's bodies and frames at coordinates ``q`` (nq,) or (..., nq)."""

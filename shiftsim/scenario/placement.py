@@ -50,6 +50,19 @@ class Placement:
         """World poses ``(..., 4, 4)`` of poses given in the model frame."""
         return self.matrix @ np.asarray(model, float)
 
+    def moved(self, values: dict[str, float]) -> Placement:
+        """This placement with some of its position components (``x``, ``y``, ``z``, m) and its ``yaw`` (rad, about
+        the world z axis, keeping the pitch and roll of ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``) replaced."""
+        position = self.position.copy()
+        for axis, name in enumerate("xyz"):
+            if name in values:
+                position[axis] = values[name]
+        rotation = self.rotation
+        if "yaw" in values:
+            _, pitch, roll = Rotation.from_matrix(self.rotation).as_euler("ZYX")
+            rotation = Rotation.from_euler("ZYX", [values["yaw"], pitch, roll]).as_matrix()
+        return Placement(rotation, position)
+
     def then(self, inner: np.ndarray) -> Placement:
         """This placement followed by the rigid transform ``inner`` (4x4, this frame <- model): world <- model."""
         inner = np.asarray(inner, float)

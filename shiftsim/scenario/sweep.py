@@ -44,7 +44,7 @@ from ..errors import Problem, ScenarioError
 
 MAX_STEPS = 1_000_000
 
-ParameterKind = Literal["joint", "placement", "geometry", "pose", "load", "time"]
+ParameterKind = Literal["joint", "placement", "geometry", "pose", "site", "load", "time"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,8 @@ class Parameter:
     kind ``joint``: target is the full joint name in machine ``machine`` (value in ``unit``: rad or m);
     ``placement``, ``geometry``: target is an MFK value reference ``C:oem.interface.id.field`` of machine
     ``machine`` (see ``scenario.mfk``); ``pose``: target is a pose component of an Mdx platform
-    (see ``scenario.mdx``); ``load``: target is a load name, the value replaces the load's factor;
+    (see ``scenario.mdx``); ``site``: target is one of ``placement.x``, ``.y``, ``.z`` (m) or ``.yaw`` (rad), the
+    machine's placement in the world (any machine; ``scenario.machines.SITE_SETTINGS``); ``load``: target is a load name, the value replaces the load's factor;
     ``time``: the value is a time in s.
     """
 
