@@ -35,6 +35,7 @@ from .machines import Machine, switch_assemblies
 from .mdx import read_mdx_part
 from .mfk import read_mfk_part
 from .parts import Attachment, Part, compose
+from .masses import apply_masses
 from .placement import read_placement
 from .schema import json_path
 
@@ -108,6 +109,7 @@ def read_part(entry: dict[str, Any], index: int, scenario_dir: Path, problems: P
         if part is None:
             return None
         part.spec.warnings[:0] = warnings if kind in ("mfk", "mdx") else []
+        apply_masses(part.spec, entry.get("masses"), f"{where}.masses", problems)
         switch_assemblies(part.spec, entry.get("assemblies", {}), ["machines", index, "assemblies"], problems)
     except InputError as error:
         problems.add(f"{where}.model", f"model file {entry['model']!r} is invalid:", "a valid model")

@@ -54,6 +54,7 @@ from ..typed import shown
 from ..model import Model, compile_model
 from .machines import Machine, Purpose, Setting, SettingValues, Setup, Vocabulary, joint_setting, switch_assemblies
 from .parts import Attachment, Part, compose
+from .masses import apply_masses
 from .placement import Placement
 from .schema import json_path
 
@@ -127,11 +128,13 @@ class MfkRecipe:
     data: Any = field(repr=False)
     switches: Mapping[str, bool]
     attachments: tuple[Attachment, ...]
+    masses: Mapping[str, Any] | None = None  # the scenario's ``masses`` for the machine (scenario.masses)
 
     def model(self, values: Mapping[str, float]) -> Model:
         """The compiled model with ``values`` written into the configuration. Raises ModelError."""
         spec = mfk_model_spec(self.source, self.data, values)
         problems = Problems(str(self.source))
+        apply_masses(spec, dict(self.masses) if self.masses else None, "masses", problems)
         switch_assemblies(spec, dict(self.switches), [], problems)
         problems.raise_if_any()
         return compile_model(compose(spec, self.attachments))
@@ -234,7 +237,7 @@ def _read_mfk_part(index: int, entry: dict[str, Any], source: Path, data: Any, s
     placement = site_placement(site, references.placement, origin)
 
     def vocabulary(attachments: tuple[Attachment, ...]) -> MfkVocabulary:
-        recipe = MfkRecipe(source, data, dict(entry.get("assemblies", {})), attachments)
+        recipe = MfkRecipe(source, data, dict(entry.get("assemblies", {})), attachments, entry.get("masses"))
         return MfkVocabulary(references, site, origin, values, recipe)
 
     return Part(index, entry, source, spec, placement, joints, vocabulary)
