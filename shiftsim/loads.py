@@ -96,12 +96,12 @@ def indeterminate_directions(model: Model, q: np.ndarray, free: np.ndarray) -> t
     (6 n_closures, d): those that load a held coordinate, and those that load only rigid joints (the loop
     equations' own redundancy, which loads nothing, taken out of both)."""
     rows = 6 * len(model.closures)
-    if not rows:
-        return np.zeros((0, 0)), np.zeros((0, 0))
-    jac = closure_jacobian(model, state(model, q[None]))[0] @ coupling_map(model, q)  # (6K, nq)
     coupled = {c.target for c in model.couplings}
     free_set = set(np.asarray(free, int).tolist())
     held = [i for i in range(model.nq) if i not in free_set and i not in coupled]
+    if not rows or (not held and not any(joint.type == "rigid" for joint in model.joints)):
+        return np.zeros((rows, 0)), np.zeros((rows, 0))  # nothing held or rigid: nothing to split
+    jac = closure_jacobian(model, state(model, q[None]))[0] @ coupling_map(model, q)  # (6K, nq)
     on_free = jac[:, free]
     open_patterns = _null(on_free, rows)
     with_held = _null(np.hstack([on_free, jac[:, held]]), rows)
