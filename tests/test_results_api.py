@@ -76,7 +76,7 @@ def test_failed_steps_are_nan_and_names_are_checked():
     effort = results["sc:slider_crank:crank_pin", "effort"]
     assert np.isnan(effort[1]) and np.isfinite(effort[[0, 2]]).all()
     assert list(results.steps.status) == ["converged", "failed", "converged"]
-    with pytest.raises(KeyError, match="has no quantity 'force'; it has deflection, effort, position"):
+    with pytest.raises(KeyError, match="has no quantity 'force'; it has deflection, effort, pin_force, pin_moment, position"):
         results["sc:slider_crank:crank_pin", "force"]
     # short names: an unambiguous ending, with or without the machine in front (docs/naming.md)
     for short in ("sc:crank_pin", "crank_pin", "slider_crank:crank_pin"):

@@ -19,6 +19,7 @@ import pytest
 from scipy.optimize import brentq
 from test_scenario_support import model_path, run_cli, write_scenario
 
+import shiftsim
 from shiftsim.loading import load_model
 from shiftsim.model import compile_model
 from shiftsim.results import body_balance, loop_joints
@@ -259,4 +260,11 @@ def test_results_json_carries_the_pin_reactions_of_untracked_joints_and_the_dete
         # the crank pin's table row is its tracked wrench, in the joint frame
         row, tracked = table["sc:slider_crank:crank_pin"], step["joints"]["sc:slider_crank:crank_pin"]
         np.testing.assert_allclose(row["force_joint"], tracked["wrench_joint"][:3], rtol=1e-12, atol=1e-9)
+    # in Python: the table's joints, untracked ones too, as arrays per step
+    ran = shiftsim.run_scenario(scenario)
+    loop_pin = next(name for name, row in results["steps"][0]["pin_reactions"].items()
+                    if row["role"] == "loop" and name not in results["steps"][0]["joints"])
+    np.testing.assert_allclose(ran[loop_pin, "pin_force"], [s["pin_reactions"][loop_pin]["force_joint"]
+                                                            for s in results["steps"]], rtol=1e-12, atol=1e-9)
+    assert ran[loop_pin, "pin_moment"].shape == (2, 3)
 

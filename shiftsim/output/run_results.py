@@ -20,6 +20,7 @@ entity                      quantity                                     shape
 ==========================  ===========================================  ==================
 joint                       ``position``, ``deflection``, ``effort``     (n,) or (n, k)
 joint                       ``wrench_joint``, ``wrench_world``           (n, 6)
+loop joint, held actuator   ``pin_force``, ``pin_moment`` (joint frame)  (n, 3)
 frame                       ``position``, ``deflection``                 (n, 3)
 body                        ``position``; ``rotation``                   (n, 3); (n, 3, 3)
 machine pair ``a|b``        ``distance``, ``in_collision`` (1/0)         (n,)
@@ -91,6 +92,9 @@ class RunResults:
             for name, joint in step["joints"].items():
                 for quantity in JOINT_QUANTITIES:
                     put(name, quantity, row, joint[quantity])
+            for name, reaction in step.get("pin_reactions", {}).items():  # every loop joint and held actuator
+                put(name, "pin_force", row, reaction["force_joint"])
+                put(name, "pin_moment", row, reaction["moment_joint"])
             for group in (step["frames"], step["bodies"]):
                 for name, item in group.items():
                     for quantity, value in item.items():
