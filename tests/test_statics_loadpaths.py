@@ -22,7 +22,7 @@ from test_scenario_support import model_path, run_cli, write_scenario
 import shiftsim
 from shiftsim.loading import load_model
 from shiftsim.model import compile_model
-from shiftsim.results import body_balance, loop_joints
+from shiftsim.solution import body_balance, loop_joints
 from shiftsim.scenario.schema import load_schema
 from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec
 from shiftsim.statics import Load, solve
