@@ -20,7 +20,7 @@ from test_scenario_support import SCENARIOS
 
 from shiftsim.errors import InputError
 from shiftsim.jsonio import dumps
-from shiftsim.output.store import VALUE_COLUMNS, StoreError, StoreWriter, open_store
+from shiftsim.output.store import VALUE_COLUMNS, StoreError, StoreWriter, open_store, tables_bytes
 from shiftsim.scenario import LocalExecutor, execute, load_scenario, run_chain
 from shiftsim.scenario.outputs import csv_bytes, results_document, step_rows, tidy_rows
 
@@ -90,6 +90,16 @@ def test_store_round_trips_results_csv_and_steps_csv(document, tmp_path):
     assert list(frame.columns) == list(VALUE_COLUMNS) and len(frame) == len(values_csv) - 1
     assert frame["value"].tolist() == pytest.approx([float(r[4]) if r[4] else math.nan for r in values_csv[1:]],
                                                     rel=0, abs=0, nan_ok=True)
+
+
+def test_single_files_of_a_finished_run_read_as_the_streamed_store(document, tmp_path):
+    for name, data in tables_bytes(document["parameters"], list(step_rows(document))[1:],
+                                   list(tidy_rows(document))[1:]).items():
+        (tmp_path / name).write_bytes(data)
+    store = open_store(tmp_path)
+    assert_rows_match(csv_table(tidy_rows(document))[1:], store.select())
+    assert_rows_match(csv_table(step_rows(document))[1:], store.step_table())
+    assert len(pd.read_parquet(tmp_path / "values.parquet")) == store.values.count_rows()
 
 
 def test_selection_by_entity_and_quantity_equals_filtering_the_csv(document, tmp_path):
@@ -173,7 +183,7 @@ def test_an_empty_run_leaves_a_store_with_its_columns(tmp_path):
 
 
 def test_bad_use_gets_clear_errors(lift, tmp_path):
-    with pytest.raises(InputError, match="is not a results store: no steps/ or values/ folder"):
+    with pytest.raises(InputError, match=r"is not a results store: no steps/ or steps.parquet or values/ or values.parquet"):
         open_store(tmp_path / "nothing")
     stream(lift, tmp_path / "store")
     with pytest.raises(StoreError, match="writer '0' already has part files"):

@@ -5,6 +5,9 @@ A store is a folder of two Parquet datasets, each a set of part files::
     FOLDER/steps/part-<writer>-<nnnnn>.parquet    one row per step
     FOLDER/values/part-<writer>-<nnnnn>.parquet   one row per number
 
+or, for a finished run written as one set (:func:`tables_bytes`), two single files
+``FOLDER/steps.parquet`` and ``FOLDER/values.parquet`` with the same columns.
+
 ``steps`` has the columns of steps.csv: ``step`` (int64), one float64 column per swept parameter (by
 its name, in the units of steps.csv), ``status`` (string), ``iterations`` (int64), ``stability``
 (string). ``values`` has the columns of the tidy results.csv: ``step`` (int64), ``entity``,
@@ -63,6 +66,27 @@ def steps_schema(parameters: Sequence[str]) -> pa.Schema:
                          f"{list(parameters)}")
     return pa.schema([("step", pa.int64()), *((name, pa.float64()) for name in parameters),
                       ("status", pa.string()), ("iterations", pa.int64()), ("stability", pa.string())])
+
+
+def columns_table(columns: Sequence[Sequence[Any]], schema: pa.Schema) -> pa.Table:
+    """A table of ``schema`` from its columns (Python values; None for null)."""
+    return pa.Table.from_arrays([pa.array(list(column), type=field.type) for column, field in zip(columns, schema)],
+                                schema=schema)
+
+
+def tables_bytes(parameters: Sequence[str], step_rows: Iterable[Sequence[Any]],
+                 value_rows: Iterable[Sequence[Any]]) -> dict[str, bytes]:
+    """A finished run's two tables as single Parquet files, ``{"steps.parquet": ..., "values.parquet": ...}``,
+    from steps.csv rows and results.csv rows without their headers (for a results folder written as
+    one set; :class:`ResultsStore` opens such a folder too)."""
+    files = {}
+    for name, schema, rows in ((STEPS, steps_schema(parameters), step_rows), (VALUES, VALUES_SCHEMA, value_rows)):
+        rows = list(rows)
+        table = columns_table(list(zip(*rows)) if rows else [[] for _ in schema], schema)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, row_group_size=ROWS_PER_GROUP)
+        files[f"{name}.parquet"] = sink.getvalue().to_pybytes()
+    return files
 
 
 class StoreWriter:
@@ -126,12 +150,8 @@ class StoreWriter:
         """Write the buffered steps as one part per table (values first), then empty the buffer."""
         if not self._step_rows:
             return
-        values = pa.Table.from_arrays([pa.array(column, type=field.type) for column, field
-                                       in zip(self._value_columns, VALUES_SCHEMA)], schema=VALUES_SCHEMA)
-        steps = pa.Table.from_arrays([pa.array(list(column), type=field.type) for column, field
-                                      in zip(zip(*self._step_rows), self._steps_schema)], schema=self._steps_schema)
-        self._write_part(VALUES, values)
-        self._write_part(STEPS, steps)
+        self._write_part(VALUES, columns_table(self._value_columns, VALUES_SCHEMA))
+        self._write_part(STEPS, columns_table(list(zip(*self._step_rows)), self._steps_schema))
         self._parts += 1
         self._step_rows = []
         self._value_columns = [[] for _ in VALUE_COLUMNS]
@@ -173,13 +193,17 @@ class ResultsStore:
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
-        missing = [table for table in (STEPS, VALUES) if not (self.folder / table).is_dir()]
+        sources = {table: next((path for path in (self.folder / table, self.folder / f"{table}.parquet")
+                                if path.exists()), None) for table in (STEPS, VALUES)}
+        missing = [table for table, path in sources.items() if path is None]
         if missing:
-            raise InputError([Problem(str(self.folder), "", f"is not a results store: no {'/ or '.join(missing)}/ folder",
-                                      "a folder with steps/ and values/ Parquet datasets written by shiftsim")])
+            raise InputError([Problem(str(self.folder), "", "is not a results store: no "
+                                      + " or ".join(f"{t}/ or {t}.parquet" for t in missing),
+                                      "steps and values Parquet datasets (folders of parts, or single files) "
+                                      "written by shiftsim")])
         try:
-            self.steps = ds.dataset(self.folder / STEPS, format="parquet")
-            self.values = ds.dataset(self.folder / VALUES, format="parquet")
+            self.steps = ds.dataset(sources[STEPS], format="parquet")
+            self.values = ds.dataset(sources[VALUES], format="parquet")
         except (pa.ArrowInvalid, OSError) as error:
             raise InputError([Problem(str(self.folder), "", f"a part file cannot be read: {error}",
                                       "Parquet part files written by shiftsim")]) from None
@@ -222,4 +246,5 @@ def open_store(folder: str | Path) -> ResultsStore:
     return ResultsStore(folder)
 
 
-__all__ = ["ResultsStore", "StoreError", "StoreWriter", "VALUE_COLUMNS", "open_store", "steps_schema"]
+__all__ = ["ResultsStore", "StoreError", "StoreWriter", "VALUE_COLUMNS", "columns_table", "open_store", "steps_schema",
+           "tables_bytes"]
