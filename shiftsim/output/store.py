@@ -24,9 +24,10 @@ before its steps part: a step listed in ``steps`` always has all its values. Clo
 run keeps every step it finished. Several writers (processes, Dask workers) may write into one
 store at once, each under its own ``writer`` name.
 
-Reading (:class:`ResultsStore`): opening reads only the part files' footers; :meth:`ResultsStore.values`
-selects rows by entity, quantity, component and step with dataset filters, reading the other
-columns only for the selected rows' row groups.
+Reading (:class:`ResultsStore`): opening lists the part files and reads a schema, no values;
+:meth:`ResultsStore.select` filters by entity, quantity, component and step while it scans, batch by
+batch, so memory holds the selection, not the store; a selection of steps skips whole row groups by
+their step statistics (rows are written in step order), the other selectors read their columns.
 """
 
 from __future__ import annotations
