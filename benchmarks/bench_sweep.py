@@ -13,7 +13,7 @@ unloaded reference, as ``solve`` solves them) in one ``solve_batch`` call per 10
 thread and on every core; starts are the steps' assembled poses (assembled beforehand in Python, about
 1 ms a step, not timed). Above ``--core-sample`` steps the core runs on that many of the steps,
 evenly spaced (its cost per step does not depend on the batch's length past a few hundred).
-A run whose peak memory, extrapolated linearly from the smaller sizes' peaks, would pass 70 % of the
+A run whose peak memory, extrapolated linearly from the smaller sizes' peaks, would pass half of the
 memory available is skipped and says so.
 
     python benchmarks/bench_sweep.py [--steps 3000 300000] [--jobs 1 2] [--core-sample 3000] [--plots]
@@ -159,7 +159,7 @@ def main() -> None:
               f"{every:9.0f} steps/s on {os.cpu_count()}", flush=True)
         for jobs in args.jobs:
             estimate = extrapolated_peak(peaks[jobs], steps)
-            if estimate > 0.7 * available_memory():
+            if estimate > 0.5 * available_memory():
                 print(f"  shiftsim run --jobs {jobs}: skipped, its peak memory would be about {estimate / 1e9:.1f} GB "
                       f"(extrapolated) and {available_memory() / 1e9:.1f} GB are available", flush=True)
                 continue
