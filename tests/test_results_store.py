@@ -1,7 +1,7 @@
 """The columnar results store (shiftsim.output.store) against today's tidy tables.
 
 The oracle is today's writer: results.csv and steps.csv as ``csv_bytes(tidy_rows(document))`` and
-``csv_bytes(step_rows(document))`` write them, parsed back with the csv module. The store is fed
+``csv_bytes(step_rows(document))`` (shiftsim.output.writers) write them, parsed back with the csv module. The store is fed
 one step at a time (as a run streams them) and must give back every row, value for value and in
 the same order, through pyarrow and through pandas.
 """
@@ -22,7 +22,7 @@ from shiftsim.errors import InputError
 from shiftsim.jsonio import dumps
 from shiftsim.output.store import VALUE_COLUMNS, StoreError, StoreWriter, open_store, tables_bytes
 from shiftsim.scenario import LocalExecutor, execute, load_scenario, run_chain
-from shiftsim.scenario.outputs import csv_bytes, results_document, step_rows, tidy_rows
+from shiftsim.output.writers import csv_bytes, results_document, step_rows, tidy_rows
 
 SHIPPED = sorted(path.stem for path in SCENARIOS.glob("*.json"))
 SLOW = {"excavator_capacity": 3}  # steps of its first chain solved here (all 128 take minutes)
@@ -198,3 +198,17 @@ def test_bad_use_gets_clear_errors(lift, tmp_path):
     (tmp_path / "broken" / "values" / "part-0-00000.parquet").write_bytes(b"not parquet")
     with pytest.raises(InputError, match="a part file cannot be read"):
         open_store(tmp_path / "broken")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_results_folder_holds_the_store_with_the_csv_values(tmp_path, jobs):
+    """shiftsim's results folder: steps.parquet and values.parquet beside results.csv, the same rows
+    whatever the number of processes."""
+    from shiftsim import run_scenario
+
+    run_scenario(SCENARIOS / "four_bar_drive.json", jobs=jobs, output=tmp_path / "out")
+    store = open_store(tmp_path / "out")
+    with open(tmp_path / "out" / "results.csv", newline="") as values, open(tmp_path / "out" / "steps.csv",
+                                                                              newline="") as steps:
+        assert_rows_match(list(csv.reader(values))[1:], store.select())
+        assert_rows_match(list(csv.reader(steps))[1:], store.step_table())
