@@ -16,7 +16,9 @@ remark says the split is an assumption.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -92,11 +94,43 @@ class JointLoad:
     effort: np.ndarray
 
 
+class JointLoads(Mapping[str, JointLoad]):
+    """The loads of every joint by name, in the model's joint order, held as three arrays:
+    ``wrench_world`` (n_joints, 6), ``rotation`` (n_joints, 3, 3), ``effort`` (nq,) (see
+    :func:`joint_load_arrays`). A :class:`JointLoad` (views into the arrays) is built per look-up."""
+
+    def __init__(self, model: Model, wrench_world: np.ndarray, rotation: np.ndarray, effort: np.ndarray):
+        self.wrench_world, self.rotation, self.effort = wrench_world, rotation, effort
+        self._names = [joint.name for joint in model.joints]
+        self._index = {name: i for i, name in enumerate(self._names)}
+        self._coordinates = _joint_coordinates(model)
+
+    def __getitem__(self, name: str) -> JointLoad:
+        i = self._index[name]
+        return JointLoad(self.wrench_world[i], self.rotation[i], self.effort[self._coordinates[i]])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 def joint_loads(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
                 loads: list[gen.AppliedLoad], fields: tuple[gen.ForceField, ...] = ()) -> list[JointLoad]:
+    """The loads every joint carries, one :class:`JointLoad` per joint in the model's order (see
+    :func:`joint_load_arrays`)."""
+    return list(JointLoads(model, *joint_load_arrays(model, q, multipliers, gravity, loads, fields)).values())
+
+
+def joint_load_arrays(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray,
+                      loads: list[gen.AppliedLoad], fields: tuple[gen.ForceField, ...] = ()
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The loads every joint carries at an equilibrium q (nq,) with closure multipliers (6 n_closures,) (see the
-    module docstring), by the compiled core (``joint_loads`` in core/src/loads.c); ``fields`` (ground contacts,
-    ...) add their point forces. :func:`body_balance` checks them independently."""
+    module docstring), by the compiled core (``joint_loads`` in core/src/loads.c): ``wrench_world`` (n_joints, 6),
+    the child-side joint frames' ``rotation`` (n_joints, 3, 3, world <- joint) and ``effort`` (nq,) per
+    coordinate. ``fields`` (ground contacts, ...) add their point forces. :func:`body_balance` checks them
+    independently."""
     q = np.ascontiguousarray(q, dtype=float)
     frames, follow = np.empty(len(loads), np.int64), np.empty(len(loads), np.int64)
     forces, torques = np.empty((len(loads), 3)), np.empty((len(loads), 3))
@@ -113,8 +147,7 @@ def joint_loads(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: n
                      np.ascontiguousarray(gravity, dtype=float).reshape(3), frames, forces, torques, follow,
                      np.array(nodes, np.int64), np.array(points, float).reshape(-1, 3),
                      np.array(pushes, float).reshape(-1, 3), wrench, rotation, effort)
-    return [JointLoad(wrench[i], rotation[i], effort[coordinates])
-            for i, coordinates in enumerate(_joint_coordinates(model))]
+    return wrench, rotation, effort
 
 
 def _joint_coordinates(model: Model) -> list[slice | list[int]]:
@@ -154,7 +187,9 @@ def body_balance(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: 
 class Solution:
     """A solved equilibrium with its reference, ready to report (``as_dict``).
 
-    ``joint_loads``: the loads of every joint keyed by joint name, in the model's joint order.
+    ``joint_loads``: the loads of every joint keyed by joint name, in the model's joint order
+    (:class:`JointLoads`), computed by one core call on first access; ``supports``: the force fields
+    (ground contacts) the equilibrium was solved with, which the joint loads include.
     """
 
     model: Model
@@ -167,7 +202,6 @@ class Solution:
     multipliers: np.ndarray
     gravity: np.ndarray
     loads: list[gen.AppliedLoad]
-    joint_loads: dict[str, JointLoad]
     blame: list[str]
 
     stability: str = "stable"
@@ -175,6 +209,12 @@ class Solution:
     remarks: list[str] = field(default_factory=list)
     indeterminate: frozenset[str] = frozenset()  # joints whose loads statics cannot determine (see shiftsim.loads)
     held: frozenset[str] = frozenset()  # joints whose every coordinate was prescribed (held actuators)
+    supports: tuple[gen.ForceField, ...] = ()
+
+    @cached_property
+    def joint_loads(self) -> JointLoads:
+        return JointLoads(self.model, *joint_load_arrays(self.model, self.q, self.multipliers, self.gravity,
+                                                         self.loads, self.supports))
 
     @classmethod
     def build(cls, model: Model, loaded, reference, gravity: np.ndarray, loads: list[gen.AppliedLoad],
@@ -203,9 +243,8 @@ class Solution:
             lam, indeterminate, split_remarks = _minimum_norm_loop_forces(model, q, lam, loaded.free)
             remarks = remarks + split_remarks
         return cls(model, status, int(loaded.iterations[0]), float(loaded.residual[0]), stability == "stable", q,
-                   reference.q[0], lam, gravity, loads,
-                   dict(zip([j.name for j in model.joints], joint_loads(model, q, lam, gravity, loads, fields))), blame,
-                   stability, neutral, remarks, indeterminate, held)
+                   reference.q[0], lam, gravity, loads, blame, stability, neutral, remarks, indeterminate, held,
+                   tuple(fields))
 
     @property
     def converged(self) -> bool:
@@ -232,9 +271,9 @@ class Solution:
         poses, reference = forward(model, self.q), forward(model, self.q_reference)
         out_joints = {}
         for joint in model.joints:
-            load = self.joint_loads[joint.name]
             if joints is not None and joint.name not in joints:
                 continue
+            load = self.joint_loads[joint.name]
             coordinates = list(joint.coordinates)
             position, deflection = self.q[coordinates], self.q[coordinates] - self.q_reference[coordinates]
             wrench_joint = np.concatenate([load.rotation.T @ load.wrench_world[:3], load.rotation.T @ load.wrench_world[3:]])
@@ -412,4 +451,4 @@ def _singular_joints(model: Model, g_free: np.ndarray, free: np.ndarray) -> list
             f"joints involved: {', '.join(involved)}"]
 
 
-__all__ = ["Solution", "joint_loads", "body_balance", "rotation_error"]
+__all__ = ["JointLoads", "Solution", "joint_load_arrays", "joint_loads", "body_balance", "rotation_error"]

@@ -110,7 +110,8 @@ def test_plots_are_png_of_the_stated_size(tmp_path, capsys):
     assert run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")[0] == 1
     written = sorted(p.name for p in (tmp_path / "out").iterdir())
     # the slider-crank is rigid: deflection.png would be empty and is not written (tests/test_plots.py)
-    assert written == ["convergence.png", "efforts.png", "pin_loads.png", "pose.png", "report.html", "results.json"]
+    assert written == ["convergence.png", "efforts.png", "pin_loads.png", "pose.png", "report.html", "results.json",
+                       "steps.parquet", "values.parquet"]
     for name in ("convergence", "efforts", "pin_loads", "pose"):  # actuators.png: tests/test_scenario_mdx.py
         width, height = FIGURE_SIZES[name]
         assert png_size(tmp_path / "out" / f"{name}.png") == (round(width * 40), round(height * 40))
@@ -131,7 +132,7 @@ def test_a_non_empty_output_folder_needs_force(tmp_path, capsys):
     assert code == 0, err
     # shiftsim's files replaced, its stale ones removed, the user's file kept
     assert sorted(p.name for p in folder.iterdir()) == ["convergence.png", "notes.txt", "report.html", "results.csv",
-                                                        "results.json", "steps.csv"]
+                                                        "results.json", "steps.csv", "steps.parquet", "values.parquet"]
     assert (folder / "notes.txt").read_text() == "mine"
 
 

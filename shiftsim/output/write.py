@@ -1,4 +1,5 @@
-"""Writing a run's results folder as one set: results.json, the tables, the plots and report.html.
+"""Writing a run's results folder as one set: results.json, the tables (CSV, and Parquet for
+:func:`shiftsim.output.store.open_store`), the plots and report.html.
 
 Everything written comes from the :class:`~shiftsim.scenario.run.Run` (its steps and its capacity
 document); nothing is solved here.
@@ -6,6 +7,7 @@ document); nothing is solved here.
 
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 
 from ..errors import PlotError
@@ -15,6 +17,7 @@ from ..plots.registry import render
 from ..scenario.run import Run
 from ..typed import ECHO_LIMIT
 from .report import report_html
+from .store import tables_bytes
 from .writers import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, capacity_rows,
                       csv_bytes, results_document, step_rows, tidy_rows, write_files)
 
@@ -30,6 +33,9 @@ def write_results(run: Run, folder: Path) -> list[str]:
     interrupted = run.interrupted.name if run.interrupted else None
     document = results_document(scenario, steps, run.planned, interrupted, capacity)
     files = {RESULTS_JSON: dumps(document)}
+    # the columnar store (steps.parquet, values.parquet): the CSV tables' rows, for pandas / polars / DuckDB
+    files.update(tables_bytes(document["parameters"], islice(step_rows(document), 1, None),
+                              islice(tidy_rows(document), 1, None)))
     solved_capacity = capacity is not None and "error" not in capacity
     if scenario.outputs.csv:
         files[RESULTS_CSV] = csv_bytes(tidy_rows(document))

@@ -52,8 +52,9 @@ RESULTS_CSV = "results.csv"
 STEPS_CSV = "steps.csv"
 REPORT_HTML = "report.html"
 CAPACITY_CSV, CAPACITY_PNG = "capacity.csv", "capacity.png"  # a scenario's analysis.capacity (docs/ground.md)
+STEPS_PARQUET, VALUES_PARQUET = "steps.parquet", "values.parquet"  # the columnar store's tables (output/store.py)
 OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, STEPS_CSV, REPORT_HTML, *(f"{plot}.png" for plot in ALL_PLOTS),
-                CAPACITY_CSV, CAPACITY_PNG)
+                CAPACITY_CSV, CAPACITY_PNG, STEPS_PARQUET, VALUES_PARQUET)
 STAGING_PREFIX = ".staging-"
 PAUSE_ENV = "SHIFTSIM_TEST_WRITE_PAUSE"  # test hook: seconds to pause after the first staged file
 

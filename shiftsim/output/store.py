@@ -1,0 +1,251 @@
+"""The columnar results store: a run's steps streamed to Apache Parquet as they are solved.
+
+A store is a folder of two Parquet datasets, each a set of part files::
+
+    FOLDER/steps/part-<writer>-<nnnnn>.parquet    one row per step
+    FOLDER/values/part-<writer>-<nnnnn>.parquet   one row per number
+
+or, for a finished run written as one set (:func:`tables_bytes`), two single files
+``FOLDER/steps.parquet`` and ``FOLDER/values.parquet`` with the same columns.
+
+``steps`` has the columns of steps.csv: ``step`` (int64), one float64 column per swept parameter (by
+its name, in the units of steps.csv), ``status`` (string), ``iterations`` (int64), ``stability``
+(string). ``values`` has the columns of the tidy results.csv: ``step`` (int64), ``entity``,
+``quantity``, ``component`` (strings), ``value`` (float64; null where results.csv has no number),
+``unit`` (string). pandas (``read_parquet(FOLDER / "values")``), polars, DuckDB
+(``read_parquet('FOLDER/values/*.parquet')``) and pyarrow read either dataset directly.
+
+Writing (:class:`StoreWriter`): steps are buffered column by column and written as one part file
+per table once ``rows_per_part`` values are held, so memory is bounded however long the sweep. A
+part appears under its final name only when it is complete (written under a hidden ``.``-name,
+which dataset readers skip, then renamed), and the values part of a batch of steps is in place
+before its steps part: a step listed in ``steps`` always has all its values. Closing the writer
+(also on an exception or an interrupt inside ``with``) writes what is buffered, so an interrupted
+run keeps every step it finished. Several writers (processes, Dask workers) may write into one
+store at once, each under its own ``writer`` name.
+
+Reading (:class:`ResultsStore`): opening lists the part files and reads a schema, no values;
+:meth:`ResultsStore.select` filters by entity, quantity, component and step while it scans, batch by
+batch, so memory holds the selection, not the store; a selection of steps skips whole row groups by
+their step statistics (rows are written in step order), the other selectors read their columns.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from ..errors import InputError, Problem, ShiftsimError
+
+STEPS, VALUES = "steps", "values"
+VALUE_COLUMNS = ("step", "entity", "quantity", "component", "value", "unit")
+STATUS_COLUMNS = ("status", "iterations", "stability")
+VALUES_SCHEMA = pa.schema([("step", pa.int64()), ("entity", pa.string()), ("quantity", pa.string()),
+                           ("component", pa.string()), ("value", pa.float64()), ("unit", pa.string())])
+ROWS_PER_PART = 262_144  # values held before a part is written (about 30 MB of Python objects)
+ROWS_PER_GROUP = 65_536  # a part's row groups: the unit a filtered read skips or reads
+WRITER_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+class StoreError(ShiftsimError):
+    """The store could not be written (exit code 1)."""
+
+    exit_code = 1
+
+
+def steps_schema(parameters: Sequence[str]) -> pa.Schema:
+    """The ``steps`` table's schema for a sweep of ``parameters`` (names, in order)."""
+    clashes = sorted(set(parameters) & {"step", *STATUS_COLUMNS})
+    if clashes or len(set(parameters)) != len(parameters):
+        raise ValueError(f"swept parameter names must be unique and differ from step/status/iterations/stability: "
+                         f"{list(parameters)}")
+    return pa.schema([("step", pa.int64()), *((name, pa.float64()) for name in parameters),
+                      ("status", pa.string()), ("iterations", pa.int64()), ("stability", pa.string())])
+
+
+def columns_table(columns: Sequence[Sequence[Any]], schema: pa.Schema) -> pa.Table:
+    """A table of ``schema`` from its columns (Python values; None for null)."""
+    return pa.Table.from_arrays([pa.array(list(column), type=field.type) for column, field in zip(columns, schema)],
+                                schema=schema)
+
+
+def tables_bytes(parameters: Sequence[str], step_rows: Iterable[Sequence[Any]],
+                 value_rows: Iterable[Sequence[Any]]) -> dict[str, bytes]:
+    """A finished run's two tables as single Parquet files, ``{"steps.parquet": ..., "values.parquet": ...}``,
+    from steps.csv rows and results.csv rows without their headers (for a results folder written as
+    one set; :class:`ResultsStore` opens such a folder too)."""
+    files = {}
+    for name, schema, rows in ((STEPS, steps_schema(parameters), step_rows), (VALUES, VALUES_SCHEMA, value_rows)):
+        rows = list(rows)
+        table = columns_table(list(zip(*rows)) if rows else [[] for _ in schema], schema)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, row_group_size=ROWS_PER_GROUP)
+        files[f"{name}.parquet"] = sink.getvalue().to_pybytes()
+    return files
+
+
+class StoreWriter:
+    """Streams steps into the store at ``folder``, one bounded batch at a time.
+
+    ``parameters``: the swept parameters' names (the ``steps`` table's columns between ``step`` and
+    ``status``). ``writer``: this writer's name in its part files (letters, digits, ``_``); writers
+    writing into one store at once need different names. ``rows_per_part``: values buffered before
+    a part file is written. A writer whose name already has parts in ``folder`` is refused
+    (nothing is overwritten).
+    """
+
+    def __init__(self, folder: str | Path, parameters: Sequence[str], writer: str = "0",
+                 rows_per_part: int = ROWS_PER_PART):
+        if not WRITER_NAME.fullmatch(writer):
+            raise ValueError(f"writer name {writer!r}: expected letters, digits and _ only")
+        if rows_per_part < 1:
+            raise ValueError(f"rows_per_part {rows_per_part}: expected 1 or more")
+        self.folder = Path(folder)
+        self.writer = writer
+        self.rows_per_part = rows_per_part
+        self._steps_schema = steps_schema(parameters)
+        self._width = len(self._steps_schema)
+        self._parts = 0
+        self._closed = False
+        try:
+            for table in (STEPS, VALUES):
+                (self.folder / table).mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(f"{self.folder}: cannot create the results store: {error.strerror or error}") from None
+        taken = sorted(self.folder.glob(f"*/part-{writer}-*.parquet"))
+        if taken:
+            raise StoreError(f"{self.folder}: writer {writer!r} already has part files ({taken[0].name} ...); "
+                             f"expected a new store or another writer name")
+        self._step_rows: list[Sequence[Any]] = []
+        self._value_columns: list[list[Any]] = [[] for _ in VALUE_COLUMNS]
+
+    @property
+    def buffered(self) -> int:
+        """Values held in memory, not yet in a part file."""
+        return len(self._value_columns[0])
+
+    def add(self, step_row: Sequence[Any], value_rows: Iterable[Sequence[Any]]) -> None:
+        """One finished step: ``step_row`` as a steps.csv row (``step, *parameters, status,
+        iterations, stability``) and its ``value_rows`` as results.csv rows (``step, entity,
+        quantity, component, value, unit``). Writes a part once ``rows_per_part`` values are held."""
+        if self._closed:
+            raise ValueError(f"{self.folder}: the store writer is closed")
+        if len(step_row) != self._width:
+            raise ValueError(f"a steps row has {len(self._steps_schema)} columns "
+                             f"({', '.join(self._steps_schema.names)}), got {list(step_row)}")
+        columns = self._value_columns
+        for row in value_rows:
+            for column, item in zip(columns, row, strict=True):
+                column.append(item)
+        self._step_rows.append(step_row)
+        if self.buffered >= self.rows_per_part:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered steps as one part per table (values first), then empty the buffer."""
+        if not self._step_rows:
+            return
+        self._write_part(VALUES, columns_table(self._value_columns, VALUES_SCHEMA))
+        self._write_part(STEPS, columns_table(list(zip(*self._step_rows)), self._steps_schema))
+        self._parts += 1
+        self._step_rows = []
+        self._value_columns = [[] for _ in VALUE_COLUMNS]
+
+    def close(self) -> None:
+        """Write what is buffered. A writer that wrote nothing leaves one empty part per table, so
+        the store has its columns whatever ran."""
+        if self._closed:
+            return
+        if self._parts == 0 and not self._step_rows:
+            self._write_part(VALUES, VALUES_SCHEMA.empty_table())
+            self._write_part(STEPS, self._steps_schema.empty_table())
+        self.flush()
+        self._closed = True
+
+    def _write_part(self, table_name: str, table: pa.Table) -> None:
+        name = f"part-{self.writer}-{self._parts:05d}.parquet"
+        staged = self.folder / table_name / f".{name}.partial"
+        try:
+            pq.write_table(table, staged, row_group_size=ROWS_PER_GROUP)
+            os.replace(staged, staged.with_name(name))
+        except OSError as error:
+            staged.unlink(missing_ok=True)
+            raise StoreError(f"{staged.with_name(name)}: cannot write: {error.strerror or error}") from None
+
+    def __enter__(self) -> StoreWriter:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+class ResultsStore:
+    """A results store opened lazily: the part files are listed and their schemas read, no values.
+
+    ``steps`` and ``values`` are the two :class:`pyarrow.dataset.Dataset` objects, for queries of
+    your own (``store.values.to_table(filter=...)``, ``store.values.to_batches()``).
+    """
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        sources = {table: next((path for path in (self.folder / table, self.folder / f"{table}.parquet")
+                                if path.exists()), None) for table in (STEPS, VALUES)}
+        missing = [table for table, path in sources.items() if path is None]
+        if missing:
+            raise InputError([Problem(str(self.folder), "", "is not a results store: no "
+                                      + " or ".join(f"{t}/ or {t}.parquet" for t in missing),
+                                      "steps and values Parquet datasets (folders of parts, or single files) "
+                                      "written by shiftsim")])
+        try:
+            self.steps = ds.dataset(sources[STEPS], format="parquet")
+            self.values = ds.dataset(sources[VALUES], format="parquet")
+        except (pa.ArrowInvalid, OSError) as error:
+            raise InputError([Problem(str(self.folder), "", f"a part file cannot be read: {error}",
+                                      "Parquet part files written by shiftsim")]) from None
+        if self.values.schema.names != list(VALUE_COLUMNS):
+            raise InputError([Problem(str(self.folder / VALUES), "columns", f"are {self.values.schema.names}",
+                                      f"{list(VALUE_COLUMNS)}")])
+
+    @property
+    def parameters(self) -> list[str]:
+        """The swept parameters' names, from the steps table's columns."""
+        return self.steps.schema.names[1:-len(STATUS_COLUMNS)]
+
+    def step_table(self) -> pa.Table:
+        """Every step's row, ordered by step."""
+        return self.steps.to_table().sort_by("step")
+
+    def select(self, entity: str | Sequence[str] | None = None, quantity: str | Sequence[str] | None = None,
+               component: str | Sequence[str] | None = None, steps: Sequence[int] | None = None,
+               columns: Sequence[str] | None = None) -> pa.Table:
+        """The values rows matching every given selector (one name or several; ``None``: all),
+        ordered by step and, within a step, as results.csv orders them. ``columns``: those only."""
+        condition = None
+        for name, wanted in (("entity", entity), ("quantity", quantity), ("component", component), ("step", steps)):
+            if wanted is None:
+                continue
+            wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+            term = ds.field(name).isin(wanted)
+            condition = term if condition is None else condition & term
+        wanted_columns = None if columns is None else list(dict.fromkeys(["step", *columns]))
+        table = self.values.to_table(columns=wanted_columns, filter=condition).sort_by("step")
+        return table if columns is None else table.select(list(columns))
+
+    def entities(self) -> list[str]:
+        """Every entity with values, sorted (reads the entity column only)."""
+        return sorted(self.values.to_table(columns=["entity"]).column("entity").unique().to_pylist())
+
+
+def open_store(folder: str | Path) -> ResultsStore:
+    """The store at ``folder``, opened lazily (:class:`ResultsStore`)."""
+    return ResultsStore(folder)
+
+
+__all__ = ["ResultsStore", "StoreError", "StoreWriter", "VALUE_COLUMNS", "columns_table", "open_store", "steps_schema",
+           "tables_bytes"]
