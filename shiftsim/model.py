@@ -172,10 +172,17 @@ class Model:
     pair_restraints: tuple[PairRestraint, ...]
     warnings: tuple[str, ...] = field(default=())
 
+    def __post_init__(self) -> None:
+        _freeze_arrays(self.__dict__)
+
     def __getstate__(self) -> dict:
         """Pickled without the caches kept on the model (``_…`` entries, such as the compiled core's C struct):
         they are rebuilt on first use wherever the model lands (a Dask worker, say)."""
         return {name: value for name, value in self.__dict__.items() if not name.startswith("_")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        _freeze_arrays(self.__dict__)
 
     @cached_property
     def subtree(self) -> np.ndarray:
@@ -241,6 +248,16 @@ class Model:
         for c in self.couplings:
             q[..., c.target] = _apply(c.function, q[..., list(c.sources)])
         return q
+
+
+def _freeze_arrays(fields: dict) -> None:
+    """Make the model's arrays (and those of its polynomial laws) read-only: the model is immutable, and the
+    compiled core keeps pointers into them (it checks their contents once, when it compiles the model)."""
+    for value in fields.values():
+        arrays = (value.coordinates, value.coefficients) if isinstance(value, PolynomialLaws) else (value,)
+        for array in arrays:
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
 
 
 def _apply(function, values: np.ndarray) -> np.ndarray:

@@ -109,6 +109,13 @@ def compiled(model: Model):
     return cached
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A C-contiguous read-only array (the core keeps pointers into it)."""
+    array = np.ascontiguousarray(array)
+    array.flags.writeable = False
+    return array
+
+
 def model_arrays(model: Model) -> ModelArrays:
     """The model as :class:`ModelArrays` (C-contiguous; built once per model and kept on it)."""
     cached = model.__dict__.get("_core_arrays")
@@ -147,6 +154,7 @@ def model_arrays(model: Model) -> ModelArrays:
         joint_child_frame=np.array([j.child_frame for j in model.joints], index),
         laws=laws,
     )
-    cached = ModelArrays(*[np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x for x in cached])
+    cached = ModelArrays(*[_read_only(x) if isinstance(x, np.ndarray) else LawTable(*map(_read_only, x))
+                           for x in cached])
     object.__setattr__(model, "_core_arrays", cached)
     return cached

@@ -190,6 +190,81 @@ static const Model *model_of(PyObject *capsule) {
     return m ? &m->model : NULL;
 }
 
+/* The leading dimension of a buffer (-1 for a 0-d one: no model array is 0-d, and model_valid refuses it). */
+static int64_t leading(const Buffer *b) { return b->view.ndim >= 1 ? (int64_t)b->view.shape[0] : -1; }
+
+/* 1 when every entry of an int64 buffer lies in [low, high); 0 with a ValueError naming the model array. */
+static int model_indices(const Buffer *b, int64_t low, int64_t high, const char *name) {
+    const int64_t *v = b->view.buf;
+    for (int64_t i = 0; i < (int64_t)(b->view.len / 8); i++)
+        if (v[i] < low || v[i] >= high) {
+            PyErr_Format(PyExc_ValueError, "model array %s: entry %lld is %lld, expected an index in [%lld, %lld)", name,
+                         (long long)i, (long long)v[i], (long long)low, (long long)high);
+            return 0;
+        }
+    return 1;
+}
+
+/* 1 when the model's arrays agree in size with each other and every index they hold points inside the arrays it
+ * indexes (so no kernel can read out of range, whatever arrays Python passed); 0 with a ValueError naming the array
+ * otherwise. Run once, when the model is compiled into its capsule. */
+static int model_valid(const ModelCapsule *m) {
+    const Model *model = &m->model;
+    const Buffer *b = m->buffers;
+    int64_t n = model->n_nodes, nq = model->nq, frames = model->n_frames, closures = model->n_closures;
+    int64_t laws = (int64_t)(b[29].view.len / 8), intervals = model->law_intervals, joints = model->n_joints;
+    static const char *names[MODEL_ARRAYS] = {
+        "parent", "kind", "coordinate", "sign", "joint", "offset", "mass", "com", "coordinate_node", "body_node",
+        "frame_node", "frame_offset", "closure_a", "closure_b", "closure_offset_a", "closure_offset_b",
+        "spring_coordinate", "spring_coefficients", "law_coordinate", "law_index", "pair_frame_a", "pair_frame_c",
+        "pair_distance", "pair_law", "joint_first_node", "joint_reversed", "joint_closure", "joint_child_frame",
+        "law_breaks", "law_count", "law_coefficients", "law_energy_at_zero"};
+    if (n < 1) return PyErr_SetString(PyExc_ValueError, "model array parent: no nodes (node 0 is the world)"), 0;
+    if (b[30].view.ndim != 4)
+        return PyErr_SetString(PyExc_ValueError, "model array law_coefficients: a 4-d array (L, 3, M, D) is needed"), 0;
+    int64_t counts[MODEL_ARRAYS] = {
+        n, n, n, n, 16 * n, 16 * n, n, 3 * n, nq, model->n_bodies, frames, 16 * frames, closures, closures,
+        16 * closures, 16 * closures, model->n_springs, model->n_springs * model->spring_degree,
+        model->n_joint_laws, model->n_joint_laws, model->n_pairs, model->n_pairs, model->n_pairs, model->n_pairs,
+        joints, joints, joints, joints, laws * (intervals + 1), laws, laws * 3 * intervals * model->law_degree, laws};
+    char what[64];
+    for (int i = 0; i < MODEL_ARRAYS; i++) {
+        snprintf(what, sizeof what, "model array %s", names[i]);
+        if (!sized(&b[i], counts[i], what)) return 0;
+    }
+    if (b[30].view.shape[1] != 3)
+        return PyErr_SetString(PyExc_ValueError, "model array law_coefficients: (L, 3, M, D) is needed"), 0;
+    const int64_t *parent = model->parent, *coordinate = model->coordinate;
+    if (parent[0] != -1)
+        return PyErr_Format(PyExc_ValueError, "model array parent: node 0 (the world) has parent %lld, expected -1",
+                            (long long)parent[0]), 0;
+    for (int64_t i = 1; i < n; i++)
+        if (parent[i] < 0 || parent[i] >= i)
+            return PyErr_Format(PyExc_ValueError, "model array parent: node %lld has parent %lld, expected a node in "
+                                "[0, %lld) (parents first)", (long long)i, (long long)parent[i], (long long)i), 0;
+    if (!model_indices(&b[1], EUCLIDEAN, PRISMATIC + 1, names[1]) || !model_indices(&b[2], -1, nq, names[2])
+        || !model_indices(&b[8], 0, n, names[8]))
+        return 0;
+    for (int64_t i = 0; i < n; i++)
+        if ((model->kind[i] != EUCLIDEAN) != (coordinate[i] >= 0) || (coordinate[i] >= 0 && i == 0))
+            return PyErr_Format(PyExc_ValueError, "model arrays kind, coordinate: node %lld has kind %lld and coordinate "
+                                "%lld, expected a coordinate exactly where the node moves (not the world)", (long long)i,
+                                (long long)model->kind[i], (long long)coordinate[i]), 0;
+    for (int64_t k = 0; k < nq; k++)
+        if (coordinate[model->coordinate_node[k]] != k)
+            return PyErr_Format(PyExc_ValueError, "model array coordinate_node: coordinate %lld is on node %lld, which "
+                                "moves by coordinate %lld", (long long)k, (long long)model->coordinate_node[k],
+                                (long long)coordinate[model->coordinate_node[k]]), 0;
+    return model_indices(&b[9], 0, n, names[9]) && model_indices(&b[10], 0, n, names[10])
+           && model_indices(&b[12], 0, n, names[12]) && model_indices(&b[13], 0, n, names[13])
+           && model_indices(&b[16], 0, nq, names[16]) && model_indices(&b[18], 0, nq, names[18])
+           && model_indices(&b[19], 0, laws, names[19]) && model_indices(&b[20], 0, frames, names[20])
+           && model_indices(&b[21], 0, frames, names[21]) && model_indices(&b[22], 0, 4, names[22])
+           && model_indices(&b[23], 0, laws, names[23]) && model_indices(&b[24], 0, n, names[24])
+           && model_indices(&b[25], 0, 2, names[25]) && model_indices(&b[26], -1, closures, names[26])
+           && model_indices(&b[27], 0, frames, names[27]) && model_indices(&b[29], 0, intervals + 1, names[29]);
+}
+
 /* model(arrays) -> capsule: arrays in the order of shiftsim.core.layout.ModelArrays with the law table's four
  * arrays last (32 in all). */
 static PyObject *py_model(PyObject *self, PyObject *args) {
@@ -199,6 +274,7 @@ static PyObject *py_model(PyObject *self, PyObject *args) {
     if (PyTuple_GET_SIZE(arrays) != MODEL_ARRAYS) return PyErr_Format(PyExc_ValueError, "model: %d arrays expected", MODEL_ARRAYS);
     static const char kinds[MODEL_ARRAYS + 1] = "qqqddddd" "qqqd" "qqdd" "qdqq" "qqqq" "qqqq" "dqdd";
     ModelCapsule *m = calloc(1, sizeof(ModelCapsule));
+    if (!m) return PyErr_NoMemory();
     void *p[MODEL_ARRAYS];
     for (int i = 0; i < MODEL_ARRAYS; i++) {
         p[i] = take(PyTuple_GET_ITEM(arrays, i), &m->buffers[i], kinds[i], 0, 0, "model array");
@@ -217,13 +293,19 @@ static PyObject *py_model(PyObject *self, PyObject *args) {
     a->law_coordinate = p[18], a->law_index = p[19], a->pair_frame_a = p[20], a->pair_frame_c = p[21];
     a->pair_distance = p[22], a->pair_law = p[23], a->joint_first_node = p[24], a->joint_reversed = p[25];
     a->joint_closure = p[26], a->joint_child_frame = p[27], a->law_breaks = p[28], a->law_count = p[29];
-    a->law_coefficients = p[30], a->law_energy_at_zero = p[31], a->n_joints = m->buffers[24].view.shape[0];
-    a->n_nodes = m->buffers[0].view.shape[0], a->nq = m->buffers[8].view.shape[0];
-    a->n_bodies = m->buffers[9].view.shape[0], a->n_frames = m->buffers[10].view.shape[0];
-    a->n_closures = m->buffers[12].view.shape[0], a->n_springs = m->buffers[16].view.shape[0];
+    a->law_coefficients = p[30], a->law_energy_at_zero = p[31], a->n_joints = leading(&m->buffers[24]);
+    a->n_nodes = leading(&m->buffers[0]), a->nq = leading(&m->buffers[8]);
+    a->n_bodies = leading(&m->buffers[9]), a->n_frames = leading(&m->buffers[10]);
+    a->n_closures = leading(&m->buffers[12]), a->n_springs = leading(&m->buffers[16]);
     a->spring_degree = m->buffers[17].view.ndim == 2 ? shape_spring[1] : 1;
-    a->n_joint_laws = m->buffers[18].view.shape[0], a->n_pairs = m->buffers[23].view.shape[0];
-    a->law_intervals = shape_laws[2], a->law_degree = shape_laws[3];
+    a->n_joint_laws = leading(&m->buffers[18]), a->n_pairs = leading(&m->buffers[23]);
+    a->law_intervals = m->buffers[30].view.ndim == 4 ? shape_laws[2] : 0;
+    a->law_degree = m->buffers[30].view.ndim == 4 ? shape_laws[3] : 0;
+    if (!model_valid(m)) {
+        release(m->buffers, MODEL_ARRAYS);
+        free(m);
+        return NULL;
+    }
     return PyCapsule_New(m, "shiftsim.Model", model_destroy);
 }
 
@@ -500,6 +582,11 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
         p[i] = take(o[i], &b[i], kinds[i], i >= Q_FORCE, 1, "terms argument");
         if (PyErr_Occurred()) a = NULL;
     }
+    if (a && (which < 0 || which > 3)) {
+        PyErr_Format(PyExc_ValueError, "terms: which is %lld, expected 0 (gravity), 1 (joint springs), "
+                     "2 (pair springs) or 3 (loads)", (long long)which);
+        a = NULL;
+    }
     if (a && !(b[Q_FORCE].held && b[STIFFNESS].held && b[ENERGY].held)) {
         PyErr_SetString(PyExc_ValueError, "terms: q_force, stiffness and energy are needed");
         a = NULL;
@@ -515,6 +602,8 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
                                         : which == 1;
         int ok = state_ok && sized(&b[Q_FORCE], batch * a->nq, "q_force")
                  && sized(&b[STIFFNESS], batch * a->nq * a->nq, "stiffness") && sized(&b[Q], batch * a->nq, "q");
+        if (ok && which == 1 && !b[Q].held)
+            ok = (PyErr_SetString(PyExc_ValueError, "terms: joint springs (which=1) need q"), 0);
         if (ok && which == 0)
             ok = b[GRAVITY].held && sized(&b[GRAVITY], 3 * batch, "gravity")
                  && sized(&b[POINT], 3 * count * batch, "point") && sized(&b[FORCE], 3 * count * batch, "force")
@@ -569,8 +658,10 @@ static PyObject *py_pair_distance(PyObject *self, PyObject *args) {
         return NULL;
     const Model *a = model_of(model);
     int64_t batch = a ? take_states(a, o, b, p) : -1;
-    int frames_ok = frame_a >= 0 && frame_c >= 0 && a && frame_a < a->n_frames && frame_c < a->n_frames;
-    if (batch >= 0 && !frames_ok) PyErr_SetString(PyExc_ValueError, "pair_distance: frame out of range");
+    int frames_ok = frame_a >= 0 && frame_c >= 0 && a && frame_a < a->n_frames && frame_c < a->n_frames
+                    && distance >= 0 && distance <= 3;
+    if (batch >= 0 && !frames_ok)
+        PyErr_SetString(PyExc_ValueError, "pair_distance: frame out of range or distance type not in 0..3");
     if (batch >= 0 && frames_ok && (x = take(o[4], &b[4], 'd', 1, 0, "x")) && (grad = take(o[5], &b[5], 'd', 1, 0, "grad"))
         && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")) && sized(&b[4], batch, "x") && sized(&b[5], batch * a->nq, "grad")
         && sized(&b[6], batch * a->nq * a->nq, "hess"))
@@ -592,8 +683,10 @@ static PyObject *py_polynomials(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOO", &o[0], &o[1], &o[2], &o[3], &o[4])) return NULL;
     int ok = 1;
     for (int i = 0; i < 5 && ok; i++) ok = (p[i] = take(o[i], &b[i], 'd', i >= 2, 0, "polynomial array")) != NULL;
+    int64_t count = ok ? (int64_t)(b[1].view.len / 8) : 0, degree = count ? (int64_t)(b[0].view.len / 8) / count : 0;
+    static const char *names[5] = {"polynomials: coefficients (count, degree)", "x", "f", "df", "energy"};
+    for (int i = 0; i < 5 && ok; i++) ok = sized(&b[i], i == 0 ? count * degree : count, names[i]);
     if (ok) {
-        int64_t count = (int64_t)(b[1].view.len / 8), degree = count ? (int64_t)(b[0].view.len / 8) / count : 0;
         for (int64_t i = 0; i < count; i++) polynomial_law(p[0] + i * degree, degree, p[1][i], p[2] + i, p[3] + i, p[4] + i);
     }
     release(b, 5);
@@ -668,10 +761,10 @@ static PyObject *py_pivoted_rank(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OdO", &o[0], &tolerance, &o[1])) return NULL;
     double *a = take(o[0], &b[0], 'd', 0, 0, "a");
     int64_t *order = a ? take(o[1], &b[1], 'q', 1, 0, "order") : NULL;
-    if (order && b[0].view.ndim == 2)
-        rank = pivoted_rank(b[0].view.shape[0], b[0].view.shape[1], a, tolerance, order);
-    else if (order)
+    if (order && b[0].view.ndim != 2)
         PyErr_SetString(PyExc_ValueError, "pivoted_rank: a 2-d array is needed");
+    else if (order && sized(&b[1], b[0].view.shape[1], "pivoted_rank: order (one entry per column of a)"))
+        rank = pivoted_rank(b[0].view.shape[0], b[0].view.shape[1], a, tolerance, order);
     release(b, 2);
     if (PyErr_Occurred()) return NULL;
     return PyLong_FromLongLong(rank);
