@@ -38,6 +38,7 @@ import numpy as np
 
 from . import forces as gen
 from .core import library as core_library
+from .core import memory
 from .core.layout import compiled
 from .core.library import core
 from .core.problem import problem as core_problem
@@ -73,7 +74,10 @@ class SolverOptions:
     replaces the analytic tangent stiffness by central differences of the residual (a fallback
     and a check; one residual evaluation pair per free coordinate). ``load_stepping`` False reports a
     case whose full load fails as failed at once (for searches that expect failures, such as a tipping
-    load bracketed from above)."""
+    load bracketed from above). ``memory_limit`` (bytes): a solve whose estimated memory
+    (:mod:`shiftsim.core.memory`) is more is refused before it starts with
+    :class:`~shiftsim.core.memory.SolveTooLarge` (a ``MemoryError``); None: what this process may still take
+    (physical and available memory, the address-space limit), ``math.inf``: no limit."""
 
     max_iterations: int = 60  # per load step
     force_tolerance: float = 1e-10
@@ -85,6 +89,7 @@ class SolverOptions:
     seek_stable: bool = True
     finite_difference_stiffness: bool = False
     load_stepping: bool = True
+    memory_limit: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_load_halvings <= MAX_LOAD_HALVINGS:  # each halving doubles the load steps
@@ -187,12 +192,16 @@ def _solve_cases(model: Model, q_start: np.ndarray, free: np.ndarray, rows: np.n
     ``loads``' frames, rate forces (B, nq) or None, ``classify`` (B,) int64 (0: skip the stability verdict), on
     ``threads`` threads (one when the model calls Python back: couplings, fields)."""
     batch, nf, m = q_start.shape[0], len(free), len(rows)
+    threads = 1 if fields or model.couplings else threads
+    concurrent = max(min(threads, batch), 1)
+    memory.check_fits(concurrent * memory.solve_bytes(model.nq, len(model.closures)) + 8 * batch * nf * (nf + 8),
+                      f"a solve of {batch} case{'s' if batch > 1 else ''} ({model.nq} coordinates, "
+                      f"{len(model.closures)} loops, {concurrent} at once)", options.memory_limit)
     problem = _problem(model, free, rows, loads, rate_force is not None, options, fields)
     rates = np.zeros((batch, model.nq)) if rate_force is None else np.ascontiguousarray(rate_force, dtype=float)
     out_q, out_lam = np.empty((batch, model.nq)), np.empty((batch, m))
     flags, neutral = np.empty((batch, 7)), np.zeros((batch, nf, nf))
     unheld, runaway = np.zeros((batch, nf), np.uint8), np.zeros((batch, nf), np.uint8)
-    threads = 1 if fields or model.couplings else threads
     core.solve(compiled(model), problem, gravity, force, torque, rates, q_start, classify, out_q, out_lam, flags,
                neutral, unheld, runaway, threads)
     full = np.zeros((batch, 6 * len(model.closures)))
