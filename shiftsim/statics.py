@@ -41,6 +41,7 @@ from .core import library as core_library
 from .core import memory
 from .core.layout import compiled
 from .core.library import core
+from .core import problem as core_tables
 from .core.problem import problem as core_problem
 from .errors import InputError, Problem
 from .kinematics import State, assemble, closure_jacobian, coupling_callbacks, coupling_map, model_size, state
@@ -140,7 +141,7 @@ class BatchResult:
         return self.stability == "stable"
 
 
-STABILITY = ("stable", "neutral", "unstable")
+STABILITY = core_tables.VERDICTS
 _VERDICTS = np.array(STABILITY)  # by the core's stability code
 
 
@@ -200,19 +201,20 @@ def _solve_cases(model: Model, q_start: np.ndarray, free: np.ndarray, rows: np.n
     problem = _problem(model, free, rows, loads, rate_force is not None, options, fields)
     rates = np.zeros((batch, model.nq)) if rate_force is None else np.ascontiguousarray(rate_force, dtype=float)
     out_q, out_lam = np.empty((batch, model.nq)), np.empty((batch, m))
-    flags, neutral = np.empty((batch, 7)), np.zeros((batch, nf, nf))
+    flags, neutral = np.empty((batch, len(core_tables.RESULT_FLAGS))), np.zeros((batch, nf, nf))
     unheld, runaway = np.zeros((batch, nf), np.uint8), np.zeros((batch, nf), np.uint8)
     core.solve(compiled(model), problem, gravity, force, torque, rates, q_start, classify, out_q, out_lam, flags,
                neutral, unheld, runaway, threads)
     full = np.zeros((batch, 6 * len(model.closures)))
     full[:, rows] = out_lam
     none = np.zeros(0, dtype=int)
-    return BatchResult(out_q, full, flags[:, 0] > 0.5, flags[:, 1].astype(int), flags[:, 2],
-                       _VERDICTS[flags[:, 3].astype(int)], free,
-                       [neutral[b, : int(flags[b, 4])] for b in range(batch)],
+    flag = dict(zip(core_tables.RESULT_FLAGS, flags.T))
+    return BatchResult(out_q, full, flag["converged"] > 0.5, flag["iterations"].astype(int), flag["residual"],
+                       _VERDICTS[flag["stability"].astype(int)], free,
+                       [neutral[b, : int(flag["neutral_count"][b])] for b in range(batch)],
                        [np.flatnonzero(row) if row.any() else none for row in unheld],
                        [np.flatnonzero(row) if row.any() else none for row in runaway],
-                       RUNAWAY_SIZES * max(float(flags[:, 5].max(initial=0.0)), 1.0), flags[:, 5].copy())
+                       RUNAWAY_SIZES * max(float(flag["size"].max(initial=0.0)), 1.0), flag["size"].copy())
 
 
 def independent_rows(model: Model, q: np.ndarray, free: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
@@ -300,10 +302,12 @@ def evaluate(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray,
     problem = _problem(model, free, rows, loads, False, options, tuple(fields))
     given = None if multipliers is None else np.ascontiguousarray(multipliers, dtype=float)
     out = dict(residual=np.zeros(nf), closure=np.zeros(m), closure_jacobian=np.zeros((m, nf)),
-               hessian=np.zeros((nf, nf)), scalars=np.zeros(5), q_force_reduced=np.zeros(nf), multipliers=np.zeros(m))
+               hessian=np.zeros((nf, nf)), scalars=np.zeros(len(core_tables.EVALUATION_SCALARS)),
+               q_force_reduced=np.zeros(nf), multipliers=np.zeros(m))
     core.evaluate(compiled(model), problem, np.asarray(gravity, float).reshape(3).copy(), force[0], torque[0], q,
                   given, *out.values())
-    energy, force_scale, conservative, _, _ = out.pop("scalars")
+    scalar = dict(zip(core_tables.EVALUATION_SCALARS, out.pop("scalars")))
+    energy, force_scale, conservative = scalar["energy"], scalar["force_scale"], scalar["conservative"]
     return Evaluation(energy=float(energy), force_scale=float(force_scale), conservative=bool(conservative), **out)
 
 

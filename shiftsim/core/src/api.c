@@ -172,16 +172,21 @@ static void run_cases(CaseWork work, void *job, int64_t batch, int64_t threads, 
 }
 
 /* ------------------------------------------------------------------ the model capsule */
-#define MODEL_ARRAYS 32
+#define FIELD_INDEX(name, type) FIELD_##name,
+enum { SHIFTSIM_MODEL_FIELDS(FIELD_INDEX) };
+#undef FIELD_INDEX
+#define FIELD_NAME(name, type) #name,
+static const char *const model_field_names[MODEL_FIELDS] = {SHIFTSIM_MODEL_FIELDS(FIELD_NAME)};
+#undef FIELD_NAME
 typedef struct {
     Model model;
-    Buffer buffers[MODEL_ARRAYS];
+    Buffer buffers[MODEL_FIELDS];
 } ModelCapsule;
 
 static void model_destroy(PyObject *capsule) {
     ModelCapsule *m = PyCapsule_GetPointer(capsule, "shiftsim.Model");
     if (!m) return;
-    release(m->buffers, MODEL_ARRAYS);
+    release(m->buffers, MODEL_FIELDS);
     free(m);
 }
 
@@ -212,27 +217,21 @@ static int model_valid(const ModelCapsule *m) {
     const Model *model = &m->model;
     const Buffer *b = m->buffers;
     int64_t n = model->n_nodes, nq = model->nq, frames = model->n_frames, closures = model->n_closures;
-    int64_t laws = (int64_t)(b[29].view.len / 8), intervals = model->law_intervals, joints = model->n_joints;
-    static const char *names[MODEL_ARRAYS] = {
-        "parent", "kind", "coordinate", "sign", "joint", "offset", "mass", "com", "coordinate_node", "body_node",
-        "frame_node", "frame_offset", "closure_a", "closure_b", "closure_offset_a", "closure_offset_b",
-        "spring_coordinate", "spring_coefficients", "law_coordinate", "law_index", "pair_frame_a", "pair_frame_c",
-        "pair_distance", "pair_law", "joint_first_node", "joint_reversed", "joint_closure", "joint_child_frame",
-        "law_breaks", "law_count", "law_coefficients", "law_energy_at_zero"};
+    int64_t laws = (int64_t)(b[FIELD_law_count].view.len / 8), intervals = model->law_intervals, joints = model->n_joints;
     if (n < 1) return PyErr_SetString(PyExc_ValueError, "model array parent: no nodes (node 0 is the world)"), 0;
-    if (b[30].view.ndim != 4)
+    if (b[FIELD_law_coefficients].view.ndim != 4)
         return PyErr_SetString(PyExc_ValueError, "model array law_coefficients: a 4-d array (L, 3, M, D) is needed"), 0;
-    int64_t counts[MODEL_ARRAYS] = {
+    int64_t counts[MODEL_FIELDS] = {
         n, n, n, n, 16 * n, 16 * n, n, 3 * n, nq, model->n_bodies, frames, 16 * frames, closures, closures,
         16 * closures, 16 * closures, model->n_springs, model->n_springs * model->spring_degree,
         model->n_joint_laws, model->n_joint_laws, model->n_pairs, model->n_pairs, model->n_pairs, model->n_pairs,
         joints, joints, joints, joints, laws * (intervals + 1), laws, laws * 3 * intervals * model->law_degree, laws};
     char what[64];
-    for (int i = 0; i < MODEL_ARRAYS; i++) {
-        snprintf(what, sizeof what, "model array %s", names[i]);
+    for (int i = 0; i < MODEL_FIELDS; i++) {
+        snprintf(what, sizeof what, "model array %s", model_field_names[i]);
         if (!sized(&b[i], counts[i], what)) return 0;
     }
-    if (b[30].view.shape[1] != 3)
+    if (b[FIELD_law_coefficients].view.shape[1] != 3)
         return PyErr_SetString(PyExc_ValueError, "model array law_coefficients: (L, 3, M, D) is needed"), 0;
     const int64_t *parent = model->parent, *coordinate = model->coordinate;
     if (parent[0] != -1)
@@ -242,11 +241,11 @@ static int model_valid(const ModelCapsule *m) {
         if (parent[i] < 0 || parent[i] >= i)
             return PyErr_Format(PyExc_ValueError, "model array parent: node %lld has parent %lld, expected a node in "
                                 "[0, %lld) (parents first)", (long long)i, (long long)parent[i], (long long)i), 0;
-    if (!model_indices(&b[1], EUCLIDEAN, PRISMATIC + 1, names[1]) || !model_indices(&b[2], -1, nq, names[2])
-        || !model_indices(&b[8], 0, n, names[8]))
+    if (!model_indices(&b[FIELD_kind], FIXED_MOTION, PRISMATIC + 1, model_field_names[FIELD_kind]) || !model_indices(&b[FIELD_coordinate], -1, nq, model_field_names[FIELD_coordinate])
+        || !model_indices(&b[FIELD_coordinate_node], 0, n, model_field_names[FIELD_coordinate_node]))
         return 0;
     for (int64_t i = 0; i < n; i++)
-        if ((model->kind[i] != EUCLIDEAN) != (coordinate[i] >= 0) || (coordinate[i] >= 0 && i == 0))
+        if ((model->kind[i] != FIXED_MOTION) != (coordinate[i] >= 0) || (coordinate[i] >= 0 && i == 0))
             return PyErr_Format(PyExc_ValueError, "model arrays kind, coordinate: node %lld has kind %lld and coordinate "
                                 "%lld, expected a coordinate exactly where the node moves (not the world)", (long long)i,
                                 (long long)model->kind[i], (long long)coordinate[i]), 0;
@@ -255,54 +254,54 @@ static int model_valid(const ModelCapsule *m) {
             return PyErr_Format(PyExc_ValueError, "model array coordinate_node: coordinate %lld is on node %lld, which "
                                 "moves by coordinate %lld", (long long)k, (long long)model->coordinate_node[k],
                                 (long long)coordinate[model->coordinate_node[k]]), 0;
-    return model_indices(&b[9], 0, n, names[9]) && model_indices(&b[10], 0, n, names[10])
-           && model_indices(&b[12], 0, n, names[12]) && model_indices(&b[13], 0, n, names[13])
-           && model_indices(&b[16], 0, nq, names[16]) && model_indices(&b[18], 0, nq, names[18])
-           && model_indices(&b[19], 0, laws, names[19]) && model_indices(&b[20], 0, frames, names[20])
-           && model_indices(&b[21], 0, frames, names[21]) && model_indices(&b[22], 0, 4, names[22])
-           && model_indices(&b[23], 0, laws, names[23]) && model_indices(&b[24], 0, n, names[24])
-           && model_indices(&b[25], 0, 2, names[25]) && model_indices(&b[26], -1, closures, names[26])
-           && model_indices(&b[27], 0, frames, names[27]) && model_indices(&b[29], 0, intervals + 1, names[29]);
+    return model_indices(&b[FIELD_body_node], 0, n, model_field_names[FIELD_body_node]) && model_indices(&b[FIELD_frame_node], 0, n, model_field_names[FIELD_frame_node])
+           && model_indices(&b[FIELD_closure_a], 0, n, model_field_names[FIELD_closure_a]) && model_indices(&b[FIELD_closure_b], 0, n, model_field_names[FIELD_closure_b])
+           && model_indices(&b[FIELD_spring_coordinate], 0, nq, model_field_names[FIELD_spring_coordinate]) && model_indices(&b[FIELD_law_coordinate], 0, nq, model_field_names[FIELD_law_coordinate])
+           && model_indices(&b[FIELD_law_index], 0, laws, model_field_names[FIELD_law_index]) && model_indices(&b[FIELD_pair_frame_a], 0, frames, model_field_names[FIELD_pair_frame_a])
+           && model_indices(&b[FIELD_pair_frame_c], 0, frames, model_field_names[FIELD_pair_frame_c]) && model_indices(&b[FIELD_pair_distance], 0, 4, model_field_names[FIELD_pair_distance])
+           && model_indices(&b[FIELD_pair_law], 0, laws, model_field_names[FIELD_pair_law]) && model_indices(&b[FIELD_joint_first_node], 0, n, model_field_names[FIELD_joint_first_node])
+           && model_indices(&b[FIELD_joint_reversed], 0, 2, model_field_names[FIELD_joint_reversed]) && model_indices(&b[FIELD_joint_closure], -1, closures, model_field_names[FIELD_joint_closure])
+           && model_indices(&b[FIELD_joint_child_frame], 0, frames, model_field_names[FIELD_joint_child_frame]) && model_indices(&b[FIELD_law_count], 0, intervals + 1, model_field_names[FIELD_law_count]);
 }
 
-/* model(arrays) -> capsule: arrays in the order of shiftsim.core.layout.ModelArrays with the law table's four
- * arrays last (32 in all). */
+/* model(arrays) -> capsule: a tuple of the arrays named by _core.MODEL_FIELDS (SHIFTSIM_MODEL_FIELDS in fields.h),
+ * in that order; their sizes and index contents are checked here, once (model_valid). */
 static PyObject *py_model(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *arrays;
     if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &arrays)) return NULL;
-    if (PyTuple_GET_SIZE(arrays) != MODEL_ARRAYS) return PyErr_Format(PyExc_ValueError, "model: %d arrays expected", MODEL_ARRAYS);
-    static const char kinds[MODEL_ARRAYS + 1] = "qqqddddd" "qqqd" "qqdd" "qdqq" "qqqq" "qqqq" "dqdd";
+    if (PyTuple_GET_SIZE(arrays) != MODEL_FIELDS) return PyErr_Format(PyExc_ValueError, "model: %d arrays expected", MODEL_FIELDS);
+#define BUFFER_int64_t 'q'
+#define BUFFER_double 'd'
+#define FIELD_KIND(name, type) BUFFER_##type,
+    static const char kinds[MODEL_FIELDS] = {SHIFTSIM_MODEL_FIELDS(FIELD_KIND)};
+#undef FIELD_KIND
     ModelCapsule *m = calloc(1, sizeof(ModelCapsule));
     if (!m) return PyErr_NoMemory();
-    void *p[MODEL_ARRAYS];
-    for (int i = 0; i < MODEL_ARRAYS; i++) {
-        p[i] = take(PyTuple_GET_ITEM(arrays, i), &m->buffers[i], kinds[i], 0, 0, "model array");
+    void *p[MODEL_FIELDS];
+    for (int i = 0; i < MODEL_FIELDS; i++) {
+        p[i] = take(PyTuple_GET_ITEM(arrays, i), &m->buffers[i], kinds[i], 0, 0, model_field_names[i]);
         if (!p[i]) {
-            release(m->buffers, MODEL_ARRAYS);
+            release(m->buffers, MODEL_FIELDS);
             free(m);
             return NULL;
         }
     }
     Model *a = &m->model;
-    Py_ssize_t *shape_spring = m->buffers[17].view.shape, *shape_laws = m->buffers[30].view.shape;
-    a->parent = p[0], a->kind = p[1], a->coordinate = p[2], a->sign = p[3], a->joint = p[4], a->offset = p[5];
-    a->mass = p[6], a->com = p[7], a->coordinate_node = p[8], a->body_node = p[9], a->frame_node = p[10];
-    a->frame_offset = p[11], a->closure_a = p[12], a->closure_b = p[13], a->closure_offset_a = p[14];
-    a->closure_offset_b = p[15], a->spring_coordinate = p[16], a->spring_coefficients = p[17];
-    a->law_coordinate = p[18], a->law_index = p[19], a->pair_frame_a = p[20], a->pair_frame_c = p[21];
-    a->pair_distance = p[22], a->pair_law = p[23], a->joint_first_node = p[24], a->joint_reversed = p[25];
-    a->joint_closure = p[26], a->joint_child_frame = p[27], a->law_breaks = p[28], a->law_count = p[29];
-    a->law_coefficients = p[30], a->law_energy_at_zero = p[31], a->n_joints = leading(&m->buffers[24]);
-    a->n_nodes = leading(&m->buffers[0]), a->nq = leading(&m->buffers[8]);
-    a->n_bodies = leading(&m->buffers[9]), a->n_frames = leading(&m->buffers[10]);
-    a->n_closures = leading(&m->buffers[12]), a->n_springs = leading(&m->buffers[16]);
-    a->spring_degree = m->buffers[17].view.ndim == 2 ? shape_spring[1] : 1;
-    a->n_joint_laws = leading(&m->buffers[18]), a->n_pairs = leading(&m->buffers[23]);
-    a->law_intervals = m->buffers[30].view.ndim == 4 ? shape_laws[2] : 0;
-    a->law_degree = m->buffers[30].view.ndim == 4 ? shape_laws[3] : 0;
+    Py_ssize_t *shape_spring = m->buffers[FIELD_spring_coefficients].view.shape, *shape_laws = m->buffers[FIELD_law_coefficients].view.shape;
+#define FIELD_POINTER(name, type) a->name = p[FIELD_##name];
+    SHIFTSIM_MODEL_FIELDS(FIELD_POINTER)
+#undef FIELD_POINTER
+    a->n_joints = leading(&m->buffers[FIELD_joint_first_node]);
+    a->n_nodes = leading(&m->buffers[FIELD_parent]), a->nq = leading(&m->buffers[FIELD_coordinate_node]);
+    a->n_bodies = leading(&m->buffers[FIELD_body_node]), a->n_frames = leading(&m->buffers[FIELD_frame_node]);
+    a->n_closures = leading(&m->buffers[FIELD_closure_a]), a->n_springs = leading(&m->buffers[FIELD_spring_coordinate]);
+    a->spring_degree = m->buffers[FIELD_spring_coefficients].view.ndim == 2 ? shape_spring[1] : 1;
+    a->n_joint_laws = leading(&m->buffers[FIELD_law_coordinate]), a->n_pairs = leading(&m->buffers[FIELD_pair_law]);
+    a->law_intervals = m->buffers[FIELD_law_coefficients].view.ndim == 4 ? shape_laws[2] : 0;
+    a->law_degree = m->buffers[FIELD_law_coefficients].view.ndim == 4 ? shape_laws[3] : 0;
     if (!model_valid(m)) {
-        release(m->buffers, MODEL_ARRAYS);
+        release(m->buffers, MODEL_FIELDS);
         free(m);
         return NULL;
     }
@@ -381,22 +380,44 @@ static int raise_kept(ProblemCapsule *c) {
     return 1;
 }
 
-/* problem(model, free, rows, translation, load_frame, load_follow, apply, jacobian, terms, has_rates,
- *         max_iterations, full_load_iterations, max_load_halvings, force_tolerance, closure_tolerance, max_step,
- *         max_shifted_step, runaway_sizes, seek_stable, finite_difference, load_stepping) -> capsule
- * The callables may be None: apply(q, out), jacobian(q, out) (out (nq, nf) flat), terms(q, rotation,
- * position, omega, v, q_force, stiffness, extra) adding into q_force and stiffness and writing extra =
- * (energy, conservative); every argument a flat float64 memoryview valid during the call. */
+#define SETTING_NAME(name, type) #name,
+static const char *const settings_field_names[SETTINGS_FIELDS] = {SHIFTSIM_SETTINGS_FIELDS(SETTING_NAME)};
+#undef SETTING_NAME
+
+/* Read the settings record (a dict with exactly the names of SHIFTSIM_SETTINGS_FIELDS) into ``p``; 0 = ok, -1
+ * with an exception naming the setting. */
+static int read_settings(PyObject *settings, Problem *p) {
+    if (PyDict_GET_SIZE(settings) != SETTINGS_FIELDS)
+        return PyErr_Format(PyExc_ValueError, "problem: settings has %zd entries, expected the %d of "
+                            "_core.SETTINGS_FIELDS", PyDict_GET_SIZE(settings), SETTINGS_FIELDS), -1;
+    PyObject *item;
+#define READ_int64_t PyLong_AsLongLong
+#define READ_double PyFloat_AsDouble
+#define READ_SETTING(name, type)                                                                                     \
+    if (!(item = PyDict_GetItemString(settings, #name)))                                                          \
+        return PyErr_Format(PyExc_KeyError, "problem: settings lacks %s (expected the names of "                  \
+                            "_core.SETTINGS_FIELDS)", #name), -1;                                                  \
+    p->name = (type)READ_##type(item);                                                                              \
+    if (PyErr_Occurred()) return -1;
+    SHIFTSIM_SETTINGS_FIELDS(READ_SETTING)
+#undef READ_SETTING
+    return 0;
+}
+
+/* problem(model, free, rows, translation, load_frame, load_follow, apply, jacobian, terms, has_rates, settings)
+ * -> capsule. ``settings`` is a dict by the names of _core.SETTINGS_FIELDS (fields.h). The callables may be None:
+ * apply(q, out), jacobian(q, out) (out (nq, nf) flat), terms(q, rotation, position, omega, v, q_force, stiffness,
+ * extra) adding into q_force and stiffness and writing extra = (energy, conservative); every argument a flat
+ * float64 memoryview valid during the call. */
 static PyObject *py_problem(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *model, *arrays[PROBLEM_ARRAYS], *apply, *jacobian, *terms;
+    PyObject *model, *arrays[PROBLEM_ARRAYS], *apply, *jacobian, *terms, *settings;
     ProblemCapsule *c = calloc(1, sizeof(ProblemCapsule));
+    if (!c) return PyErr_NoMemory();
     Problem *p = &c->problem;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOLLLLdddddLLL", &model, &arrays[0], &arrays[1], &arrays[2], &arrays[3],
-                          &arrays[4], &apply, &jacobian, &terms, &p->has_rates, &p->max_iterations,
-                          &p->full_load_iterations, &p->max_load_halvings, &p->force_tolerance,
-                          &p->closure_tolerance, &p->max_step, &p->max_shifted_step, &p->runaway_sizes,
-                          &p->seek_stable, &p->finite_difference, &p->load_stepping)) {
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOLO!", &model, &arrays[0], &arrays[1], &arrays[2], &arrays[3],
+                          &arrays[4], &apply, &jacobian, &terms, &p->has_rates, &PyDict_Type, &settings)
+        || read_settings(settings, p) != 0) {
         free(c);
         return NULL;
     }
@@ -788,8 +809,8 @@ static void solve_work(void *job, int64_t b) {
     Case c = {j->gravity + 3 * b, j->force + loads * b, j->torque + loads * b, j->rates + nq * b, 0.0, 0.0};
     case_scales(a, j->q_start + nq * b, p->n_loads, c.gravity, c.force, c.torque, &c.force_floor, &c.size);
     solve_case(a, p, &c, j->q_start + nq * b, j->classify[b], j->q + nq * b, j->multipliers + p->m * b,
-               j->flags + 7 * b, j->neutral + nf * nf * b, j->unheld + nf * b, j->runaway + nf * b);
-    j->flags[7 * b + 5] = c.size, j->flags[7 * b + 6] = c.force_floor;
+               j->flags + RESULT_FLAGS * b, j->neutral + nf * nf * b, j->unheld + nf * b, j->runaway + nf * b);
+    j->flags[RESULT_FLAGS * b + FLAG_size] = c.size, j->flags[RESULT_FLAGS * b + FLAG_force_floor] = c.force_floor;
 }
 
 /* solve(model, problem, gravity (B, 3), force (B, L, 3), torque (B, L, 3), rates (B, nq), q_start (B, nq),
@@ -815,7 +836,7 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
         int64_t batch = (int64_t)(b[5].view.len / 8), nq = job.a->nq, nf = job.p->nf, loads = 3 * job.p->n_loads;
         static const char *names[12] = {"gravity", "force", "torque", "rates", "q_start", "classify", "q",
                                         "multipliers", "flags", "neutral", "unheld", "runaway"};
-        int64_t per_case[12] = {3, loads, loads, nq, nq, 1, nq, job.p->m, 7, nf * nf, nf, nf};
+        int64_t per_case[12] = {3, loads, loads, nq, nq, 1, nq, job.p->m, RESULT_FLAGS, nf * nf, nf, nf};
         for (int i = 0; i < 12 && ok; i++) ok = sized(&b[i], batch * per_case[i], names[i]);
     }
     if (ok) {
@@ -855,7 +876,7 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
         static const char *names[12] = {"gravity", "force", "torque", "q", "multipliers", "residual", "closure", "g_u",
                                         "hessian", "scalars", "q_force_reduced", "multipliers_out"};
         int64_t counts[12] = {3, 3 * pr->n_loads, 3 * pr->n_loads, a->nq, pr->m, pr->nf, pr->m, pr->m * pr->nf,
-                              pr->nf * pr->nf, 5, pr->nf, pr->m};
+                              pr->nf * pr->nf, EVALUATION_SCALARS, pr->nf, pr->m};
         for (int i = 0; i < 12 && ok; i++) ok = sized(&b[i], counts[i], names[i]);
     }
     if (ok) {
@@ -863,7 +884,7 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
         Case k = {p[0], p[1], p[2], zeros, 0.0, 0.0};
         case_scales(a, p[3], c->problem.n_loads, k.gravity, k.force, k.torque, &k.force_floor, &k.size);
         evaluate_case(a, &c->problem, &k, p[3], p[4], p[5], p[6], p[7], p[8], scalars, p[10], p[11]);
-        scalars[3] = k.size, scalars[4] = k.force_floor;
+        scalars[SCALAR_size] = k.size, scalars[SCALAR_force_floor] = k.force_floor;
         free(zeros);
     }
     release(b, 12);
@@ -893,4 +914,43 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_core", "shiftsim's compiled core (see shiftsim/core)", -1,
                                     methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&module); }
+/* A tuple of the names ``names`` (count), set on the module as ``attribute``; 0 = ok. */
+static int export_names(PyObject *module, const char *attribute, const char *const *names, int count) {
+    PyObject *tuple = PyTuple_New(count);
+    if (!tuple) return -1;
+    for (int i = 0; i < count; i++) {
+        PyObject *name = PyUnicode_FromString(names[i]);
+        if (!name) return Py_DECREF(tuple), -1;
+        PyTuple_SET_ITEM(tuple, i, name);
+    }
+    return PyModule_AddObject(module, attribute, tuple) < 0 ? (Py_DECREF(tuple), -1) : 0;
+}
+
+#define PLAIN_NAME(name) #name,
+#define CODE_NAME(c_name, python_name) #python_name,
+static const char *const result_flag_names[] = {SHIFTSIM_RESULT_FLAGS(PLAIN_NAME)};
+static const char *const evaluation_scalar_names[] = {SHIFTSIM_EVALUATION_SCALARS(PLAIN_NAME)};
+static const char *const verdict_names[] = {SHIFTSIM_VERDICTS(CODE_NAME)};
+static const char *const node_kind_names[] = {SHIFTSIM_NODE_KINDS(CODE_NAME)};
+static const char *const distance_type_names[] = {SHIFTSIM_DISTANCE_TYPES(CODE_NAME)};
+#undef PLAIN_NAME
+#undef CODE_NAME
+#define COUNT_OF(array) ((int)(sizeof(array) / sizeof((array)[0])))
+
+/* The module, with the tables of fields.h as name tuples (MODEL_FIELDS, SETTINGS_FIELDS, RESULT_FLAGS,
+ * EVALUATION_SCALARS, VERDICTS, NODE_KINDS, DISTANCE_TYPES; a code is its name's index). */
+PyMODINIT_FUNC PyInit__core(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (export_names(m, "MODEL_FIELDS", model_field_names, MODEL_FIELDS) != 0
+        || export_names(m, "SETTINGS_FIELDS", settings_field_names, SETTINGS_FIELDS) != 0
+        || export_names(m, "RESULT_FLAGS", result_flag_names, COUNT_OF(result_flag_names)) != 0
+        || export_names(m, "EVALUATION_SCALARS", evaluation_scalar_names, COUNT_OF(evaluation_scalar_names)) != 0
+        || export_names(m, "VERDICTS", verdict_names, COUNT_OF(verdict_names)) != 0
+        || export_names(m, "NODE_KINDS", node_kind_names, COUNT_OF(node_kind_names)) != 0
+        || export_names(m, "DISTANCE_TYPES", distance_type_names, COUNT_OF(distance_type_names)) != 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -10,37 +10,26 @@
 
 #include <stdint.h>
 
-#define REVOLUTE 1
-#define PRISMATIC 2
-#define EUCLIDEAN 0
+#include "fields.h"
 
 /* The compiled model (see shiftsim/core/layout.py, which fills it from numpy arrays). */
 typedef struct {
     int64_t n_nodes, nq, n_bodies, n_frames, n_closures;
-    const int64_t *parent, *kind, *coordinate;     /* (n) */
-    const double *sign, *joint, *offset;           /* (n), A (n, 4, 4), D (n, 4, 4) */
-    const double *mass, *com;                      /* (n) kg, (n, 3) m in node coordinates */
-    const int64_t *coordinate_node, *body_node, *frame_node;
-    const double *frame_offset;                    /* (F, 4, 4) node <- frame */
-    const int64_t *closure_a, *closure_b;          /* (K) */
-    const double *closure_offset_a, *closure_offset_b; /* (K, 4, 4) */
-    int64_t n_springs, spring_degree;
-    const int64_t *spring_coordinate;              /* (S) */
-    const double *spring_coefficients;             /* (S, degree) constant term first */
-    int64_t n_joint_laws;
-    const int64_t *law_coordinate, *law_index;     /* (R) */
-    int64_t n_pairs;
-    const int64_t *pair_frame_a, *pair_frame_c, *pair_distance, *pair_law; /* (P) */
+    int64_t n_springs, spring_degree;              /* S, d */
+    int64_t n_joint_laws, n_pairs, n_joints;       /* R, P, J */
     int64_t law_intervals, law_degree;             /* M, D */
-    const double *law_breaks;                      /* (L, M + 1) */
-    const int64_t *law_count;                      /* (L) pieces used */
-    const double *law_coefficients;                /* (L, 3, M, D): value, slope, energy; highest power first */
-    const double *law_energy_at_zero;              /* (L) */
-    int64_t n_joints;
-    const int64_t *joint_first_node;               /* (J) the node of the joint's first primitive in tree order */
-    const int64_t *joint_reversed;                 /* (J) 1 where the tree meets the joint child first */
-    const int64_t *joint_closure;                  /* (J) its closure, -1 for a tree joint */
-    const int64_t *joint_child_frame;              /* (J) the child-side joint frame */
+    /* the arrays (fields.h): parent, kind, coordinate (n) int64 (-1 where none); sign (n); joint A and offset D
+     * (n, 4, 4); mass (n) kg; com (n, 3) m in node coordinates; coordinate_node (nq); body_node (bodies);
+     * frame_node (F), frame_offset (F, 4, 4) node <- frame; closure_a, closure_b (K) nodes, closure_offset_a,
+     * closure_offset_b (K, 4, 4); spring_coordinate (S), spring_coefficients (S, d) constant term first;
+     * law_coordinate, law_index (R); pair_frame_a, pair_frame_c, pair_distance, pair_law (P); per joint (J):
+     * joint_first_node (its first primitive's node in tree order), joint_reversed (1 where the tree meets the
+     * joint child first), joint_closure (-1 for a tree joint), joint_child_frame; the law table: law_breaks
+     * (L, M + 1), law_count (L) pieces used, law_coefficients (L, 3, M, D) value, slope, energy with the highest
+     * power first, law_energy_at_zero (L). */
+#define SHIFTSIM_MODEL_MEMBER(name, type) const type *name;
+    SHIFTSIM_MODEL_FIELDS(SHIFTSIM_MODEL_MEMBER)
+#undef SHIFTSIM_MODEL_MEMBER
 } Model;
 
 /* Kinematic state of one configuration. */
@@ -122,10 +111,11 @@ typedef struct {
     FieldTerms field_terms;                /* NULL: no fields */
     void *context;                         /* passed to the callbacks */
     int64_t has_rates;
-    int64_t max_iterations, full_load_iterations, max_load_halvings;
-    double force_tolerance, closure_tolerance, max_step, max_shifted_step;
-    double runaway_sizes;                  /* a free translation this many machine sizes away: no equilibrium */
-    int64_t seek_stable, finite_difference, load_stepping;
+    /* the settings (fields.h): iteration counts, tolerances, step caps; runaway_sizes: a free translation this
+     * many machine sizes away means no equilibrium */
+#define SHIFTSIM_SETTING_MEMBER(name, type) type name;
+    SHIFTSIM_SETTINGS_FIELDS(SHIFTSIM_SETTING_MEMBER)
+#undef SHIFTSIM_SETTING_MEMBER
 } Problem;
 
 typedef struct {

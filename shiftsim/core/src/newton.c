@@ -14,9 +14,6 @@
 
 #include "core.h"
 
-#define STABLE 0
-#define NEUTRAL 1
-#define UNSTABLE 2
 
 typedef struct {
     const Model *a;
@@ -705,8 +702,9 @@ static int stability(const Context *x, const Evaluation *e, double *neutral, int
     return verdict;
 }
 
-/* One case from q_start (nq): q (nq), multipliers (m), flags (5): converged, iterations, residual norm,
- * stability code, neutral count; neutral (nf, nf); unheld, runaway (nf). */
+/* One case from q_start (nq): q (nq), multipliers (m), flags (RESULT_FLAGS, fields.h): converged, iterations,
+ * residual norm, stability code, neutral count set here (size and force floor are the Case's, set by the caller);
+ * neutral (nf, nf); unheld, runaway (nf). */
 void solve_case(const Model *a, const Problem *p, const Case *c, const double *q_start, int64_t classify,
                 double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
                 uint8_t *out_runaway) {
@@ -740,14 +738,16 @@ void solve_case(const Model *a, const Problem *p, const Case *c, const double *q
     int64_t count = 0;
     int verdict = STABLE;
     if (ok && classify) verdict = stability(&x, &e, neutral, &count);
-    flags[0] = ok, flags[1] = (double)iterations, flags[2] = residual_norm(&x, &e), flags[3] = verdict;
-    flags[4] = (double)count;
+    flags[FLAG_converged] = ok, flags[FLAG_iterations] = (double)iterations;
+    flags[FLAG_residual] = residual_norm(&x, &e), flags[FLAG_stability] = verdict;
+    flags[FLAG_neutral_count] = (double)count;
     state_free(&s), evaluation_free(&e);
 }
 
 /* The evaluation at q (nq) for diagnostics and tests: multipliers given (m) or NULL for least squares;
- * residual (nf), closure (m), g_u (m, nf), hessian (nf, nf), scalars (3): energy, force scale, conservative;
- * q_force_reduced (nf), multipliers_out (m). */
+ * residual (nf), closure (m), g_u (m, nf), hessian (nf, nf), scalars (EVALUATION_SCALARS, fields.h): energy,
+ * force scale, conservative set here (size and force floor are the Case's, set by the caller); q_force_reduced (nf),
+ * multipliers_out (m). */
 void evaluate_case(const Model *a, const Problem *p, const Case *c, const double *q, const double *multipliers,
                    double *residual, double *closure, double *g_u, double *hessian, double *scalars,
                    double *q_force_reduced, double *multipliers_out) {
@@ -762,7 +762,8 @@ void evaluate_case(const Model *a, const Problem *p, const Case *c, const double
     memcpy(hessian, e.hessian, sizeof(double) * (size_t)(p->nf * p->nf));
     memcpy(q_force_reduced, e.q_force_reduced, sizeof(double) * (size_t)p->nf);
     memcpy(multipliers_out, e.multipliers, sizeof(double) * (size_t)p->m);
-    scalars[0] = e.energy, scalars[1] = e.force_scale, scalars[2] = e.conservative;
+    scalars[SCALAR_energy] = e.energy, scalars[SCALAR_force_scale] = e.force_scale;
+    scalars[SCALAR_conservative] = e.conservative;
     state_free(&s), evaluation_free(&e);
 }
 
