@@ -89,8 +89,22 @@ static struct {
     CaseWork work;
     void *job;
     int64_t batch, next;
+    int failed; /* a case ran out of memory */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          0, 0, 0, 0, NULL, NULL, 0, 0};
+          0, 0, 0, 0, NULL, NULL, 0, 0, 0};
+
+/* work(job, b) in its own memory scope (workspace.c); 0 = ok, -1 = an allocation failed (nothing left allocated). */
+static int run_case(CaseWork work, void *job, int64_t b) {
+    CoreScope scope;
+    core_scope_open(&scope);
+    if (setjmp(scope.jump) == 0) {
+        work(job, b);
+        core_scope_close(&scope);
+        return 0;
+    }
+    core_scope_unwind(&scope);
+    return -1;
+}
 
 static void take_cases(void) {
     for (;;) {
@@ -101,7 +115,7 @@ static void take_cases(void) {
         int64_t batch = pool.batch;
         pthread_mutex_unlock(&pool.lock);
         if (b >= batch) return;
-        work(job, b);
+        if (run_case(work, job, b) != 0) __atomic_store_n(&pool.failed, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -131,7 +145,7 @@ static void pool_after_fork(void) {
     pool.workers = pool.wanted = pool.running = 0;
 }
 
-static void run_parallel(CaseWork work, void *job, int64_t batch, int64_t threads) {
+static int run_parallel(CaseWork work, void *job, int64_t batch, int64_t threads) {
     pthread_mutex_lock(&pool.serial);
     static int registered = 0;
     if (!registered) registered = 1, pthread_atfork(NULL, NULL, pool_after_fork);
@@ -142,7 +156,7 @@ static void run_parallel(CaseWork work, void *job, int64_t batch, int64_t thread
         pool.workers++;
     }
     pthread_mutex_lock(&pool.lock);
-    pool.work = work, pool.job = job, pool.batch = batch, pool.next = 0;
+    pool.work = work, pool.job = job, pool.batch = batch, pool.next = 0, pool.failed = 0;
     pool.wanted = threads - 1 < pool.workers ? threads - 1 : pool.workers;
     pool.running = pool.wanted;
     pool.generation++;
@@ -151,25 +165,51 @@ static void run_parallel(CaseWork work, void *job, int64_t batch, int64_t thread
     take_cases();
     pthread_mutex_lock(&pool.lock);
     while (pool.running > 0) pthread_cond_wait(&pool.finished, &pool.lock);
+    int failed = pool.failed;
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.serial);
+    return failed ? -1 : 0;
 }
 
 /* work(job, b) for b in [0, batch) on ``threads`` threads; the GIL is released unless ``keep_gil`` (the work
- * calls Python back, or is too short to be worth it: then the calling thread alone). */
-static void run_cases(CaseWork work, void *job, int64_t batch, int64_t threads, int keep_gil) {
+ * calls Python back, or is too short to be worth it: then the calling thread alone). 0 = ok; -1 when a case ran
+ * out of memory (the other cases still ran). */
+static int run_cases(CaseWork work, void *job, int64_t batch, int64_t threads, int keep_gil) {
+    int failed = 0;
     if (threads > batch) threads = batch;
     if (keep_gil) {
-        for (int64_t b = 0; b < batch; b++) work(job, b);
-        return;
+        for (int64_t b = 0; b < batch; b++) failed |= run_case(work, job, b) != 0;
+        return failed ? -1 : 0;
     }
     Py_BEGIN_ALLOW_THREADS
     if (threads <= 1)
-        for (int64_t b = 0; b < batch; b++) work(job, b);
+        for (int64_t b = 0; b < batch; b++) failed |= run_case(work, job, b) != 0;
     else
-        run_parallel(work, job, batch, threads);
+        failed = run_parallel(work, job, batch, threads) != 0;
     Py_END_ALLOW_THREADS
+    return failed ? -1 : 0;
 }
+
+/* Set MemoryError naming the model's size (the core could not allocate a case's working memory). */
+static void no_memory(const Model *a) {
+    PyErr_Format(PyExc_MemoryError, "the compiled core could not allocate its working memory for a model of %lld "
+                 "nodes, %lld coordinates and %lld loops", (long long)a->n_nodes, (long long)a->nq,
+                 (long long)a->n_closures);
+}
+
+/* Run the statements in their own memory scope; MemoryError naming model's size when an allocation fails. */
+#define GUARDED(model, ...)                                                                                         \
+    do {                                                                                                            \
+        CoreScope scope_;                                                                                           \
+        core_scope_open(&scope_);                                                                                   \
+        if (setjmp(scope_.jump) == 0) {                                                                             \
+            __VA_ARGS__;                                                                                            \
+            core_scope_close(&scope_);                                                                              \
+        } else {                                                                                                    \
+            core_scope_unwind(&scope_);                                                                             \
+            no_memory(model);                                                                                       \
+        }                                                                                                           \
+    } while (0)
 
 /* ------------------------------------------------------------------ the model capsule */
 #define FIELD_INDEX(name, type) FIELD_##name,
@@ -459,10 +499,10 @@ typedef struct {
 static void state_work(void *job, int64_t b) {
     KinematicsJob *k = job;
     const Model *a = k->a;
-    State s = {malloc(sizeof(double) * (size_t)(12 * a->n_nodes)), k->rotation + b * 9 * a->n_nodes,
+    State s = {core_malloc(sizeof(double) * (size_t)(12 * a->n_nodes)), k->rotation + b * 9 * a->n_nodes,
                k->position + b * 3 * a->n_nodes, k->omega + b * 3 * a->nq, k->v + b * 3 * a->nq};
     node_state(a, k->q + b * a->nq, &s);
-    free(s.world);
+    core_free(s.world);
 }
 
 static void forward_work(void *job, int64_t b) {
@@ -488,7 +528,8 @@ static PyObject *py_state(PyObject *self, PyObject *args) {
         && sized(&b[1], batch_of(&b[0]) * 9 * job.a->n_nodes, "rotation")
         && sized(&b[2], batch_of(&b[0]) * 3 * job.a->n_nodes, "position")
         && sized(&b[3], batch_of(&b[0]) * 3 * job.a->nq, "omega") && sized(&b[4], batch_of(&b[0]) * 3 * job.a->nq, "v"))
-        run_cases(state_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1); /* one: too short to let go of the GIL */
+        if (run_cases(state_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1) != 0) /* one: GIL kept */
+            no_memory(job.a);
     release(b, 5);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -508,7 +549,7 @@ static PyObject *py_forward(PyObject *self, PyObject *args) {
         int64_t batch = batch_of(&b[0]);
         if (!PyErr_Occurred() && sized(&b[0], batch * job.a->nq, "q") && sized(&b[1], batch * 16 * job.a->n_bodies, "bodies")
             && sized(&b[2], batch * 16 * job.a->n_frames, "frames"))
-            run_cases(forward_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1);
+            if (run_cases(forward_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1) != 0) no_memory(job.a);
     }
     release(b, 3);
     if (PyErr_Occurred()) return NULL;
@@ -537,7 +578,7 @@ static PyObject *py_closures(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *model, *o[6];
     Buffer b[6] = {0};
-    double *p[4], *g = NULL, *jac = NULL;
+    double *p[4], *volatile g = NULL, *volatile jac = NULL; /* read inside a memory scope (setjmp) */
     if (!PyArg_ParseTuple(args, "OOOOOOO", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5])) return NULL;
     const Model *a = model_of(model);
     int64_t batch = a ? take_states(a, o, b, p) : -1;
@@ -545,11 +586,11 @@ static PyObject *py_closures(PyObject *self, PyObject *args) {
     if (batch >= 0 && !PyErr_Occurred()) jac = take(o[5], &b[5], 'd', 1, 1, "jac");
     if (batch >= 0 && !PyErr_Occurred() && sized(&b[4], batch * 6 * a->n_closures, "g")
         && sized(&b[5], batch * 6 * a->n_closures * a->nq, "jac"))
-        for (int64_t k = 0; k < batch; k++) {
+        GUARDED(a, for (int64_t k = 0; k < batch; k++) {
             State s = view_of(a, p, k);
             if (g) closure_residual(a, &s, g + k * 6 * a->n_closures);
             if (jac) closure_jacobian(a, &s, jac + k * 6 * a->n_closures * a->nq);
-        }
+        });
     release(b, 6);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -571,10 +612,10 @@ static PyObject *py_point_hessian(PyObject *self, PyObject *args) {
         && (out = take(o[6], &b[6], 'd', 1, 0, "out")) && sized(&b[4], batch * 3 * a->nq, "jv")
         && sized(&b[5], batch * 3, "direction") && sized(&b[6], batch * a->nq * a->nq, "out")
         && (node >= 0 && node < a->n_nodes ? 1 : (PyErr_SetString(PyExc_ValueError, "point_hessian: node out of range"), 0)))
-        for (int64_t k = 0; k < batch; k++) {
+        GUARDED(a, for (int64_t k = 0; k < batch; k++) {
             State s = view_of(a, p, k);
             add_point_hessian(a, &s, node, jv + k * 3 * a->nq, direction + 3 * k, 1.0, out + k * a->nq * a->nq);
-        }
+        });
     release(b, 7);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -638,8 +679,9 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
         }
     }
     if (a) {
-        int64_t nq = a->nq, *scratch_node = calloc((size_t)(n_loads + 1), sizeof(int64_t));
-        double *scratch = calloc((size_t)(6 * n_loads + 1), sizeof(double));
+        GUARDED(a, {
+        int64_t nq = a->nq, *scratch_node = core_calloc((size_t)(n_loads + 1), sizeof(int64_t));
+        double *scratch = core_calloc((size_t)(6 * n_loads + 1), sizeof(double));
         double *st[4] = {p[ROTATION], p[POSITION], p[OMEGA], p[V]};
         for (int64_t k = 0; k < batch; k++) {
             State s = {NULL, NULL, NULL, NULL, NULL};
@@ -659,7 +701,8 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
                               (double *)p[TORQUES] + 3 * n_loads * k, p[FOLLOW], scratch_node, scratch,
                               scratch + 3 * n_loads, fb, kb);
         }
-        free(scratch_node), free(scratch);
+        core_free(scratch_node), core_free(scratch);
+        });
     }
     release(b, TERM_ARRAYS);
     if (PyErr_Occurred()) return NULL;
@@ -686,10 +729,10 @@ static PyObject *py_pair_distance(PyObject *self, PyObject *args) {
     if (batch >= 0 && frames_ok && (x = take(o[4], &b[4], 'd', 1, 0, "x")) && (grad = take(o[5], &b[5], 'd', 1, 0, "grad"))
         && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")) && sized(&b[4], batch, "x") && sized(&b[5], batch * a->nq, "grad")
         && sized(&b[6], batch * a->nq * a->nq, "hess"))
-        for (int64_t k = 0; k < batch; k++) {
+        GUARDED(a, for (int64_t k = 0; k < batch; k++) {
             State s = view_of(a, p, k);
             x[k] = pair_distance(a, &s, frame_a, frame_c, distance, grad + k * a->nq, hess + k * a->nq * a->nq);
-        }
+        });
     release(b, 7);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -740,11 +783,10 @@ static PyObject *py_joint_loads(PyObject *self, PyObject *args) {
         ok = ok && indices(&b[3], a->n_frames, "frames") && indices(&b[7], a->n_nodes, "point_node");
     }
     if (ok) {
-        State s = state_new(a);
-        node_state(a, p[0], &s);
-        joint_loads(a, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7], p[8], p[9],
-                    p[10], p[11], p[12]);
-        state_free(&s);
+        GUARDED(a, State s = state_new(a); node_state(a, p[0], &s);
+                joint_loads(a, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7],
+                            p[8], p[9], p[10], p[11], p[12]);
+                state_free(&s));
     }
     release(b, 13);
     if (PyErr_Occurred()) return NULL;
@@ -764,7 +806,7 @@ static PyObject *py_assemble(PyObject *self, PyObject *args) {
     ProblemCapsule *c = problem_of(problem);
     double *q = a && c ? take(o, &b, 'd', 1, 0, "q") : NULL, norm = 0.0;
     if (q && !sized(&b, a->nq, "q")) q = NULL;
-    if (q) norm = assemble_case(a, &c->problem, q, tolerance, max_iterations, &iterations);
+    if (q) GUARDED(a, norm = assemble_case(a, &c->problem, q, tolerance, max_iterations, &iterations));
     release(&b, 1);
     if (c && raise_kept(c)) return NULL;
     if (PyErr_Occurred()) return NULL;
@@ -778,14 +820,25 @@ static PyObject *py_pivoted_rank(PyObject *self, PyObject *args) {
     PyObject *o[2];
     double tolerance;
     Buffer b[2] = {0};
-    int64_t rank = -1;
+    volatile int64_t rank = -1; /* set inside a memory scope (setjmp) */
     if (!PyArg_ParseTuple(args, "OdO", &o[0], &tolerance, &o[1])) return NULL;
     double *a = take(o[0], &b[0], 'd', 0, 0, "a");
     int64_t *order = a ? take(o[1], &b[1], 'q', 1, 0, "order") : NULL;
     if (order && b[0].view.ndim != 2)
         PyErr_SetString(PyExc_ValueError, "pivoted_rank: a 2-d array is needed");
     else if (order && sized(&b[1], b[0].view.shape[1], "pivoted_rank: order (one entry per column of a)"))
-        rank = pivoted_rank(b[0].view.shape[0], b[0].view.shape[1], a, tolerance, order);
+    {
+        CoreScope scope;
+        core_scope_open(&scope);
+        if (setjmp(scope.jump) == 0) {
+            rank = pivoted_rank(b[0].view.shape[0], b[0].view.shape[1], a, tolerance, order);
+            core_scope_close(&scope);
+        } else {
+            core_scope_unwind(&scope);
+            PyErr_Format(PyExc_MemoryError, "pivoted_rank: the compiled core could not allocate its working memory "
+                         "for a %lld x %lld matrix", (long long)b[0].view.shape[0], (long long)b[0].view.shape[1]);
+        }
+    }
     release(b, 2);
     if (PyErr_Occurred()) return NULL;
     return PyLong_FromLongLong(rank);
@@ -844,7 +897,7 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
         job.classify = p[5], job.q = p[6], job.multipliers = p[7], job.flags = p[8], job.neutral = p[9];
         job.unheld = p[10], job.runaway = p[11];
         int calls_python = c->apply || c->terms;
-        run_cases(solve_work, &job, (int64_t)(b[5].view.len / 8), threads, calls_python);
+        if (run_cases(solve_work, &job, (int64_t)(b[5].view.len / 8), threads, calls_python) != 0) no_memory(job.a);
     }
     release(b, 12);
     if (c && raise_kept(c)) return NULL;
@@ -880,17 +933,34 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
         for (int i = 0; i < 12 && ok; i++) ok = sized(&b[i], counts[i], names[i]);
     }
     if (ok) {
-        double *zeros = calloc((size_t)(a->nq + 1), sizeof(double)), *scalars = p[9];
+        GUARDED(a, {
+        double *zeros = core_calloc((size_t)(a->nq + 1), sizeof(double)), *scalars = p[9];
         Case k = {p[0], p[1], p[2], zeros, 0.0, 0.0};
         case_scales(a, p[3], c->problem.n_loads, k.gravity, k.force, k.torque, &k.force_floor, &k.size);
         evaluate_case(a, &c->problem, &k, p[3], p[4], p[5], p[6], p[7], p[8], scalars, p[10], p[11]);
         scalars[SCALAR_size] = k.size, scalars[SCALAR_force_floor] = k.force_floor;
-        free(zeros);
+        core_free(zeros);
+        });
     }
     release(b, 12);
     if (c && raise_kept(c)) return NULL;
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
+}
+
+/* fail_allocation(n): debug hook, the n-th allocation the core makes from now fails (0: none). */
+static PyObject *py_fail_allocation(PyObject *self, PyObject *args) {
+    (void)self;
+    int64_t n;
+    if (!PyArg_ParseTuple(args, "L", &n)) return NULL;
+    core_fail_allocation(n > 0 ? n : 0);
+    Py_RETURN_NONE;
+}
+
+/* live_allocations() -> blocks the core has allocated and not yet freed (0 between calls). */
+static PyObject *py_live_allocations(PyObject *self, PyObject *args) {
+    (void)self, (void)args;
+    return PyLong_FromLongLong(core_live_blocks());
 }
 
 static PyMethodDef methods[] = {
@@ -908,6 +978,8 @@ static PyMethodDef methods[] = {
     {"pivoted_rank", py_pivoted_rank, METH_VARARGS, "rank and independent columns by pivoted QR"},
     {"solve", py_solve, METH_VARARGS, "equilibria of a batch of cases"},
     {"evaluate", py_evaluate, METH_VARARGS, "the solver's evaluation at one configuration"},
+    {"fail_allocation", py_fail_allocation, METH_VARARGS, "debug: the n-th allocation from now fails (0: none)"},
+    {"live_allocations", py_live_allocations, METH_NOARGS, "blocks the core has allocated and not yet freed"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,9 +8,33 @@
 #ifndef SHIFTSIM_CORE_H
 #define SHIFTSIM_CORE_H
 
+#include <setjmp.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fields.h"
+
+/* Checked working memory (workspace.c). A kernel allocates with core_malloc / core_calloc and frees with
+ * core_free; an entry point runs kernels inside ``core_scope_open(&scope); if (setjmp(scope.jump) == 0) { ...;
+ * core_scope_close(&scope); } else { core_scope_unwind(&scope); out of memory }``: a failed allocation jumps to the
+ * else branch, which frees what the scope still holds. The header keeps blocks 16-byte aligned. */
+typedef struct CoreBlock {
+    struct CoreBlock *prev, *next;
+    int64_t padding[2];
+} CoreBlock;
+typedef struct CoreScope {
+    jmp_buf jump;
+    CoreBlock head;
+    struct CoreScope *outer;
+} CoreScope;
+void core_scope_open(CoreScope *scope);
+void core_scope_close(CoreScope *scope);
+void core_scope_unwind(CoreScope *scope);
+void *core_malloc(size_t size);
+void *core_calloc(size_t count, size_t size);
+void core_free(void *memory);
+void core_fail_allocation(int64_t n); /* debug: the n-th allocation from now fails (0: none) */
+int64_t core_live_blocks(void);       /* blocks allocated by the core and not yet freed */
 
 /* The compiled model (see shiftsim/core/layout.py, which fills it from numpy arrays). */
 typedef struct {

@@ -26,9 +26,9 @@ double gravity_and_world_forces(const Model *a, const State *s, const double *gr
                                 const int64_t *point_node, const double *point, const double *force,
                                 double *q_force, double *stiffness) {
     int64_t n = a->n_nodes, nq = a->nq;
-    double *f_node = calloc((size_t)(12 * n + 3 * nq + 1), sizeof(double)); /* one allocation: F, P, per_d */
+    double *f_node = core_calloc((size_t)(12 * n + 3 * nq + 1), sizeof(double)); /* one allocation: F, P, per_d */
     double *p_node = f_node + 3 * n, *per_d = p_node + 9 * n;
-    int64_t few[64], *chain = nq <= 64 ? few : malloc(sizeof(int64_t) * (size_t)nq);
+    int64_t few[64], *chain = nq <= 64 ? few : core_malloc(sizeof(int64_t) * (size_t)nq);
     for (int64_t i = 0; i < n; i++) {
         double m = a->mass[i];
         if (m == 0.0) continue;
@@ -73,8 +73,8 @@ double gravity_and_world_forces(const Model *a, const State *s, const double *gr
             if (up != d) stiffness[d * nq + up] += value;
         }
     }
-    if (chain != few) free(chain);
-    free(f_node);
+    if (chain != few) core_free(chain);
+    core_free(f_node);
     return energy;
 }
 
@@ -98,7 +98,7 @@ double joint_springs(const Model *a, const double *q, double *q_force, double *s
  * turns k's motion). */
 void add_point_hessian(const Model *a, const State *s, int64_t node, const double *jv, const double *direction,
                        double scale, double *out) {
-    int64_t nq = a->nq, *chain = malloc(sizeof(int64_t) * (size_t)(nq + 1));
+    int64_t nq = a->nq, *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
     int64_t count = moving_coordinates(a, node, chain);
     for (int64_t lower = 0; lower < count; lower++) {
         int64_t k = chain[lower];
@@ -111,7 +111,7 @@ void add_point_hessian(const Model *a, const State *s, int64_t node, const doubl
             if (j != k) out[k * nq + j] += value;
         }
     }
-    free(chain);
+    core_free(chain);
 }
 
 /* Distance x (m) between the origins of two frames, dx/dq (nq) and d2x/dq2 (nq, nq) into grad and hess
@@ -122,8 +122,8 @@ double pair_distance(const Model *a, const State *s, int64_t frame_a, int64_t fr
     double r_a[9], p_a[3], p_c[3], d[3];
     frame_pose(a, s, frame_a, r_a, p_a);
     frame_pose(a, s, frame_c, NULL, p_c);
-    double *jv_a = malloc(sizeof(double) * (size_t)(3 * nq + 1)), *jv_c = malloc(sizeof(double) * (size_t)(3 * nq + 1));
-    double *jd = malloc(sizeof(double) * (size_t)(3 * nq + 1));
+    double *jv_a = core_malloc(sizeof(double) * (size_t)(3 * nq + 1)), *jv_c = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
+    double *jd = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
     point_jacobian(a, s, node_a, p_a, jv_a);
     point_jacobian(a, s, node_c, p_c, jv_c);
     for (int i = 0; i < 3; i++) d[i] = p_c[i] - p_a[i];
@@ -133,7 +133,7 @@ double pair_distance(const Model *a, const State *s, int64_t frame_a, int64_t fr
     if (distance == EUCLIDEAN) {
         x = sqrt(dot3(d, d));
         double guarded = x > 1e-300 ? x : 1e-300, u[3] = {d[0] / guarded, d[1] / guarded, d[2] / guarded};
-        double *projected = malloc(sizeof(double) * (size_t)(3 * nq + 1));
+        double *projected = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
         for (int64_t k = 0; k < nq; k++) {
             grad[k] = dot3(jd + 3 * k, u);
             for (int i = 0; i < 3; i++) projected[3 * k + i] = jd[3 * k + i] - grad[k] * u[i];
@@ -142,13 +142,13 @@ double pair_distance(const Model *a, const State *s, int64_t frame_a, int64_t fr
             for (int64_t k = 0; k < nq; k++) hess[j * nq + k] = dot3(projected + 3 * j, projected + 3 * k) / guarded;
         add_point_hessian(a, s, node_c, jv_c, u, 1.0, hess);
         add_point_hessian(a, s, node_a, jv_a, u, -1.0, hess);
-        free(projected);
+        core_free(projected);
     } else {
         int axis = (int)distance - 1;
         double e[3] = {r_a[axis], r_a[3 + axis], r_a[6 + axis]};
         x = dot3(e, d);
-        double *de = calloc((size_t)(3 * nq + 1), sizeof(double)); /* d e / dq_j for coordinates turning frame a */
-        int64_t *chain = malloc(sizeof(int64_t) * (size_t)(nq + 1));
+        double *de = core_calloc((size_t)(3 * nq + 1), sizeof(double)); /* d e / dq_j for coordinates turning frame a */
+        int64_t *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
         int64_t count = moving_coordinates(a, node_a, chain);
         for (int64_t c = 0; c < count; c++) cross3(s->omega + 3 * chain[c], e, de + 3 * chain[c]);
         for (int64_t k = 0; k < nq; k++) grad[k] = dot3(jd + 3 * k, e) + dot3(de + 3 * k, d);
@@ -167,9 +167,9 @@ double pair_distance(const Model *a, const State *s, int64_t frame_a, int64_t fr
                 if (j != k) hess[k * nq + j] += value;
             }
         }
-        free(de), free(chain);
+        core_free(de), core_free(chain);
     }
-    free(jv_a), free(jv_c), free(jd);
+    core_free(jv_a), core_free(jv_c), core_free(jd);
     return x;
 }
 
@@ -178,7 +178,7 @@ double pair_springs(const Model *a, const State *s, double *q_force, double *sti
     if (a->n_pairs == 0) return 0.0;
     int64_t nq = a->nq;
     double energy = 0.0, f, df, e;
-    double *grad = malloc(sizeof(double) * (size_t)(nq + 1)), *hess = malloc(sizeof(double) * (size_t)(nq * nq + 1));
+    double *grad = core_malloc(sizeof(double) * (size_t)(nq + 1)), *hess = core_malloc(sizeof(double) * (size_t)(nq * nq + 1));
     for (int64_t i = 0; i < a->n_pairs; i++) {
         double x = pair_distance(a, s, a->pair_frame_a[i], a->pair_frame_c[i], a->pair_distance[i], grad, hess);
         piecewise_law(a, a->pair_law[i], x, &f, &df, &e);
@@ -188,7 +188,7 @@ double pair_springs(const Model *a, const State *s, double *q_force, double *sti
         }
         energy += e;
     }
-    free(grad), free(hess);
+    core_free(grad), core_free(hess);
     return energy;
 }
 
@@ -214,8 +214,8 @@ int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int
                       const double *torques, const int64_t *follow, int64_t *point_node, double *point,
                       double *force, double *q_force, double *stiffness) {
     if (n_loads == 0) return 0;
-    int64_t nq = a->nq, count = 0, *chain = malloc(sizeof(int64_t) * (size_t)(nq + 1));
-    double *jv = malloc(sizeof(double) * (size_t)(3 * nq + 1));
+    int64_t nq = a->nq, count = 0, *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
+    double *jv = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
     for (int64_t i = 0; i < n_loads; i++) {
         int64_t node = a->frame_node[frames[i]];
         double r[9], p[3];
@@ -258,7 +258,7 @@ int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int
             }
         }
     }
-    free(chain), free(jv);
+    core_free(chain), core_free(jv);
     return count;
 }
 
@@ -270,9 +270,9 @@ int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int
 void closure_force_stiffness(const Model *a, const State *s, const double *multipliers, double *stiffness) {
     int64_t nq = a->nq, k_count = a->n_closures;
     if (k_count == 0) return;
-    double *p_a = malloc(sizeof(double) * (size_t)(3 * k_count)), *p_b = malloc(sizeof(double) * (size_t)(3 * k_count));
-    double *x = calloc((size_t)(3 * nq + 1), sizeof(double)), *t = calloc((size_t)(3 * nq + 1), sizeof(double));
-    int64_t *chain = malloc(sizeof(int64_t) * (size_t)(nq + 1));
+    double *p_a = core_malloc(sizeof(double) * (size_t)(3 * k_count)), *p_b = core_malloc(sizeof(double) * (size_t)(3 * k_count));
+    double *x = core_calloc((size_t)(3 * nq + 1), sizeof(double)), *t = core_calloc((size_t)(3 * nq + 1), sizeof(double));
+    int64_t *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
     closure_points(a, s, p_a, p_b);
     for (int64_t c = 0; c < k_count; c++) {
         const double *lam_p = multipliers + 6 * c, *lam_r = multipliers + 6 * c + 3;
@@ -304,5 +304,5 @@ void closure_force_stiffness(const Model *a, const State *s, const double *multi
             if (j != k) stiffness[k * nq + j] += value + dot3(s->omega + 3 * j, turned);
         }
     }
-    free(p_a), free(p_b), free(x), free(t), free(chain);
+    core_free(p_a), core_free(p_b), core_free(x), core_free(t), core_free(chain);
 }

@@ -11,7 +11,7 @@
 
 State state_new(const Model *a) { /* one allocation: world, rotation, position, omega, v in a row */
     State s;
-    s.world = malloc(sizeof(double) * (size_t)(24 * a->n_nodes + 6 * a->nq + 2));
+    s.world = core_malloc(sizeof(double) * (size_t)(24 * a->n_nodes + 6 * a->nq + 2));
     s.rotation = s.world + 12 * a->n_nodes;
     s.position = s.rotation + 9 * a->n_nodes;
     s.omega = s.position + 3 * a->n_nodes;
@@ -19,7 +19,7 @@ State state_new(const Model *a) { /* one allocation: world, rotation, position, 
     return s;
 }
 
-void state_free(State *s) { free(s->world); }
+void state_free(State *s) { core_free(s->world); }
 
 void state_copy(const Model *a, State *to, const State *from) {
     memcpy(to->world, from->world, sizeof(double) * (size_t)(a->n_nodes * 12));

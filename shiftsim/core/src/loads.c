@@ -57,7 +57,7 @@ static void external_wrenches(const Model *a, const State *s, const double *mult
         add(wrench, a->frame_node[frames[l]], p, f, t);
     }
     for (int64_t j = 0; j < count; j++) add(wrench, point_node[j], point + 3 * j, force + 3 * j, NULL);
-    double *grad = malloc(sizeof(double) * (size_t)(nq + 1)), *hess = malloc(sizeof(double) * (size_t)(nq * nq + 1));
+    double *grad = core_malloc(sizeof(double) * (size_t)(nq + 1)), *hess = core_malloc(sizeof(double) * (size_t)(nq * nq + 1));
     for (int64_t i = 0; i < a->n_pairs; i++) {
         int64_t fa = a->pair_frame_a[i], fc = a->pair_frame_c[i];
         double x = pair_distance(a, s, fa, fc, a->pair_distance[i], grad, hess), f, df, energy;
@@ -79,10 +79,10 @@ static void external_wrenches(const Model *a, const State *s, const double *mult
         add(wrench, a->frame_node[fc], p_c, on_c, NULL);
         add(wrench, a->frame_node[fa], p_a, on_a, torque_a);
     }
-    free(grad), free(hess);
+    core_free(grad), core_free(hess);
     if (a->n_closures && multipliers) {
-        double *p_a = malloc(sizeof(double) * (size_t)(3 * a->n_closures));
-        double *p_b = malloc(sizeof(double) * (size_t)(3 * a->n_closures));
+        double *p_a = core_malloc(sizeof(double) * (size_t)(3 * a->n_closures));
+        double *p_b = core_malloc(sizeof(double) * (size_t)(3 * a->n_closures));
         closure_points(a, s, p_a, p_b);
         for (int64_t k = 0; k < a->n_closures; k++) {
             const double *lam = multipliers + 6 * k;
@@ -90,7 +90,7 @@ static void external_wrenches(const Model *a, const State *s, const double *mult
             add(wrench, a->closure_b[k], p_b + 3 * k, lam, lam + 3);
             add(wrench, a->closure_a[k], p_a + 3 * k, minus_f, minus_t);
         }
-        free(p_a), free(p_b);
+        core_free(p_a), core_free(p_b);
     }
 }
 
@@ -99,7 +99,7 @@ void joint_loads(const Model *a, const State *s, const double *multipliers, cons
                  int64_t count, const int64_t *point_node, const double *point, const double *force,
                  double *wrench_world, double *rotation, double *effort) {
     int64_t n = a->n_nodes;
-    double *subtree = malloc(sizeof(double) * (size_t)(6 * n));
+    double *subtree = core_malloc(sizeof(double) * (size_t)(6 * n));
     external_wrenches(a, s, multipliers, gravity, n_loads, frames, forces, torques, follow, count, point_node, point,
                       force, subtree);
     for (int64_t i = n - 1; i > 0; i--) /* subtree sums, about the world origin */
@@ -108,8 +108,8 @@ void joint_loads(const Model *a, const State *s, const double *multipliers, cons
         const double *at = subtree + 6 * a->coordinate_node[k], *om = s->omega + 3 * k, *v = s->v + 3 * k;
         effort[k] = -(om[0] * at[3] + om[1] * at[4] + om[2] * at[5] + v[0] * at[0] + v[1] * at[1] + v[2] * at[2]);
     }
-    double *p_a = malloc(sizeof(double) * (size_t)(3 * a->n_closures + 1));
-    double *p_b = malloc(sizeof(double) * (size_t)(3 * a->n_closures + 1));
+    double *p_a = core_malloc(sizeof(double) * (size_t)(3 * a->n_closures + 1));
+    double *p_b = core_malloc(sizeof(double) * (size_t)(3 * a->n_closures + 1));
     closure_points(a, s, p_a, p_b);
     for (int64_t j = 0; j < a->n_joints; j++) {
         double *w = wrench_world + 6 * j, p[3], moment[3];
@@ -127,5 +127,5 @@ void joint_loads(const Model *a, const State *s, const double *multipliers, cons
         cross(p, w, moment); /* moment about the joint frame's origin */
         for (int c = 0; c < 3; c++) w[3 + c] -= moment[c];
     }
-    free(subtree), free(p_a), free(p_b);
+    core_free(subtree), core_free(p_a), core_free(p_b);
 }

@@ -32,7 +32,7 @@ typedef struct {
     double *multipliers;     /* (m) */
 } Evaluation;
 
-static double *zeros(int64_t n) { return calloc((size_t)(n + 1), sizeof(double)); }
+static double *zeros(int64_t n) { return core_calloc((size_t)(n + 1), sizeof(double)); }
 
 /* The larger of a and b, NaN if either is NaN (as numpy's maximum: a NaN force must never pass a test). */
 static inline double larger(double a, double b) { return (a > b || a != a) ? a : b; }
@@ -47,7 +47,7 @@ static Evaluation evaluation_new(const Problem *p) { /* one allocation for every
     return e;
 }
 
-static void evaluation_free(Evaluation *e) { free(e->residual); }
+static void evaluation_free(Evaluation *e) { core_free(e->residual); }
 
 static void evaluation_copy(const Problem *p, Evaluation *to, const Evaluation *from) {
     memcpy(to->residual, from->residual, sizeof(double) * (size_t)p->nf);
@@ -93,7 +93,7 @@ static void apply_couplings(const Context *x, double *q) {
     if (x->p->coupling_apply(x->p->context, q, out))
         for (int64_t i = 0; i < x->a->nq; i++) out[i] = NAN;
     memcpy(q, out, sizeof(double) * (size_t)x->a->nq);
-    free(out);
+    core_free(out);
 }
 
 /* T = dq/du (nq, nf), or NULL without couplings (T selects the free coordinates). */
@@ -143,7 +143,7 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     double *forces = block, *torques = forces + 3 * n_loads, *point = torques + 3 * n_loads;
     double *force = point + 3 * n_loads, *stiffness = force + 3 * n_loads, *q_force = stiffness + nq * nq;
     double *magnitude = q_force + nq, *term = magnitude + nq, *constraint_force = term + nq;
-    int64_t few[16], *point_node = n_loads <= 16 ? few : malloc(sizeof(int64_t) * (size_t)n_loads);
+    int64_t few[16], *point_node = n_loads <= 16 ? few : core_malloc(sizeof(int64_t) * (size_t)n_loads);
     int conservative = 1;
     int64_t count = 0;
     for (int64_t i = 0; i < 3 * n_loads; i++) { /* torques and following loads have no potential */
@@ -202,7 +202,7 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
                 rhs[i] = -total;
             }
             solve_or_least_squares(m, gram, rhs, 1e-12, e->multipliers);
-            free(gram), free(rhs);
+            core_free(gram), core_free(rhs);
         }
         double *full = zeros(rows6);
         for (int64_t r = 0; r < m; r++) full[p->rows[r]] = e->multipliers[r];
@@ -213,7 +213,7 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             magnitude[k] += fabs(total);
         }
         closure_force_stiffness(a, s, full, stiffness);
-        free(g_full), free(jac_full), free(jac), free(full);
+        core_free(g_full), core_free(jac_full), core_free(jac), core_free(full);
     }
     reduce_vector(x, t, constraint_force, e->residual);
     for (int64_t i = 0; i < nf; i++) e->residual[i] += e->q_force_reduced[i];
@@ -236,7 +236,7 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             for (int64_t k = 0; k < nq; k++) total += fabs(t[k * nf + i]) * magnitude[k];
             largest_magnitude = larger(largest_magnitude, total);
         }
-        free(kt);
+        core_free(kt);
     } else {
         for (int64_t i = 0; i < nf; i++) {
             for (int64_t j = 0; j < nf; j++) e->hessian[i * nf + j] = -stiffness[p->free[i] * nq + p->free[j]];
@@ -249,8 +249,8 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     if (nf > 0) e->force_scale = larger(e->force_scale, larger(largest_magnitude, 1e-3 * max_abs(nf * nf, e->hessian)));
     e->energy = energy;
     e->conservative = conservative;
-    if (point_node != few) free(point_node);
-    free(block), free(t);
+    if (point_node != few) core_free(point_node);
+    core_free(block), core_free(t);
 }
 
 /* -d(residual)/du by central differences (multipliers fixed), step 1e-6 per coordinate (rad or m). */
@@ -271,7 +271,7 @@ static void finite_difference_hessian(const Context *x, const double *q, const d
         evaluate_analytic(x, minus, &s, multipliers, scale, &e_minus);
         for (int64_t i = 0; i < nf; i++) out[i * nf + column] = -(e_plus.residual[i] - e_minus.residual[i]) / (2.0 * step);
     }
-    free(plus), free(minus), state_free(&s), evaluation_free(&e_plus), evaluation_free(&e_minus);
+    core_free(plus), core_free(minus), state_free(&s), evaluation_free(&e_plus), evaluation_free(&e_minus);
 }
 
 /* The evaluation at q (state s): multipliers given (m) or least squares (NULL); stiffness by central
@@ -342,7 +342,7 @@ static double *reduced_stiffness(const Context *x, const Evaluation *e, const do
                 double mean = 0.5 * (out[i * r + j] + out[j * r + i]);
                 out[i * r + j] = out[j * r + i] = mean;
             }
-    free(hz);
+    core_free(hz);
     return out;
 }
 
@@ -381,7 +381,7 @@ static int project(const Context *x, double *q, double max_correction, State *s)
         }
         double *t = coupling_map(x, q);
         reduce_columns(x, t, m, jac, g_u);
-        free(t);
+        core_free(t);
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < m; j++) {
                 double total = 0.0;
@@ -407,7 +407,7 @@ static int project(const Context *x, double *q, double max_correction, State *s)
         for (int64_t i = 0; i < nq; i++) moved = larger(moved, fabs(q[i] - start[i]));
         closed = moved <= max_correction;
     }
-    free(start), free(g_full), free(jac_full), free(jac), free(g_u), free(gram), free(g), free(y);
+    core_free(start), core_free(g_full), core_free(jac_full), core_free(jac), core_free(g_u), core_free(gram), core_free(g), core_free(y);
     return closed;
 }
 
@@ -509,7 +509,7 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         if (alpha < 1e-10) break;
         alpha *= 0.5;
     }
-    free(z), free(reduced), free(block);
+    core_free(z), core_free(reduced), core_free(block);
     state_free(&trial_state), evaluation_free(&e_trial);
     return grown;
 }
@@ -529,14 +529,14 @@ static void escape_direction(const Context *x, const Evaluation *e, const double
     }
     if (toward < 0.0)
         for (int64_t i = 0; i < nf; i++) direction[i] = -direction[i];
-    free(z), free(reduced), free(values), free(vectors);
+    core_free(z), core_free(reduced), core_free(values), core_free(vectors);
 }
 
 static int unstable_here(const Context *x, const Evaluation *e) {
     int64_t r;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
     int unstable = r > 0 && all_finite(r * r, reduced) && !positive_definite(r, reduced, stiffness_floor(x, e));
-    free(z), free(reduced);
+    core_free(z), core_free(reduced);
     return unstable;
 }
 
@@ -599,7 +599,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
     }
     memcpy(multipliers, e.multipliers, sizeof(double) * (size_t)p->m);
     if (finish) evaluation_swap(finish, &e);
-    state_free(&s), evaluation_free(&e), free(trial), free(direction);
+    state_free(&s), evaluation_free(&e), core_free(trial), core_free(direction);
     return closed && done == 1;
 }
 
@@ -610,7 +610,7 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
     const Problem *p = x->p;
     int64_t nq = x->a->nq, its;
     double *q_try = zeros(nq), *lam_try = zeros(p->m);
-    uint8_t *runaway = calloc((size_t)(p->nf + 1), 1);
+    uint8_t *runaway = core_calloc((size_t)(p->nf + 1), 1);
     memcpy(q, q_start, sizeof(double) * (size_t)nq);
     int ok = newton(x, q, 0.0, p->max_iterations, q_start, multipliers, iterations, runaway, NULL, NULL);
     double level = 0.0, increment = 0.25, smallest = 0.25 / pow(2.0, (double)p->max_load_halvings);
@@ -629,7 +629,7 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
         }
         going = level < 1.0 && increment >= smallest;
     }
-    free(q_try), free(lam_try), free(runaway);
+    core_free(q_try), core_free(lam_try), core_free(runaway);
     return ok && level >= 1.0;
 }
 
@@ -661,7 +661,7 @@ static void unheld(const Context *x, const double *q, const Evaluation *e, uint8
         for (int64_t i = 0; i < nf; i++)
             out[i] = out[i] && fabs(moved.q_force_reduced[i] - e->q_force_reduced[i]) <= 1e-6 * fabs(e->q_force_reduced[i]);
     }
-    free(trial), state_free(&s), evaluation_free(&moved);
+    core_free(trial), state_free(&s), evaluation_free(&moved);
 }
 
 /* STABLE, NEUTRAL or UNSTABLE from the stiffness on the closed-loop motions; the neutral directions (unit
@@ -694,11 +694,11 @@ static int stability(const Context *x, const Evaluation *e, double *neutral, int
                         (*count)++;
                     }
                 }
-                free(values), free(vectors);
+                core_free(values), core_free(vectors);
             }
         }
     }
-    free(z), free(reduced);
+    core_free(z), core_free(reduced);
     return verdict;
 }
 
@@ -733,7 +733,7 @@ void solve_case(const Model *a, const Problem *p, const Case *c, const double *q
             node_state(a, q, &s);
             evaluate(&x, q, &s, multipliers, 1.0, &e);
         }
-        free(anchor);
+        core_free(anchor);
     }
     int64_t count = 0;
     int verdict = STABLE;
@@ -817,7 +817,7 @@ double assemble_case(const Model *a, const Problem *p, double *q, double toleran
         closure_jacobian(a, &s, jac_full);
         double *t = coupling_map(&x, q);
         reduce_columns(&x, t, rows6, jac_full, jac);
-        free(t);
+        core_free(t);
         for (int64_t i = 0; i < rows6; i++) minus_g[i] = -g[i];
         pseudo_solve(rows6, nf, jac, minus_g, 1e-12, step);
         double alpha = 1.0, trial_norm = INFINITY;
@@ -842,6 +842,6 @@ double assemble_case(const Model *a, const Problem *p, double *q, double toleran
         norm = trial_norm;
     }
     state_free(&s);
-    free(g), free(g_trial), free(jac_full), free(jac), free(step), free(minus_g), free(trial);
+    core_free(g), core_free(g_trial), core_free(jac_full), core_free(jac), core_free(step), core_free(minus_g), core_free(trial);
     return norm;
 }
