@@ -152,7 +152,7 @@ def _problem(model: Model, free: np.ndarray, rows: np.ndarray, loads: list[gen.A
     frames = tuple(int(l.frame) for l in loads)
     follow = tuple(bool(l.follow) for l in loads)
     key = (free.tobytes(), np.asarray(rows, np.int64).tobytes(), frames, follow, has_rates, options)
-    cache = model.__dict__.setdefault("_core_problems", {})
+    cache = model.cache.setdefault("core_problems", {})
     if not fields and key in cache:
         return cache[key]
 

@@ -112,12 +112,12 @@ def law_table(laws: list) -> LawTable:
 def compiled(model: Model):
     """The model for the compiled core: a capsule holding the :class:`ModelArrays` (built once per model and kept
     on it; pickling the model leaves it out)."""
-    cached = model.__dict__.get("_core_model")
+    cached = model.cache.get("core_model")
     if cached is not None:
         return cached
     a = model_arrays(model)
     cached = core.model(tuple(getattr(a, name) for name in ModelArrays._fields if name != "laws") + tuple(a.laws))
-    object.__setattr__(model, "_core_model", cached)
+    model.cache["core_model"] = cached
     return cached
 
 
@@ -130,7 +130,7 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 def model_arrays(model: Model) -> ModelArrays:
     """The model as :class:`ModelArrays` (C-contiguous; built once per model and kept on it)."""
-    cached = model.__dict__.get("_core_arrays")
+    cached = model.cache.get("core_arrays")
     if cached is not None:
         return cached
     index = np.int64
@@ -168,5 +168,5 @@ def model_arrays(model: Model) -> ModelArrays:
     )
     cached = ModelArrays(*[_read_only(x) if isinstance(x, np.ndarray) else LawTable(*map(_read_only, x))
                            for x in cached])
-    object.__setattr__(model, "_core_arrays", cached)
+    model.cache["core_arrays"] = cached
     return cached
