@@ -191,10 +191,10 @@ static int run_cases(CaseWork work, void *job, int64_t batch, int64_t threads, i
 }
 
 /* Set MemoryError naming the model's size (the core could not allocate a case's working memory). */
-static void no_memory(const Model *a) {
+static void no_memory(const Model *core_model) {
     PyErr_Format(PyExc_MemoryError, "the compiled core could not allocate its working memory for a model of %lld "
-                 "nodes, %lld coordinates and %lld loops", (long long)a->n_nodes, (long long)a->nq,
-                 (long long)a->n_closures);
+                 "nodes, %lld coordinates and %lld loops", (long long)core_model->n_nodes, (long long)core_model->nq,
+                 (long long)core_model->n_closures);
 }
 
 /* Run the statements in their own memory scope; MemoryError naming model's size when an allocation fails. */
@@ -327,19 +327,19 @@ static PyObject *py_model(PyObject *self, PyObject *args) {
             return NULL;
         }
     }
-    Model *a = &m->model;
+    Model *core_model = &m->model;
     Py_ssize_t *shape_spring = m->buffers[FIELD_spring_coefficients].view.shape, *shape_laws = m->buffers[FIELD_law_coefficients].view.shape;
-#define FIELD_POINTER(name, type) a->name = p[FIELD_##name];
+#define FIELD_POINTER(name, type) core_model->name = p[FIELD_##name];
     SHIFTSIM_MODEL_FIELDS(FIELD_POINTER)
 #undef FIELD_POINTER
-    a->n_joints = leading(&m->buffers[FIELD_joint_first_node]);
-    a->n_nodes = leading(&m->buffers[FIELD_parent]), a->nq = leading(&m->buffers[FIELD_coordinate_node]);
-    a->n_bodies = leading(&m->buffers[FIELD_body_node]), a->n_frames = leading(&m->buffers[FIELD_frame_node]);
-    a->n_closures = leading(&m->buffers[FIELD_closure_a]), a->n_springs = leading(&m->buffers[FIELD_spring_coordinate]);
-    a->spring_degree = m->buffers[FIELD_spring_coefficients].view.ndim == 2 ? shape_spring[1] : 1;
-    a->n_joint_laws = leading(&m->buffers[FIELD_law_coordinate]), a->n_pairs = leading(&m->buffers[FIELD_pair_law]);
-    a->law_intervals = m->buffers[FIELD_law_coefficients].view.ndim == 4 ? shape_laws[2] : 0;
-    a->law_degree = m->buffers[FIELD_law_coefficients].view.ndim == 4 ? shape_laws[3] : 0;
+    core_model->n_joints = leading(&m->buffers[FIELD_joint_first_node]);
+    core_model->n_nodes = leading(&m->buffers[FIELD_parent]), core_model->nq = leading(&m->buffers[FIELD_coordinate_node]);
+    core_model->n_bodies = leading(&m->buffers[FIELD_body_node]), core_model->n_frames = leading(&m->buffers[FIELD_frame_node]);
+    core_model->n_closures = leading(&m->buffers[FIELD_closure_a]), core_model->n_springs = leading(&m->buffers[FIELD_spring_coordinate]);
+    core_model->spring_degree = m->buffers[FIELD_spring_coefficients].view.ndim == 2 ? shape_spring[1] : 1;
+    core_model->n_joint_laws = leading(&m->buffers[FIELD_law_coordinate]), core_model->n_pairs = leading(&m->buffers[FIELD_pair_law]);
+    core_model->law_intervals = m->buffers[FIELD_law_coefficients].view.ndim == 4 ? shape_laws[2] : 0;
+    core_model->law_degree = m->buffers[FIELD_law_coefficients].view.ndim == 4 ? shape_laws[3] : 0;
     if (!model_valid(m)) {
         release(m->buffers, MODEL_FIELDS);
         free(m);
@@ -461,27 +461,27 @@ static PyObject *py_problem(PyObject *self, PyObject *args) {
         free(c);
         return NULL;
     }
-    const Model *a = model_of(model);
+    const Model *core_model = model_of(model);
     void *data[PROBLEM_ARRAYS];
-    for (int i = 0; i < PROBLEM_ARRAYS && a; i++) {
+    for (int i = 0; i < PROBLEM_ARRAYS && core_model; i++) {
         data[i] = take(arrays[i], &c->buffers[i], 'q', 0, 0, "problem array");
-        if (!data[i]) a = NULL;
+        if (!data[i]) core_model = NULL;
     }
-    if (!a) {
+    if (!core_model) {
         release(c->buffers, PROBLEM_ARRAYS);
         free(c);
         return NULL;
     }
     p->free = data[0], p->rows = data[1], p->translation = data[2], p->load_frame = data[3], p->load_follow = data[4];
     p->nf = c->buffers[0].view.shape[0], p->m = c->buffers[1].view.shape[0], p->n_loads = c->buffers[3].view.shape[0];
-    if (!indices(&c->buffers[0], a->nq, "free") || !indices(&c->buffers[1], 6 * a->n_closures, "rows")
-        || !indices(&c->buffers[3], a->n_frames, "load_frame") || !sized(&c->buffers[2], p->nf, "translation")
+    if (!indices(&c->buffers[0], core_model->nq, "free") || !indices(&c->buffers[1], 6 * core_model->n_closures, "rows")
+        || !indices(&c->buffers[3], core_model->n_frames, "load_frame") || !sized(&c->buffers[2], p->nf, "translation")
         || !sized(&c->buffers[4], p->n_loads, "load_follow")) {
         release(c->buffers, PROBLEM_ARRAYS);
         free(c);
         return NULL;
     }
-    c->nq = a->nq, c->n_nodes = a->n_nodes;
+    c->nq = core_model->nq, c->n_nodes = core_model->n_nodes;
     p->context = c;
     if (apply != Py_None) Py_INCREF(apply), c->apply = apply, p->coupling_apply = apply_trampoline;
     if (jacobian != Py_None) Py_INCREF(jacobian), c->jacobian = jacobian, p->coupling_jacobian = jacobian_trampoline;
@@ -491,26 +491,26 @@ static PyObject *py_problem(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ kinematics */
 typedef struct {
-    const Model *a;
+    const Model *core_model;
     const double *q;
     double *rotation, *position, *omega, *v, *bodies, *frames;
 } KinematicsJob;
 
 static void state_work(void *job, int64_t b) {
     KinematicsJob *k = job;
-    const Model *a = k->a;
-    State s = {core_malloc(sizeof(double) * (size_t)(12 * a->n_nodes)), k->rotation + b * 9 * a->n_nodes,
-               k->position + b * 3 * a->n_nodes, k->omega + b * 3 * a->nq, k->v + b * 3 * a->nq};
-    node_state(a, k->q + b * a->nq, &s);
+    const Model *core_model = k->core_model;
+    State s = {core_malloc(sizeof(double) * (size_t)(12 * core_model->n_nodes)), k->rotation + b * 9 * core_model->n_nodes,
+               k->position + b * 3 * core_model->n_nodes, k->omega + b * 3 * core_model->nq, k->v + b * 3 * core_model->nq};
+    node_state(core_model, k->q + b * core_model->nq, &s);
     core_free(s.world);
 }
 
 static void forward_work(void *job, int64_t b) {
     KinematicsJob *k = job;
-    const Model *a = k->a;
-    State s = state_new(a);
-    forward_poses(a, k->q + b * a->nq, &s, k->bodies ? k->bodies + b * 16 * a->n_bodies : NULL,
-                  k->frames ? k->frames + b * 16 * a->n_frames : NULL);
+    const Model *core_model = k->core_model;
+    State s = state_new(core_model);
+    forward_poses(core_model, k->q + b * core_model->nq, &s, k->bodies ? k->bodies + b * 16 * core_model->n_bodies : NULL,
+                  k->frames ? k->frames + b * 16 * core_model->n_frames : NULL);
     state_free(&s);
 }
 
@@ -522,14 +522,14 @@ static PyObject *py_state(PyObject *self, PyObject *args) {
     Buffer b[5] = {0};
     if (!PyArg_ParseTuple(args, "OOOOOOL", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &threads)) return NULL;
     KinematicsJob job = {model_of(model), NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    if (job.a && (job.q = take(o[0], &b[0], 'd', 0, 0, "q")) && (job.rotation = take(o[1], &b[1], 'd', 1, 0, "rotation"))
+    if (job.core_model && (job.q = take(o[0], &b[0], 'd', 0, 0, "q")) && (job.rotation = take(o[1], &b[1], 'd', 1, 0, "rotation"))
         && (job.position = take(o[2], &b[2], 'd', 1, 0, "position")) && (job.omega = take(o[3], &b[3], 'd', 1, 0, "omega"))
-        && (job.v = take(o[4], &b[4], 'd', 1, 0, "v")) && sized(&b[0], batch_of(&b[0]) * job.a->nq, "q")
-        && sized(&b[1], batch_of(&b[0]) * 9 * job.a->n_nodes, "rotation")
-        && sized(&b[2], batch_of(&b[0]) * 3 * job.a->n_nodes, "position")
-        && sized(&b[3], batch_of(&b[0]) * 3 * job.a->nq, "omega") && sized(&b[4], batch_of(&b[0]) * 3 * job.a->nq, "v"))
+        && (job.v = take(o[4], &b[4], 'd', 1, 0, "v")) && sized(&b[0], batch_of(&b[0]) * job.core_model->nq, "q")
+        && sized(&b[1], batch_of(&b[0]) * 9 * job.core_model->n_nodes, "rotation")
+        && sized(&b[2], batch_of(&b[0]) * 3 * job.core_model->n_nodes, "position")
+        && sized(&b[3], batch_of(&b[0]) * 3 * job.core_model->nq, "omega") && sized(&b[4], batch_of(&b[0]) * 3 * job.core_model->nq, "v"))
         if (run_cases(state_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1) != 0) /* one: GIL kept */
-            no_memory(job.a);
+            no_memory(job.core_model);
     release(b, 5);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -543,13 +543,13 @@ static PyObject *py_forward(PyObject *self, PyObject *args) {
     Buffer b[3] = {0};
     if (!PyArg_ParseTuple(args, "OOOOL", &model, &o[0], &o[1], &o[2], &threads)) return NULL;
     KinematicsJob job = {model_of(model), NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    if (job.a && (job.q = take(o[0], &b[0], 'd', 0, 0, "q"))) {
+    if (job.core_model && (job.q = take(o[0], &b[0], 'd', 0, 0, "q"))) {
         job.bodies = take(o[1], &b[1], 'd', 1, 1, "bodies");
         if (!PyErr_Occurred()) job.frames = take(o[2], &b[2], 'd', 1, 1, "frames");
         int64_t batch = batch_of(&b[0]);
-        if (!PyErr_Occurred() && sized(&b[0], batch * job.a->nq, "q") && sized(&b[1], batch * 16 * job.a->n_bodies, "bodies")
-            && sized(&b[2], batch * 16 * job.a->n_frames, "frames"))
-            if (run_cases(forward_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1) != 0) no_memory(job.a);
+        if (!PyErr_Occurred() && sized(&b[0], batch * job.core_model->nq, "q") && sized(&b[1], batch * 16 * job.core_model->n_bodies, "bodies")
+            && sized(&b[2], batch * 16 * job.core_model->n_frames, "frames"))
+            if (run_cases(forward_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1) != 0) no_memory(job.core_model);
     }
     release(b, 3);
     if (PyErr_Occurred()) return NULL;
@@ -557,19 +557,19 @@ static PyObject *py_forward(PyObject *self, PyObject *args) {
 }
 
 /* The state buffers (rotation, position, omega, v; batch first) of four objects; returns the batch size. */
-static int64_t take_states(const Model *a, PyObject **o, Buffer *b, double **p) {
+static int64_t take_states(const Model *core_model, PyObject **o, Buffer *b, double **p) {
     const char *names[4] = {"rotation", "position", "omega", "v"};
     for (int i = 0; i < 4; i++)
         if (!(p[i] = take(o[i], &b[i], 'd', 0, 0, names[i]))) return -1;
-    int64_t batch = (int64_t)(b[0].view.len / 8 / (9 * a->n_nodes));
-    if (!sized(&b[0], batch * 9 * a->n_nodes, "rotation") || !sized(&b[1], batch * 3 * a->n_nodes, "position")
-        || !sized(&b[2], batch * 3 * a->nq, "omega") || !sized(&b[3], batch * 3 * a->nq, "v"))
+    int64_t batch = (int64_t)(b[0].view.len / 8 / (9 * core_model->n_nodes));
+    if (!sized(&b[0], batch * 9 * core_model->n_nodes, "rotation") || !sized(&b[1], batch * 3 * core_model->n_nodes, "position")
+        || !sized(&b[2], batch * 3 * core_model->nq, "omega") || !sized(&b[3], batch * 3 * core_model->nq, "v"))
         return -1;
     return batch;
 }
 
-static State view_of(const Model *a, double **p, int64_t b) {
-    State s = {NULL, p[0] + b * 9 * a->n_nodes, p[1] + b * 3 * a->n_nodes, p[2] + b * 3 * a->nq, p[3] + b * 3 * a->nq};
+static State view_of(const Model *core_model, double **p, int64_t b) {
+    State s = {NULL, p[0] + b * 9 * core_model->n_nodes, p[1] + b * 3 * core_model->n_nodes, p[2] + b * 3 * core_model->nq, p[3] + b * 3 * core_model->nq};
     return s;
 }
 
@@ -580,16 +580,16 @@ static PyObject *py_closures(PyObject *self, PyObject *args) {
     Buffer b[6] = {0};
     double *p[4], *volatile g = NULL, *volatile jac = NULL; /* read inside a memory scope (setjmp) */
     if (!PyArg_ParseTuple(args, "OOOOOOO", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5])) return NULL;
-    const Model *a = model_of(model);
-    int64_t batch = a ? take_states(a, o, b, p) : -1;
+    const Model *core_model = model_of(model);
+    int64_t batch = core_model ? take_states(core_model, o, b, p) : -1;
     if (batch >= 0 && !PyErr_Occurred()) g = take(o[4], &b[4], 'd', 1, 1, "g");
     if (batch >= 0 && !PyErr_Occurred()) jac = take(o[5], &b[5], 'd', 1, 1, "jac");
-    if (batch >= 0 && !PyErr_Occurred() && sized(&b[4], batch * 6 * a->n_closures, "g")
-        && sized(&b[5], batch * 6 * a->n_closures * a->nq, "jac"))
-        GUARDED(a, for (int64_t k = 0; k < batch; k++) {
-            State s = view_of(a, p, k);
-            if (g) closure_residual(a, &s, g + k * 6 * a->n_closures);
-            if (jac) closure_jacobian(a, &s, jac + k * 6 * a->n_closures * a->nq);
+    if (batch >= 0 && !PyErr_Occurred() && sized(&b[4], batch * 6 * core_model->n_closures, "g")
+        && sized(&b[5], batch * 6 * core_model->n_closures * core_model->nq, "jac"))
+        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+            State s = view_of(core_model, p, k);
+            if (g) closure_residual(core_model, &s, g + k * 6 * core_model->n_closures);
+            if (jac) closure_jacobian(core_model, &s, jac + k * 6 * core_model->n_closures * core_model->nq);
         });
     release(b, 6);
     if (PyErr_Occurred()) return NULL;
@@ -606,15 +606,15 @@ static PyObject *py_point_hessian(PyObject *self, PyObject *args) {
     double *p[4], *jv, *direction, *out;
     if (!PyArg_ParseTuple(args, "OOOOOLOOO", &model, &o[0], &o[1], &o[2], &o[3], &node, &o[4], &o[5], &o[6]))
         return NULL;
-    const Model *a = model_of(model);
-    int64_t batch = a ? take_states(a, o, b, p) : -1;
+    const Model *core_model = model_of(model);
+    int64_t batch = core_model ? take_states(core_model, o, b, p) : -1;
     if (batch >= 0 && (jv = take(o[4], &b[4], 'd', 0, 0, "jv")) && (direction = take(o[5], &b[5], 'd', 0, 0, "direction"))
-        && (out = take(o[6], &b[6], 'd', 1, 0, "out")) && sized(&b[4], batch * 3 * a->nq, "jv")
-        && sized(&b[5], batch * 3, "direction") && sized(&b[6], batch * a->nq * a->nq, "out")
-        && (node >= 0 && node < a->n_nodes ? 1 : (PyErr_SetString(PyExc_ValueError, "point_hessian: node out of range"), 0)))
-        GUARDED(a, for (int64_t k = 0; k < batch; k++) {
-            State s = view_of(a, p, k);
-            add_point_hessian(a, &s, node, jv + k * 3 * a->nq, direction + 3 * k, 1.0, out + k * a->nq * a->nq);
+        && (out = take(o[6], &b[6], 'd', 1, 0, "out")) && sized(&b[4], batch * 3 * core_model->nq, "jv")
+        && sized(&b[5], batch * 3, "direction") && sized(&b[6], batch * core_model->nq * core_model->nq, "out")
+        && (node >= 0 && node < core_model->n_nodes ? 1 : (PyErr_SetString(PyExc_ValueError, "point_hessian: node out of range"), 0)))
+        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+            State s = view_of(core_model, p, k);
+            add_point_hessian(core_model, &s, node, jv + k * 3 * core_model->nq, direction + 3 * k, 1.0, out + k * core_model->nq * core_model->nq);
         });
     release(b, 7);
     if (PyErr_Occurred()) return NULL;
@@ -637,67 +637,67 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OLOOOOOOOOOOOOOOOO", &model, &which, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
                           &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15]))
         return NULL;
-    const Model *a = model_of(model);
+    const Model *core_model = model_of(model);
     static const char kinds[TERM_ARRAYS + 1] = "ddddddqddqddqddd";
     void *p[TERM_ARRAYS];
-    for (int i = 0; i < TERM_ARRAYS && a; i++) {
+    for (int i = 0; i < TERM_ARRAYS && core_model; i++) {
         p[i] = take(o[i], &b[i], kinds[i], i >= Q_FORCE, 1, "terms argument");
-        if (PyErr_Occurred()) a = NULL;
+        if (PyErr_Occurred()) core_model = NULL;
     }
-    if (a && (which < 0 || which > 3)) {
+    if (core_model && (which < 0 || which > 3)) {
         PyErr_Format(PyExc_ValueError, "terms: which is %lld, expected 0 (gravity), 1 (joint springs), "
                      "2 (pair springs) or 3 (loads)", (long long)which);
-        a = NULL;
+        core_model = NULL;
     }
-    if (a && !(b[Q_FORCE].held && b[STIFFNESS].held && b[ENERGY].held)) {
+    if (core_model && !(b[Q_FORCE].held && b[STIFFNESS].held && b[ENERGY].held)) {
         PyErr_SetString(PyExc_ValueError, "terms: q_force, stiffness and energy are needed");
-        a = NULL;
+        core_model = NULL;
     }
-    int64_t batch = a ? (int64_t)(b[ENERGY].view.len / 8) : 0;
+    int64_t batch = core_model ? (int64_t)(b[ENERGY].view.len / 8) : 0;
     int64_t count = b[POINT_NODE].held ? b[POINT_NODE].view.shape[0] : 0;
     int64_t n_loads = b[FRAMES].held ? b[FRAMES].view.shape[0] : 0;
-    if (a) {
-        int state_ok = b[ROTATION].held ? sized(&b[ROTATION], batch * 9 * a->n_nodes, "rotation")
-                                          && sized(&b[POSITION], batch * 3 * a->n_nodes, "position")
-                                          && sized(&b[OMEGA], batch * 3 * a->nq, "omega")
-                                          && sized(&b[V], batch * 3 * a->nq, "v")
+    if (core_model) {
+        int state_ok = b[ROTATION].held ? sized(&b[ROTATION], batch * 9 * core_model->n_nodes, "rotation")
+                                          && sized(&b[POSITION], batch * 3 * core_model->n_nodes, "position")
+                                          && sized(&b[OMEGA], batch * 3 * core_model->nq, "omega")
+                                          && sized(&b[V], batch * 3 * core_model->nq, "v")
                                         : which == 1;
-        int ok = state_ok && sized(&b[Q_FORCE], batch * a->nq, "q_force")
-                 && sized(&b[STIFFNESS], batch * a->nq * a->nq, "stiffness") && sized(&b[Q], batch * a->nq, "q");
+        int ok = state_ok && sized(&b[Q_FORCE], batch * core_model->nq, "q_force")
+                 && sized(&b[STIFFNESS], batch * core_model->nq * core_model->nq, "stiffness") && sized(&b[Q], batch * core_model->nq, "q");
         if (ok && which == 1 && !b[Q].held)
             ok = (PyErr_SetString(PyExc_ValueError, "terms: joint springs (which=1) need q"), 0);
         if (ok && which == 0)
             ok = b[GRAVITY].held && sized(&b[GRAVITY], 3 * batch, "gravity")
                  && sized(&b[POINT], 3 * count * batch, "point") && sized(&b[FORCE], 3 * count * batch, "force")
-                 && indices(&b[POINT_NODE], a->n_nodes, "point_node");
+                 && indices(&b[POINT_NODE], core_model->n_nodes, "point_node");
         if (ok && which == 3)
-            ok = indices(&b[FRAMES], a->n_frames, "frames") && sized(&b[FORCES], 3 * n_loads * batch, "forces")
+            ok = indices(&b[FRAMES], core_model->n_frames, "frames") && sized(&b[FORCES], 3 * n_loads * batch, "forces")
                  && sized(&b[TORQUES], 3 * n_loads * batch, "torques") && sized(&b[FOLLOW], n_loads, "follow");
         if (!ok) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "terms: the arrays this term needs are missing");
-            a = NULL;
+            core_model = NULL;
         }
     }
-    if (a) {
-        GUARDED(a, {
-        int64_t nq = a->nq, *scratch_node = core_calloc((size_t)(n_loads + 1), sizeof(int64_t));
+    if (core_model) {
+        GUARDED(core_model, {
+        int64_t nq = core_model->nq, *scratch_node = core_calloc((size_t)(n_loads + 1), sizeof(int64_t));
         double *scratch = core_calloc((size_t)(6 * n_loads + 1), sizeof(double));
         double *st[4] = {p[ROTATION], p[POSITION], p[OMEGA], p[V]};
         for (int64_t k = 0; k < batch; k++) {
             State s = {NULL, NULL, NULL, NULL, NULL};
-            if (b[ROTATION].held) s = view_of(a, st, k);
+            if (b[ROTATION].held) s = view_of(core_model, st, k);
             double *fb = (double *)p[Q_FORCE] + k * nq, *kb = (double *)p[STIFFNESS] + k * nq * nq;
             double *eb = (double *)p[ENERGY] + k;
             if (which == 0)
-                *eb += gravity_and_world_forces(a, &s, (double *)p[GRAVITY] + 3 * k, count, p[POINT_NODE],
+                *eb += gravity_and_world_forces(core_model, &s, (double *)p[GRAVITY] + 3 * k, count, p[POINT_NODE],
                                                 (double *)p[POINT] + 3 * count * k, (double *)p[FORCE] + 3 * count * k,
                                                 fb, kb);
             else if (which == 1)
-                *eb += joint_springs(a, (double *)p[Q] + k * nq, fb, kb);
+                *eb += joint_springs(core_model, (double *)p[Q] + k * nq, fb, kb);
             else if (which == 2)
-                *eb += pair_springs(a, &s, fb, kb);
+                *eb += pair_springs(core_model, &s, fb, kb);
             else
-                applied_loads(a, &s, n_loads, p[FRAMES], (double *)p[FORCES] + 3 * n_loads * k,
+                applied_loads(core_model, &s, n_loads, p[FRAMES], (double *)p[FORCES] + 3 * n_loads * k,
                               (double *)p[TORQUES] + 3 * n_loads * k, p[FOLLOW], scratch_node, scratch,
                               scratch + 3 * n_loads, fb, kb);
         }
@@ -720,18 +720,18 @@ static PyObject *py_pair_distance(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOLLLOOO", &model, &o[0], &o[1], &o[2], &o[3], &frame_a, &frame_c, &distance,
                           &o[4], &o[5], &o[6]))
         return NULL;
-    const Model *a = model_of(model);
-    int64_t batch = a ? take_states(a, o, b, p) : -1;
-    int frames_ok = frame_a >= 0 && frame_c >= 0 && a && frame_a < a->n_frames && frame_c < a->n_frames
+    const Model *core_model = model_of(model);
+    int64_t batch = core_model ? take_states(core_model, o, b, p) : -1;
+    int frames_ok = frame_a >= 0 && frame_c >= 0 && core_model && frame_a < core_model->n_frames && frame_c < core_model->n_frames
                     && distance >= 0 && distance <= 3;
     if (batch >= 0 && !frames_ok)
         PyErr_SetString(PyExc_ValueError, "pair_distance: frame out of range or distance type not in 0..3");
     if (batch >= 0 && frames_ok && (x = take(o[4], &b[4], 'd', 1, 0, "x")) && (grad = take(o[5], &b[5], 'd', 1, 0, "grad"))
-        && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")) && sized(&b[4], batch, "x") && sized(&b[5], batch * a->nq, "grad")
-        && sized(&b[6], batch * a->nq * a->nq, "hess"))
-        GUARDED(a, for (int64_t k = 0; k < batch; k++) {
-            State s = view_of(a, p, k);
-            x[k] = pair_distance(a, &s, frame_a, frame_c, distance, grad + k * a->nq, hess + k * a->nq * a->nq);
+        && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")) && sized(&b[4], batch, "x") && sized(&b[5], batch * core_model->nq, "grad")
+        && sized(&b[6], batch * core_model->nq * core_model->nq, "hess"))
+        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+            State s = view_of(core_model, p, k);
+            x[k] = pair_distance(core_model, &s, frame_a, frame_c, distance, grad + k * core_model->nq, hess + k * core_model->nq * core_model->nq);
         });
     release(b, 7);
     if (PyErr_Occurred()) return NULL;
@@ -768,23 +768,23 @@ static PyObject *py_joint_loads(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOO", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
                           &o[9], &o[10], &o[11], &o[12]))
         return NULL;
-    const Model *a = model_of(model);
+    const Model *core_model = model_of(model);
     static const char kinds[] = "dddqddqqddddd";
     void *p[13];
-    int ok = a != NULL;
+    int ok = core_model != NULL;
     for (int i = 0; i < 13 && ok; i++) ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 10, 0, "joint_loads array")) != NULL;
     if (ok) {
         int64_t loads = b[3].view.shape[0], points = b[7].view.shape[0];
         static const char *names[13] = {"q", "multipliers", "gravity", "frames", "forces", "torques", "follow", "point_node",
                                         "point", "force", "wrench_world", "rotation", "effort"};
-        int64_t counts[13] = {a->nq, 6 * a->n_closures, 3, loads, 3 * loads, 3 * loads, loads, points, 3 * points,
-                              3 * points, 6 * a->n_joints, 9 * a->n_joints, a->nq};
+        int64_t counts[13] = {core_model->nq, 6 * core_model->n_closures, 3, loads, 3 * loads, 3 * loads, loads, points, 3 * points,
+                              3 * points, 6 * core_model->n_joints, 9 * core_model->n_joints, core_model->nq};
         for (int i = 0; i < 13 && ok; i++) ok = sized(&b[i], counts[i], names[i]);
-        ok = ok && indices(&b[3], a->n_frames, "frames") && indices(&b[7], a->n_nodes, "point_node");
+        ok = ok && indices(&b[3], core_model->n_frames, "frames") && indices(&b[7], core_model->n_nodes, "point_node");
     }
     if (ok) {
-        GUARDED(a, State s = state_new(a); node_state(a, p[0], &s);
-                joint_loads(a, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7],
+        GUARDED(core_model, State s = state_new(core_model); node_state(core_model, p[0], &s);
+                joint_loads(core_model, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7],
                             p[8], p[9], p[10], p[11], p[12]);
                 state_free(&s));
     }
@@ -802,11 +802,11 @@ static PyObject *py_assemble(PyObject *self, PyObject *args) {
     int64_t max_iterations, iterations = 0;
     Buffer b = {0};
     if (!PyArg_ParseTuple(args, "OOOdL", &model, &problem, &o, &tolerance, &max_iterations)) return NULL;
-    const Model *a = model_of(model);
+    const Model *core_model = model_of(model);
     ProblemCapsule *c = problem_of(problem);
-    double *q = a && c ? take(o, &b, 'd', 1, 0, "q") : NULL, norm = 0.0;
-    if (q && !sized(&b, a->nq, "q")) q = NULL;
-    if (q) GUARDED(a, norm = assemble_case(a, &c->problem, q, tolerance, max_iterations, &iterations));
+    double *q = core_model && c ? take(o, &b, 'd', 1, 0, "q") : NULL, norm = 0.0;
+    if (q && !sized(&b, core_model->nq, "q")) q = NULL;
+    if (q) GUARDED(core_model, norm = assemble_case(core_model, &c->problem, q, tolerance, max_iterations, &iterations));
     release(&b, 1);
     if (c && raise_kept(c)) return NULL;
     if (PyErr_Occurred()) return NULL;
@@ -846,7 +846,7 @@ static PyObject *py_pivoted_rank(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ statics */
 typedef struct {
-    const Model *a;
+    const Model *core_model;
     const Problem *p;
     const double *gravity, *force, *torque, *rates, *q_start;
     const int64_t *classify;
@@ -856,12 +856,12 @@ typedef struct {
 
 static void solve_work(void *job, int64_t b) {
     SolveJob *j = job;
-    const Model *a = j->a;
+    const Model *core_model = j->core_model;
     const Problem *p = j->p;
-    int64_t nq = a->nq, nf = p->nf, loads = 3 * p->n_loads;
+    int64_t nq = core_model->nq, nf = p->nf, loads = 3 * p->n_loads;
     Case c = {j->gravity + 3 * b, j->force + loads * b, j->torque + loads * b, j->rates + nq * b, 0.0, 0.0};
-    case_scales(a, j->q_start + nq * b, p->n_loads, c.gravity, c.force, c.torque, &c.force_floor, &c.size);
-    solve_case(a, p, &c, j->q_start + nq * b, j->classify[b], j->q + nq * b, j->multipliers + p->m * b,
+    case_scales(core_model, j->q_start + nq * b, p->n_loads, c.gravity, c.force, c.torque, &c.force_floor, &c.size);
+    solve_case(core_model, p, &c, j->q_start + nq * b, j->classify[b], j->q + nq * b, j->multipliers + p->m * b,
                j->flags + RESULT_FLAGS * b, j->neutral + nf * nf * b, j->unheld + nf * b, j->runaway + nf * b);
     j->flags[RESULT_FLAGS * b + FLAG_size] = c.size, j->flags[RESULT_FLAGS * b + FLAG_force_floor] = c.force_floor;
 }
@@ -883,10 +883,10 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
                     NULL, NULL};
     static const char kinds[] = "dddddqddddBB";
     void *p[12];
-    int ok = job.a && job.p;
+    int ok = job.core_model && job.p;
     for (int i = 0; i < 12 && ok; i++) ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 6, 0, "solve array")) != NULL;
     if (ok) {
-        int64_t batch = (int64_t)(b[5].view.len / 8), nq = job.a->nq, nf = job.p->nf, loads = 3 * job.p->n_loads;
+        int64_t batch = (int64_t)(b[5].view.len / 8), nq = job.core_model->nq, nf = job.p->nf, loads = 3 * job.p->n_loads;
         static const char *names[12] = {"gravity", "force", "torque", "rates", "q_start", "classify", "q",
                                         "multipliers", "flags", "neutral", "unheld", "runaway"};
         int64_t per_case[12] = {3, loads, loads, nq, nq, 1, nq, job.p->m, RESULT_FLAGS, nf * nf, nf, nf};
@@ -897,7 +897,7 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
         job.classify = p[5], job.q = p[6], job.multipliers = p[7], job.flags = p[8], job.neutral = p[9];
         job.unheld = p[10], job.runaway = p[11];
         int calls_python = c->apply || c->terms;
-        if (run_cases(solve_work, &job, (int64_t)(b[5].view.len / 8), threads, calls_python) != 0) no_memory(job.a);
+        if (run_cases(solve_work, &job, (int64_t)(b[5].view.len / 8), threads, calls_python) != 0) no_memory(job.core_model);
     }
     release(b, 12);
     if (c && raise_kept(c)) return NULL;
@@ -917,9 +917,9 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
                           &o[7], &o[8], &o[9], &o[10], &o[11]))
         return NULL;
     ProblemCapsule *c = problem_of(problem);
-    const Model *a = model_of(model);
+    const Model *core_model = model_of(model);
     void *p[12];
-    int ok = a && c;
+    int ok = core_model && c;
     for (int i = 0; i < 12 && ok; i++) {
         p[i] = take(o[i], &b[i], 'd', i >= 5, i == 4, "evaluate array");
         ok = !PyErr_Occurred();
@@ -928,16 +928,16 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
         const Problem *pr = &c->problem;
         static const char *names[12] = {"gravity", "force", "torque", "q", "multipliers", "residual", "closure", "g_u",
                                         "hessian", "scalars", "q_force_reduced", "multipliers_out"};
-        int64_t counts[12] = {3, 3 * pr->n_loads, 3 * pr->n_loads, a->nq, pr->m, pr->nf, pr->m, pr->m * pr->nf,
+        int64_t counts[12] = {3, 3 * pr->n_loads, 3 * pr->n_loads, core_model->nq, pr->m, pr->nf, pr->m, pr->m * pr->nf,
                               pr->nf * pr->nf, EVALUATION_SCALARS, pr->nf, pr->m};
         for (int i = 0; i < 12 && ok; i++) ok = sized(&b[i], counts[i], names[i]);
     }
     if (ok) {
-        GUARDED(a, {
-        double *zeros = core_calloc((size_t)(a->nq + 1), sizeof(double)), *scalars = p[9];
+        GUARDED(core_model, {
+        double *zeros = core_calloc((size_t)(core_model->nq + 1), sizeof(double)), *scalars = p[9];
         Case k = {p[0], p[1], p[2], zeros, 0.0, 0.0};
-        case_scales(a, p[3], c->problem.n_loads, k.gravity, k.force, k.torque, &k.force_floor, &k.size);
-        evaluate_case(a, &c->problem, &k, p[3], p[4], p[5], p[6], p[7], p[8], scalars, p[10], p[11]);
+        case_scales(core_model, p[3], c->problem.n_loads, k.gravity, k.force, k.torque, &k.force_floor, &k.size);
+        evaluate_case(core_model, &c->problem, &k, p[3], p[4], p[5], p[6], p[7], p[8], scalars, p[10], p[11]);
         scalars[SCALAR_size] = k.size, scalars[SCALAR_force_floor] = k.force_floor;
         core_free(zeros);
         });

@@ -65,45 +65,45 @@ typedef struct {
     double *v;         /* (nq, 3) */
 } State;
 
-State state_new(const Model *a);
+State state_new(const Model *model);
 void state_free(State *s);
-void state_copy(const Model *a, State *to, const State *from);
-void node_state(const Model *a, const double *q, State *s);
-void forward_poses(const Model *a, const double *q, State *s, double *bodies, double *frames);
-int64_t moving_coordinates(const Model *a, int64_t node, int64_t *out);
-int moves(const Model *a, int64_t k, int64_t node);
-void frame_pose(const Model *a, const State *s, int64_t frame, double *r, double *p);
-void point_jacobian(const Model *a, const State *s, int64_t node, const double *point, double *jac);
+void state_copy(const Model *model, State *to, const State *from);
+void node_state(const Model *model, const double *q, State *s);
+void forward_poses(const Model *model, const double *q, State *s, double *bodies, double *frames);
+int64_t moving_coordinates(const Model *model, int64_t node, int64_t *out);
+int moves(const Model *model, int64_t k, int64_t node);
+void frame_pose(const Model *model, const State *s, int64_t frame, double *r, double *p);
+void point_jacobian(const Model *model, const State *s, int64_t node, const double *point, double *jac);
 
 /* closures */
-void closure_points(const Model *a, const State *s, double *p_a, double *p_b);
-void closure_residual(const Model *a, const State *s, double *g);
-void closure_jacobian(const Model *a, const State *s, double *jac);
+void closure_points(const Model *model, const State *s, double *p_a, double *p_b);
+void closure_residual(const Model *model, const State *s, double *g);
+void closure_jacobian(const Model *model, const State *s, double *jac);
 void rotation_vector(const double *m, double *out);
 
 /* laws */
 void polynomial_law(const double *coefficients, int64_t degree, double x, double *f, double *df, double *energy);
-void piecewise_law(const Model *a, int64_t law, double x, double *f, double *df, double *energy);
+void piecewise_law(const Model *model, int64_t law, double x, double *f, double *df, double *energy);
 
 /* forces: each adds into q_force (nq) and stiffness (nq, nq), stiffness[k][j] = dQ_k/dq_j */
-double gravity_and_world_forces(const Model *a, const State *s, const double *gravity, int64_t count,
+double gravity_and_world_forces(const Model *model, const State *s, const double *gravity, int64_t count,
                                 const int64_t *point_node, const double *point, const double *force,
                                 double *q_force, double *stiffness);
-double joint_springs(const Model *a, const double *q, double *q_force, double *stiffness);
-void add_point_hessian(const Model *a, const State *s, int64_t node, const double *jv, const double *direction,
+double joint_springs(const Model *model, const double *q, double *q_force, double *stiffness);
+void add_point_hessian(const Model *model, const State *s, int64_t node, const double *jv, const double *direction,
                        double scale, double *out);
-double pair_distance(const Model *a, const State *s, int64_t frame_a, int64_t frame_c, int64_t distance,
+double pair_distance(const Model *model, const State *s, int64_t frame_a, int64_t frame_c, int64_t distance,
                      double *grad, double *hess);
-double pair_springs(const Model *a, const State *s, double *q_force, double *stiffness);
-int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int64_t *frames, const double *forces,
+double pair_springs(const Model *model, const State *s, double *q_force, double *stiffness);
+int64_t applied_loads(const Model *model, const State *s, int64_t n_loads, const int64_t *frames, const double *forces,
                       const double *torques, const int64_t *follow, int64_t *point_node, double *point,
                       double *force, double *q_force, double *stiffness);
-void closure_force_stiffness(const Model *a, const State *s, const double *multipliers, double *stiffness);
+void closure_force_stiffness(const Model *model, const State *s, const double *multipliers, double *stiffness);
 
 /* joint loads (loads.c): wrench_world (J, 6) about each child-side joint frame origin, that frame's rotation
  * (J, 3, 3), effort (nq); loads as in applied_loads (following ones in frame axes), extra world point forces
  * (count) such as ground contacts, closure multipliers (6 K). */
-void joint_loads(const Model *a, const State *s, const double *multipliers, const double *gravity, int64_t n_loads,
+void joint_loads(const Model *model, const State *s, const double *multipliers, const double *gravity, int64_t n_loads,
                  const int64_t *frames, const double *forces, const double *torques, const int64_t *follow,
                  int64_t count, const int64_t *point_node, const double *point, const double *force,
                  double *wrench_world, double *rotation, double *effort);
@@ -151,14 +151,14 @@ typedef struct {
     double size;               /* m: the machine's size at the start */
 } Case;
 
-void case_scales(const Model *a, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
+void case_scales(const Model *model, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
                  const double *torque, double *force_floor, double *size);
-void solve_case(const Model *a, const Problem *p, const Case *c, const double *q_start, int64_t classify,
+void solve_case(const Model *model, const Problem *p, const Case *c, const double *q_start, int64_t classify,
                 double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
                 uint8_t *out_runaway);
-double assemble_case(const Model *a, const Problem *p, double *q, double tolerance, int64_t max_iterations,
+double assemble_case(const Model *model, const Problem *p, double *q, double tolerance, int64_t max_iterations,
                      int64_t *iterations);
-void evaluate_case(const Model *a, const Problem *p, const Case *c, const double *q, const double *multipliers,
+void evaluate_case(const Model *model, const Problem *p, const Case *c, const double *q, const double *multipliers,
                    double *residual, double *closure, double *g_u, double *hessian, double *scalars,
                    double *q_force_reduced, double *multipliers_out);
 

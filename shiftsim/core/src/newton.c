@@ -16,7 +16,7 @@
 
 
 typedef struct {
-    const Model *a;
+    const Model *model;
     const Problem *p;
     const Case *c;
 } Context;
@@ -89,24 +89,24 @@ static void solve_or_least_squares(int64_t n, const double *a, const double *b, 
 /* ------------------------------------------------------------------ couplings */
 static void apply_couplings(const Context *x, double *q) {
     if (!x->p->coupling_apply) return;
-    double *out = zeros(x->a->nq);
+    double *out = zeros(x->model->nq);
     if (x->p->coupling_apply(x->p->context, q, out))
-        for (int64_t i = 0; i < x->a->nq; i++) out[i] = NAN;
-    memcpy(q, out, sizeof(double) * (size_t)x->a->nq);
+        for (int64_t i = 0; i < x->model->nq; i++) out[i] = NAN;
+    memcpy(q, out, sizeof(double) * (size_t)x->model->nq);
     core_free(out);
 }
 
 /* T = dq/du (nq, nf), or NULL without couplings (T selects the free coordinates). */
 static double *coupling_map(const Context *x, const double *q) {
     if (!x->p->coupling_jacobian) return NULL;
-    double *t = zeros(x->a->nq * x->p->nf);
+    double *t = zeros(x->model->nq * x->p->nf);
     if (x->p->coupling_jacobian(x->p->context, q, t))
-        for (int64_t i = 0; i < x->a->nq * x->p->nf; i++) t[i] = NAN;
+        for (int64_t i = 0; i < x->model->nq * x->p->nf; i++) t[i] = NAN;
     return t;
 }
 
 static void reduce_vector(const Context *x, const double *t, const double *v, double *out) {
-    int64_t nq = x->a->nq, nf = x->p->nf;
+    int64_t nq = x->model->nq, nf = x->p->nf;
     for (int64_t i = 0; i < nf; i++) {
         if (!t) {
             out[i] = v[x->p->free[i]];
@@ -120,7 +120,7 @@ static void reduce_vector(const Context *x, const double *t, const double *v, do
 
 /* out (rows, nf) = matrix (rows, nq) T */
 static void reduce_columns(const Context *x, const double *t, int64_t rows, const double *matrix, double *out) {
-    int64_t nq = x->a->nq, nf = x->p->nf;
+    int64_t nq = x->model->nq, nf = x->p->nf;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t i = 0; i < nf; i++) {
             if (!t) {
@@ -136,9 +136,9 @@ static void reduce_columns(const Context *x, const double *t, int64_t rows, cons
 /* ------------------------------------------------------------------ evaluation */
 static void evaluate_analytic(const Context *x, const double *q, const State *s, const double *given_multipliers,
                               double scale, Evaluation *e) {
-    const Model *a = x->a;
+    const Model *model = x->model;
     const Problem *p = x->p;
-    int64_t nq = a->nq, nf = p->nf, m = p->m, n_loads = p->n_loads;
+    int64_t nq = model->nq, nf = p->nf, m = p->m, n_loads = p->n_loads;
     double *block = zeros(12 * n_loads + nq * nq + 5 * nq); /* one allocation for the scratch arrays */
     double *forces = block, *torques = forces + 3 * n_loads, *point = torques + 3 * n_loads;
     double *force = point + 3 * n_loads, *stiffness = force + 3 * n_loads, *q_force = stiffness + nq * nq;
@@ -155,14 +155,14 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     for (int part = 0; part < 5; part++) { /* each term's force separately: the force scale adds their sizes */
         memset(term, 0, sizeof(double) * (size_t)nq);
         if (part == 0) {
-            count = applied_loads(a, s, n_loads, p->load_frame, forces, torques, p->load_follow, point_node, point,
+            count = applied_loads(model, s, n_loads, p->load_frame, forces, torques, p->load_follow, point_node, point,
                                   force, term, stiffness);
         } else if (part == 1) {
-            energy += gravity_and_world_forces(a, s, gravity, count, point_node, point, force, term, stiffness);
+            energy += gravity_and_world_forces(model, s, gravity, count, point_node, point, force, term, stiffness);
         } else if (part == 2) {
-            energy += joint_springs(a, q, term, stiffness);
+            energy += joint_springs(model, q, term, stiffness);
         } else if (part == 3) {
-            energy += pair_springs(a, s, term, stiffness);
+            energy += pair_springs(model, s, term, stiffness);
         } else if (p->field_terms) {
             double more[2] = {0.0, 1.0}; /* energy, conservative */
             if (p->field_terms(p->context, q, s->rotation, s->position, s->omega, s->v, term, stiffness, more))
@@ -178,10 +178,10 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     double *t = coupling_map(x, q);
     reduce_vector(x, t, q_force, e->q_force_reduced);
     if (m > 0) {
-        int64_t rows6 = 6 * a->n_closures;
+        int64_t rows6 = 6 * model->n_closures;
         double *g_full = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(m * nq);
-        closure_residual(a, s, g_full);
-        closure_jacobian(a, s, jac_full);
+        closure_residual(model, s, g_full);
+        closure_jacobian(model, s, jac_full);
         for (int64_t r = 0; r < m; r++) {
             e->closure[r] = g_full[p->rows[r]];
             memcpy(jac + r * nq, jac_full + p->rows[r] * nq, sizeof(double) * (size_t)nq);
@@ -212,7 +212,7 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             constraint_force[k] = total;
             magnitude[k] += fabs(total);
         }
-        closure_force_stiffness(a, s, full, stiffness);
+        closure_force_stiffness(model, s, full, stiffness);
         core_free(g_full), core_free(jac_full), core_free(jac), core_free(full);
     }
     reduce_vector(x, t, constraint_force, e->residual);
@@ -256,18 +256,18 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
 /* -d(residual)/du by central differences (multipliers fixed), step 1e-6 per coordinate (rad or m). */
 static void finite_difference_hessian(const Context *x, const double *q, const double *multipliers, double scale,
                                       double *out) {
-    int64_t nq = x->a->nq, nf = x->p->nf;
+    int64_t nq = x->model->nq, nf = x->p->nf;
     double step = 1e-6, *plus = zeros(nq), *minus = zeros(nq);
-    State s = state_new(x->a);
+    State s = state_new(x->model);
     Evaluation e_plus = evaluation_new(x->p), e_minus = evaluation_new(x->p);
     for (int64_t column = 0; column < nf; column++) {
         memcpy(plus, q, sizeof(double) * (size_t)nq);
         memcpy(minus, q, sizeof(double) * (size_t)nq);
         plus[x->p->free[column]] += step, minus[x->p->free[column]] -= step;
         apply_couplings(x, plus), apply_couplings(x, minus);
-        node_state(x->a, plus, &s);
+        node_state(x->model, plus, &s);
         evaluate_analytic(x, plus, &s, multipliers, scale, &e_plus);
-        node_state(x->a, minus, &s);
+        node_state(x->model, minus, &s);
         evaluate_analytic(x, minus, &s, multipliers, scale, &e_minus);
         for (int64_t i = 0; i < nf; i++) out[i * nf + column] = -(e_plus.residual[i] - e_minus.residual[i]) / (2.0 * step);
     }
@@ -358,23 +358,23 @@ static double stiffness_floor(const Context *x, const Evaluation *e) {
  * (rad or m: a trial whose projection lands far away may have jumped to another assembly branch); s holds the
  * kinematic state at the returned q. */
 static int project(const Context *x, double *q, double max_correction, State *s) {
-    const Model *a = x->a;
+    const Model *model = x->model;
     const Problem *p = x->p;
-    int64_t nq = a->nq, nf = p->nf, m = p->m, rows6 = 6 * a->n_closures;
-    node_state(a, q, s);
-    if (a->n_closures == 0) return 1;
+    int64_t nq = model->nq, nf = p->nf, m = p->m, rows6 = 6 * model->n_closures;
+    node_state(model, q, s);
+    if (model->n_closures == 0) return 1;
     double *start = zeros(nq), *g_full = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(m * nq);
     double *g_u = zeros(m * nf), *gram = zeros(m * m), *g = zeros(m), *y = zeros(m);
     memcpy(start, q, sizeof(double) * (size_t)nq);
     double target = 1e-3 * p->closure_tolerance, previous = INFINITY, norm = INFINITY;
     int iteration;
     for (iteration = 0; iteration < 30; iteration++) {
-        closure_residual(a, s, g_full);
+        closure_residual(model, s, g_full);
         norm = max_abs(rows6, g_full);
         if (!all_finite(rows6, g_full)) norm = NAN;
         if (!(norm > target && norm < 0.5 * previous)) break;
         previous = norm;
-        closure_jacobian(a, s, jac_full);
+        closure_jacobian(model, s, jac_full);
         for (int64_t r = 0; r < m; r++) {
             g[r] = g_full[p->rows[r]];
             memcpy(jac + r * nq, jac_full + p->rows[r] * nq, sizeof(double) * (size_t)nq);
@@ -395,10 +395,10 @@ static int project(const Context *x, double *q, double max_correction, State *s)
             q[p->free[k]] -= total;
         }
         apply_couplings(x, q);
-        node_state(a, q, s);
+        node_state(model, q, s);
     }
     if (iteration == 30) { /* out of iterations: measure where the last step left the loops */
-        closure_residual(a, s, g_full);
+        closure_residual(model, s, g_full);
         norm = all_finite(rows6, g_full) ? max_abs(rows6, g_full) : NAN;
     }
     int closed = isfinite(norm) && norm <= p->closure_tolerance;
@@ -419,7 +419,7 @@ static int project(const Context *x, double *q, double max_correction, State *s)
  * loops first. Returns 1 when a capped step was accepted whole. */
 static int newton_step(const Context *x, double *q, Evaluation *e, State *s, double scale, double reach) {
     const Problem *p = x->p;
-    int64_t nq = x->a->nq, nf = p->nf, r;
+    int64_t nq = x->model->nq, nf = p->nf, r;
     double *z = basis(x, e, &r);
     double *reduced = reduced_stiffness(x, e, z, r, 0), *block = zeros(r * r + 2 * r + nf + nq);
     double *symmetric = block, *force = symmetric + r * r, *y = force + r, *du = y + r, *trial = du + nf;
@@ -487,7 +487,7 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         slope = -phi0;
     int lost = fabs(slope) < 1e-12 * (fabs(phi0) + 1.0); /* the predicted change is round-off: judge by the residual */
     double norm0 = residual_norm(x, e), largest = max_abs(nf, du), alpha = 1.0;
-    State trial_state = state_new(x->a);
+    State trial_state = state_new(x->model);
     Evaluation e_trial = evaluation_new(p);
     int grown = 0;
     for (int attempt = 0; attempt < 40; attempt++) {
@@ -502,7 +502,7 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         if (accept && closed) {
             memcpy(q, trial, sizeof(double) * (size_t)nq);
             evaluation_swap(e, &e_trial);
-            state_copy(x->a, s, &trial_state);
+            state_copy(x->model, s, &trial_state);
             grown = alpha == 1.0 && shifted && cap < 1.0;
             break;
         }
@@ -548,8 +548,8 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
                   double *multipliers, int64_t *iterations, uint8_t *runaway, const Evaluation *start,
                   Evaluation *finish) {
     const Problem *p = x->p;
-    int64_t nq = x->a->nq, nf = p->nf;
-    State s = state_new(x->a);
+    int64_t nq = x->model->nq, nf = p->nf;
+    State s = state_new(x->model);
     Evaluation e = evaluation_new(p);
     int closed = 1, done = 0, escapes = 0;
     double reach = 1.0, far = x->p->runaway_sizes * larger(x->c->size, 1.0);
@@ -557,7 +557,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
     *iterations = 0;
     memset(runaway, 0, (size_t)nf);
     if (start) { /* the caller projected q and evaluated it (with least-squares multipliers) */
-        node_state(x->a, q, &s);
+        node_state(x->model, q, &s);
         evaluation_copy(p, &e, start);
     } else {
         closed = project(x, q, INFINITY, &s);
@@ -578,7 +578,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
                     evaluate(x, q, &s, NULL, scale, &e);
                     done = converged(x, &e);
                 } else {
-                    node_state(x->a, q, &s);
+                    node_state(x->model, q, &s);
                 }
             }
             if (done) break;
@@ -608,7 +608,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
 static int load_stepping(const Context *x, const double *q_start, double *q, double *multipliers,
                          int64_t *iterations) {
     const Problem *p = x->p;
-    int64_t nq = x->a->nq, its;
+    int64_t nq = x->model->nq, its;
     double *q_try = zeros(nq), *lam_try = zeros(p->m);
     uint8_t *runaway = core_calloc((size_t)(p->nf + 1), 1);
     memcpy(q, q_start, sizeof(double) * (size_t)nq);
@@ -638,7 +638,7 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
  * along the force (the force stays the same to 1e-6). */
 static void unheld(const Context *x, const double *q, const Evaluation *e, uint8_t *out) {
     const Problem *p = x->p;
-    int64_t nf = p->nf, m = p->m, nq = x->a->nq, any = 0;
+    int64_t nf = p->nf, m = p->m, nq = x->model->nq, any = 0;
     double scale = larger(e->force_scale, max_abs(nf * nf, e->hessian));
     for (int64_t i = 0; i < nf; i++) {
         double column = 0.0;
@@ -649,14 +649,14 @@ static void unheld(const Context *x, const double *q, const Evaluation *e, uint8
     }
     if (!any) return;
     double size = larger(x->c->size, 1.0), distances[2] = {1.0, 1000.0}, *trial = zeros(nq);
-    State s = state_new(x->a);
+    State s = state_new(x->model);
     Evaluation moved = evaluation_new(p);
     for (int d = 0; d < 2; d++) {
         memcpy(trial, q, sizeof(double) * (size_t)nq);
         for (int64_t i = 0; i < nf; i++)
             if (out[i]) trial[p->free[i]] += distances[d] * size * (e->q_force_reduced[i] > 0.0 ? 1.0 : -1.0);
         apply_couplings(x, trial);
-        node_state(x->a, trial, &s);
+        node_state(x->model, trial, &s);
         evaluate(x, trial, &s, NULL, 1.0, &moved);
         for (int64_t i = 0; i < nf; i++)
             out[i] = out[i] && fabs(moved.q_force_reduced[i] - e->q_force_reduced[i]) <= 1e-6 * fabs(e->q_force_reduced[i]);
@@ -705,12 +705,12 @@ static int stability(const Context *x, const Evaluation *e, double *neutral, int
 /* One case from q_start (nq): q (nq), multipliers (m), flags (RESULT_FLAGS, fields.h): converged, iterations,
  * residual norm, stability code, neutral count set here (size and force floor are the Case's, set by the caller);
  * neutral (nf, nf); unheld, runaway (nf). */
-void solve_case(const Model *a, const Problem *p, const Case *c, const double *q_start, int64_t classify,
+void solve_case(const Model *model, const Problem *p, const Case *c, const double *q_start, int64_t classify,
                 double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
                 uint8_t *out_runaway) {
-    Context x = {a, p, c};
-    int64_t nq = a->nq, nf = p->nf, iterations = 0, any_unheld = 0, any_runaway = 0;
-    State s = state_new(a);
+    Context x = {model, p, c};
+    int64_t nq = model->nq, nf = p->nf, iterations = 0, any_unheld = 0, any_runaway = 0;
+    State s = state_new(model);
     Evaluation e = evaluation_new(p);
     memcpy(q, q_start, sizeof(double) * (size_t)nq);
     int closed = project(&x, q, INFINITY, &s), ok = 0;
@@ -730,7 +730,7 @@ void solve_case(const Model *a, const Problem *p, const Case *c, const double *q
             int64_t more = 0;
             ok = load_stepping(&x, q_start, q, multipliers, &more);
             iterations += more;
-            node_state(a, q, &s);
+            node_state(model, q, &s);
             evaluate(&x, q, &s, multipliers, 1.0, &e);
         }
         core_free(anchor);
@@ -748,13 +748,13 @@ void solve_case(const Model *a, const Problem *p, const Case *c, const double *q
  * residual (nf), closure (m), g_u (m, nf), hessian (nf, nf), scalars (EVALUATION_SCALARS, fields.h): energy,
  * force scale, conservative set here (size and force floor are the Case's, set by the caller); q_force_reduced (nf),
  * multipliers_out (m). */
-void evaluate_case(const Model *a, const Problem *p, const Case *c, const double *q, const double *multipliers,
+void evaluate_case(const Model *model, const Problem *p, const Case *c, const double *q, const double *multipliers,
                    double *residual, double *closure, double *g_u, double *hessian, double *scalars,
                    double *q_force_reduced, double *multipliers_out) {
-    Context x = {a, p, c};
-    State s = state_new(a);
+    Context x = {model, p, c};
+    State s = state_new(model);
     Evaluation e = evaluation_new(p);
-    node_state(a, q, &s);
+    node_state(model, q, &s);
     evaluate(&x, q, &s, multipliers, 1.0, &e);
     memcpy(residual, e.residual, sizeof(double) * (size_t)p->nf);
     memcpy(closure, e.closure, sizeof(double) * (size_t)p->m);
@@ -772,16 +772,16 @@ void evaluate_case(const Model *a, const Problem *p, const Case *c, const double
  * (L, 3) times its size, plus the load torques (L, 3). Forces below force_tolerance times the floor are
  * round-off: a model whose forces all vanish (wheels with their centres of mass on their axles) has
  * converged, not failed. */
-void case_scales(const Model *a, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
+void case_scales(const Model *model, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
                  const double *torque, double *force_floor, double *size) {
-    State s = state_new(a);
-    node_state(a, q_start, &s);
+    State s = state_new(model);
+    node_state(model, q_start, &s);
     double largest = 0.0, p[3], mass = 0.0, forces = 0.0, torques = 0.0;
-    for (int64_t f = 0; f < a->n_frames; f++) {
-        frame_pose(a, &s, f, NULL, p);
+    for (int64_t f = 0; f < model->n_frames; f++) {
+        frame_pose(model, &s, f, NULL, p);
         largest = larger(largest, p[0] * p[0] + p[1] * p[1] + p[2] * p[2]);
     }
-    for (int64_t i = 0; i < a->n_nodes; i++) mass += a->mass[i];
+    for (int64_t i = 0; i < model->n_nodes; i++) mass += model->mass[i];
     for (int64_t i = 0; i < n_loads; i++) {
         const double *f = force + 3 * i, *t = torque + 3 * i;
         forces += sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
@@ -797,24 +797,24 @@ void case_scales(const Model *a, const double *q_start, int64_t n_loads, const d
  * ones): Gauss-Newton on the closure residual with minimum-norm least-squares steps on all 6 K equations (so
  * the configuration moves as little as the loops allow), each step halved until the residual norm falls.
  * Returns the final residual norm (2-norm over all equations) and *iterations. */
-double assemble_case(const Model *a, const Problem *p, double *q, double tolerance, int64_t max_iterations,
+double assemble_case(const Model *model, const Problem *p, double *q, double tolerance, int64_t max_iterations,
                      int64_t *iterations) {
-    Context x = {a, p, NULL};
-    int64_t nq = a->nq, nf = p->nf, rows6 = 6 * a->n_closures;
+    Context x = {model, p, NULL};
+    int64_t nq = model->nq, nf = p->nf, rows6 = 6 * model->n_closures;
     apply_couplings(&x, q);
     *iterations = 0;
-    if (a->n_closures == 0) return 0.0;
-    State s = state_new(a);
+    if (model->n_closures == 0) return 0.0;
+    State s = state_new(model);
     double *g = zeros(rows6), *g_trial = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(rows6 * nf);
     double *step = zeros(nf), *minus_g = zeros(rows6), *trial = zeros(nq);
-    node_state(a, q, &s);
-    closure_residual(a, &s, g);
+    node_state(model, q, &s);
+    closure_residual(model, &s, g);
     double norm = 0.0;
     for (int64_t i = 0; i < rows6; i++) norm += g[i] * g[i];
     norm = sqrt(norm);
     while (norm > tolerance && *iterations < max_iterations) {
         (*iterations)++;
-        closure_jacobian(a, &s, jac_full);
+        closure_jacobian(model, &s, jac_full);
         double *t = coupling_map(&x, q);
         reduce_columns(&x, t, rows6, jac_full, jac);
         core_free(t);
@@ -825,8 +825,8 @@ double assemble_case(const Model *a, const Problem *p, double *q, double toleran
             memcpy(trial, q, sizeof(double) * (size_t)nq);
             for (int64_t i = 0; i < nf; i++) trial[p->free[i]] += alpha * step[i];
             apply_couplings(&x, trial);
-            node_state(a, trial, &s);
-            closure_residual(a, &s, g_trial);
+            node_state(model, trial, &s);
+            closure_residual(model, &s, g_trial);
             trial_norm = 0.0;
             for (int64_t i = 0; i < rows6; i++) trial_norm += g_trial[i] * g_trial[i];
             trial_norm = sqrt(trial_norm);
@@ -834,7 +834,7 @@ double assemble_case(const Model *a, const Problem *p, double *q, double toleran
             alpha *= 0.5;
         }
         if (!(trial_norm < norm)) {
-            node_state(a, q, &s);
+            node_state(model, q, &s);
             break;
         }
         memcpy(q, trial, sizeof(double) * (size_t)nq);
