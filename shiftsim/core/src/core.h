@@ -109,7 +109,7 @@ void joint_loads(const Model *model, const State *s, const double *multipliers, 
                  double *wrench_world, double *rotation, double *effort);
 
 /* linear algebra on small dense matrices (linalg.c) */
-int positive_definite(int64_t n, const double *a, double shift);
+int is_positive_definite(int64_t n, const double *a, double shift); /* a predicate: 1 = yes */
 int lu_solve(int64_t n, const double *a, const double *b, double *x);
 int cholesky_solve(int64_t n, const double *a, double shift, const double *b, double *x);
 void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors);

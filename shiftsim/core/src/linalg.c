@@ -6,8 +6,8 @@
 
 #include "core.h"
 
-/* Cholesky factor low (n, n, lower triangle) of the symmetric a + shift I (its lower triangle read); returns 1
- * when every pivot is finite and positive (a + shift I positive definite), 0 at the first that is not. */
+/* Cholesky factor low (n, n, lower triangle) of the symmetric a + shift I (its lower triangle read); returns 0
+ * when every pivot is finite and positive (a + shift I positive definite), 1 at the first that is not. */
 static int cholesky(int64_t n, const double *a, double shift, double *low) {
     for (int64_t i = 0; i < n; i++) {
         for (int64_t j = 0; j <= i; j++) {
@@ -18,17 +18,17 @@ static int cholesky(int64_t n, const double *a, double shift, double *low) {
             } else if (total > 0.0 && isfinite(total)) {
                 low[i * n + i] = sqrt(total);
             } else {
-                return 0;
+                return 1;
             }
         }
     }
-    return 1;
+    return 0;
 }
 
 /* 1 when the symmetric a (n, n) + shift I is positive definite: at once where it is strictly diagonally
  * dominant with a positive diagonal (Gershgorin: O(n^2), the common case of decoupled or free coordinates),
  * otherwise when a Cholesky factorization succeeds. */
-int positive_definite(int64_t n, const double *a, double shift) {
+int is_positive_definite(int64_t n, const double *a, double shift) {
     int dominant = 1;
     for (int64_t i = 0; i < n && dominant; i++) {
         double row = a[i * n + i] + shift;
@@ -38,7 +38,7 @@ int positive_definite(int64_t n, const double *a, double shift) {
     }
     if (dominant) return 1;
     double *low = core_malloc(sizeof(double) * (size_t)(n * n + 1));
-    int ok = cholesky(n, a, shift, low);
+    int ok = cholesky(n, a, shift, low) == 0;
     core_free(low);
     return ok;
 }
@@ -47,7 +47,7 @@ int positive_definite(int64_t n, const double *a, double shift) {
  * a + shift I is not positive definite. */
 int cholesky_solve(int64_t n, const double *a, double shift, const double *b, double *x) {
     double *low = core_malloc(sizeof(double) * (size_t)(n * n + 1)), *y = core_malloc(sizeof(double) * (size_t)(n + 1));
-    int ok = cholesky(n, a, shift, low);
+    int ok = cholesky(n, a, shift, low) == 0;
     if (ok) {
         for (int64_t i = 0; i < n; i++) { /* L y = b */
             double total = b[i];

@@ -432,7 +432,7 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
     /* the smallest shift of the form 1e-3 |K| 2^k that makes the reduced stiffness positive definite, none where it
      * already is beyond 1e-8 |K| (found by Cholesky factorizations, not eigenvalues) */
     double level = max_abs(r * r, reduced) + 1e-12 * e->force_scale, base = 1e-3 * level, shift = 0.0;
-    if (!positive_definite(r, symmetric, -1e-8 * level)) {
+    if (!is_positive_definite(r, symmetric, -1e-8 * level)) {
         /* positive definiteness only grows with the shift: bisect over k between 0 and an exponent whose shift
          * passes Gershgorin's bound (strictly diagonally dominant with a positive diagonal: definite) */
         double bound = INFINITY;
@@ -446,7 +446,7 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         if (isfinite(bound)) high = (int)fmin(1100.0, ceil(log2(fmax(-bound / base, 1.0))) + 1.0);
         while (low < high) {
             int middle = (low + high) / 2;
-            if (positive_definite(r, symmetric, base * pow(2.0, middle))) high = middle;
+            if (is_positive_definite(r, symmetric, base * pow(2.0, middle))) high = middle;
             else low = middle + 1;
         }
         shift = base * pow(2.0, low);
@@ -535,7 +535,7 @@ static void escape_direction(const Context *x, const Evaluation *e, const double
 static int unstable_here(const Context *x, const Evaluation *e) {
     int64_t r;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
-    int unstable = r > 0 && all_finite(r * r, reduced) && !positive_definite(r, reduced, stiffness_floor(x, e));
+    int unstable = r > 0 && all_finite(r * r, reduced) && !is_positive_definite(r, reduced, stiffness_floor(x, e));
     core_free(z), core_free(reduced);
     return unstable;
 }
@@ -674,8 +674,8 @@ static int stability(const Context *x, const Evaluation *e, double *neutral, int
     double floor_ = stiffness_floor(x, e);
     int verdict = STABLE;
     if (r > 0) {
-        if (!positive_definite(r, reduced, -floor_)) {
-            if (!all_finite(r * r, reduced) || !positive_definite(r, reduced, floor_)) {
+        if (!is_positive_definite(r, reduced, -floor_)) {
+            if (!all_finite(r * r, reduced) || !is_positive_definite(r, reduced, floor_)) {
                 verdict = UNSTABLE; /* an eigenvalue below -floor */
             } else { /* eigenvalues in [-floor, floor]: the neutral directions */
                 double *values = zeros(r), *vectors = zeros(r * r);
