@@ -948,6 +948,62 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* linear_algebra(name, a (rows, cols), b, out, shift_or_rcond) -> status: the dense kernels of linalg.c on their own,
+ * for tests against numpy and scipy. name: "cholesky_solve" (a square, out = x, shift), "lu_solve" (out = x),
+ * "pseudo_solve" (b (rows), out = x (cols), rcond), "null_space" (out (cols, cols - rows)), "symmetric_eigen"
+ * (b = values out (n), out = vectors (n, n)). Returns the kernel's status (0 = ok) or 0. */
+static PyObject *py_linear_algebra(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    PyObject *o[3];
+    double parameter;
+    Buffer b[3] = {0};
+    volatile int status = 0; /* set inside a memory scope (setjmp) */
+    if (!PyArg_ParseTuple(args, "sOOOd", &name, &o[0], &o[1], &o[2], &parameter)) return NULL;
+    double *a = take(o[0], &b[0], 'd', 0, 0, "a"), *rhs = NULL, *out = NULL;
+    int eigen = strcmp(name, "symmetric_eigen") == 0;
+    if (a) rhs = take(o[1], &b[1], 'd', eigen, 1, "b");
+    if (a && !PyErr_Occurred()) out = take(o[2], &b[2], 'd', 1, 0, "out");
+    if (out && b[0].view.ndim != 2) PyErr_SetString(PyExc_ValueError, "linear_algebra: a must be 2-d");
+    if (out && !PyErr_Occurred()) {
+        int64_t rows = b[0].view.shape[0], cols = b[0].view.shape[1];
+        int square = rows == cols, known = 1, ok = 1;
+        if (!strcmp(name, "cholesky_solve") || !strcmp(name, "lu_solve"))
+            ok = square && b[1].held && sized(&b[1], rows, "b") && sized(&b[2], rows, "out");
+        else if (!strcmp(name, "pseudo_solve"))
+            ok = b[1].held && sized(&b[1], rows, "b") && sized(&b[2], cols, "out");
+        else if (!strcmp(name, "null_space"))
+            ok = rows <= cols && sized(&b[2], cols * (cols - rows), "out");
+        else if (eigen)
+            ok = square && b[1].held && sized(&b[1], rows, "b") && sized(&b[2], rows * rows, "out");
+        else
+            known = 0;
+        if (!known)
+            PyErr_Format(PyExc_ValueError, "linear_algebra: unknown kernel %s (cholesky_solve, lu_solve, pseudo_solve, "
+                         "null_space, symmetric_eigen)", name);
+        else if (!ok && !PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "linear_algebra: shapes do not fit the kernel");
+        else if (ok) {
+            CoreScope scope;
+            core_scope_open(&scope);
+            if (setjmp(scope.jump) == 0) {
+                if (!strcmp(name, "cholesky_solve")) status = cholesky_solve(rows, a, parameter, rhs, out);
+                else if (!strcmp(name, "lu_solve")) status = lu_solve(rows, a, rhs, out);
+                else if (!strcmp(name, "pseudo_solve")) pseudo_solve(rows, cols, a, rhs, parameter, out);
+                else if (!strcmp(name, "null_space")) null_space(rows, cols, a, out);
+                else symmetric_eigen(rows, a, rhs, out);
+                core_scope_close(&scope);
+            } else {
+                core_scope_unwind(&scope);
+                PyErr_SetString(PyExc_MemoryError, "linear_algebra: the compiled core could not allocate its memory");
+            }
+        }
+    }
+    release(b, 3);
+    if (PyErr_Occurred()) return NULL;
+    return PyLong_FromLong(status);
+}
+
 /* fail_allocation(n): debug hook, the n-th allocation the core makes from now fails (0: none). */
 static PyObject *py_fail_allocation(PyObject *self, PyObject *args) {
     (void)self;
@@ -978,6 +1034,7 @@ static PyMethodDef methods[] = {
     {"pivoted_rank", py_pivoted_rank, METH_VARARGS, "rank and independent columns by pivoted QR"},
     {"solve", py_solve, METH_VARARGS, "equilibria of a batch of cases"},
     {"evaluate", py_evaluate, METH_VARARGS, "the solver's evaluation at one configuration"},
+    {"linear_algebra", py_linear_algebra, METH_VARARGS, "a dense kernel of linalg.c on its own (for tests)"},
     {"fail_allocation", py_fail_allocation, METH_VARARGS, "debug: the n-th allocation from now fails (0: none)"},
     {"live_allocations", py_live_allocations, METH_NOARGS, "blocks the core has allocated and not yet freed"},
     {NULL, NULL, 0, NULL},
