@@ -151,6 +151,7 @@ class ModelCache(TypedDict, total=False):
     ik_independent: np.ndarray  # ik.frames: coordinates no coupling drives
     ik_frames: dict  # ik.frames: FrameTable by frame index
     ik_limits: dict  # ik.problem: coordinate bounds by whether joint limits are respected
+    frame_motions: dict  # sensitivity.parameters: per attached frame, what moving it moves
 
 
 @dataclass(frozen=True)
