@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
 
-.PHONY: test demo bench clean
+.PHONY: test check-c demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,26 @@ $(STAMP): pyproject.toml $(wildcard shiftsim/core/src/*) | $(BIN)/python
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The compiled core built with every warning an error and the address and undefined-behaviour sanitizers, in its
+# own folder (a copy of the package; the editable install is left alone), and the core's tests run against it.
+# Python itself is not built with ASan, so the runtime is preloaded; leaks are not reported (the interpreter keeps
+# memory on purpose at exit).
+CHECK_C := $(abspath build/check-c)
+SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+CORE_TESTS := tests/test_core.py tests/test_core_safety.py tests/test_core_allocation.py tests/test_core_linalg.py \
+	tests/test_kinematics.py tests/test_jacobian_loops.py tests/test_statics.py
+
+check-c: $(STAMP)
+	rm -rf $(CHECK_C) && mkdir -p $(CHECK_C)
+	cp -r shiftsim tests models $(CHECK_C)/
+	gcc -shared -fPIC -O1 -std=c99 -D_GNU_SOURCE -Wall -Wextra -Werror $(SANITIZE) \
+		-I"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" shiftsim/core/src/*.c \
+		-o $(CHECK_C)/shiftsim/core/_core$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') \
+		-lm -lpthread
+	cd $(CHECK_C) && PYTHONPATH=$(CHECK_C) ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+		$(abspath $(BIN))/python -m pytest -q -p no:cacheprovider -p no:warnings $(CORE_TESTS)
 
 demo: $(STAMP)
 	$(BIN)/shiftsim run scenarios/excavator_lift.json --force

@@ -57,7 +57,7 @@ def forward(model: Model, q: np.ndarray, bodies: bool = True, frames: bool = Tru
     ``Data``), returned; saves allocating the outputs in a loop over single configurations.
     """
     if out is not None:
-        capsule = model.__dict__.get("_core_model") or compiled(model)
+        capsule = model.cache.get("core_model") or compiled(model)
         try:  # the core reads q in place when it is already C-contiguous float64 (it checks, and says if not)
             core.forward(capsule, q, out.bodies if bodies else None, out.frames if frames else None, 1)
         except TypeError:
@@ -144,14 +144,14 @@ def coupling_map(model: Model, q: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------- loop closure
 def _closure_tables(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per closure (cached): the nodes of both sides and their offsets (K, 4, 4)."""
-    cached = model.__dict__.get("_closure_cache")
+    cached = model.cache.get("closures")
     if cached is None:
         node_a = np.array([c.node_a for c in model.closures], dtype=int)
         node_b = np.array([c.node_b for c in model.closures], dtype=int)
         off_a = np.array([c.offset_a for c in model.closures]).reshape(-1, 4, 4)
         off_b = np.array([c.offset_b for c in model.closures]).reshape(-1, 4, 4)
         cached = (node_a, node_b, off_a, off_b)
-        object.__setattr__(model, "_closure_cache", cached)
+        model.cache["closures"] = cached
     return cached
 
 
@@ -249,7 +249,7 @@ def _close_loops(model: Model, q: np.ndarray, held: list[int], tolerance: float,
 
 def _assembly_problem(model: Model, free: np.ndarray):
     """The compiled core's problem that moves ``free`` to close the loops (kept per set of free coordinates)."""
-    cache = model.__dict__.setdefault("_core_assembly", {})
+    cache = model.cache.setdefault("core_assembly", {})
     key = free.tobytes()
     if key not in cache:
         empty = np.zeros(0, dtype=np.int64)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -133,9 +134,31 @@ class JointRestraint:
     law: PiecewiseLaw
 
 
+class ModelCache(TypedDict, total=False):
+    """Data derived from a model on first use and kept with it (:attr:`Model.cache`): never part of what the model
+    means, so left out of pickles and empty on a copy made by ``dataclasses.replace``. One key per deriving
+    module; add a key here before using it."""
+
+    frame_lookup: dict[str, int]  # Model.frame_index: frame and bare body paths -> frame index
+    core_arrays: Any  # core.layout.model_arrays: the ModelArrays (read-only)
+    core_model: Any  # core.layout.compiled: the capsule of the C struct over core_arrays
+    core_problems: dict  # statics: core problems without force fields, by free coordinates, rows and loads
+    core_assembly: dict  # kinematics.assemble: core problems that only close loops, by free coordinates
+    closures: tuple  # kinematics: closure nodes (K,) and offsets (K, 4, 4), both sides
+    joint_coordinates: list  # solution: per joint, its coordinates as an index into q
+    floating: Any  # ground.base.floating: the compiled free-base Model
+    support_stands: dict  # scenario.ground: stands by placement
+    ik_independent: np.ndarray  # ik.frames: coordinates no coupling drives
+    ik_frames: dict  # ik.frames: FrameTable by frame index
+    ik_limits: dict  # ik.problem: coordinate bounds by whether joint limits are respected
+    frame_motions: dict  # sensitivity.parameters: per attached frame, what moving it moves
+
+
 @dataclass(frozen=True)
 class Model:
-    """Immutable compiled model. See the module docstring for the node convention."""
+    """Immutable compiled model. See the module docstring for the node convention.
+
+    ``cache`` is the one mutable part, declared: data derived on first use (:class:`ModelCache`)."""
 
     spec: ModelSpec
     gravity: np.ndarray
@@ -171,11 +194,19 @@ class Model:
     joint_restraints: tuple[JointRestraint, ...]
     pair_restraints: tuple[PairRestraint, ...]
     warnings: tuple[str, ...] = field(default=())
+    cache: ModelCache = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _freeze_arrays(self.__dict__)
 
     def __getstate__(self) -> dict:
-        """Pickled without the caches kept on the model (``_…`` entries, such as the compiled core's C struct):
-        they are rebuilt on first use wherever the model lands (a Dask worker, say)."""
-        return {name: value for name, value in self.__dict__.items() if not name.startswith("_")}
+        """Pickled without its :attr:`cache` (such as the compiled core's C struct): rebuilt on first use wherever
+        the model lands (a Dask worker, say)."""
+        return {name: value for name, value in self.__dict__.items() if name != "cache"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, cache={})
+        _freeze_arrays(self.__dict__)
 
     @cached_property
     def subtree(self) -> np.ndarray:
@@ -224,12 +255,12 @@ class Model:
     @property
     def _frame_lookup(self) -> dict[str, int]:
         """Frame paths, and bare body paths for their origins, to frame indices (built once)."""
-        table = self.__dict__.get("_frame_lookup_cache")
+        table = self.cache.get("frame_lookup")
         if table is None:
             table = {n: i for i, n in enumerate(self.frame_names)}
             for body in self.body_names:
                 table.setdefault(body, table[join_path(body, ORIGIN)])
-            object.__setattr__(self, "_frame_lookup_cache", table)
+            self.cache["frame_lookup"] = table
         return table
 
     def coordinates_of(self, joint: str) -> tuple[int, ...]:
@@ -241,6 +272,16 @@ class Model:
         for c in self.couplings:
             q[..., c.target] = _apply(c.function, q[..., list(c.sources)])
         return q
+
+
+def _freeze_arrays(fields: dict) -> None:
+    """Make the model's arrays (and those of its polynomial laws) read-only: the model is immutable, and the
+    compiled core keeps pointers into them (it checks their contents once, when it compiles the model)."""
+    for value in fields.values():
+        arrays = (value.coordinates, value.coefficients) if isinstance(value, PolynomialLaws) else (value,)
+        for array in arrays:
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
 
 
 def _apply(function, values: np.ndarray) -> np.ndarray:

@@ -152,11 +152,11 @@ def joint_load_arrays(model: Model, q: np.ndarray, multipliers: np.ndarray, grav
 
 def _joint_coordinates(model: Model) -> list[slice | list[int]]:
     """Per joint, its coordinates as an index into q: a slice where they are consecutive (kept on the model)."""
-    cached = model.__dict__.get("_joint_coordinate_index")
+    cached = model.cache.get("joint_coordinates")
     if cached is None:
         cached = [slice(c[0], c[-1] + 1) if c and list(c) == list(range(c[0], c[-1] + 1)) else list(c)
                   for c in (joint.coordinates for joint in model.joints)]
-        object.__setattr__(model, "_joint_coordinate_index", cached)
+        model.cache["joint_coordinates"] = cached
     return cached
 
 

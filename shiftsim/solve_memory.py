@@ -1,65 +1,37 @@
-"""The memory one static solve needs, and refusing a solve the machine cannot hold.
+"""Refusing a solve this process cannot hold, before it starts (the command line and ``run_scenario``).
 
-A solve works on dense matrices of the system's size
-``n = coordinates + 6 x closures``. :func:`solve_memory_bytes` estimates the
-peak as :data:`DENSE_MATRICES` float64 matrices of ``n x (n + 1)`` (measured:
-a peak of about 7.9 such matrices for flat models of 300 to 900 bodies, as the
-growth of the process's peak resident memory, which counts the compiled core's
-own allocations; the test keeps the estimate above the measured peak). A solve whose estimate is
-more than the machine's physical memory is refused before it starts, with the
-estimate: exit 1, since the input is valid and only this machine cannot hold
-the solve.
+The estimate and the memory this process may still take come from :mod:`shiftsim.core.memory`: a solve works on
+dense ``n x (n + 1)`` matrices (``n = coordinates + 6 x closures``, :data:`DENSE_MATRICES` of them at its peak),
+and may take the least of the machine's physical memory, the memory the kernel reports available, and the room
+under the address-space limit (``ulimit -v``). A solve whose estimate is more is refused with the estimate:
+exit 1, since the input is valid and only this machine cannot hold the solve.
 """
 
 from __future__ import annotations
 
-import math
-import os
-
-from .errors import ShiftsimError
+from .core.memory import DENSE_MATRICES, SolveTooLarge, size_text, solve_bytes, system_size
+from .core.memory import usable_bytes as usable_memory_bytes
 from .model import Model
 
-DENSE_MATRICES = 10
-
-
-class SolveTooLarge(ShiftsimError):
-    """A solve needs more memory than the machine has (exit 1: the input is valid, the machine too small)."""
-
-    exit_code = 1
-
-
-def physical_memory_bytes() -> int:
-    """The machine's physical memory (``SC_PHYS_PAGES`` x ``SC_PAGE_SIZE``)."""
-    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
-def _system_size(model: Model) -> int:
-    """``n = coordinates + 6 x closures``: the rows of the dense matrices a solve of ``model`` works on."""
-    return model.nq + 6 * len(model.closures)
+__all__ = ["DENSE_MATRICES", "SolveTooLarge", "check_solve_memory", "solve_memory_bytes", "usable_memory_bytes"]
 
 
 def solve_memory_bytes(model: Model) -> int:
-    """Estimated peak memory (bytes) of one static solve of ``model`` (see the module docstring)."""
-    n = _system_size(model)
-    return DENSE_MATRICES * 8 * n * (n + 1)
+    """Estimated peak memory (bytes) of one static solve of ``model`` (:func:`shiftsim.core.memory.solve_bytes`)."""
+    return solve_bytes(model.nq, len(model.closures))
 
 
 def check_solve_memory(model: Model, what: str, copies: int = 1) -> None:
-    """Raise :class:`SolveTooLarge` when ``copies`` solves of ``model`` at once would not fit in memory."""
-    need, have = copies * solve_memory_bytes(model), physical_memory_bytes()
+    """Raise :class:`SolveTooLarge` when ``copies`` solves of ``model`` at once would not fit in the memory this
+    process may still take."""
+    need, have = copies * solve_memory_bytes(model), usable_memory_bytes()
     if need > have:
-        n = _system_size(model)
+        n = system_size(model.nq, len(model.closures))
         per = f" ({copies} processes at once)" if copies > 1 else ""
+        loops = len(model.closures)
         raise SolveTooLarge(
-            f"{what}: a solve of {model.nq} coordinates and {_count(len(model.closures), 'loop')} works on dense "
-            f"{n} x {n + 1} matrices and needs about {_gib(need)}{per}, more than this machine's "
-            f"{_gib(have)} of memory; refused before starting"
+            f"{what}: a solve of {model.nq} coordinates and {loops} loop{'' if loops == 1 else 's'} works on dense "
+            f"{n} x {n + 1} matrices and needs about {size_text(need)}{per}, more than the {size_text(have)} this "
+            "process may still take (physical memory, available memory and the address-space limit); "
+            "refused before starting"
         )
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _gib(size: float) -> str:
-    return f"{size / 2**30:.3g} GiB" if size >= 2**30 else f"{math.ceil(size / 2**20)} MiB"

@@ -38,8 +38,10 @@ import numpy as np
 
 from . import forces as gen
 from .core import library as core_library
+from .core import memory
 from .core.layout import compiled
 from .core.library import core
+from .core import problem as core_tables
 from .core.problem import problem as core_problem
 from .errors import InputError, Problem
 from .kinematics import State, assemble, closure_jacobian, coupling_callbacks, coupling_map, model_size, state
@@ -73,7 +75,10 @@ class SolverOptions:
     replaces the analytic tangent stiffness by central differences of the residual (a fallback
     and a check; one residual evaluation pair per free coordinate). ``load_stepping`` False reports a
     case whose full load fails as failed at once (for searches that expect failures, such as a tipping
-    load bracketed from above)."""
+    load bracketed from above). ``memory_limit`` (bytes): a solve whose estimated memory
+    (:mod:`shiftsim.core.memory`) is more is refused before it starts with
+    :class:`~shiftsim.core.memory.SolveTooLarge` (a ``MemoryError``); None: what this process may still take
+    (physical and available memory, the address-space limit), ``math.inf``: no limit."""
 
     max_iterations: int = 60  # per load step
     force_tolerance: float = 1e-10
@@ -85,6 +90,7 @@ class SolverOptions:
     seek_stable: bool = True
     finite_difference_stiffness: bool = False
     load_stepping: bool = True
+    memory_limit: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_load_halvings <= MAX_LOAD_HALVINGS:  # each halving doubles the load steps
@@ -135,7 +141,7 @@ class BatchResult:
         return self.stability == "stable"
 
 
-STABILITY = ("stable", "neutral", "unstable")
+STABILITY = core_tables.VERDICTS
 _VERDICTS = np.array(STABILITY)  # by the core's stability code
 
 
@@ -146,7 +152,7 @@ def _problem(model: Model, free: np.ndarray, rows: np.ndarray, loads: list[gen.A
     frames = tuple(int(l.frame) for l in loads)
     follow = tuple(bool(l.follow) for l in loads)
     key = (free.tobytes(), np.asarray(rows, np.int64).tobytes(), frames, follow, has_rates, options)
-    cache = model.__dict__.setdefault("_core_problems", {})
+    cache = model.cache.setdefault("core_problems", {})
     if not fields and key in cache:
         return cache[key]
 
@@ -187,23 +193,28 @@ def _solve_cases(model: Model, q_start: np.ndarray, free: np.ndarray, rows: np.n
     ``loads``' frames, rate forces (B, nq) or None, ``classify`` (B,) int64 (0: skip the stability verdict), on
     ``threads`` threads (one when the model calls Python back: couplings, fields)."""
     batch, nf, m = q_start.shape[0], len(free), len(rows)
+    threads = 1 if fields or model.couplings else threads
+    concurrent = max(min(threads, batch), 1)
+    memory.check_fits(concurrent * memory.solve_bytes(model.nq, len(model.closures)) + 8 * batch * nf * (nf + 8),
+                      f"a solve of {batch} case{'s' if batch > 1 else ''} ({model.nq} coordinates, "
+                      f"{len(model.closures)} loops, {concurrent} at once)", options.memory_limit)
     problem = _problem(model, free, rows, loads, rate_force is not None, options, fields)
     rates = np.zeros((batch, model.nq)) if rate_force is None else np.ascontiguousarray(rate_force, dtype=float)
     out_q, out_lam = np.empty((batch, model.nq)), np.empty((batch, m))
-    flags, neutral = np.empty((batch, 7)), np.zeros((batch, nf, nf))
+    flags, neutral = np.empty((batch, len(core_tables.RESULT_FLAGS))), np.zeros((batch, nf, nf))
     unheld, runaway = np.zeros((batch, nf), np.uint8), np.zeros((batch, nf), np.uint8)
-    threads = 1 if fields or model.couplings else threads
     core.solve(compiled(model), problem, gravity, force, torque, rates, q_start, classify, out_q, out_lam, flags,
                neutral, unheld, runaway, threads)
     full = np.zeros((batch, 6 * len(model.closures)))
     full[:, rows] = out_lam
     none = np.zeros(0, dtype=int)
-    return BatchResult(out_q, full, flags[:, 0] > 0.5, flags[:, 1].astype(int), flags[:, 2],
-                       _VERDICTS[flags[:, 3].astype(int)], free,
-                       [neutral[b, : int(flags[b, 4])] for b in range(batch)],
+    flag = dict(zip(core_tables.RESULT_FLAGS, flags.T))
+    return BatchResult(out_q, full, flag["converged"] > 0.5, flag["iterations"].astype(int), flag["residual"],
+                       _VERDICTS[flag["stability"].astype(int)], free,
+                       [neutral[b, : int(flag["neutral_count"][b])] for b in range(batch)],
                        [np.flatnonzero(row) if row.any() else none for row in unheld],
                        [np.flatnonzero(row) if row.any() else none for row in runaway],
-                       RUNAWAY_SIZES * max(float(flags[:, 5].max(initial=0.0)), 1.0), flags[:, 5].copy())
+                       RUNAWAY_SIZES * max(float(flag["size"].max(initial=0.0)), 1.0), flag["size"].copy())
 
 
 def independent_rows(model: Model, q: np.ndarray, free: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
@@ -291,10 +302,12 @@ def evaluate(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray,
     problem = _problem(model, free, rows, loads, False, options, tuple(fields))
     given = None if multipliers is None else np.ascontiguousarray(multipliers, dtype=float)
     out = dict(residual=np.zeros(nf), closure=np.zeros(m), closure_jacobian=np.zeros((m, nf)),
-               hessian=np.zeros((nf, nf)), scalars=np.zeros(5), q_force_reduced=np.zeros(nf), multipliers=np.zeros(m))
+               hessian=np.zeros((nf, nf)), scalars=np.zeros(len(core_tables.EVALUATION_SCALARS)),
+               q_force_reduced=np.zeros(nf), multipliers=np.zeros(m))
     core.evaluate(compiled(model), problem, np.asarray(gravity, float).reshape(3).copy(), force[0], torque[0], q,
                   given, *out.values())
-    energy, force_scale, conservative, _, _ = out.pop("scalars")
+    scalar = dict(zip(core_tables.EVALUATION_SCALARS, out.pop("scalars")))
+    energy, force_scale, conservative = scalar["energy"], scalar["force_scale"], scalar["conservative"]
     return Evaluation(energy=float(energy), force_scale=float(force_scale), conservative=bool(conservative), **out)
 
 

@@ -15,10 +15,11 @@ import scipy.linalg
 
 from shiftsim.core.layout import compiled
 from shiftsim.core.library import core
+from shiftsim.core.problem import settings
 from shiftsim.forces import ForceTerms
 from shiftsim.kinematics import forward
 from shiftsim.loading import load_model
-from shiftsim.statics import evaluate, free_coordinates, resolve_prescribed, solve, solve_batch
+from shiftsim.statics import SolverOptions, evaluate, free_coordinates, resolve_prescribed, solve, solve_batch
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -130,7 +131,7 @@ def test_a_pickled_model_rebuilds_its_compiled_form():
     model = load_model(MODELS / "shift/four_bar.json")
     before = forward(model, model.q0).frames
     copy = pickle.loads(pickle.dumps(model))
-    assert "_core_model" not in copy.__dict__
+    assert "core_model" not in copy.cache and "core_model" in model.cache
     assert np.array_equal(forward(copy, copy.q0).frames, before)
 
 
@@ -185,5 +186,37 @@ def test_arrays_of_the_wrong_size_are_refused_before_the_core_reads_them():
         solve_batch(model, model.q0[None], np.array([0, 99]), model.gravity)
     with pytest.raises(ValueError, match="free: index 99"):  # and the core's, for a caller that goes straight to it
         core.problem(compiled(model), np.array([0, 99]), np.zeros(0, np.int64), np.zeros(2, np.int64),
-                     np.zeros(0, np.int64), np.zeros(0, np.int64), None, None, None, 0, 1, 1, 1, 1.0, 1.0, 1.0, 1.0,
-                     1.0, 1, 0, 1)
+                     np.zeros(0, np.int64), np.zeros(0, np.int64), None, None, None, 0, settings(SolverOptions()))
+
+
+def test_the_boundary_tables_are_one_list_on_both_sides():
+    """fields.h defines each table once; the Python modules that fill or read them hold the same names in the same
+    order (checked at import), and the settings record is read by name."""
+    from shiftsim.core import layout, problem
+
+    assert core.MODEL_FIELDS == layout.MODEL_FIELDS and len(core.MODEL_FIELDS) == 32
+    assert core.SETTINGS_FIELDS == tuple(problem.SETTINGS) and len(core.SETTINGS_FIELDS) == 11
+    assert len(core.RESULT_FLAGS) == 7 and len(core.EVALUATION_SCALARS) == 5
+    assert core.DISTANCE_TYPES == tuple(sorted(layout.DISTANCE_TYPES, key=layout.DISTANCE_TYPES.get))
+    model = load_model(MODELS / "shift/four_bar.json")
+    record = settings(SolverOptions())
+    del record["max_step"]
+    with pytest.raises(ValueError, match="SETTINGS_FIELDS"):
+        core.problem(compiled(model), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                     np.zeros(0, np.int64), np.zeros(0, np.int64), None, None, None, 0, record)
+    record["max_stp"] = 1.0
+    with pytest.raises(KeyError, match="max_step"):
+        core.problem(compiled(model), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                     np.zeros(0, np.int64), np.zeros(0, np.int64), None, None, None, 0, record)
+
+
+def test_a_python_table_that_disagrees_with_the_core_fails_at_import():
+    import subprocess
+    import sys
+
+    script = ("import shiftsim.core.library as library\n"
+              "library.core.RESULT_FLAGS = library.core.RESULT_FLAGS[::-1]\n"
+              "import shiftsim.core.problem\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode != 0 and "ImportError" in done.stderr and "RESULT_FLAGS" in done.stderr
+    assert "'converged', 'iterations'" in done.stderr and "'force_floor', 'size'" in done.stderr

@@ -12,24 +12,27 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..model import Model
-from .library import core
+from ..model import FIXED_MOTION, PRISMATIC, REVOLUTE, Model
+from .library import check_names, core
 
 DISTANCE_TYPES = {"euclidean": 0, "Tx": 1, "Ty": 2, "Tz": 3}
 """A pair restraint's distance type as the core codes it: euclidean, or along the x, y, z axis of the parent frame."""
+
+NODE_KINDS = {"fixed": FIXED_MOTION, "revolute": REVOLUTE, "prismatic": PRISMATIC}
+"""A node's motion as the model (:mod:`shiftsim.model`) and the core code it."""
 
 
 class LawTable(NamedTuple):
     """Piecewise-polynomial laws f(x), df/dx and V(x) = integral_0^x f, one row per law.
 
-    ``breaks`` (L, M+1) interval bounds (row l uses its first ``intervals[l] + 1``); ``coefficients``
+    ``breaks`` (L, M+1) interval bounds (row l uses its first ``count[l] + 1``); ``coefficients``
     (L, 3, M, D): for value, slope and energy, per interval, local-power coefficients in (x - break)
     **highest power first**, padded with leading zeros; ``energy_at_zero`` (L,). Beyond the first and
     last break the end pieces extend (as ``scipy.interpolate.PPoly`` with ``extrapolate=True``).
     """
 
     breaks: np.ndarray
-    intervals: np.ndarray
+    count: np.ndarray
     coefficients: np.ndarray
     energy_at_zero: np.ndarray
 
@@ -80,6 +83,15 @@ class ModelArrays(NamedTuple):
     laws: LawTable
 
 
+MODEL_FIELDS = tuple(name for name in ModelArrays._fields if name != "laws") + tuple(
+    "law_" + name for name in LawTable._fields)
+"""The arrays the core's model capsule takes, in order: :class:`ModelArrays` with the law table's last."""
+
+check_names("MODEL_FIELDS", MODEL_FIELDS)
+check_names("DISTANCE_TYPES", tuple(sorted(DISTANCE_TYPES, key=DISTANCE_TYPES.get)))
+check_names("NODE_KINDS", tuple(sorted(NODE_KINDS, key=NODE_KINDS.get)))
+
+
 def law_table(laws: list) -> LawTable:
     """Pack :class:`~shiftsim.restraints.PiecewiseLaw` objects (their value, slope and energy pieces)."""
     if not laws:
@@ -101,18 +113,25 @@ def law_table(laws: list) -> LawTable:
 def compiled(model: Model):
     """The model for the compiled core: a capsule holding the :class:`ModelArrays` (built once per model and kept
     on it; pickling the model leaves it out)."""
-    cached = model.__dict__.get("_core_model")
+    cached = model.cache.get("core_model")
     if cached is not None:
         return cached
     a = model_arrays(model)
     cached = core.model(tuple(getattr(a, name) for name in ModelArrays._fields if name != "laws") + tuple(a.laws))
-    object.__setattr__(model, "_core_model", cached)
+    model.cache["core_model"] = cached
     return cached
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A C-contiguous read-only array (the core keeps pointers into it)."""
+    array = np.ascontiguousarray(array)
+    array.flags.writeable = False
+    return array
 
 
 def model_arrays(model: Model) -> ModelArrays:
     """The model as :class:`ModelArrays` (C-contiguous; built once per model and kept on it)."""
-    cached = model.__dict__.get("_core_arrays")
+    cached = model.cache.get("core_arrays")
     if cached is not None:
         return cached
     index = np.int64
@@ -149,6 +168,7 @@ def model_arrays(model: Model) -> ModelArrays:
         joint_child_frame=np.array([j.child_frame for j in model.joints], index),
         laws=laws,
     )
-    cached = ModelArrays(*[np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x for x in cached])
-    object.__setattr__(model, "_core_arrays", cached)
+    cached = ModelArrays(*[_read_only(x) if isinstance(x, np.ndarray) else LawTable(*map(_read_only, x))
+                           for x in cached])
+    model.cache["core_arrays"] = cached
     return cached

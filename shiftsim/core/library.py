@@ -19,6 +19,16 @@ except ImportError as error:  # pragma: no cover - an install without its build 
                         "(`pip install -e .` or `make test` builds it; it needs a C compiler)") from error
 
 
+def check_names(table: str, names: tuple[str, ...]) -> None:
+    """Raise ImportError when ``names`` (a Python module's side of a boundary table) differ from the compiled core's
+    ``_core.<table>`` (defined once in src/fields.h), with both lists."""
+    compiled = tuple(getattr(core, table))
+    if tuple(names) != compiled:
+        raise ImportError(f"shiftsim's compiled core and its Python side disagree on {table}: Python has "
+                          f"{list(names)}, the core (src/fields.h) {list(compiled)}; change both together "
+                          "(docs/core.md: how to add a field) and rebuild")
+
+
 def threads() -> int:
     """Threads for batches: every core this process may run on."""
     try:

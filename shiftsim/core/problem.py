@@ -10,12 +10,46 @@ from typing import Callable
 
 import numpy as np
 
-from .library import core
+from .library import check_names, core
 
 Apply = Callable[[np.ndarray], np.ndarray]  # q (nq,) -> q with coupled coordinates recomputed
 Jacobian = Callable[[np.ndarray], np.ndarray]  # q (nq,) -> dq/du (nq, nf)
 # (q, rotation, position, omega, v) -> Q (nq,), K (nq, nq), energy, conservative
 Terms = Callable[..., tuple[np.ndarray, np.ndarray, float, bool]]
+
+
+SETTINGS = {  # the core's settings (src/fields.h) from a shiftsim.statics.SolverOptions and the runaway distance
+    "max_iterations": lambda o, runaway: int(o.max_iterations),
+    "full_load_iterations": lambda o, runaway: int(o.full_load_iterations),
+    "max_load_halvings": lambda o, runaway: int(o.max_load_halvings),
+    "force_tolerance": lambda o, runaway: float(o.force_tolerance),
+    "closure_tolerance": lambda o, runaway: float(o.closure_tolerance),
+    "max_step": lambda o, runaway: float(o.max_step),
+    "max_shifted_step": lambda o, runaway: float(o.max_shifted_step),
+    "runaway_sizes": lambda o, runaway: float(runaway),
+    "seek_stable": lambda o, runaway: int(o.seek_stable),
+    "finite_difference": lambda o, runaway: int(o.finite_difference_stiffness),
+    "load_stepping": lambda o, runaway: int(o.load_stepping),
+}
+RESULT_FLAGS = ("converged", "iterations", "residual", "stability", "neutral_count", "size", "force_floor")
+"""A solved case's row of flags (``core.solve``), by index."""
+EVALUATION_SCALARS = ("energy", "force_scale", "conservative", "size", "force_floor")
+"""An evaluation's scalars (``core.evaluate``), by index."""
+VERDICTS = ("stable", "neutral", "unstable")
+"""The core's stability codes, by index."""
+
+check_names("SETTINGS_FIELDS", tuple(SETTINGS))
+check_names("RESULT_FLAGS", RESULT_FLAGS)
+check_names("EVALUATION_SCALARS", EVALUATION_SCALARS)
+check_names("VERDICTS", VERDICTS)
+
+
+def settings(options, runaway_sizes: float = 0.0) -> dict[str, int | float]:
+    """The settings record the core's problem takes (names: :data:`SETTINGS`); ``options`` a
+    :class:`shiftsim.statics.SolverOptions`, or None (zeros: a problem that only closes loops)."""
+    if options is None:
+        return {name: 0 for name in SETTINGS}
+    return {name: read(options, runaway_sizes) for name, read in SETTINGS.items()}
 
 
 def _array(view: memoryview, shape: tuple[int, ...]) -> np.ndarray:
@@ -45,10 +79,6 @@ def problem(model_capsule, nq: int, n_nodes: int, free: np.ndarray, rows: np.nda
         _array(stiffness, (nq, nq))[...] += k
         _array(extra, (2,))[...] = (energy, 1.0 if conservative else 0.0)
 
-    settings = (0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0) if options is None else (
-        int(options.max_iterations), int(options.full_load_iterations), int(options.max_load_halvings),
-        float(options.force_tolerance), float(options.closure_tolerance), float(options.max_step),
-        float(options.max_shifted_step), float(runaway_sizes), int(options.seek_stable),
-        int(options.finite_difference_stiffness), int(options.load_stepping))
     return core.problem(model_capsule, free, rows, translation, load_frame, load_follow, apply_back if apply else None,
-                        jacobian_back if jacobian else None, terms_back if terms else None, int(has_rates), *settings)
+                        jacobian_back if jacobian else None, terms_back if terms else None, int(has_rates),
+                        settings(options, runaway_sizes))

@@ -65,7 +65,7 @@ def free_base(spec: ModelSpec, added_float: str | None = None) -> ModelSpec:
 
 def floating(model: Model) -> Model:
     """The compiled :func:`free_base` of a model (made once per model)."""
-    cached = model.__dict__.get("_floating_cache")
+    cached = model.cache.get("floating")
     if cached is None:
         added = [j.name[:-len(".float")] for j in model.joints if j.source_type == "float (added)"]
         cached = compile_model(free_base(model.spec, added[0] if len(added) == 1 else None))
@@ -73,7 +73,7 @@ def floating(model: Model) -> Model:
         for k, name in zip(cached.coordinates_of(BASE), BASE_COORDINATES):
             names[k] = name
         cached = replace(cached, coordinate_names=tuple(names))
-        object.__setattr__(model, "_floating_cache", cached)
+        model.cache["floating"] = cached
     return cached
 
 

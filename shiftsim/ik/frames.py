@@ -41,12 +41,12 @@ FrameLike = str | int
 
 def independent_coordinates(model: Model) -> np.ndarray:
     """Indices of the coordinates no coupling drives, in coordinate order (cached on the model, read-only)."""
-    cached = model.__dict__.get("_ik_independent_cache")
+    cached = model.cache.get("ik_independent")
     if cached is None:
         coupled = {c.target for c in model.couplings}
         cached = np.array([i for i in range(model.nq) if i not in coupled], dtype=int)
         cached.flags.writeable = False
-        object.__setattr__(model, "_ik_independent_cache", cached)
+        model.cache["ik_independent"] = cached
     return cached
 
 
@@ -102,10 +102,7 @@ class FrameTable:
 
 def frame_table(model: Model, f: int) -> FrameTable:
     """The :class:`FrameTable` of frame index ``f``, cached on the model."""
-    cache = model.__dict__.get("_ik_frame_cache")
-    if cache is None:
-        cache = {}
-        object.__setattr__(model, "_ik_frame_cache", cache)
+    cache = model.cache.setdefault("ik_frames", {})
     if f not in cache:
         node = int(model.frame_node[f])
         offset = model.frame_offset[f]

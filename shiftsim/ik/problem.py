@@ -35,10 +35,7 @@ from .frames import FrameKinematics, independent_coordinates
 def _limits(model: Model, respect: bool) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper bounds (nq,) of every coordinate: the joint limits of single-coordinate joints when
     ``respect``, -inf/+inf elsewhere. Cached on the model, read-only (problems share them)."""
-    cache = model.__dict__.get("_ik_limits_cache")
-    if cache is None:
-        cache = {}
-        object.__setattr__(model, "_ik_limits_cache", cache)
+    cache = model.cache.setdefault("ik_limits", {})
     if respect not in cache:
         lower, upper = np.full(model.nq, -np.inf), np.full(model.nq, np.inf)
         if respect:

@@ -69,10 +69,7 @@ class Support:
     def stand_of(self, model: Model, machine: Machine, placement: Placement | None = None) -> Stand:
         """:meth:`stand`, made once per model and placement."""
         placement = placement or machine.placement
-        cache = model.__dict__.get("_support_stands")
-        if cache is None:
-            cache = {}
-            object.__setattr__(model, "_support_stands", cache)
+        cache = model.cache.setdefault("support_stands", {})
         key = placement.matrix.tobytes()
         if key not in cache:
             cache[key] = self.stand(model, machine, placement)

@@ -83,10 +83,10 @@ def _unmovable_frames(model: Model) -> set[int]:
 def frame_motions(model: Model) -> dict[int, FrameMotion]:
     """Per frame a joint or a loop closure attaches to (body origins and pair-restraint frames excepted), what
     moving it moves (kept on the model)."""
-    cached = model.__dict__.get("_frame_motions")
+    cached = model.cache.get("frame_motions")
     if cached is None:
         cached = _frame_motions(model)
-        object.__setattr__(model, "_frame_motions", cached)
+        model.cache["frame_motions"] = cached
     return cached
 
 

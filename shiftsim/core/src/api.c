@@ -89,8 +89,22 @@ static struct {
     CaseWork work;
     void *job;
     int64_t batch, next;
+    int failed; /* a case ran out of memory */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          0, 0, 0, 0, NULL, NULL, 0, 0};
+          0, 0, 0, 0, NULL, NULL, 0, 0, 0};
+
+/* work(job, b) in its own memory scope (workspace.c); 0 = ok, -1 = an allocation failed (nothing left allocated). */
+static int run_case(CaseWork work, void *job, int64_t b) {
+    CoreScope scope;
+    core_scope_open(&scope);
+    if (setjmp(scope.jump) == 0) {
+        work(job, b);
+        core_scope_close(&scope);
+        return 0;
+    }
+    core_scope_unwind(&scope);
+    return -1;
+}
 
 static void take_cases(void) {
     for (;;) {
@@ -101,7 +115,7 @@ static void take_cases(void) {
         int64_t batch = pool.batch;
         pthread_mutex_unlock(&pool.lock);
         if (b >= batch) return;
-        work(job, b);
+        if (run_case(work, job, b) != 0) __atomic_store_n(&pool.failed, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -131,7 +145,7 @@ static void pool_after_fork(void) {
     pool.workers = pool.wanted = pool.running = 0;
 }
 
-static void run_parallel(CaseWork work, void *job, int64_t batch, int64_t threads) {
+static int run_parallel(CaseWork work, void *job, int64_t batch, int64_t threads) {
     pthread_mutex_lock(&pool.serial);
     static int registered = 0;
     if (!registered) registered = 1, pthread_atfork(NULL, NULL, pool_after_fork);
@@ -142,7 +156,7 @@ static void run_parallel(CaseWork work, void *job, int64_t batch, int64_t thread
         pool.workers++;
     }
     pthread_mutex_lock(&pool.lock);
-    pool.work = work, pool.job = job, pool.batch = batch, pool.next = 0;
+    pool.work = work, pool.job = job, pool.batch = batch, pool.next = 0, pool.failed = 0;
     pool.wanted = threads - 1 < pool.workers ? threads - 1 : pool.workers;
     pool.running = pool.wanted;
     pool.generation++;
@@ -151,37 +165,68 @@ static void run_parallel(CaseWork work, void *job, int64_t batch, int64_t thread
     take_cases();
     pthread_mutex_lock(&pool.lock);
     while (pool.running > 0) pthread_cond_wait(&pool.finished, &pool.lock);
+    int failed = pool.failed;
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.serial);
+    return failed ? -1 : 0;
 }
 
 /* work(job, b) for b in [0, batch) on ``threads`` threads; the GIL is released unless ``keep_gil`` (the work
- * calls Python back, or is too short to be worth it: then the calling thread alone). */
-static void run_cases(CaseWork work, void *job, int64_t batch, int64_t threads, int keep_gil) {
+ * calls Python back, or is too short to be worth it: then the calling thread alone). 0 = ok; -1 when a case ran
+ * out of memory (the other cases still ran). */
+static int run_cases(CaseWork work, void *job, int64_t batch, int64_t threads, int keep_gil) {
+    int failed = 0;
     if (threads > batch) threads = batch;
     if (keep_gil) {
-        for (int64_t b = 0; b < batch; b++) work(job, b);
-        return;
+        for (int64_t b = 0; b < batch; b++) failed |= run_case(work, job, b) != 0;
+        return failed ? -1 : 0;
     }
     Py_BEGIN_ALLOW_THREADS
     if (threads <= 1)
-        for (int64_t b = 0; b < batch; b++) work(job, b);
+        for (int64_t b = 0; b < batch; b++) failed |= run_case(work, job, b) != 0;
     else
-        run_parallel(work, job, batch, threads);
+        failed = run_parallel(work, job, batch, threads) != 0;
     Py_END_ALLOW_THREADS
+    return failed ? -1 : 0;
 }
 
+/* Set MemoryError naming the model's size (the core could not allocate a case's working memory). */
+static void no_memory(const Model *core_model) {
+    PyErr_Format(PyExc_MemoryError, "the compiled core could not allocate its working memory for a model of %lld "
+                 "nodes, %lld coordinates and %lld loops", (long long)core_model->n_nodes, (long long)core_model->nq,
+                 (long long)core_model->n_closures);
+}
+
+/* Run the statements in their own memory scope; MemoryError naming model's size when an allocation fails. */
+#define GUARDED(model, ...)                                                                                         \
+    do {                                                                                                            \
+        CoreScope scope_;                                                                                           \
+        core_scope_open(&scope_);                                                                                   \
+        if (setjmp(scope_.jump) == 0) {                                                                             \
+            __VA_ARGS__;                                                                                            \
+            core_scope_close(&scope_);                                                                              \
+        } else {                                                                                                    \
+            core_scope_unwind(&scope_);                                                                             \
+            no_memory(model);                                                                                       \
+        }                                                                                                           \
+    } while (0)
+
 /* ------------------------------------------------------------------ the model capsule */
-#define MODEL_ARRAYS 32
+#define FIELD_INDEX(name, type) FIELD_##name,
+enum { SHIFTSIM_MODEL_FIELDS(FIELD_INDEX) };
+#undef FIELD_INDEX
+#define FIELD_NAME(name, type) #name,
+static const char *const model_field_names[MODEL_FIELDS] = {SHIFTSIM_MODEL_FIELDS(FIELD_NAME)};
+#undef FIELD_NAME
 typedef struct {
     Model model;
-    Buffer buffers[MODEL_ARRAYS];
+    Buffer buffers[MODEL_FIELDS];
 } ModelCapsule;
 
 static void model_destroy(PyObject *capsule) {
     ModelCapsule *m = PyCapsule_GetPointer(capsule, "shiftsim.Model");
     if (!m) return;
-    release(m->buffers, MODEL_ARRAYS);
+    release(m->buffers, MODEL_FIELDS);
     free(m);
 }
 
@@ -190,40 +235,116 @@ static const Model *model_of(PyObject *capsule) {
     return m ? &m->model : NULL;
 }
 
-/* model(arrays) -> capsule: arrays in the order of shiftsim.core.layout.ModelArrays with the law table's four
- * arrays last (32 in all). */
+/* The leading dimension of a buffer (-1 for a 0-d one: no model array is 0-d, and model_valid refuses it). */
+static int64_t leading(const Buffer *b) { return b->view.ndim >= 1 ? (int64_t)b->view.shape[0] : -1; }
+
+/* 1 when every entry of an int64 buffer lies in [low, high); 0 with a ValueError naming the model array. */
+static int model_indices(const Buffer *b, int64_t low, int64_t high, const char *name) {
+    const int64_t *v = b->view.buf;
+    for (int64_t i = 0; i < (int64_t)(b->view.len / 8); i++)
+        if (v[i] < low || v[i] >= high) {
+            PyErr_Format(PyExc_ValueError, "model array %s: entry %lld is %lld, expected an index in [%lld, %lld)", name,
+                         (long long)i, (long long)v[i], (long long)low, (long long)high);
+            return 0;
+        }
+    return 1;
+}
+
+/* 1 when the model's arrays agree in size with each other and every index they hold points inside the arrays it
+ * indexes (so no kernel can read out of range, whatever arrays Python passed); 0 with a ValueError naming the array
+ * otherwise. Run once, when the model is compiled into its capsule. */
+static int model_valid(const ModelCapsule *m) {
+    const Model *model = &m->model;
+    const Buffer *b = m->buffers;
+    int64_t n = model->n_nodes, nq = model->nq, frames = model->n_frames, closures = model->n_closures;
+    int64_t laws = (int64_t)(b[FIELD_law_count].view.len / 8), intervals = model->law_intervals, joints = model->n_joints;
+    if (n < 1) return PyErr_SetString(PyExc_ValueError, "model array parent: no nodes (node 0 is the world)"), 0;
+    if (b[FIELD_law_coefficients].view.ndim != 4)
+        return PyErr_SetString(PyExc_ValueError, "model array law_coefficients: a 4-d array (L, 3, M, D) is needed"), 0;
+    int64_t counts[MODEL_FIELDS] = {
+        n, n, n, n, 16 * n, 16 * n, n, 3 * n, nq, model->n_bodies, frames, 16 * frames, closures, closures,
+        16 * closures, 16 * closures, model->n_springs, model->n_springs * model->spring_degree,
+        model->n_joint_laws, model->n_joint_laws, model->n_pairs, model->n_pairs, model->n_pairs, model->n_pairs,
+        joints, joints, joints, joints, laws * (intervals + 1), laws, laws * 3 * intervals * model->law_degree, laws};
+    char what[64];
+    for (int i = 0; i < MODEL_FIELDS; i++) {
+        snprintf(what, sizeof what, "model array %s", model_field_names[i]);
+        if (!sized(&b[i], counts[i], what)) return 0;
+    }
+    if (b[FIELD_law_coefficients].view.shape[1] != 3)
+        return PyErr_SetString(PyExc_ValueError, "model array law_coefficients: (L, 3, M, D) is needed"), 0;
+    const int64_t *parent = model->parent, *coordinate = model->coordinate;
+    if (parent[0] != -1)
+        return PyErr_Format(PyExc_ValueError, "model array parent: node 0 (the world) has parent %lld, expected -1",
+                            (long long)parent[0]), 0;
+    for (int64_t i = 1; i < n; i++)
+        if (parent[i] < 0 || parent[i] >= i)
+            return PyErr_Format(PyExc_ValueError, "model array parent: node %lld has parent %lld, expected a node in "
+                                "[0, %lld) (parents first)", (long long)i, (long long)parent[i], (long long)i), 0;
+    if (!model_indices(&b[FIELD_kind], FIXED_MOTION, PRISMATIC + 1, model_field_names[FIELD_kind]) || !model_indices(&b[FIELD_coordinate], -1, nq, model_field_names[FIELD_coordinate])
+        || !model_indices(&b[FIELD_coordinate_node], 0, n, model_field_names[FIELD_coordinate_node]))
+        return 0;
+    for (int64_t i = 0; i < n; i++)
+        if ((model->kind[i] != FIXED_MOTION) != (coordinate[i] >= 0) || (coordinate[i] >= 0 && i == 0))
+            return PyErr_Format(PyExc_ValueError, "model arrays kind, coordinate: node %lld has kind %lld and coordinate "
+                                "%lld, expected a coordinate exactly where the node moves (not the world)", (long long)i,
+                                (long long)model->kind[i], (long long)coordinate[i]), 0;
+    for (int64_t k = 0; k < nq; k++)
+        if (coordinate[model->coordinate_node[k]] != k)
+            return PyErr_Format(PyExc_ValueError, "model array coordinate_node: coordinate %lld is on node %lld, which "
+                                "moves by coordinate %lld", (long long)k, (long long)model->coordinate_node[k],
+                                (long long)coordinate[model->coordinate_node[k]]), 0;
+    return model_indices(&b[FIELD_body_node], 0, n, model_field_names[FIELD_body_node]) && model_indices(&b[FIELD_frame_node], 0, n, model_field_names[FIELD_frame_node])
+           && model_indices(&b[FIELD_closure_a], 0, n, model_field_names[FIELD_closure_a]) && model_indices(&b[FIELD_closure_b], 0, n, model_field_names[FIELD_closure_b])
+           && model_indices(&b[FIELD_spring_coordinate], 0, nq, model_field_names[FIELD_spring_coordinate]) && model_indices(&b[FIELD_law_coordinate], 0, nq, model_field_names[FIELD_law_coordinate])
+           && model_indices(&b[FIELD_law_index], 0, laws, model_field_names[FIELD_law_index]) && model_indices(&b[FIELD_pair_frame_a], 0, frames, model_field_names[FIELD_pair_frame_a])
+           && model_indices(&b[FIELD_pair_frame_c], 0, frames, model_field_names[FIELD_pair_frame_c]) && model_indices(&b[FIELD_pair_distance], 0, 4, model_field_names[FIELD_pair_distance])
+           && model_indices(&b[FIELD_pair_law], 0, laws, model_field_names[FIELD_pair_law]) && model_indices(&b[FIELD_joint_first_node], 0, n, model_field_names[FIELD_joint_first_node])
+           && model_indices(&b[FIELD_joint_reversed], 0, 2, model_field_names[FIELD_joint_reversed]) && model_indices(&b[FIELD_joint_closure], -1, closures, model_field_names[FIELD_joint_closure])
+           && model_indices(&b[FIELD_joint_child_frame], 0, frames, model_field_names[FIELD_joint_child_frame]) && model_indices(&b[FIELD_law_count], 0, intervals + 1, model_field_names[FIELD_law_count]);
+}
+
+/* model(arrays) -> capsule: a tuple of the arrays named by _core.MODEL_FIELDS (SHIFTSIM_MODEL_FIELDS in fields.h),
+ * in that order; their sizes and index contents are checked here, once (model_valid). */
 static PyObject *py_model(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *arrays;
     if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &arrays)) return NULL;
-    if (PyTuple_GET_SIZE(arrays) != MODEL_ARRAYS) return PyErr_Format(PyExc_ValueError, "model: %d arrays expected", MODEL_ARRAYS);
-    static const char kinds[MODEL_ARRAYS + 1] = "qqqddddd" "qqqd" "qqdd" "qdqq" "qqqq" "qqqq" "dqdd";
+    if (PyTuple_GET_SIZE(arrays) != MODEL_FIELDS) return PyErr_Format(PyExc_ValueError, "model: %d arrays expected", MODEL_FIELDS);
+#define BUFFER_int64_t 'q'
+#define BUFFER_double 'd'
+#define FIELD_KIND(name, type) BUFFER_##type,
+    static const char kinds[MODEL_FIELDS] = {SHIFTSIM_MODEL_FIELDS(FIELD_KIND)};
+#undef FIELD_KIND
     ModelCapsule *m = calloc(1, sizeof(ModelCapsule));
-    void *p[MODEL_ARRAYS];
-    for (int i = 0; i < MODEL_ARRAYS; i++) {
-        p[i] = take(PyTuple_GET_ITEM(arrays, i), &m->buffers[i], kinds[i], 0, 0, "model array");
+    if (!m) return PyErr_NoMemory();
+    void *p[MODEL_FIELDS];
+    for (int i = 0; i < MODEL_FIELDS; i++) {
+        p[i] = take(PyTuple_GET_ITEM(arrays, i), &m->buffers[i], kinds[i], 0, 0, model_field_names[i]);
         if (!p[i]) {
-            release(m->buffers, MODEL_ARRAYS);
+            release(m->buffers, MODEL_FIELDS);
             free(m);
             return NULL;
         }
     }
-    Model *a = &m->model;
-    Py_ssize_t *shape_spring = m->buffers[17].view.shape, *shape_laws = m->buffers[30].view.shape;
-    a->parent = p[0], a->kind = p[1], a->coordinate = p[2], a->sign = p[3], a->joint = p[4], a->offset = p[5];
-    a->mass = p[6], a->com = p[7], a->coordinate_node = p[8], a->body_node = p[9], a->frame_node = p[10];
-    a->frame_offset = p[11], a->closure_a = p[12], a->closure_b = p[13], a->closure_offset_a = p[14];
-    a->closure_offset_b = p[15], a->spring_coordinate = p[16], a->spring_coefficients = p[17];
-    a->law_coordinate = p[18], a->law_index = p[19], a->pair_frame_a = p[20], a->pair_frame_c = p[21];
-    a->pair_distance = p[22], a->pair_law = p[23], a->joint_first_node = p[24], a->joint_reversed = p[25];
-    a->joint_closure = p[26], a->joint_child_frame = p[27], a->law_breaks = p[28], a->law_count = p[29];
-    a->law_coefficients = p[30], a->law_energy_at_zero = p[31], a->n_joints = m->buffers[24].view.shape[0];
-    a->n_nodes = m->buffers[0].view.shape[0], a->nq = m->buffers[8].view.shape[0];
-    a->n_bodies = m->buffers[9].view.shape[0], a->n_frames = m->buffers[10].view.shape[0];
-    a->n_closures = m->buffers[12].view.shape[0], a->n_springs = m->buffers[16].view.shape[0];
-    a->spring_degree = m->buffers[17].view.ndim == 2 ? shape_spring[1] : 1;
-    a->n_joint_laws = m->buffers[18].view.shape[0], a->n_pairs = m->buffers[23].view.shape[0];
-    a->law_intervals = shape_laws[2], a->law_degree = shape_laws[3];
+    Model *core_model = &m->model;
+    Py_ssize_t *shape_spring = m->buffers[FIELD_spring_coefficients].view.shape, *shape_laws = m->buffers[FIELD_law_coefficients].view.shape;
+#define FIELD_POINTER(name, type) core_model->name = p[FIELD_##name];
+    SHIFTSIM_MODEL_FIELDS(FIELD_POINTER)
+#undef FIELD_POINTER
+    core_model->n_joints = leading(&m->buffers[FIELD_joint_first_node]);
+    core_model->n_nodes = leading(&m->buffers[FIELD_parent]), core_model->nq = leading(&m->buffers[FIELD_coordinate_node]);
+    core_model->n_bodies = leading(&m->buffers[FIELD_body_node]), core_model->n_frames = leading(&m->buffers[FIELD_frame_node]);
+    core_model->n_closures = leading(&m->buffers[FIELD_closure_a]), core_model->n_springs = leading(&m->buffers[FIELD_spring_coordinate]);
+    core_model->spring_degree = m->buffers[FIELD_spring_coefficients].view.ndim == 2 ? shape_spring[1] : 1;
+    core_model->n_joint_laws = leading(&m->buffers[FIELD_law_coordinate]), core_model->n_pairs = leading(&m->buffers[FIELD_pair_law]);
+    core_model->law_intervals = m->buffers[FIELD_law_coefficients].view.ndim == 4 ? shape_laws[2] : 0;
+    core_model->law_degree = m->buffers[FIELD_law_coefficients].view.ndim == 4 ? shape_laws[3] : 0;
+    if (!model_valid(m)) {
+        release(m->buffers, MODEL_FIELDS);
+        free(m);
+        return NULL;
+    }
     return PyCapsule_New(m, "shiftsim.Model", model_destroy);
 }
 
@@ -299,46 +420,68 @@ static int raise_kept(ProblemCapsule *c) {
     return 1;
 }
 
-/* problem(model, free, rows, translation, load_frame, load_follow, apply, jacobian, terms, has_rates,
- *         max_iterations, full_load_iterations, max_load_halvings, force_tolerance, closure_tolerance, max_step,
- *         max_shifted_step, runaway_sizes, seek_stable, finite_difference, load_stepping) -> capsule
- * The callables may be None: apply(q, out), jacobian(q, out) (out (nq, nf) flat), terms(q, rotation,
- * position, omega, v, q_force, stiffness, extra) adding into q_force and stiffness and writing extra =
- * (energy, conservative); every argument a flat float64 memoryview valid during the call. */
+#define SETTING_NAME(name, type) #name,
+static const char *const settings_field_names[SETTINGS_FIELDS] = {SHIFTSIM_SETTINGS_FIELDS(SETTING_NAME)};
+#undef SETTING_NAME
+
+/* Read the settings record (a dict with exactly the names of SHIFTSIM_SETTINGS_FIELDS) into ``p``; 0 = ok, -1
+ * with an exception naming the setting. */
+static int read_settings(PyObject *settings, Problem *p) {
+    if (PyDict_GET_SIZE(settings) != SETTINGS_FIELDS)
+        return PyErr_Format(PyExc_ValueError, "problem: settings has %zd entries, expected the %d of "
+                            "_core.SETTINGS_FIELDS", PyDict_GET_SIZE(settings), SETTINGS_FIELDS), -1;
+    PyObject *item;
+#define READ_int64_t PyLong_AsLongLong
+#define READ_double PyFloat_AsDouble
+#define READ_SETTING(name, type)                                                                                     \
+    if (!(item = PyDict_GetItemString(settings, #name)))                                                          \
+        return PyErr_Format(PyExc_KeyError, "problem: settings lacks %s (expected the names of "                  \
+                            "_core.SETTINGS_FIELDS)", #name), -1;                                                  \
+    p->name = (type)READ_##type(item);                                                                              \
+    if (PyErr_Occurred()) return -1;
+    SHIFTSIM_SETTINGS_FIELDS(READ_SETTING)
+#undef READ_SETTING
+    return 0;
+}
+
+/* problem(model, free, rows, translation, load_frame, load_follow, apply, jacobian, terms, has_rates, settings)
+ * -> capsule. ``settings`` is a dict by the names of _core.SETTINGS_FIELDS (fields.h). The callables may be None:
+ * apply(q, out), jacobian(q, out) (out (nq, nf) flat), terms(q, rotation, position, omega, v, q_force, stiffness,
+ * extra) adding into q_force and stiffness and writing extra = (energy, conservative); every argument a flat
+ * float64 memoryview valid during the call. */
 static PyObject *py_problem(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *model, *arrays[PROBLEM_ARRAYS], *apply, *jacobian, *terms;
+    PyObject *model, *arrays[PROBLEM_ARRAYS], *apply, *jacobian, *terms, *settings;
     ProblemCapsule *c = calloc(1, sizeof(ProblemCapsule));
+    if (!c) return PyErr_NoMemory();
     Problem *p = &c->problem;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOLLLLdddddLLL", &model, &arrays[0], &arrays[1], &arrays[2], &arrays[3],
-                          &arrays[4], &apply, &jacobian, &terms, &p->has_rates, &p->max_iterations,
-                          &p->full_load_iterations, &p->max_load_halvings, &p->force_tolerance,
-                          &p->closure_tolerance, &p->max_step, &p->max_shifted_step, &p->runaway_sizes,
-                          &p->seek_stable, &p->finite_difference, &p->load_stepping)) {
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOLO!", &model, &arrays[0], &arrays[1], &arrays[2], &arrays[3],
+                          &arrays[4], &apply, &jacobian, &terms, &p->has_rates, &PyDict_Type, &settings)
+        || read_settings(settings, p) != 0) {
         free(c);
         return NULL;
     }
-    const Model *a = model_of(model);
+    const Model *core_model = model_of(model);
     void *data[PROBLEM_ARRAYS];
-    for (int i = 0; i < PROBLEM_ARRAYS && a; i++) {
+    for (int i = 0; i < PROBLEM_ARRAYS && core_model; i++) {
         data[i] = take(arrays[i], &c->buffers[i], 'q', 0, 0, "problem array");
-        if (!data[i]) a = NULL;
+        if (!data[i]) core_model = NULL;
     }
-    if (!a) {
+    if (!core_model) {
         release(c->buffers, PROBLEM_ARRAYS);
         free(c);
         return NULL;
     }
     p->free = data[0], p->rows = data[1], p->translation = data[2], p->load_frame = data[3], p->load_follow = data[4];
     p->nf = c->buffers[0].view.shape[0], p->m = c->buffers[1].view.shape[0], p->n_loads = c->buffers[3].view.shape[0];
-    if (!indices(&c->buffers[0], a->nq, "free") || !indices(&c->buffers[1], 6 * a->n_closures, "rows")
-        || !indices(&c->buffers[3], a->n_frames, "load_frame") || !sized(&c->buffers[2], p->nf, "translation")
+    if (!indices(&c->buffers[0], core_model->nq, "free") || !indices(&c->buffers[1], 6 * core_model->n_closures, "rows")
+        || !indices(&c->buffers[3], core_model->n_frames, "load_frame") || !sized(&c->buffers[2], p->nf, "translation")
         || !sized(&c->buffers[4], p->n_loads, "load_follow")) {
         release(c->buffers, PROBLEM_ARRAYS);
         free(c);
         return NULL;
     }
-    c->nq = a->nq, c->n_nodes = a->n_nodes;
+    c->nq = core_model->nq, c->n_nodes = core_model->n_nodes;
     p->context = c;
     if (apply != Py_None) Py_INCREF(apply), c->apply = apply, p->coupling_apply = apply_trampoline;
     if (jacobian != Py_None) Py_INCREF(jacobian), c->jacobian = jacobian, p->coupling_jacobian = jacobian_trampoline;
@@ -348,26 +491,26 @@ static PyObject *py_problem(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ kinematics */
 typedef struct {
-    const Model *a;
+    const Model *core_model;
     const double *q;
     double *rotation, *position, *omega, *v, *bodies, *frames;
 } KinematicsJob;
 
 static void state_work(void *job, int64_t b) {
     KinematicsJob *k = job;
-    const Model *a = k->a;
-    State s = {malloc(sizeof(double) * (size_t)(12 * a->n_nodes)), k->rotation + b * 9 * a->n_nodes,
-               k->position + b * 3 * a->n_nodes, k->omega + b * 3 * a->nq, k->v + b * 3 * a->nq};
-    node_state(a, k->q + b * a->nq, &s);
-    free(s.world);
+    const Model *core_model = k->core_model;
+    State s = {core_malloc(sizeof(double) * (size_t)(12 * core_model->n_nodes)), k->rotation + b * 9 * core_model->n_nodes,
+               k->position + b * 3 * core_model->n_nodes, k->omega + b * 3 * core_model->nq, k->v + b * 3 * core_model->nq};
+    node_state(core_model, k->q + b * core_model->nq, &s);
+    core_free(s.world);
 }
 
 static void forward_work(void *job, int64_t b) {
     KinematicsJob *k = job;
-    const Model *a = k->a;
-    State s = state_new(a);
-    forward_poses(a, k->q + b * a->nq, &s, k->bodies ? k->bodies + b * 16 * a->n_bodies : NULL,
-                  k->frames ? k->frames + b * 16 * a->n_frames : NULL);
+    const Model *core_model = k->core_model;
+    State s = state_new(core_model);
+    forward_poses(core_model, k->q + b * core_model->nq, &s, k->bodies ? k->bodies + b * 16 * core_model->n_bodies : NULL,
+                  k->frames ? k->frames + b * 16 * core_model->n_frames : NULL);
     state_free(&s);
 }
 
@@ -379,13 +522,14 @@ static PyObject *py_state(PyObject *self, PyObject *args) {
     Buffer b[5] = {0};
     if (!PyArg_ParseTuple(args, "OOOOOOL", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &threads)) return NULL;
     KinematicsJob job = {model_of(model), NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    if (job.a && (job.q = take(o[0], &b[0], 'd', 0, 0, "q")) && (job.rotation = take(o[1], &b[1], 'd', 1, 0, "rotation"))
+    if (job.core_model && (job.q = take(o[0], &b[0], 'd', 0, 0, "q")) && (job.rotation = take(o[1], &b[1], 'd', 1, 0, "rotation"))
         && (job.position = take(o[2], &b[2], 'd', 1, 0, "position")) && (job.omega = take(o[3], &b[3], 'd', 1, 0, "omega"))
-        && (job.v = take(o[4], &b[4], 'd', 1, 0, "v")) && sized(&b[0], batch_of(&b[0]) * job.a->nq, "q")
-        && sized(&b[1], batch_of(&b[0]) * 9 * job.a->n_nodes, "rotation")
-        && sized(&b[2], batch_of(&b[0]) * 3 * job.a->n_nodes, "position")
-        && sized(&b[3], batch_of(&b[0]) * 3 * job.a->nq, "omega") && sized(&b[4], batch_of(&b[0]) * 3 * job.a->nq, "v"))
-        run_cases(state_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1); /* one: too short to let go of the GIL */
+        && (job.v = take(o[4], &b[4], 'd', 1, 0, "v")) && sized(&b[0], batch_of(&b[0]) * job.core_model->nq, "q")
+        && sized(&b[1], batch_of(&b[0]) * 9 * job.core_model->n_nodes, "rotation")
+        && sized(&b[2], batch_of(&b[0]) * 3 * job.core_model->n_nodes, "position")
+        && sized(&b[3], batch_of(&b[0]) * 3 * job.core_model->nq, "omega") && sized(&b[4], batch_of(&b[0]) * 3 * job.core_model->nq, "v"))
+        if (run_cases(state_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1) != 0) /* one: GIL kept */
+            no_memory(job.core_model);
     release(b, 5);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -399,13 +543,13 @@ static PyObject *py_forward(PyObject *self, PyObject *args) {
     Buffer b[3] = {0};
     if (!PyArg_ParseTuple(args, "OOOOL", &model, &o[0], &o[1], &o[2], &threads)) return NULL;
     KinematicsJob job = {model_of(model), NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    if (job.a && (job.q = take(o[0], &b[0], 'd', 0, 0, "q"))) {
+    if (job.core_model && (job.q = take(o[0], &b[0], 'd', 0, 0, "q"))) {
         job.bodies = take(o[1], &b[1], 'd', 1, 1, "bodies");
         if (!PyErr_Occurred()) job.frames = take(o[2], &b[2], 'd', 1, 1, "frames");
         int64_t batch = batch_of(&b[0]);
-        if (!PyErr_Occurred() && sized(&b[0], batch * job.a->nq, "q") && sized(&b[1], batch * 16 * job.a->n_bodies, "bodies")
-            && sized(&b[2], batch * 16 * job.a->n_frames, "frames"))
-            run_cases(forward_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1);
+        if (!PyErr_Occurred() && sized(&b[0], batch * job.core_model->nq, "q") && sized(&b[1], batch * 16 * job.core_model->n_bodies, "bodies")
+            && sized(&b[2], batch * 16 * job.core_model->n_frames, "frames"))
+            if (run_cases(forward_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1) != 0) no_memory(job.core_model);
     }
     release(b, 3);
     if (PyErr_Occurred()) return NULL;
@@ -413,19 +557,19 @@ static PyObject *py_forward(PyObject *self, PyObject *args) {
 }
 
 /* The state buffers (rotation, position, omega, v; batch first) of four objects; returns the batch size. */
-static int64_t take_states(const Model *a, PyObject **o, Buffer *b, double **p) {
+static int64_t take_states(const Model *core_model, PyObject **o, Buffer *b, double **p) {
     const char *names[4] = {"rotation", "position", "omega", "v"};
     for (int i = 0; i < 4; i++)
         if (!(p[i] = take(o[i], &b[i], 'd', 0, 0, names[i]))) return -1;
-    int64_t batch = (int64_t)(b[0].view.len / 8 / (9 * a->n_nodes));
-    if (!sized(&b[0], batch * 9 * a->n_nodes, "rotation") || !sized(&b[1], batch * 3 * a->n_nodes, "position")
-        || !sized(&b[2], batch * 3 * a->nq, "omega") || !sized(&b[3], batch * 3 * a->nq, "v"))
+    int64_t batch = (int64_t)(b[0].view.len / 8 / (9 * core_model->n_nodes));
+    if (!sized(&b[0], batch * 9 * core_model->n_nodes, "rotation") || !sized(&b[1], batch * 3 * core_model->n_nodes, "position")
+        || !sized(&b[2], batch * 3 * core_model->nq, "omega") || !sized(&b[3], batch * 3 * core_model->nq, "v"))
         return -1;
     return batch;
 }
 
-static State view_of(const Model *a, double **p, int64_t b) {
-    State s = {NULL, p[0] + b * 9 * a->n_nodes, p[1] + b * 3 * a->n_nodes, p[2] + b * 3 * a->nq, p[3] + b * 3 * a->nq};
+static State view_of(const Model *core_model, double **p, int64_t b) {
+    State s = {NULL, p[0] + b * 9 * core_model->n_nodes, p[1] + b * 3 * core_model->n_nodes, p[2] + b * 3 * core_model->nq, p[3] + b * 3 * core_model->nq};
     return s;
 }
 
@@ -434,19 +578,19 @@ static PyObject *py_closures(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *model, *o[6];
     Buffer b[6] = {0};
-    double *p[4], *g = NULL, *jac = NULL;
+    double *p[4], *volatile g = NULL, *volatile jac = NULL; /* read inside a memory scope (setjmp) */
     if (!PyArg_ParseTuple(args, "OOOOOOO", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5])) return NULL;
-    const Model *a = model_of(model);
-    int64_t batch = a ? take_states(a, o, b, p) : -1;
+    const Model *core_model = model_of(model);
+    int64_t batch = core_model ? take_states(core_model, o, b, p) : -1;
     if (batch >= 0 && !PyErr_Occurred()) g = take(o[4], &b[4], 'd', 1, 1, "g");
     if (batch >= 0 && !PyErr_Occurred()) jac = take(o[5], &b[5], 'd', 1, 1, "jac");
-    if (batch >= 0 && !PyErr_Occurred() && sized(&b[4], batch * 6 * a->n_closures, "g")
-        && sized(&b[5], batch * 6 * a->n_closures * a->nq, "jac"))
-        for (int64_t k = 0; k < batch; k++) {
-            State s = view_of(a, p, k);
-            if (g) closure_residual(a, &s, g + k * 6 * a->n_closures);
-            if (jac) closure_jacobian(a, &s, jac + k * 6 * a->n_closures * a->nq);
-        }
+    if (batch >= 0 && !PyErr_Occurred() && sized(&b[4], batch * 6 * core_model->n_closures, "g")
+        && sized(&b[5], batch * 6 * core_model->n_closures * core_model->nq, "jac"))
+        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+            State s = view_of(core_model, p, k);
+            if (g) closure_residual(core_model, &s, g + k * 6 * core_model->n_closures);
+            if (jac) closure_jacobian(core_model, &s, jac + k * 6 * core_model->n_closures * core_model->nq);
+        });
     release(b, 6);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -462,16 +606,16 @@ static PyObject *py_point_hessian(PyObject *self, PyObject *args) {
     double *p[4], *jv, *direction, *out;
     if (!PyArg_ParseTuple(args, "OOOOOLOOO", &model, &o[0], &o[1], &o[2], &o[3], &node, &o[4], &o[5], &o[6]))
         return NULL;
-    const Model *a = model_of(model);
-    int64_t batch = a ? take_states(a, o, b, p) : -1;
+    const Model *core_model = model_of(model);
+    int64_t batch = core_model ? take_states(core_model, o, b, p) : -1;
     if (batch >= 0 && (jv = take(o[4], &b[4], 'd', 0, 0, "jv")) && (direction = take(o[5], &b[5], 'd', 0, 0, "direction"))
-        && (out = take(o[6], &b[6], 'd', 1, 0, "out")) && sized(&b[4], batch * 3 * a->nq, "jv")
-        && sized(&b[5], batch * 3, "direction") && sized(&b[6], batch * a->nq * a->nq, "out")
-        && (node >= 0 && node < a->n_nodes ? 1 : (PyErr_SetString(PyExc_ValueError, "point_hessian: node out of range"), 0)))
-        for (int64_t k = 0; k < batch; k++) {
-            State s = view_of(a, p, k);
-            add_point_hessian(a, &s, node, jv + k * 3 * a->nq, direction + 3 * k, 1.0, out + k * a->nq * a->nq);
-        }
+        && (out = take(o[6], &b[6], 'd', 1, 0, "out")) && sized(&b[4], batch * 3 * core_model->nq, "jv")
+        && sized(&b[5], batch * 3, "direction") && sized(&b[6], batch * core_model->nq * core_model->nq, "out")
+        && (node >= 0 && node < core_model->n_nodes ? 1 : (PyErr_SetString(PyExc_ValueError, "point_hessian: node out of range"), 0)))
+        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+            State s = view_of(core_model, p, k);
+            add_point_hessian(core_model, &s, node, jv + k * 3 * core_model->nq, direction + 3 * k, 1.0, out + k * core_model->nq * core_model->nq);
+        });
     release(b, 7);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -493,63 +637,72 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OLOOOOOOOOOOOOOOOO", &model, &which, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
                           &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15]))
         return NULL;
-    const Model *a = model_of(model);
+    const Model *core_model = model_of(model);
     static const char kinds[TERM_ARRAYS + 1] = "ddddddqddqddqddd";
     void *p[TERM_ARRAYS];
-    for (int i = 0; i < TERM_ARRAYS && a; i++) {
+    for (int i = 0; i < TERM_ARRAYS && core_model; i++) {
         p[i] = take(o[i], &b[i], kinds[i], i >= Q_FORCE, 1, "terms argument");
-        if (PyErr_Occurred()) a = NULL;
+        if (PyErr_Occurred()) core_model = NULL;
     }
-    if (a && !(b[Q_FORCE].held && b[STIFFNESS].held && b[ENERGY].held)) {
+    if (core_model && (which < 0 || which > 3)) {
+        PyErr_Format(PyExc_ValueError, "terms: which is %lld, expected 0 (gravity), 1 (joint springs), "
+                     "2 (pair springs) or 3 (loads)", (long long)which);
+        core_model = NULL;
+    }
+    if (core_model && !(b[Q_FORCE].held && b[STIFFNESS].held && b[ENERGY].held)) {
         PyErr_SetString(PyExc_ValueError, "terms: q_force, stiffness and energy are needed");
-        a = NULL;
+        core_model = NULL;
     }
-    int64_t batch = a ? (int64_t)(b[ENERGY].view.len / 8) : 0;
+    int64_t batch = core_model ? (int64_t)(b[ENERGY].view.len / 8) : 0;
     int64_t count = b[POINT_NODE].held ? b[POINT_NODE].view.shape[0] : 0;
     int64_t n_loads = b[FRAMES].held ? b[FRAMES].view.shape[0] : 0;
-    if (a) {
-        int state_ok = b[ROTATION].held ? sized(&b[ROTATION], batch * 9 * a->n_nodes, "rotation")
-                                          && sized(&b[POSITION], batch * 3 * a->n_nodes, "position")
-                                          && sized(&b[OMEGA], batch * 3 * a->nq, "omega")
-                                          && sized(&b[V], batch * 3 * a->nq, "v")
+    if (core_model) {
+        int state_ok = b[ROTATION].held ? sized(&b[ROTATION], batch * 9 * core_model->n_nodes, "rotation")
+                                          && sized(&b[POSITION], batch * 3 * core_model->n_nodes, "position")
+                                          && sized(&b[OMEGA], batch * 3 * core_model->nq, "omega")
+                                          && sized(&b[V], batch * 3 * core_model->nq, "v")
                                         : which == 1;
-        int ok = state_ok && sized(&b[Q_FORCE], batch * a->nq, "q_force")
-                 && sized(&b[STIFFNESS], batch * a->nq * a->nq, "stiffness") && sized(&b[Q], batch * a->nq, "q");
+        int ok = state_ok && sized(&b[Q_FORCE], batch * core_model->nq, "q_force")
+                 && sized(&b[STIFFNESS], batch * core_model->nq * core_model->nq, "stiffness") && sized(&b[Q], batch * core_model->nq, "q");
+        if (ok && which == 1 && !b[Q].held)
+            ok = (PyErr_SetString(PyExc_ValueError, "terms: joint springs (which=1) need q"), 0);
         if (ok && which == 0)
             ok = b[GRAVITY].held && sized(&b[GRAVITY], 3 * batch, "gravity")
                  && sized(&b[POINT], 3 * count * batch, "point") && sized(&b[FORCE], 3 * count * batch, "force")
-                 && indices(&b[POINT_NODE], a->n_nodes, "point_node");
+                 && indices(&b[POINT_NODE], core_model->n_nodes, "point_node");
         if (ok && which == 3)
-            ok = indices(&b[FRAMES], a->n_frames, "frames") && sized(&b[FORCES], 3 * n_loads * batch, "forces")
+            ok = indices(&b[FRAMES], core_model->n_frames, "frames") && sized(&b[FORCES], 3 * n_loads * batch, "forces")
                  && sized(&b[TORQUES], 3 * n_loads * batch, "torques") && sized(&b[FOLLOW], n_loads, "follow");
         if (!ok) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "terms: the arrays this term needs are missing");
-            a = NULL;
+            core_model = NULL;
         }
     }
-    if (a) {
-        int64_t nq = a->nq, *scratch_node = calloc((size_t)(n_loads + 1), sizeof(int64_t));
-        double *scratch = calloc((size_t)(6 * n_loads + 1), sizeof(double));
+    if (core_model) {
+        GUARDED(core_model, {
+        int64_t nq = core_model->nq, *scratch_node = core_calloc((size_t)(n_loads + 1), sizeof(int64_t));
+        double *scratch = core_calloc((size_t)(6 * n_loads + 1), sizeof(double));
         double *st[4] = {p[ROTATION], p[POSITION], p[OMEGA], p[V]};
         for (int64_t k = 0; k < batch; k++) {
             State s = {NULL, NULL, NULL, NULL, NULL};
-            if (b[ROTATION].held) s = view_of(a, st, k);
+            if (b[ROTATION].held) s = view_of(core_model, st, k);
             double *fb = (double *)p[Q_FORCE] + k * nq, *kb = (double *)p[STIFFNESS] + k * nq * nq;
             double *eb = (double *)p[ENERGY] + k;
             if (which == 0)
-                *eb += gravity_and_world_forces(a, &s, (double *)p[GRAVITY] + 3 * k, count, p[POINT_NODE],
+                *eb += gravity_and_world_forces(core_model, &s, (double *)p[GRAVITY] + 3 * k, count, p[POINT_NODE],
                                                 (double *)p[POINT] + 3 * count * k, (double *)p[FORCE] + 3 * count * k,
                                                 fb, kb);
             else if (which == 1)
-                *eb += joint_springs(a, (double *)p[Q] + k * nq, fb, kb);
+                *eb += joint_springs(core_model, (double *)p[Q] + k * nq, fb, kb);
             else if (which == 2)
-                *eb += pair_springs(a, &s, fb, kb);
+                *eb += pair_springs(core_model, &s, fb, kb);
             else
-                applied_loads(a, &s, n_loads, p[FRAMES], (double *)p[FORCES] + 3 * n_loads * k,
+                applied_loads(core_model, &s, n_loads, p[FRAMES], (double *)p[FORCES] + 3 * n_loads * k,
                               (double *)p[TORQUES] + 3 * n_loads * k, p[FOLLOW], scratch_node, scratch,
                               scratch + 3 * n_loads, fb, kb);
         }
-        free(scratch_node), free(scratch);
+        core_free(scratch_node), core_free(scratch);
+        });
     }
     release(b, TERM_ARRAYS);
     if (PyErr_Occurred()) return NULL;
@@ -567,17 +720,19 @@ static PyObject *py_pair_distance(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOLLLOOO", &model, &o[0], &o[1], &o[2], &o[3], &frame_a, &frame_c, &distance,
                           &o[4], &o[5], &o[6]))
         return NULL;
-    const Model *a = model_of(model);
-    int64_t batch = a ? take_states(a, o, b, p) : -1;
-    int frames_ok = frame_a >= 0 && frame_c >= 0 && a && frame_a < a->n_frames && frame_c < a->n_frames;
-    if (batch >= 0 && !frames_ok) PyErr_SetString(PyExc_ValueError, "pair_distance: frame out of range");
+    const Model *core_model = model_of(model);
+    int64_t batch = core_model ? take_states(core_model, o, b, p) : -1;
+    int frames_ok = frame_a >= 0 && frame_c >= 0 && core_model && frame_a < core_model->n_frames && frame_c < core_model->n_frames
+                    && distance >= 0 && distance <= 3;
+    if (batch >= 0 && !frames_ok)
+        PyErr_SetString(PyExc_ValueError, "pair_distance: frame out of range or distance type not in 0..3");
     if (batch >= 0 && frames_ok && (x = take(o[4], &b[4], 'd', 1, 0, "x")) && (grad = take(o[5], &b[5], 'd', 1, 0, "grad"))
-        && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")) && sized(&b[4], batch, "x") && sized(&b[5], batch * a->nq, "grad")
-        && sized(&b[6], batch * a->nq * a->nq, "hess"))
-        for (int64_t k = 0; k < batch; k++) {
-            State s = view_of(a, p, k);
-            x[k] = pair_distance(a, &s, frame_a, frame_c, distance, grad + k * a->nq, hess + k * a->nq * a->nq);
-        }
+        && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")) && sized(&b[4], batch, "x") && sized(&b[5], batch * core_model->nq, "grad")
+        && sized(&b[6], batch * core_model->nq * core_model->nq, "hess"))
+        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+            State s = view_of(core_model, p, k);
+            x[k] = pair_distance(core_model, &s, frame_a, frame_c, distance, grad + k * core_model->nq, hess + k * core_model->nq * core_model->nq);
+        });
     release(b, 7);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -592,8 +747,10 @@ static PyObject *py_polynomials(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOO", &o[0], &o[1], &o[2], &o[3], &o[4])) return NULL;
     int ok = 1;
     for (int i = 0; i < 5 && ok; i++) ok = (p[i] = take(o[i], &b[i], 'd', i >= 2, 0, "polynomial array")) != NULL;
+    int64_t count = ok ? (int64_t)(b[1].view.len / 8) : 0, degree = count ? (int64_t)(b[0].view.len / 8) / count : 0;
+    static const char *names[5] = {"polynomials: coefficients (count, degree)", "x", "f", "df", "energy"};
+    for (int i = 0; i < 5 && ok; i++) ok = sized(&b[i], i == 0 ? count * degree : count, names[i]);
     if (ok) {
-        int64_t count = (int64_t)(b[1].view.len / 8), degree = count ? (int64_t)(b[0].view.len / 8) / count : 0;
         for (int64_t i = 0; i < count; i++) polynomial_law(p[0] + i * degree, degree, p[1][i], p[2] + i, p[3] + i, p[4] + i);
     }
     release(b, 5);
@@ -611,26 +768,25 @@ static PyObject *py_joint_loads(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOO", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
                           &o[9], &o[10], &o[11], &o[12]))
         return NULL;
-    const Model *a = model_of(model);
+    const Model *core_model = model_of(model);
     static const char kinds[] = "dddqddqqddddd";
     void *p[13];
-    int ok = a != NULL;
+    int ok = core_model != NULL;
     for (int i = 0; i < 13 && ok; i++) ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 10, 0, "joint_loads array")) != NULL;
     if (ok) {
         int64_t loads = b[3].view.shape[0], points = b[7].view.shape[0];
         static const char *names[13] = {"q", "multipliers", "gravity", "frames", "forces", "torques", "follow", "point_node",
                                         "point", "force", "wrench_world", "rotation", "effort"};
-        int64_t counts[13] = {a->nq, 6 * a->n_closures, 3, loads, 3 * loads, 3 * loads, loads, points, 3 * points,
-                              3 * points, 6 * a->n_joints, 9 * a->n_joints, a->nq};
+        int64_t counts[13] = {core_model->nq, 6 * core_model->n_closures, 3, loads, 3 * loads, 3 * loads, loads, points, 3 * points,
+                              3 * points, 6 * core_model->n_joints, 9 * core_model->n_joints, core_model->nq};
         for (int i = 0; i < 13 && ok; i++) ok = sized(&b[i], counts[i], names[i]);
-        ok = ok && indices(&b[3], a->n_frames, "frames") && indices(&b[7], a->n_nodes, "point_node");
+        ok = ok && indices(&b[3], core_model->n_frames, "frames") && indices(&b[7], core_model->n_nodes, "point_node");
     }
     if (ok) {
-        State s = state_new(a);
-        node_state(a, p[0], &s);
-        joint_loads(a, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7], p[8], p[9],
-                    p[10], p[11], p[12]);
-        state_free(&s);
+        GUARDED(core_model, State s = state_new(core_model); node_state(core_model, p[0], &s);
+                joint_loads(core_model, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7],
+                            p[8], p[9], p[10], p[11], p[12]);
+                state_free(&s));
     }
     release(b, 13);
     if (PyErr_Occurred()) return NULL;
@@ -646,11 +802,11 @@ static PyObject *py_assemble(PyObject *self, PyObject *args) {
     int64_t max_iterations, iterations = 0;
     Buffer b = {0};
     if (!PyArg_ParseTuple(args, "OOOdL", &model, &problem, &o, &tolerance, &max_iterations)) return NULL;
-    const Model *a = model_of(model);
+    const Model *core_model = model_of(model);
     ProblemCapsule *c = problem_of(problem);
-    double *q = a && c ? take(o, &b, 'd', 1, 0, "q") : NULL, norm = 0.0;
-    if (q && !sized(&b, a->nq, "q")) q = NULL;
-    if (q) norm = assemble_case(a, &c->problem, q, tolerance, max_iterations, &iterations);
+    double *q = core_model && c ? take(o, &b, 'd', 1, 0, "q") : NULL, norm = 0.0;
+    if (q && !sized(&b, core_model->nq, "q")) q = NULL;
+    if (q) GUARDED(core_model, norm = assemble_case(core_model, &c->problem, q, tolerance, max_iterations, &iterations));
     release(&b, 1);
     if (c && raise_kept(c)) return NULL;
     if (PyErr_Occurred()) return NULL;
@@ -664,14 +820,25 @@ static PyObject *py_pivoted_rank(PyObject *self, PyObject *args) {
     PyObject *o[2];
     double tolerance;
     Buffer b[2] = {0};
-    int64_t rank = -1;
+    volatile int64_t rank = -1; /* set inside a memory scope (setjmp) */
     if (!PyArg_ParseTuple(args, "OdO", &o[0], &tolerance, &o[1])) return NULL;
     double *a = take(o[0], &b[0], 'd', 0, 0, "a");
     int64_t *order = a ? take(o[1], &b[1], 'q', 1, 0, "order") : NULL;
-    if (order && b[0].view.ndim == 2)
-        rank = pivoted_rank(b[0].view.shape[0], b[0].view.shape[1], a, tolerance, order);
-    else if (order)
+    if (order && b[0].view.ndim != 2)
         PyErr_SetString(PyExc_ValueError, "pivoted_rank: a 2-d array is needed");
+    else if (order && sized(&b[1], b[0].view.shape[1], "pivoted_rank: order (one entry per column of a)"))
+    {
+        CoreScope scope;
+        core_scope_open(&scope);
+        if (setjmp(scope.jump) == 0) {
+            rank = pivoted_rank(b[0].view.shape[0], b[0].view.shape[1], a, tolerance, order);
+            core_scope_close(&scope);
+        } else {
+            core_scope_unwind(&scope);
+            PyErr_Format(PyExc_MemoryError, "pivoted_rank: the compiled core could not allocate its working memory "
+                         "for a %lld x %lld matrix", (long long)b[0].view.shape[0], (long long)b[0].view.shape[1]);
+        }
+    }
     release(b, 2);
     if (PyErr_Occurred()) return NULL;
     return PyLong_FromLongLong(rank);
@@ -679,7 +846,7 @@ static PyObject *py_pivoted_rank(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ statics */
 typedef struct {
-    const Model *a;
+    const Model *core_model;
     const Problem *p;
     const double *gravity, *force, *torque, *rates, *q_start;
     const int64_t *classify;
@@ -689,14 +856,14 @@ typedef struct {
 
 static void solve_work(void *job, int64_t b) {
     SolveJob *j = job;
-    const Model *a = j->a;
+    const Model *core_model = j->core_model;
     const Problem *p = j->p;
-    int64_t nq = a->nq, nf = p->nf, loads = 3 * p->n_loads;
+    int64_t nq = core_model->nq, nf = p->nf, loads = 3 * p->n_loads;
     Case c = {j->gravity + 3 * b, j->force + loads * b, j->torque + loads * b, j->rates + nq * b, 0.0, 0.0};
-    case_scales(a, j->q_start + nq * b, p->n_loads, c.gravity, c.force, c.torque, &c.force_floor, &c.size);
-    solve_case(a, p, &c, j->q_start + nq * b, j->classify[b], j->q + nq * b, j->multipliers + p->m * b,
-               j->flags + 7 * b, j->neutral + nf * nf * b, j->unheld + nf * b, j->runaway + nf * b);
-    j->flags[7 * b + 5] = c.size, j->flags[7 * b + 6] = c.force_floor;
+    case_scales(core_model, j->q_start + nq * b, p->n_loads, c.gravity, c.force, c.torque, &c.force_floor, &c.size);
+    solve_case(core_model, p, &c, j->q_start + nq * b, j->classify[b], j->q + nq * b, j->multipliers + p->m * b,
+               j->flags + RESULT_FLAGS * b, j->neutral + nf * nf * b, j->unheld + nf * b, j->runaway + nf * b);
+    j->flags[RESULT_FLAGS * b + FLAG_size] = c.size, j->flags[RESULT_FLAGS * b + FLAG_force_floor] = c.force_floor;
 }
 
 /* solve(model, problem, gravity (B, 3), force (B, L, 3), torque (B, L, 3), rates (B, nq), q_start (B, nq),
@@ -716,13 +883,13 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
                     NULL, NULL};
     static const char kinds[] = "dddddqddddBB";
     void *p[12];
-    int ok = job.a && job.p;
+    int ok = job.core_model && job.p;
     for (int i = 0; i < 12 && ok; i++) ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 6, 0, "solve array")) != NULL;
     if (ok) {
-        int64_t batch = (int64_t)(b[5].view.len / 8), nq = job.a->nq, nf = job.p->nf, loads = 3 * job.p->n_loads;
+        int64_t batch = (int64_t)(b[5].view.len / 8), nq = job.core_model->nq, nf = job.p->nf, loads = 3 * job.p->n_loads;
         static const char *names[12] = {"gravity", "force", "torque", "rates", "q_start", "classify", "q",
                                         "multipliers", "flags", "neutral", "unheld", "runaway"};
-        int64_t per_case[12] = {3, loads, loads, nq, nq, 1, nq, job.p->m, 7, nf * nf, nf, nf};
+        int64_t per_case[12] = {3, loads, loads, nq, nq, 1, nq, job.p->m, RESULT_FLAGS, nf * nf, nf, nf};
         for (int i = 0; i < 12 && ok; i++) ok = sized(&b[i], batch * per_case[i], names[i]);
     }
     if (ok) {
@@ -730,7 +897,7 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
         job.classify = p[5], job.q = p[6], job.multipliers = p[7], job.flags = p[8], job.neutral = p[9];
         job.unheld = p[10], job.runaway = p[11];
         int calls_python = c->apply || c->terms;
-        run_cases(solve_work, &job, (int64_t)(b[5].view.len / 8), threads, calls_python);
+        if (run_cases(solve_work, &job, (int64_t)(b[5].view.len / 8), threads, calls_python) != 0) no_memory(job.core_model);
     }
     release(b, 12);
     if (c && raise_kept(c)) return NULL;
@@ -750,9 +917,9 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
                           &o[7], &o[8], &o[9], &o[10], &o[11]))
         return NULL;
     ProblemCapsule *c = problem_of(problem);
-    const Model *a = model_of(model);
+    const Model *core_model = model_of(model);
     void *p[12];
-    int ok = a && c;
+    int ok = core_model && c;
     for (int i = 0; i < 12 && ok; i++) {
         p[i] = take(o[i], &b[i], 'd', i >= 5, i == 4, "evaluate array");
         ok = !PyErr_Occurred();
@@ -761,22 +928,95 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
         const Problem *pr = &c->problem;
         static const char *names[12] = {"gravity", "force", "torque", "q", "multipliers", "residual", "closure", "g_u",
                                         "hessian", "scalars", "q_force_reduced", "multipliers_out"};
-        int64_t counts[12] = {3, 3 * pr->n_loads, 3 * pr->n_loads, a->nq, pr->m, pr->nf, pr->m, pr->m * pr->nf,
-                              pr->nf * pr->nf, 5, pr->nf, pr->m};
+        int64_t counts[12] = {3, 3 * pr->n_loads, 3 * pr->n_loads, core_model->nq, pr->m, pr->nf, pr->m, pr->m * pr->nf,
+                              pr->nf * pr->nf, EVALUATION_SCALARS, pr->nf, pr->m};
         for (int i = 0; i < 12 && ok; i++) ok = sized(&b[i], counts[i], names[i]);
     }
     if (ok) {
-        double *zeros = calloc((size_t)(a->nq + 1), sizeof(double)), *scalars = p[9];
+        GUARDED(core_model, {
+        double *zeros = core_calloc((size_t)(core_model->nq + 1), sizeof(double)), *scalars = p[9];
         Case k = {p[0], p[1], p[2], zeros, 0.0, 0.0};
-        case_scales(a, p[3], c->problem.n_loads, k.gravity, k.force, k.torque, &k.force_floor, &k.size);
-        evaluate_case(a, &c->problem, &k, p[3], p[4], p[5], p[6], p[7], p[8], scalars, p[10], p[11]);
-        scalars[3] = k.size, scalars[4] = k.force_floor;
-        free(zeros);
+        case_scales(core_model, p[3], c->problem.n_loads, k.gravity, k.force, k.torque, &k.force_floor, &k.size);
+        evaluate_case(core_model, &c->problem, &k, p[3], p[4], p[5], p[6], p[7], p[8], scalars, p[10], p[11]);
+        scalars[SCALAR_size] = k.size, scalars[SCALAR_force_floor] = k.force_floor;
+        core_free(zeros);
+        });
     }
     release(b, 12);
     if (c && raise_kept(c)) return NULL;
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
+}
+
+/* linear_algebra(name, a (rows, cols), b, out, shift_or_rcond) -> status: the dense kernels of linalg.c on their own,
+ * for tests against numpy and scipy. name: "cholesky_solve" (a square, out = x, shift), "lu_solve" (out = x),
+ * "pseudo_solve" (b (rows), out = x (cols), rcond), "null_space" (out (cols, cols - rows)), "symmetric_eigen"
+ * (b = values out (n), out = vectors (n, n)). Returns the kernel's status (0 = ok) or 0. */
+static PyObject *py_linear_algebra(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    PyObject *o[3];
+    double parameter;
+    Buffer b[3] = {0};
+    volatile int status = 0; /* set inside a memory scope (setjmp) */
+    if (!PyArg_ParseTuple(args, "sOOOd", &name, &o[0], &o[1], &o[2], &parameter)) return NULL;
+    double *a = take(o[0], &b[0], 'd', 0, 0, "a"), *rhs = NULL, *out = NULL;
+    int eigen = strcmp(name, "symmetric_eigen") == 0;
+    if (a) rhs = take(o[1], &b[1], 'd', eigen, 1, "b");
+    if (a && !PyErr_Occurred()) out = take(o[2], &b[2], 'd', 1, 0, "out");
+    if (out && b[0].view.ndim != 2) PyErr_SetString(PyExc_ValueError, "linear_algebra: a must be 2-d");
+    if (out && !PyErr_Occurred()) {
+        int64_t rows = b[0].view.shape[0], cols = b[0].view.shape[1];
+        int square = rows == cols, known = 1, ok = 1;
+        if (!strcmp(name, "cholesky_solve") || !strcmp(name, "lu_solve"))
+            ok = square && b[1].held && sized(&b[1], rows, "b") && sized(&b[2], rows, "out");
+        else if (!strcmp(name, "pseudo_solve"))
+            ok = b[1].held && sized(&b[1], rows, "b") && sized(&b[2], cols, "out");
+        else if (!strcmp(name, "null_space"))
+            ok = rows <= cols && sized(&b[2], cols * (cols - rows), "out");
+        else if (eigen)
+            ok = square && b[1].held && sized(&b[1], rows, "b") && sized(&b[2], rows * rows, "out");
+        else
+            known = 0;
+        if (!known)
+            PyErr_Format(PyExc_ValueError, "linear_algebra: unknown kernel %s (cholesky_solve, lu_solve, pseudo_solve, "
+                         "null_space, symmetric_eigen)", name);
+        else if (!ok && !PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "linear_algebra: shapes do not fit the kernel");
+        else if (ok) {
+            CoreScope scope;
+            core_scope_open(&scope);
+            if (setjmp(scope.jump) == 0) {
+                if (!strcmp(name, "cholesky_solve")) status = cholesky_solve(rows, a, parameter, rhs, out);
+                else if (!strcmp(name, "lu_solve")) status = lu_solve(rows, a, rhs, out);
+                else if (!strcmp(name, "pseudo_solve")) pseudo_solve(rows, cols, a, rhs, parameter, out);
+                else if (!strcmp(name, "null_space")) null_space(rows, cols, a, out);
+                else symmetric_eigen(rows, a, rhs, out);
+                core_scope_close(&scope);
+            } else {
+                core_scope_unwind(&scope);
+                PyErr_SetString(PyExc_MemoryError, "linear_algebra: the compiled core could not allocate its memory");
+            }
+        }
+    }
+    release(b, 3);
+    if (PyErr_Occurred()) return NULL;
+    return PyLong_FromLong(status);
+}
+
+/* fail_allocation(n): debug hook, the n-th allocation the core makes from now fails (0: none). */
+static PyObject *py_fail_allocation(PyObject *self, PyObject *args) {
+    (void)self;
+    int64_t n;
+    if (!PyArg_ParseTuple(args, "L", &n)) return NULL;
+    core_fail_allocation(n > 0 ? n : 0);
+    Py_RETURN_NONE;
+}
+
+/* live_allocations() -> blocks the core has allocated and not yet freed (0 between calls). */
+static PyObject *py_live_allocations(PyObject *self, PyObject *args) {
+    (void)self, (void)args;
+    return PyLong_FromLongLong(core_live_blocks());
 }
 
 static PyMethodDef methods[] = {
@@ -794,10 +1034,52 @@ static PyMethodDef methods[] = {
     {"pivoted_rank", py_pivoted_rank, METH_VARARGS, "rank and independent columns by pivoted QR"},
     {"solve", py_solve, METH_VARARGS, "equilibria of a batch of cases"},
     {"evaluate", py_evaluate, METH_VARARGS, "the solver's evaluation at one configuration"},
+    {"linear_algebra", py_linear_algebra, METH_VARARGS, "a dense kernel of linalg.c on its own (for tests)"},
+    {"fail_allocation", py_fail_allocation, METH_VARARGS, "debug: the n-th allocation from now fails (0: none)"},
+    {"live_allocations", py_live_allocations, METH_NOARGS, "blocks the core has allocated and not yet freed"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_core", "shiftsim's compiled core (see shiftsim/core)", -1,
                                     methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&module); }
+/* A tuple of the names ``names`` (count), set on the module as ``attribute``; 0 = ok. */
+static int export_names(PyObject *module, const char *attribute, const char *const *names, int count) {
+    PyObject *tuple = PyTuple_New(count);
+    if (!tuple) return -1;
+    for (int i = 0; i < count; i++) {
+        PyObject *name = PyUnicode_FromString(names[i]);
+        if (!name) return Py_DECREF(tuple), -1;
+        PyTuple_SET_ITEM(tuple, i, name);
+    }
+    return PyModule_AddObject(module, attribute, tuple) < 0 ? (Py_DECREF(tuple), -1) : 0;
+}
+
+#define PLAIN_NAME(name) #name,
+#define CODE_NAME(c_name, python_name) #python_name,
+static const char *const result_flag_names[] = {SHIFTSIM_RESULT_FLAGS(PLAIN_NAME)};
+static const char *const evaluation_scalar_names[] = {SHIFTSIM_EVALUATION_SCALARS(PLAIN_NAME)};
+static const char *const verdict_names[] = {SHIFTSIM_VERDICTS(CODE_NAME)};
+static const char *const node_kind_names[] = {SHIFTSIM_NODE_KINDS(CODE_NAME)};
+static const char *const distance_type_names[] = {SHIFTSIM_DISTANCE_TYPES(CODE_NAME)};
+#undef PLAIN_NAME
+#undef CODE_NAME
+#define COUNT_OF(array) ((int)(sizeof(array) / sizeof((array)[0])))
+
+/* The module, with the tables of fields.h as name tuples (MODEL_FIELDS, SETTINGS_FIELDS, RESULT_FLAGS,
+ * EVALUATION_SCALARS, VERDICTS, NODE_KINDS, DISTANCE_TYPES; a code is its name's index). */
+PyMODINIT_FUNC PyInit__core(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (export_names(m, "MODEL_FIELDS", model_field_names, MODEL_FIELDS) != 0
+        || export_names(m, "SETTINGS_FIELDS", settings_field_names, SETTINGS_FIELDS) != 0
+        || export_names(m, "RESULT_FLAGS", result_flag_names, COUNT_OF(result_flag_names)) != 0
+        || export_names(m, "EVALUATION_SCALARS", evaluation_scalar_names, COUNT_OF(evaluation_scalar_names)) != 0
+        || export_names(m, "VERDICTS", verdict_names, COUNT_OF(verdict_names)) != 0
+        || export_names(m, "NODE_KINDS", node_kind_names, COUNT_OF(node_kind_names)) != 0
+        || export_names(m, "DISTANCE_TYPES", distance_type_names, COUNT_OF(distance_type_names)) != 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -47,18 +47,18 @@ void rotation_vector(const double *m, double *out) {
     for (int c = 0; c < 3; c++) out[c] = scale * quaternion[c];
 }
 
-void closure_points(const Model *a, const State *s, double *p_a, double *p_b) {
-    for (int64_t c = 0; c < a->n_closures; c++) {
-        side(s, a->closure_a[c], a->closure_offset_a + 16 * c, NULL, p_a + 3 * c);
-        side(s, a->closure_b[c], a->closure_offset_b + 16 * c, NULL, p_b + 3 * c);
+void closure_points(const Model *model, const State *s, double *p_a, double *p_b) {
+    for (int64_t c = 0; c < model->n_closures; c++) {
+        side(s, model->closure_a[c], model->closure_offset_a + 16 * c, NULL, p_a + 3 * c);
+        side(s, model->closure_b[c], model->closure_offset_b + 16 * c, NULL, p_b + 3 * c);
     }
 }
 
-void closure_residual(const Model *a, const State *s, double *g) {
-    for (int64_t c = 0; c < a->n_closures; c++) {
+void closure_residual(const Model *model, const State *s, double *g) {
+    for (int64_t c = 0; c < model->n_closures; c++) {
         double r_a[9], p_a[3], r_b[9], p_b[3], relative[9];
-        side(s, a->closure_a[c], a->closure_offset_a + 16 * c, r_a, p_a);
-        side(s, a->closure_b[c], a->closure_offset_b + 16 * c, r_b, p_b);
+        side(s, model->closure_a[c], model->closure_offset_a + 16 * c, r_a, p_a);
+        side(s, model->closure_b[c], model->closure_offset_b + 16 * c, r_b, p_b);
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 3; j++)
                 relative[3 * i + j] = r_b[3 * i] * r_a[3 * j] + r_b[3 * i + 1] * r_a[3 * j + 1]
@@ -70,15 +70,15 @@ void closure_residual(const Model *a, const State *s, double *g) {
 
 /* G (6 K, nq): d(p_b - p_a)/dq_k = (omega_k x p_b + v_k)[k moves b] - (omega_k x p_a + v_k)[k moves a], and
  * omega_k ([k moves b] - [k moves a]) for the rotation rows (exact where the loop is closed). */
-void closure_jacobian(const Model *a, const State *s, double *jac) {
-    int64_t nq = a->nq;
-    memset(jac, 0, sizeof(double) * (size_t)(6 * a->n_closures * nq));
-    for (int64_t c = 0; c < a->n_closures; c++) {
+void closure_jacobian(const Model *model, const State *s, double *jac) {
+    int64_t nq = model->nq;
+    memset(jac, 0, sizeof(double) * (size_t)(6 * model->n_closures * nq));
+    for (int64_t c = 0; c < model->n_closures; c++) {
         double p_a[3], p_b[3];
-        side(s, a->closure_a[c], a->closure_offset_a + 16 * c, NULL, p_a);
-        side(s, a->closure_b[c], a->closure_offset_b + 16 * c, NULL, p_b);
+        side(s, model->closure_a[c], model->closure_offset_a + 16 * c, NULL, p_a);
+        side(s, model->closure_b[c], model->closure_offset_b + 16 * c, NULL, p_b);
         for (int64_t k = 0; k < nq; k++) {
-            int on_a = moves(a, k, a->closure_a[c]), on_b = moves(a, k, a->closure_b[c]);
+            int on_a = moves(model, k, model->closure_a[c]), on_b = moves(model, k, model->closure_b[c]);
             if (!on_a && !on_b) continue;
             const double *om = s->omega + 3 * k, *v = s->v + 3 * k;
             for (int i = 0; i < 3; i++) {

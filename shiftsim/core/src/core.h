@@ -8,39 +8,52 @@
 #ifndef SHIFTSIM_CORE_H
 #define SHIFTSIM_CORE_H
 
+#include <setjmp.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#define REVOLUTE 1
-#define PRISMATIC 2
-#define EUCLIDEAN 0
+#include "fields.h"
+
+/* Checked working memory (workspace.c). A kernel allocates with core_malloc / core_calloc and frees with
+ * core_free; an entry point runs kernels inside ``core_scope_open(&scope); if (setjmp(scope.jump) == 0) { ...;
+ * core_scope_close(&scope); } else { core_scope_unwind(&scope); out of memory }``: a failed allocation jumps to the
+ * else branch, which frees what the scope still holds. The header keeps blocks 16-byte aligned. */
+typedef struct CoreBlock {
+    struct CoreBlock *prev, *next;
+    int64_t padding[2];
+} CoreBlock;
+typedef struct CoreScope {
+    jmp_buf jump;
+    CoreBlock head;
+    struct CoreScope *outer;
+} CoreScope;
+void core_scope_open(CoreScope *scope);
+void core_scope_close(CoreScope *scope);
+void core_scope_unwind(CoreScope *scope);
+void *core_malloc(size_t size);
+void *core_calloc(size_t count, size_t size);
+void core_free(void *memory);
+void core_fail_allocation(int64_t n); /* debug: the n-th allocation from now fails (0: none) */
+int64_t core_live_blocks(void);       /* blocks allocated by the core and not yet freed */
 
 /* The compiled model (see shiftsim/core/layout.py, which fills it from numpy arrays). */
 typedef struct {
     int64_t n_nodes, nq, n_bodies, n_frames, n_closures;
-    const int64_t *parent, *kind, *coordinate;     /* (n) */
-    const double *sign, *joint, *offset;           /* (n), A (n, 4, 4), D (n, 4, 4) */
-    const double *mass, *com;                      /* (n) kg, (n, 3) m in node coordinates */
-    const int64_t *coordinate_node, *body_node, *frame_node;
-    const double *frame_offset;                    /* (F, 4, 4) node <- frame */
-    const int64_t *closure_a, *closure_b;          /* (K) */
-    const double *closure_offset_a, *closure_offset_b; /* (K, 4, 4) */
-    int64_t n_springs, spring_degree;
-    const int64_t *spring_coordinate;              /* (S) */
-    const double *spring_coefficients;             /* (S, degree) constant term first */
-    int64_t n_joint_laws;
-    const int64_t *law_coordinate, *law_index;     /* (R) */
-    int64_t n_pairs;
-    const int64_t *pair_frame_a, *pair_frame_c, *pair_distance, *pair_law; /* (P) */
+    int64_t n_springs, spring_degree;              /* S, d */
+    int64_t n_joint_laws, n_pairs, n_joints;       /* R, P, J */
     int64_t law_intervals, law_degree;             /* M, D */
-    const double *law_breaks;                      /* (L, M + 1) */
-    const int64_t *law_count;                      /* (L) pieces used */
-    const double *law_coefficients;                /* (L, 3, M, D): value, slope, energy; highest power first */
-    const double *law_energy_at_zero;              /* (L) */
-    int64_t n_joints;
-    const int64_t *joint_first_node;               /* (J) the node of the joint's first primitive in tree order */
-    const int64_t *joint_reversed;                 /* (J) 1 where the tree meets the joint child first */
-    const int64_t *joint_closure;                  /* (J) its closure, -1 for a tree joint */
-    const int64_t *joint_child_frame;              /* (J) the child-side joint frame */
+    /* the arrays (fields.h): parent, kind, coordinate (n) int64 (-1 where none); sign (n); joint A and offset D
+     * (n, 4, 4); mass (n) kg; com (n, 3) m in node coordinates; coordinate_node (nq); body_node (bodies);
+     * frame_node (F), frame_offset (F, 4, 4) node <- frame; closure_a, closure_b (K) nodes, closure_offset_a,
+     * closure_offset_b (K, 4, 4); spring_coordinate (S), spring_coefficients (S, d) constant term first;
+     * law_coordinate, law_index (R); pair_frame_a, pair_frame_c, pair_distance, pair_law (P); per joint (J):
+     * joint_first_node (its first primitive's node in tree order), joint_reversed (1 where the tree meets the
+     * joint child first), joint_closure (-1 for a tree joint), joint_child_frame; the law table: law_breaks
+     * (L, M + 1), law_count (L) pieces used, law_coefficients (L, 3, M, D) value, slope, energy with the highest
+     * power first, law_energy_at_zero (L). */
+#define SHIFTSIM_MODEL_MEMBER(name, type) const type *name;
+    SHIFTSIM_MODEL_FIELDS(SHIFTSIM_MODEL_MEMBER)
+#undef SHIFTSIM_MODEL_MEMBER
 } Model;
 
 /* Kinematic state of one configuration. */
@@ -52,51 +65,51 @@ typedef struct {
     double *v;         /* (nq, 3) */
 } State;
 
-State state_new(const Model *a);
+State state_new(const Model *model);
 void state_free(State *s);
-void state_copy(const Model *a, State *to, const State *from);
-void node_state(const Model *a, const double *q, State *s);
-void forward_poses(const Model *a, const double *q, State *s, double *bodies, double *frames);
-int64_t moving_coordinates(const Model *a, int64_t node, int64_t *out);
-int moves(const Model *a, int64_t k, int64_t node);
-void frame_pose(const Model *a, const State *s, int64_t frame, double *r, double *p);
-void point_jacobian(const Model *a, const State *s, int64_t node, const double *point, double *jac);
+void state_copy(const Model *model, State *to, const State *from);
+void node_state(const Model *model, const double *q, State *s);
+void forward_poses(const Model *model, const double *q, State *s, double *bodies, double *frames);
+int64_t moving_coordinates(const Model *model, int64_t node, int64_t *out);
+int moves(const Model *model, int64_t k, int64_t node);
+void frame_pose(const Model *model, const State *s, int64_t frame, double *r, double *p);
+void point_jacobian(const Model *model, const State *s, int64_t node, const double *point, double *jac);
 
 /* closures */
-void closure_points(const Model *a, const State *s, double *p_a, double *p_b);
-void closure_residual(const Model *a, const State *s, double *g);
-void closure_jacobian(const Model *a, const State *s, double *jac);
+void closure_points(const Model *model, const State *s, double *p_a, double *p_b);
+void closure_residual(const Model *model, const State *s, double *g);
+void closure_jacobian(const Model *model, const State *s, double *jac);
 void rotation_vector(const double *m, double *out);
 
 /* laws */
 void polynomial_law(const double *coefficients, int64_t degree, double x, double *f, double *df, double *energy);
-void piecewise_law(const Model *a, int64_t law, double x, double *f, double *df, double *energy);
+void piecewise_law(const Model *model, int64_t law, double x, double *f, double *df, double *energy);
 
 /* forces: each adds into q_force (nq) and stiffness (nq, nq), stiffness[k][j] = dQ_k/dq_j */
-double gravity_and_world_forces(const Model *a, const State *s, const double *gravity, int64_t count,
+double gravity_and_world_forces(const Model *model, const State *s, const double *gravity, int64_t count,
                                 const int64_t *point_node, const double *point, const double *force,
                                 double *q_force, double *stiffness);
-double joint_springs(const Model *a, const double *q, double *q_force, double *stiffness);
-void add_point_hessian(const Model *a, const State *s, int64_t node, const double *jv, const double *direction,
+double joint_springs(const Model *model, const double *q, double *q_force, double *stiffness);
+void add_point_hessian(const Model *model, const State *s, int64_t node, const double *jv, const double *direction,
                        double scale, double *out);
-double pair_distance(const Model *a, const State *s, int64_t frame_a, int64_t frame_c, int64_t distance,
+double pair_distance(const Model *model, const State *s, int64_t frame_a, int64_t frame_c, int64_t distance,
                      double *grad, double *hess);
-double pair_springs(const Model *a, const State *s, double *q_force, double *stiffness);
-int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int64_t *frames, const double *forces,
+double pair_springs(const Model *model, const State *s, double *q_force, double *stiffness);
+int64_t applied_loads(const Model *model, const State *s, int64_t n_loads, const int64_t *frames, const double *forces,
                       const double *torques, const int64_t *follow, int64_t *point_node, double *point,
                       double *force, double *q_force, double *stiffness);
-void closure_force_stiffness(const Model *a, const State *s, const double *multipliers, double *stiffness);
+void closure_force_stiffness(const Model *model, const State *s, const double *multipliers, double *stiffness);
 
 /* joint loads (loads.c): wrench_world (J, 6) about each child-side joint frame origin, that frame's rotation
  * (J, 3, 3), effort (nq); loads as in applied_loads (following ones in frame axes), extra world point forces
  * (count) such as ground contacts, closure multipliers (6 K). */
-void joint_loads(const Model *a, const State *s, const double *multipliers, const double *gravity, int64_t n_loads,
+void joint_loads(const Model *model, const State *s, const double *multipliers, const double *gravity, int64_t n_loads,
                  const int64_t *frames, const double *forces, const double *torques, const int64_t *follow,
                  int64_t count, const int64_t *point_node, const double *point, const double *force,
                  double *wrench_world, double *rotation, double *effort);
 
 /* linear algebra on small dense matrices (linalg.c) */
-int positive_definite(int64_t n, const double *a, double shift);
+int is_positive_definite(int64_t n, const double *a, double shift); /* a predicate: 1 = yes */
 int lu_solve(int64_t n, const double *a, const double *b, double *x);
 int cholesky_solve(int64_t n, const double *a, double shift, const double *b, double *x);
 void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors);
@@ -122,10 +135,11 @@ typedef struct {
     FieldTerms field_terms;                /* NULL: no fields */
     void *context;                         /* passed to the callbacks */
     int64_t has_rates;
-    int64_t max_iterations, full_load_iterations, max_load_halvings;
-    double force_tolerance, closure_tolerance, max_step, max_shifted_step;
-    double runaway_sizes;                  /* a free translation this many machine sizes away: no equilibrium */
-    int64_t seek_stable, finite_difference, load_stepping;
+    /* the settings (fields.h): iteration counts, tolerances, step caps; runaway_sizes: a free translation this
+     * many machine sizes away means no equilibrium */
+#define SHIFTSIM_SETTING_MEMBER(name, type) type name;
+    SHIFTSIM_SETTINGS_FIELDS(SHIFTSIM_SETTING_MEMBER)
+#undef SHIFTSIM_SETTING_MEMBER
 } Problem;
 
 typedef struct {
@@ -137,14 +151,14 @@ typedef struct {
     double size;               /* m: the machine's size at the start */
 } Case;
 
-void case_scales(const Model *a, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
+void case_scales(const Model *model, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
                  const double *torque, double *force_floor, double *size);
-void solve_case(const Model *a, const Problem *p, const Case *c, const double *q_start, int64_t classify,
+void solve_case(const Model *model, const Problem *p, const Case *c, const double *q_start, int64_t classify,
                 double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
                 uint8_t *out_runaway);
-double assemble_case(const Model *a, const Problem *p, double *q, double tolerance, int64_t max_iterations,
+double assemble_case(const Model *model, const Problem *p, double *q, double tolerance, int64_t max_iterations,
                      int64_t *iterations);
-void evaluate_case(const Model *a, const Problem *p, const Case *c, const double *q, const double *multipliers,
+void evaluate_case(const Model *model, const Problem *p, const Case *c, const double *q, const double *multipliers,
                    double *residual, double *closure, double *g_u, double *hessian, double *scalars,
                    double *q_force_reduced, double *multipliers_out);
 

@@ -22,17 +22,17 @@ static inline void cross3(const double *a, const double *b, double *out) {
  * nodes point_node[i]. Forces are aggregated per node as F = sum f and P = sum p f^T and summed over subtrees;
  * coordinate k's force is omega_k . axial(P) + v_k . F, and the stiffness between s and a coordinate d it
  * carries is omega_s . (P_d omega_d + v_d x F_d - omega_d tr P_d). Returns -sum(p . f). */
-double gravity_and_world_forces(const Model *a, const State *s, const double *gravity, int64_t count,
+double gravity_and_world_forces(const Model *model, const State *s, const double *gravity, int64_t count,
                                 const int64_t *point_node, const double *point, const double *force,
                                 double *q_force, double *stiffness) {
-    int64_t n = a->n_nodes, nq = a->nq;
-    double *f_node = calloc((size_t)(12 * n + 3 * nq + 1), sizeof(double)); /* one allocation: F, P, per_d */
+    int64_t n = model->n_nodes, nq = model->nq;
+    double *f_node = core_calloc((size_t)(12 * n + 3 * nq + 1), sizeof(double)); /* one allocation: F, P, per_d */
     double *p_node = f_node + 3 * n, *per_d = p_node + 9 * n;
-    int64_t few[64], *chain = nq <= 64 ? few : malloc(sizeof(int64_t) * (size_t)nq);
+    int64_t few[64], *chain = nq <= 64 ? few : core_malloc(sizeof(int64_t) * (size_t)nq);
     for (int64_t i = 0; i < n; i++) {
-        double m = a->mass[i];
+        double m = model->mass[i];
         if (m == 0.0) continue;
-        const double *r = s->rotation + 9 * i, *com = a->com + 3 * i;
+        const double *r = s->rotation + 9 * i, *com = model->com + 3 * i;
         double p[3];
         for (int row = 0; row < 3; row++)
             p[row] = r[3 * row] * com[0] + r[3 * row + 1] * com[1] + r[3 * row + 2] * com[2] + s->position[3 * i + row];
@@ -50,12 +50,12 @@ double gravity_and_world_forces(const Model *a, const State *s, const double *gr
     double energy = 0.0;
     for (int64_t i = 0; i < n; i++) energy -= p_node[9 * i] + p_node[9 * i + 4] + p_node[9 * i + 8];
     for (int64_t i = n - 1; i > 0; i--) {
-        int64_t up = a->parent[i];
+        int64_t up = model->parent[i];
         for (int c = 0; c < 3; c++) f_node[3 * up + c] += f_node[3 * i + c];
         for (int c = 0; c < 9; c++) p_node[9 * up + c] += p_node[9 * i + c];
     }
     for (int64_t k = 0; k < nq; k++) {
-        int64_t c = a->coordinate_node[k];
+        int64_t c = model->coordinate_node[k];
         const double *pk = p_node + 9 * c, *fk = f_node + 3 * c, *om = s->omega + 3 * k, *v = s->v + 3 * k;
         double moment[3] = {pk[5] - pk[7], pk[6] - pk[2], pk[1] - pk[3]};
         q_force[k] += dot3(om, moment) + dot3(v, fk);
@@ -65,7 +65,7 @@ double gravity_and_world_forces(const Model *a, const State *s, const double *gr
             per_d[3 * k + r] = pk[3 * r] * om[0] + pk[3 * r + 1] * om[1] + pk[3 * r + 2] * om[2] + turn[r] - om[r] * trace;
     }
     for (int64_t d = 0; d < nq; d++) {
-        int64_t chained = moving_coordinates(a, a->coordinate_node[d], chain);
+        int64_t chained = moving_coordinates(model, model->coordinate_node[d], chain);
         for (int64_t c = 0; c < chained; c++) {
             int64_t up = chain[c];
             double value = dot3(s->omega + 3 * up, per_d + 3 * d);
@@ -73,22 +73,22 @@ double gravity_and_world_forces(const Model *a, const State *s, const double *gr
             if (up != d) stiffness[d * nq + up] += value;
         }
     }
-    if (chain != few) free(chain);
-    free(f_node);
+    if (chain != few) core_free(chain);
+    core_free(f_node);
     return energy;
 }
 
-double joint_springs(const Model *a, const double *q, double *q_force, double *stiffness) {
+double joint_springs(const Model *model, const double *q, double *q_force, double *stiffness) {
     double energy = 0.0, f, df, e;
-    for (int64_t i = 0; i < a->n_springs; i++) {
-        int64_t k = a->spring_coordinate[i];
-        polynomial_law(a->spring_coefficients + i * a->spring_degree, a->spring_degree, q[k], &f, &df, &e);
-        q_force[k] -= f, stiffness[k * a->nq + k] -= df, energy += e;
+    for (int64_t i = 0; i < model->n_springs; i++) {
+        int64_t k = model->spring_coordinate[i];
+        polynomial_law(model->spring_coefficients + i * model->spring_degree, model->spring_degree, q[k], &f, &df, &e);
+        q_force[k] -= f, stiffness[k * model->nq + k] -= df, energy += e;
     }
-    for (int64_t i = 0; i < a->n_joint_laws; i++) {
-        int64_t k = a->law_coordinate[i];
-        piecewise_law(a, a->law_index[i], q[k], &f, &df, &e);
-        q_force[k] -= f, stiffness[k * a->nq + k] -= df, energy += e;
+    for (int64_t i = 0; i < model->n_joint_laws; i++) {
+        int64_t k = model->law_coordinate[i];
+        piecewise_law(model, model->law_index[i], q[k], &f, &df, &e);
+        q_force[k] -= f, stiffness[k * model->nq + k] -= df, energy += e;
     }
     return energy;
 }
@@ -96,10 +96,10 @@ double joint_springs(const Model *a, const double *q, double *q_force, double *s
 /* out += scale * direction . d2p/dq_j dq_k for a point on ``node`` with Jacobian jv (nq, 3): for j nearer the
  * root than (or equal to) k, omega_j x Jv_k (kept where the point lies on j's own axis: Jv_j = 0 there, yet j
  * turns k's motion). */
-void add_point_hessian(const Model *a, const State *s, int64_t node, const double *jv, const double *direction,
+void add_point_hessian(const Model *model, const State *s, int64_t node, const double *jv, const double *direction,
                        double scale, double *out) {
-    int64_t nq = a->nq, *chain = malloc(sizeof(int64_t) * (size_t)(nq + 1));
-    int64_t count = moving_coordinates(a, node, chain);
+    int64_t nq = model->nq, *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
+    int64_t count = moving_coordinates(model, node, chain);
     for (int64_t lower = 0; lower < count; lower++) {
         int64_t k = chain[lower];
         double turn[3];
@@ -111,21 +111,21 @@ void add_point_hessian(const Model *a, const State *s, int64_t node, const doubl
             if (j != k) out[k * nq + j] += value;
         }
     }
-    free(chain);
+    core_free(chain);
 }
 
 /* Distance x (m) between the origins of two frames, dx/dq (nq) and d2x/dq2 (nq, nq) into grad and hess
  * (overwritten): euclidean, or along axis distance - 1 of frame a. */
-double pair_distance(const Model *a, const State *s, int64_t frame_a, int64_t frame_c, int64_t distance,
+double pair_distance(const Model *model, const State *s, int64_t frame_a, int64_t frame_c, int64_t distance,
                      double *grad, double *hess) {
-    int64_t nq = a->nq, node_a = a->frame_node[frame_a], node_c = a->frame_node[frame_c];
+    int64_t nq = model->nq, node_a = model->frame_node[frame_a], node_c = model->frame_node[frame_c];
     double r_a[9], p_a[3], p_c[3], d[3];
-    frame_pose(a, s, frame_a, r_a, p_a);
-    frame_pose(a, s, frame_c, NULL, p_c);
-    double *jv_a = malloc(sizeof(double) * (size_t)(3 * nq + 1)), *jv_c = malloc(sizeof(double) * (size_t)(3 * nq + 1));
-    double *jd = malloc(sizeof(double) * (size_t)(3 * nq + 1));
-    point_jacobian(a, s, node_a, p_a, jv_a);
-    point_jacobian(a, s, node_c, p_c, jv_c);
+    frame_pose(model, s, frame_a, r_a, p_a);
+    frame_pose(model, s, frame_c, NULL, p_c);
+    double *jv_a = core_malloc(sizeof(double) * (size_t)(3 * nq + 1)), *jv_c = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
+    double *jd = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
+    point_jacobian(model, s, node_a, p_a, jv_a);
+    point_jacobian(model, s, node_c, p_c, jv_c);
     for (int i = 0; i < 3; i++) d[i] = p_c[i] - p_a[i];
     for (int64_t i = 0; i < 3 * nq; i++) jd[i] = jv_c[i] - jv_a[i];
     memset(hess, 0, sizeof(double) * (size_t)(nq * nq));
@@ -133,29 +133,29 @@ double pair_distance(const Model *a, const State *s, int64_t frame_a, int64_t fr
     if (distance == EUCLIDEAN) {
         x = sqrt(dot3(d, d));
         double guarded = x > 1e-300 ? x : 1e-300, u[3] = {d[0] / guarded, d[1] / guarded, d[2] / guarded};
-        double *projected = malloc(sizeof(double) * (size_t)(3 * nq + 1));
+        double *projected = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
         for (int64_t k = 0; k < nq; k++) {
             grad[k] = dot3(jd + 3 * k, u);
             for (int i = 0; i < 3; i++) projected[3 * k + i] = jd[3 * k + i] - grad[k] * u[i];
         }
         for (int64_t j = 0; j < nq; j++)
             for (int64_t k = 0; k < nq; k++) hess[j * nq + k] = dot3(projected + 3 * j, projected + 3 * k) / guarded;
-        add_point_hessian(a, s, node_c, jv_c, u, 1.0, hess);
-        add_point_hessian(a, s, node_a, jv_a, u, -1.0, hess);
-        free(projected);
+        add_point_hessian(model, s, node_c, jv_c, u, 1.0, hess);
+        add_point_hessian(model, s, node_a, jv_a, u, -1.0, hess);
+        core_free(projected);
     } else {
         int axis = (int)distance - 1;
         double e[3] = {r_a[axis], r_a[3 + axis], r_a[6 + axis]};
         x = dot3(e, d);
-        double *de = calloc((size_t)(3 * nq + 1), sizeof(double)); /* d e / dq_j for coordinates turning frame a */
-        int64_t *chain = malloc(sizeof(int64_t) * (size_t)(nq + 1));
-        int64_t count = moving_coordinates(a, node_a, chain);
+        double *de = core_calloc((size_t)(3 * nq + 1), sizeof(double)); /* d e / dq_j for coordinates turning frame a */
+        int64_t *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
+        int64_t count = moving_coordinates(model, node_a, chain);
         for (int64_t c = 0; c < count; c++) cross3(s->omega + 3 * chain[c], e, de + 3 * chain[c]);
         for (int64_t k = 0; k < nq; k++) grad[k] = dot3(jd + 3 * k, e) + dot3(de + 3 * k, d);
         for (int64_t j = 0; j < nq; j++)
             for (int64_t k = 0; k < nq; k++) hess[j * nq + k] = dot3(de + 3 * j, jd + 3 * k) + dot3(de + 3 * k, jd + 3 * j);
-        add_point_hessian(a, s, node_c, jv_c, e, 1.0, hess);
-        add_point_hessian(a, s, node_a, jv_a, e, -1.0, hess);
+        add_point_hessian(model, s, node_c, jv_c, e, 1.0, hess);
+        add_point_hessian(model, s, node_a, jv_a, e, -1.0, hess);
         for (int64_t lower = 0; lower < count; lower++) { /* d . d2e/dq_j dq_k = (d x omega_j) . (omega_k x e) */
             int64_t k = chain[lower];
             for (int64_t upper = lower; upper < count; upper++) {
@@ -167,34 +167,34 @@ double pair_distance(const Model *a, const State *s, int64_t frame_a, int64_t fr
                 if (j != k) hess[k * nq + j] += value;
             }
         }
-        free(de), free(chain);
+        core_free(de), core_free(chain);
     }
-    free(jv_a), free(jv_c), free(jd);
+    core_free(jv_a), core_free(jv_c), core_free(jd);
     return x;
 }
 
 /* Springs between frame pairs: Q = -f(x) dx/dq (the child frame pulled toward the parent frame when f > 0). */
-double pair_springs(const Model *a, const State *s, double *q_force, double *stiffness) {
-    if (a->n_pairs == 0) return 0.0;
-    int64_t nq = a->nq;
+double pair_springs(const Model *model, const State *s, double *q_force, double *stiffness) {
+    if (model->n_pairs == 0) return 0.0;
+    int64_t nq = model->nq;
     double energy = 0.0, f, df, e;
-    double *grad = malloc(sizeof(double) * (size_t)(nq + 1)), *hess = malloc(sizeof(double) * (size_t)(nq * nq + 1));
-    for (int64_t i = 0; i < a->n_pairs; i++) {
-        double x = pair_distance(a, s, a->pair_frame_a[i], a->pair_frame_c[i], a->pair_distance[i], grad, hess);
-        piecewise_law(a, a->pair_law[i], x, &f, &df, &e);
+    double *grad = core_malloc(sizeof(double) * (size_t)(nq + 1)), *hess = core_malloc(sizeof(double) * (size_t)(nq * nq + 1));
+    for (int64_t i = 0; i < model->n_pairs; i++) {
+        double x = pair_distance(model, s, model->pair_frame_a[i], model->pair_frame_c[i], model->pair_distance[i], grad, hess);
+        piecewise_law(model, model->pair_law[i], x, &f, &df, &e);
         for (int64_t j = 0; j < nq; j++) {
             q_force[j] -= f * grad[j];
             for (int64_t k = 0; k < nq; k++) stiffness[j * nq + k] -= df * grad[j] * grad[k] + f * hess[j * nq + k];
         }
         energy += e;
     }
-    free(grad), free(hess);
+    core_free(grad), core_free(hess);
     return energy;
 }
 
 /* d(omega_k . tau)/dq_j as [k][j]: (omega_j x omega_k) . tau for j strictly nearer the root than k, both moving
  * the node. */
-static void add_torque_stiffness(const Model *a, const State *s, const int64_t *chain, int64_t count,
+static void add_torque_stiffness(const Model *model, const State *s, const int64_t *chain, int64_t count,
                                  const double *torque, double *stiffness) {
     for (int64_t lower = 0; lower < count; lower++) {
         int64_t k = chain[lower];
@@ -202,7 +202,7 @@ static void add_torque_stiffness(const Model *a, const State *s, const int64_t *
             int64_t j = chain[upper];
             double turned[3];
             cross3(s->omega + 3 * j, s->omega + 3 * k, turned);
-            stiffness[k * a->nq + j] += dot3(turned, torque);
+            stiffness[k * model->nq + j] += dot3(turned, torque);
         }
     }
 }
@@ -210,17 +210,17 @@ static void add_torque_stiffness(const Model *a, const State *s, const int64_t *
 /* Loads at frames: forces, torques (L, 3) in world axes (world-fixed) or frame axes (follow). World-fixed
  * forces are written to point_node, point, force for gravity_and_world_forces (their count returned);
  * torques and following loads add their generalized force and stiffness here (no potential). */
-int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int64_t *frames, const double *forces,
+int64_t applied_loads(const Model *model, const State *s, int64_t n_loads, const int64_t *frames, const double *forces,
                       const double *torques, const int64_t *follow, int64_t *point_node, double *point,
                       double *force, double *q_force, double *stiffness) {
     if (n_loads == 0) return 0;
-    int64_t nq = a->nq, count = 0, *chain = malloc(sizeof(int64_t) * (size_t)(nq + 1));
-    double *jv = malloc(sizeof(double) * (size_t)(3 * nq + 1));
+    int64_t nq = model->nq, count = 0, *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
+    double *jv = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
     for (int64_t i = 0; i < n_loads; i++) {
-        int64_t node = a->frame_node[frames[i]];
+        int64_t node = model->frame_node[frames[i]];
         double r[9], p[3];
-        frame_pose(a, s, frames[i], r, p);
-        int64_t moving = moving_coordinates(a, node, chain);
+        frame_pose(model, s, frames[i], r, p);
+        int64_t moving = moving_coordinates(model, node, chain);
         const double *f_in = forces + 3 * i, *t_in = torques + 3 * i;
         if (!follow[i]) {
             if (f_in[0] != 0.0 || f_in[1] != 0.0 || f_in[2] != 0.0) {
@@ -231,7 +231,7 @@ int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int
             }
             if (t_in[0] != 0.0 || t_in[1] != 0.0 || t_in[2] != 0.0) {
                 for (int64_t c = 0; c < moving; c++) q_force[chain[c]] += dot3(s->omega + 3 * chain[c], t_in);
-                add_torque_stiffness(a, s, chain, moving, t_in, stiffness);
+                add_torque_stiffness(model, s, chain, moving, t_in, stiffness);
             }
             continue;
         }
@@ -240,13 +240,13 @@ int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int
             f[row] = r[3 * row] * f_in[0] + r[3 * row + 1] * f_in[1] + r[3 * row + 2] * f_in[2];
             t[row] = r[3 * row] * t_in[0] + r[3 * row + 1] * t_in[1] + r[3 * row + 2] * t_in[2];
         }
-        point_jacobian(a, s, node, p, jv);
+        point_jacobian(model, s, node, p, jv);
         for (int64_t c = 0; c < moving; c++) {
             int64_t k = chain[c];
             q_force[k] += dot3(jv + 3 * k, f) + dot3(s->omega + 3 * k, t);
         }
-        add_point_hessian(a, s, node, jv, f, 1.0, stiffness);
-        add_torque_stiffness(a, s, chain, moving, t, stiffness);
+        add_point_hessian(model, s, node, jv, f, 1.0, stiffness);
+        add_torque_stiffness(model, s, chain, moving, t, stiffness);
         for (int64_t cj = 0; cj < moving; cj++) { /* the load turns with the frame: d f / dq_j = omega_j x f */
             int64_t j = chain[cj];
             double turning_force[3], turning_torque[3];
@@ -258,7 +258,7 @@ int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int
             }
         }
     }
-    free(chain), free(jv);
+    core_free(chain), core_free(jv);
     return count;
 }
 
@@ -267,17 +267,17 @@ int64_t applied_loads(const Model *a, const State *s, int64_t n_loads, const int
  * differentiated with the points and axes they act through. The force terms add up to omega_j . X_k with
  * X_k = sum over closures of (Jv_b,k - Jv_a,k) x lambda_p, the torque terms to (omega_j x omega_k) . T_k with
  * T_k the net closure torque on what k moves. */
-void closure_force_stiffness(const Model *a, const State *s, const double *multipliers, double *stiffness) {
-    int64_t nq = a->nq, k_count = a->n_closures;
+void closure_force_stiffness(const Model *model, const State *s, const double *multipliers, double *stiffness) {
+    int64_t nq = model->nq, k_count = model->n_closures;
     if (k_count == 0) return;
-    double *p_a = malloc(sizeof(double) * (size_t)(3 * k_count)), *p_b = malloc(sizeof(double) * (size_t)(3 * k_count));
-    double *x = calloc((size_t)(3 * nq + 1), sizeof(double)), *t = calloc((size_t)(3 * nq + 1), sizeof(double));
-    int64_t *chain = malloc(sizeof(int64_t) * (size_t)(nq + 1));
-    closure_points(a, s, p_a, p_b);
+    double *p_a = core_malloc(sizeof(double) * (size_t)(3 * k_count)), *p_b = core_malloc(sizeof(double) * (size_t)(3 * k_count));
+    double *x = core_calloc((size_t)(3 * nq + 1), sizeof(double)), *t = core_calloc((size_t)(3 * nq + 1), sizeof(double));
+    int64_t *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
+    closure_points(model, s, p_a, p_b);
     for (int64_t c = 0; c < k_count; c++) {
         const double *lam_p = multipliers + 6 * c, *lam_r = multipliers + 6 * c + 3;
         for (int64_t k = 0; k < nq; k++) {
-            int on_a = moves(a, k, a->closure_a[c]), on_b = moves(a, k, a->closure_b[c]);
+            int on_a = moves(model, k, model->closure_a[c]), on_b = moves(model, k, model->closure_b[c]);
             if (!on_a && !on_b) continue;
             double jv[3] = {0.0, 0.0, 0.0}, lever[3], turned[3];
             if (on_b) {
@@ -294,7 +294,7 @@ void closure_force_stiffness(const Model *a, const State *s, const double *multi
         }
     }
     for (int64_t k = 0; k < nq; k++) {
-        int64_t count = moving_coordinates(a, a->coordinate_node[k], chain);
+        int64_t count = moving_coordinates(model, model->coordinate_node[k], chain);
         double turned[3];
         cross3(s->omega + 3 * k, t + 3 * k, turned);
         for (int64_t c = 0; c < count; c++) {
@@ -304,5 +304,5 @@ void closure_force_stiffness(const Model *a, const State *s, const double *multi
             if (j != k) stiffness[k * nq + j] += value + dot3(s->omega + 3 * j, turned);
         }
     }
-    free(p_a), free(p_b), free(x), free(t), free(chain);
+    core_free(p_a), core_free(p_b), core_free(x), core_free(t), core_free(chain);
 }

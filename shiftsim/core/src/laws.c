@@ -12,21 +12,21 @@ void polynomial_law(const double *c, int64_t degree, double x, double *f, double
     *f = value, *df = slope, *energy = integral * x;
 }
 
-static double local(const Model *a, int64_t law, int which, int64_t piece, double t) {
-    const double *c = a->law_coefficients + ((law * 3 + which) * a->law_intervals + piece) * a->law_degree;
+static double local(const Model *model, int64_t law, int which, int64_t piece, double t) {
+    const double *c = model->law_coefficients + ((law * 3 + which) * model->law_intervals + piece) * model->law_degree;
     double total = 0.0;
-    for (int64_t m = 0; m < a->law_degree; m++) total = total * t + c[m];
+    for (int64_t m = 0; m < model->law_degree; m++) total = total * t + c[m];
     return total;
 }
 
 /* Row ``law`` of the piecewise-law table: the piece with breaks[i] <= x < breaks[i + 1] (end pieces extended,
  * as scipy's PPoly with extrapolate), local coefficients in (x - breaks[i]) highest power first. */
-void piecewise_law(const Model *a, int64_t law, double x, double *f, double *df, double *energy) {
-    const double *breaks = a->law_breaks + law * (a->law_intervals + 1);
-    int64_t count = a->law_count[law], i = 0;
+void piecewise_law(const Model *model, int64_t law, double x, double *f, double *df, double *energy) {
+    const double *breaks = model->law_breaks + law * (model->law_intervals + 1);
+    int64_t count = model->law_count[law], i = 0;
     while (i < count - 1 && x >= breaks[i + 1]) i++;
     double t = x - breaks[i];
-    *f = local(a, law, 0, i, t);
-    *df = local(a, law, 1, i, t);
-    *energy = local(a, law, 2, i, t) - a->law_energy_at_zero[law];
+    *f = local(model, law, 0, i, t);
+    *df = local(model, law, 1, i, t);
+    *energy = local(model, law, 2, i, t) - model->law_energy_at_zero[law];
 }

@@ -6,8 +6,8 @@
 
 #include "core.h"
 
-/* Cholesky factor low (n, n, lower triangle) of the symmetric a + shift I (its lower triangle read); returns 1
- * when every pivot is finite and positive (a + shift I positive definite), 0 at the first that is not. */
+/* Cholesky factor low (n, n, lower triangle) of the symmetric a + shift I (its lower triangle read); returns 0
+ * when every pivot is finite and positive (a + shift I positive definite), 1 at the first that is not. */
 static int cholesky(int64_t n, const double *a, double shift, double *low) {
     for (int64_t i = 0; i < n; i++) {
         for (int64_t j = 0; j <= i; j++) {
@@ -18,17 +18,17 @@ static int cholesky(int64_t n, const double *a, double shift, double *low) {
             } else if (total > 0.0 && isfinite(total)) {
                 low[i * n + i] = sqrt(total);
             } else {
-                return 0;
+                return 1;
             }
         }
     }
-    return 1;
+    return 0;
 }
 
 /* 1 when the symmetric a (n, n) + shift I is positive definite: at once where it is strictly diagonally
  * dominant with a positive diagonal (Gershgorin: O(n^2), the common case of decoupled or free coordinates),
  * otherwise when a Cholesky factorization succeeds. */
-int positive_definite(int64_t n, const double *a, double shift) {
+int is_positive_definite(int64_t n, const double *a, double shift) {
     int dominant = 1;
     for (int64_t i = 0; i < n && dominant; i++) {
         double row = a[i * n + i] + shift;
@@ -37,17 +37,17 @@ int positive_definite(int64_t n, const double *a, double shift) {
         dominant = row > 0.0;
     }
     if (dominant) return 1;
-    double *low = malloc(sizeof(double) * (size_t)(n * n + 1));
-    int ok = cholesky(n, a, shift, low);
-    free(low);
+    double *low = core_malloc(sizeof(double) * (size_t)(n * n + 1));
+    int ok = cholesky(n, a, shift, low) == 0;
+    core_free(low);
     return ok;
 }
 
 /* x with (a + shift I) x = b for a symmetric a by a Cholesky factorization; returns 1 (x untouched) when
  * a + shift I is not positive definite. */
 int cholesky_solve(int64_t n, const double *a, double shift, const double *b, double *x) {
-    double *low = malloc(sizeof(double) * (size_t)(n * n + 1)), *y = malloc(sizeof(double) * (size_t)(n + 1));
-    int ok = cholesky(n, a, shift, low);
+    double *low = core_malloc(sizeof(double) * (size_t)(n * n + 1)), *y = core_malloc(sizeof(double) * (size_t)(n + 1));
+    int ok = cholesky(n, a, shift, low) == 0;
     if (ok) {
         for (int64_t i = 0; i < n; i++) { /* L y = b */
             double total = b[i];
@@ -60,13 +60,13 @@ int cholesky_solve(int64_t n, const double *a, double shift, const double *b, do
             x[i] = total / low[i * n + i];
         }
     }
-    free(low), free(y);
+    core_free(low), core_free(y);
     return !ok;
 }
 
 /* x with a x = b by LU with partial pivoting; returns 1 (x untouched) when a pivot is exactly zero. */
 int lu_solve(int64_t n, const double *a, const double *b, double *x) {
-    double *lu = malloc(sizeof(double) * (size_t)(n * n + 1)), *y = malloc(sizeof(double) * (size_t)(n + 1));
+    double *lu = core_malloc(sizeof(double) * (size_t)(n * n + 1)), *y = core_malloc(sizeof(double) * (size_t)(n + 1));
     memcpy(lu, a, sizeof(double) * (size_t)(n * n));
     memcpy(y, b, sizeof(double) * (size_t)n);
     int singular = 0;
@@ -97,14 +97,14 @@ int lu_solve(int64_t n, const double *a, const double *b, double *x) {
             x[i] = total / lu[i * n + i];
         }
     }
-    free(lu), free(y);
+    core_free(lu), core_free(y);
     return singular;
 }
 
 /* Eigenvalues (ascending) and eigenvectors (columns of vectors (n, n)) of the symmetric a by cyclic Jacobi
  * rotations, to round-off. */
 void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors) {
-    double *w = malloc(sizeof(double) * (size_t)(n * n + 1)), *v = calloc((size_t)(n * n + 1), sizeof(double));
+    double *w = core_malloc(sizeof(double) * (size_t)(n * n + 1)), *v = core_calloc((size_t)(n * n + 1), sizeof(double));
     memcpy(w, a, sizeof(double) * (size_t)(n * n));
     for (int64_t i = 0; i < n; i++) v[i * n + i] = 1.0;
     for (int sweep = 0; sweep < 100; sweep++) {
@@ -140,7 +140,7 @@ void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors
             }
         }
     }
-    int64_t *order = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *order = core_malloc(sizeof(int64_t) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; i++) order[i] = i;
     for (int64_t i = 1; i < n; i++) { /* insertion sort by eigenvalue */
         int64_t key = order[i], j = i - 1;
@@ -151,14 +151,14 @@ void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors
         values[i] = w[order[i] * n + order[i]];
         for (int64_t k = 0; k < n; k++) vectors[k * n + i] = v[k * n + order[i]];
     }
-    free(w), free(v), free(order);
+    core_free(w), core_free(v), core_free(order);
 }
 
 /* Minimum-norm least-squares x (cols) of a (rows, cols) x = b, singular values below rcond times the largest
  * counting as zero (numpy's lstsq): a one-sided Jacobi SVD (Hestenes) turns the columns of w = a v orthogonal,
  * so that a = (w / sigma) diag(sigma) v^T with sigma the column norms, to round-off. */
 void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, double rcond, double *x) {
-    double *w = malloc(sizeof(double) * (size_t)(rows * cols + 1)), *v = calloc((size_t)(cols * cols + 1), sizeof(double));
+    double *w = core_malloc(sizeof(double) * (size_t)(rows * cols + 1)), *v = core_calloc((size_t)(cols * cols + 1), sizeof(double));
     memcpy(w, a, sizeof(double) * (size_t)(rows * cols));
     for (int64_t i = 0; i < cols; i++) v[i * cols + i] = 1.0;
     double total = 0.0; /* the squared Frobenius norm, which rotations keep: columns below round-off of it are zero */
@@ -193,7 +193,7 @@ void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, 
         if (!rotated) break;
     }
     double largest = 0.0;
-    double *sigma = malloc(sizeof(double) * (size_t)(cols + 1));
+    double *sigma = core_malloc(sizeof(double) * (size_t)(cols + 1));
     for (int64_t i = 0; i < cols; i++) {
         double total = 0.0;
         for (int64_t r = 0; r < rows; r++) total += w[r * cols + i] * w[r * cols + i];
@@ -208,14 +208,14 @@ void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, 
         along /= sigma[i] * sigma[i];
         for (int64_t k = 0; k < cols; k++) x[k] += v[k * cols + i] * along;
     }
-    free(w), free(v), free(sigma);
+    core_free(w), core_free(v), core_free(sigma);
 }
 
 /* Orthonormal basis z (nf, nf - m) of the null space of the full-row-rank g (m, nf): the last nf - m columns of
  * the orthogonal factor of a Householder QR of g^T. */
 void null_space(int64_t m, int64_t nf, const double *g, double *z) {
-    double *r = malloc(sizeof(double) * (size_t)(nf * m + 1)), *q = calloc((size_t)(nf * nf + 1), sizeof(double));
-    double *h = malloc(sizeof(double) * (size_t)(nf + 1));
+    double *r = core_malloc(sizeof(double) * (size_t)(nf * m + 1)), *q = core_calloc((size_t)(nf * nf + 1), sizeof(double));
+    double *h = core_malloc(sizeof(double) * (size_t)(nf + 1));
     for (int64_t i = 0; i < nf; i++) {
         for (int64_t j = 0; j < m; j++) r[i * m + j] = g[j * nf + i];
         q[i * nf + i] = 1.0;
@@ -246,7 +246,7 @@ void null_space(int64_t m, int64_t nf, const double *g, double *z) {
     int64_t rank = nf - m;
     for (int64_t i = 0; i < nf; i++)
         for (int64_t j = 0; j < rank; j++) z[i * rank + j] = q[i * nf + m + j];
-    free(r), free(q), free(h);
+    core_free(r), core_free(q), core_free(h);
 }
 
 /* The rank of a (rows, cols) and, in ``order`` (cols), its columns in the order a Householder QR with column
@@ -254,8 +254,8 @@ void null_space(int64_t m, int64_t nf, const double *g, double *z) {
  * tolerance times the largest of the first pivot and 1 (scipy's qr(pivoting=True) on the same matrix picks the
  * same columns but for ties). */
 int64_t pivoted_rank(int64_t rows, int64_t cols, const double *a, double tolerance, int64_t *order) {
-    double *r = malloc(sizeof(double) * (size_t)(rows * cols + 1)), *norms = malloc(sizeof(double) * (size_t)(cols + 1));
-    double *h = malloc(sizeof(double) * (size_t)(rows + 1));
+    double *r = core_malloc(sizeof(double) * (size_t)(rows * cols + 1)), *norms = core_malloc(sizeof(double) * (size_t)(cols + 1));
+    double *h = core_malloc(sizeof(double) * (size_t)(rows + 1));
     memcpy(r, a, sizeof(double) * (size_t)(rows * cols));
     for (int64_t j = 0; j < cols; j++) {
         order[j] = j;
@@ -302,6 +302,6 @@ int64_t pivoted_rank(int64_t rows, int64_t cols, const double *a, double toleran
             norms[j] = total;
         }
     }
-    free(r), free(norms), free(h);
+    core_free(r), core_free(norms), core_free(h);
     return rank;
 }

@@ -14,12 +14,9 @@
 
 #include "core.h"
 
-#define STABLE 0
-#define NEUTRAL 1
-#define UNSTABLE 2
 
 typedef struct {
-    const Model *a;
+    const Model *model;
     const Problem *p;
     const Case *c;
 } Context;
@@ -35,7 +32,7 @@ typedef struct {
     double *multipliers;     /* (m) */
 } Evaluation;
 
-static double *zeros(int64_t n) { return calloc((size_t)(n + 1), sizeof(double)); }
+static double *zeros(int64_t n) { return core_calloc((size_t)(n + 1), sizeof(double)); }
 
 /* The larger of a and b, NaN if either is NaN (as numpy's maximum: a NaN force must never pass a test). */
 static inline double larger(double a, double b) { return (a > b || a != a) ? a : b; }
@@ -50,7 +47,7 @@ static Evaluation evaluation_new(const Problem *p) { /* one allocation for every
     return e;
 }
 
-static void evaluation_free(Evaluation *e) { free(e->residual); }
+static void evaluation_free(Evaluation *e) { core_free(e->residual); }
 
 static void evaluation_copy(const Problem *p, Evaluation *to, const Evaluation *from) {
     memcpy(to->residual, from->residual, sizeof(double) * (size_t)p->nf);
@@ -92,24 +89,24 @@ static void solve_or_least_squares(int64_t n, const double *a, const double *b, 
 /* ------------------------------------------------------------------ couplings */
 static void apply_couplings(const Context *x, double *q) {
     if (!x->p->coupling_apply) return;
-    double *out = zeros(x->a->nq);
+    double *out = zeros(x->model->nq);
     if (x->p->coupling_apply(x->p->context, q, out))
-        for (int64_t i = 0; i < x->a->nq; i++) out[i] = NAN;
-    memcpy(q, out, sizeof(double) * (size_t)x->a->nq);
-    free(out);
+        for (int64_t i = 0; i < x->model->nq; i++) out[i] = NAN;
+    memcpy(q, out, sizeof(double) * (size_t)x->model->nq);
+    core_free(out);
 }
 
 /* T = dq/du (nq, nf), or NULL without couplings (T selects the free coordinates). */
 static double *coupling_map(const Context *x, const double *q) {
     if (!x->p->coupling_jacobian) return NULL;
-    double *t = zeros(x->a->nq * x->p->nf);
+    double *t = zeros(x->model->nq * x->p->nf);
     if (x->p->coupling_jacobian(x->p->context, q, t))
-        for (int64_t i = 0; i < x->a->nq * x->p->nf; i++) t[i] = NAN;
+        for (int64_t i = 0; i < x->model->nq * x->p->nf; i++) t[i] = NAN;
     return t;
 }
 
 static void reduce_vector(const Context *x, const double *t, const double *v, double *out) {
-    int64_t nq = x->a->nq, nf = x->p->nf;
+    int64_t nq = x->model->nq, nf = x->p->nf;
     for (int64_t i = 0; i < nf; i++) {
         if (!t) {
             out[i] = v[x->p->free[i]];
@@ -123,7 +120,7 @@ static void reduce_vector(const Context *x, const double *t, const double *v, do
 
 /* out (rows, nf) = matrix (rows, nq) T */
 static void reduce_columns(const Context *x, const double *t, int64_t rows, const double *matrix, double *out) {
-    int64_t nq = x->a->nq, nf = x->p->nf;
+    int64_t nq = x->model->nq, nf = x->p->nf;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t i = 0; i < nf; i++) {
             if (!t) {
@@ -139,14 +136,14 @@ static void reduce_columns(const Context *x, const double *t, int64_t rows, cons
 /* ------------------------------------------------------------------ evaluation */
 static void evaluate_analytic(const Context *x, const double *q, const State *s, const double *given_multipliers,
                               double scale, Evaluation *e) {
-    const Model *a = x->a;
+    const Model *model = x->model;
     const Problem *p = x->p;
-    int64_t nq = a->nq, nf = p->nf, m = p->m, n_loads = p->n_loads;
+    int64_t nq = model->nq, nf = p->nf, m = p->m, n_loads = p->n_loads;
     double *block = zeros(12 * n_loads + nq * nq + 5 * nq); /* one allocation for the scratch arrays */
     double *forces = block, *torques = forces + 3 * n_loads, *point = torques + 3 * n_loads;
     double *force = point + 3 * n_loads, *stiffness = force + 3 * n_loads, *q_force = stiffness + nq * nq;
     double *magnitude = q_force + nq, *term = magnitude + nq, *constraint_force = term + nq;
-    int64_t few[16], *point_node = n_loads <= 16 ? few : malloc(sizeof(int64_t) * (size_t)n_loads);
+    int64_t few[16], *point_node = n_loads <= 16 ? few : core_malloc(sizeof(int64_t) * (size_t)n_loads);
     int conservative = 1;
     int64_t count = 0;
     for (int64_t i = 0; i < 3 * n_loads; i++) { /* torques and following loads have no potential */
@@ -158,14 +155,14 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     for (int part = 0; part < 5; part++) { /* each term's force separately: the force scale adds their sizes */
         memset(term, 0, sizeof(double) * (size_t)nq);
         if (part == 0) {
-            count = applied_loads(a, s, n_loads, p->load_frame, forces, torques, p->load_follow, point_node, point,
+            count = applied_loads(model, s, n_loads, p->load_frame, forces, torques, p->load_follow, point_node, point,
                                   force, term, stiffness);
         } else if (part == 1) {
-            energy += gravity_and_world_forces(a, s, gravity, count, point_node, point, force, term, stiffness);
+            energy += gravity_and_world_forces(model, s, gravity, count, point_node, point, force, term, stiffness);
         } else if (part == 2) {
-            energy += joint_springs(a, q, term, stiffness);
+            energy += joint_springs(model, q, term, stiffness);
         } else if (part == 3) {
-            energy += pair_springs(a, s, term, stiffness);
+            energy += pair_springs(model, s, term, stiffness);
         } else if (p->field_terms) {
             double more[2] = {0.0, 1.0}; /* energy, conservative */
             if (p->field_terms(p->context, q, s->rotation, s->position, s->omega, s->v, term, stiffness, more))
@@ -181,10 +178,10 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     double *t = coupling_map(x, q);
     reduce_vector(x, t, q_force, e->q_force_reduced);
     if (m > 0) {
-        int64_t rows6 = 6 * a->n_closures;
+        int64_t rows6 = 6 * model->n_closures;
         double *g_full = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(m * nq);
-        closure_residual(a, s, g_full);
-        closure_jacobian(a, s, jac_full);
+        closure_residual(model, s, g_full);
+        closure_jacobian(model, s, jac_full);
         for (int64_t r = 0; r < m; r++) {
             e->closure[r] = g_full[p->rows[r]];
             memcpy(jac + r * nq, jac_full + p->rows[r] * nq, sizeof(double) * (size_t)nq);
@@ -205,7 +202,7 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
                 rhs[i] = -total;
             }
             solve_or_least_squares(m, gram, rhs, 1e-12, e->multipliers);
-            free(gram), free(rhs);
+            core_free(gram), core_free(rhs);
         }
         double *full = zeros(rows6);
         for (int64_t r = 0; r < m; r++) full[p->rows[r]] = e->multipliers[r];
@@ -215,8 +212,8 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             constraint_force[k] = total;
             magnitude[k] += fabs(total);
         }
-        closure_force_stiffness(a, s, full, stiffness);
-        free(g_full), free(jac_full), free(jac), free(full);
+        closure_force_stiffness(model, s, full, stiffness);
+        core_free(g_full), core_free(jac_full), core_free(jac), core_free(full);
     }
     reduce_vector(x, t, constraint_force, e->residual);
     for (int64_t i = 0; i < nf; i++) e->residual[i] += e->q_force_reduced[i];
@@ -239,7 +236,7 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             for (int64_t k = 0; k < nq; k++) total += fabs(t[k * nf + i]) * magnitude[k];
             largest_magnitude = larger(largest_magnitude, total);
         }
-        free(kt);
+        core_free(kt);
     } else {
         for (int64_t i = 0; i < nf; i++) {
             for (int64_t j = 0; j < nf; j++) e->hessian[i * nf + j] = -stiffness[p->free[i] * nq + p->free[j]];
@@ -252,29 +249,29 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     if (nf > 0) e->force_scale = larger(e->force_scale, larger(largest_magnitude, 1e-3 * max_abs(nf * nf, e->hessian)));
     e->energy = energy;
     e->conservative = conservative;
-    if (point_node != few) free(point_node);
-    free(block), free(t);
+    if (point_node != few) core_free(point_node);
+    core_free(block), core_free(t);
 }
 
 /* -d(residual)/du by central differences (multipliers fixed), step 1e-6 per coordinate (rad or m). */
 static void finite_difference_hessian(const Context *x, const double *q, const double *multipliers, double scale,
                                       double *out) {
-    int64_t nq = x->a->nq, nf = x->p->nf;
+    int64_t nq = x->model->nq, nf = x->p->nf;
     double step = 1e-6, *plus = zeros(nq), *minus = zeros(nq);
-    State s = state_new(x->a);
+    State s = state_new(x->model);
     Evaluation e_plus = evaluation_new(x->p), e_minus = evaluation_new(x->p);
     for (int64_t column = 0; column < nf; column++) {
         memcpy(plus, q, sizeof(double) * (size_t)nq);
         memcpy(minus, q, sizeof(double) * (size_t)nq);
         plus[x->p->free[column]] += step, minus[x->p->free[column]] -= step;
         apply_couplings(x, plus), apply_couplings(x, minus);
-        node_state(x->a, plus, &s);
+        node_state(x->model, plus, &s);
         evaluate_analytic(x, plus, &s, multipliers, scale, &e_plus);
-        node_state(x->a, minus, &s);
+        node_state(x->model, minus, &s);
         evaluate_analytic(x, minus, &s, multipliers, scale, &e_minus);
         for (int64_t i = 0; i < nf; i++) out[i * nf + column] = -(e_plus.residual[i] - e_minus.residual[i]) / (2.0 * step);
     }
-    free(plus), free(minus), state_free(&s), evaluation_free(&e_plus), evaluation_free(&e_minus);
+    core_free(plus), core_free(minus), state_free(&s), evaluation_free(&e_plus), evaluation_free(&e_minus);
 }
 
 /* The evaluation at q (state s): multipliers given (m) or least squares (NULL); stiffness by central
@@ -345,7 +342,7 @@ static double *reduced_stiffness(const Context *x, const Evaluation *e, const do
                 double mean = 0.5 * (out[i * r + j] + out[j * r + i]);
                 out[i * r + j] = out[j * r + i] = mean;
             }
-    free(hz);
+    core_free(hz);
     return out;
 }
 
@@ -361,30 +358,30 @@ static double stiffness_floor(const Context *x, const Evaluation *e) {
  * (rad or m: a trial whose projection lands far away may have jumped to another assembly branch); s holds the
  * kinematic state at the returned q. */
 static int project(const Context *x, double *q, double max_correction, State *s) {
-    const Model *a = x->a;
+    const Model *model = x->model;
     const Problem *p = x->p;
-    int64_t nq = a->nq, nf = p->nf, m = p->m, rows6 = 6 * a->n_closures;
-    node_state(a, q, s);
-    if (a->n_closures == 0) return 1;
+    int64_t nq = model->nq, nf = p->nf, m = p->m, rows6 = 6 * model->n_closures;
+    node_state(model, q, s);
+    if (model->n_closures == 0) return 1;
     double *start = zeros(nq), *g_full = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(m * nq);
     double *g_u = zeros(m * nf), *gram = zeros(m * m), *g = zeros(m), *y = zeros(m);
     memcpy(start, q, sizeof(double) * (size_t)nq);
     double target = 1e-3 * p->closure_tolerance, previous = INFINITY, norm = INFINITY;
     int iteration;
     for (iteration = 0; iteration < 30; iteration++) {
-        closure_residual(a, s, g_full);
+        closure_residual(model, s, g_full);
         norm = max_abs(rows6, g_full);
         if (!all_finite(rows6, g_full)) norm = NAN;
         if (!(norm > target && norm < 0.5 * previous)) break;
         previous = norm;
-        closure_jacobian(a, s, jac_full);
+        closure_jacobian(model, s, jac_full);
         for (int64_t r = 0; r < m; r++) {
             g[r] = g_full[p->rows[r]];
             memcpy(jac + r * nq, jac_full + p->rows[r] * nq, sizeof(double) * (size_t)nq);
         }
         double *t = coupling_map(x, q);
         reduce_columns(x, t, m, jac, g_u);
-        free(t);
+        core_free(t);
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < m; j++) {
                 double total = 0.0;
@@ -398,10 +395,10 @@ static int project(const Context *x, double *q, double max_correction, State *s)
             q[p->free[k]] -= total;
         }
         apply_couplings(x, q);
-        node_state(a, q, s);
+        node_state(model, q, s);
     }
     if (iteration == 30) { /* out of iterations: measure where the last step left the loops */
-        closure_residual(a, s, g_full);
+        closure_residual(model, s, g_full);
         norm = all_finite(rows6, g_full) ? max_abs(rows6, g_full) : NAN;
     }
     int closed = isfinite(norm) && norm <= p->closure_tolerance;
@@ -410,7 +407,7 @@ static int project(const Context *x, double *q, double max_correction, State *s)
         for (int64_t i = 0; i < nq; i++) moved = larger(moved, fabs(q[i] - start[i]));
         closed = moved <= max_correction;
     }
-    free(start), free(g_full), free(jac_full), free(jac), free(g_u), free(gram), free(g), free(y);
+    core_free(start), core_free(g_full), core_free(jac_full), core_free(jac), core_free(g_u), core_free(gram), core_free(g), core_free(y);
     return closed;
 }
 
@@ -422,7 +419,7 @@ static int project(const Context *x, double *q, double max_correction, State *s)
  * loops first. Returns 1 when a capped step was accepted whole. */
 static int newton_step(const Context *x, double *q, Evaluation *e, State *s, double scale, double reach) {
     const Problem *p = x->p;
-    int64_t nq = x->a->nq, nf = p->nf, r;
+    int64_t nq = x->model->nq, nf = p->nf, r;
     double *z = basis(x, e, &r);
     double *reduced = reduced_stiffness(x, e, z, r, 0), *block = zeros(r * r + 2 * r + nf + nq);
     double *symmetric = block, *force = symmetric + r * r, *y = force + r, *du = y + r, *trial = du + nf;
@@ -435,7 +432,7 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
     /* the smallest shift of the form 1e-3 |K| 2^k that makes the reduced stiffness positive definite, none where it
      * already is beyond 1e-8 |K| (found by Cholesky factorizations, not eigenvalues) */
     double level = max_abs(r * r, reduced) + 1e-12 * e->force_scale, base = 1e-3 * level, shift = 0.0;
-    if (!positive_definite(r, symmetric, -1e-8 * level)) {
+    if (!is_positive_definite(r, symmetric, -1e-8 * level)) {
         /* positive definiteness only grows with the shift: bisect over k between 0 and an exponent whose shift
          * passes Gershgorin's bound (strictly diagonally dominant with a positive diagonal: definite) */
         double bound = INFINITY;
@@ -449,7 +446,7 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         if (isfinite(bound)) high = (int)fmin(1100.0, ceil(log2(fmax(-bound / base, 1.0))) + 1.0);
         while (low < high) {
             int middle = (low + high) / 2;
-            if (positive_definite(r, symmetric, base * pow(2.0, middle))) high = middle;
+            if (is_positive_definite(r, symmetric, base * pow(2.0, middle))) high = middle;
             else low = middle + 1;
         }
         shift = base * pow(2.0, low);
@@ -490,7 +487,7 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         slope = -phi0;
     int lost = fabs(slope) < 1e-12 * (fabs(phi0) + 1.0); /* the predicted change is round-off: judge by the residual */
     double norm0 = residual_norm(x, e), largest = max_abs(nf, du), alpha = 1.0;
-    State trial_state = state_new(x->a);
+    State trial_state = state_new(x->model);
     Evaluation e_trial = evaluation_new(p);
     int grown = 0;
     for (int attempt = 0; attempt < 40; attempt++) {
@@ -505,14 +502,14 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         if (accept && closed) {
             memcpy(q, trial, sizeof(double) * (size_t)nq);
             evaluation_swap(e, &e_trial);
-            state_copy(x->a, s, &trial_state);
+            state_copy(x->model, s, &trial_state);
             grown = alpha == 1.0 && shifted && cap < 1.0;
             break;
         }
         if (alpha < 1e-10) break;
         alpha *= 0.5;
     }
-    free(z), free(reduced), free(block);
+    core_free(z), core_free(reduced), core_free(block);
     state_free(&trial_state), evaluation_free(&e_trial);
     return grown;
 }
@@ -532,14 +529,14 @@ static void escape_direction(const Context *x, const Evaluation *e, const double
     }
     if (toward < 0.0)
         for (int64_t i = 0; i < nf; i++) direction[i] = -direction[i];
-    free(z), free(reduced), free(values), free(vectors);
+    core_free(z), core_free(reduced), core_free(values), core_free(vectors);
 }
 
 static int unstable_here(const Context *x, const Evaluation *e) {
     int64_t r;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
-    int unstable = r > 0 && all_finite(r * r, reduced) && !positive_definite(r, reduced, stiffness_floor(x, e));
-    free(z), free(reduced);
+    int unstable = r > 0 && all_finite(r * r, reduced) && !is_positive_definite(r, reduced, stiffness_floor(x, e));
+    core_free(z), core_free(reduced);
     return unstable;
 }
 
@@ -551,8 +548,8 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
                   double *multipliers, int64_t *iterations, uint8_t *runaway, const Evaluation *start,
                   Evaluation *finish) {
     const Problem *p = x->p;
-    int64_t nq = x->a->nq, nf = p->nf;
-    State s = state_new(x->a);
+    int64_t nq = x->model->nq, nf = p->nf;
+    State s = state_new(x->model);
     Evaluation e = evaluation_new(p);
     int closed = 1, done = 0, escapes = 0;
     double reach = 1.0, far = x->p->runaway_sizes * larger(x->c->size, 1.0);
@@ -560,7 +557,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
     *iterations = 0;
     memset(runaway, 0, (size_t)nf);
     if (start) { /* the caller projected q and evaluated it (with least-squares multipliers) */
-        node_state(x->a, q, &s);
+        node_state(x->model, q, &s);
         evaluation_copy(p, &e, start);
     } else {
         closed = project(x, q, INFINITY, &s);
@@ -581,7 +578,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
                     evaluate(x, q, &s, NULL, scale, &e);
                     done = converged(x, &e);
                 } else {
-                    node_state(x->a, q, &s);
+                    node_state(x->model, q, &s);
                 }
             }
             if (done) break;
@@ -602,7 +599,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
     }
     memcpy(multipliers, e.multipliers, sizeof(double) * (size_t)p->m);
     if (finish) evaluation_swap(finish, &e);
-    state_free(&s), evaluation_free(&e), free(trial), free(direction);
+    state_free(&s), evaluation_free(&e), core_free(trial), core_free(direction);
     return closed && done == 1;
 }
 
@@ -611,9 +608,9 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
 static int load_stepping(const Context *x, const double *q_start, double *q, double *multipliers,
                          int64_t *iterations) {
     const Problem *p = x->p;
-    int64_t nq = x->a->nq, its;
+    int64_t nq = x->model->nq, its;
     double *q_try = zeros(nq), *lam_try = zeros(p->m);
-    uint8_t *runaway = calloc((size_t)(p->nf + 1), 1);
+    uint8_t *runaway = core_calloc((size_t)(p->nf + 1), 1);
     memcpy(q, q_start, sizeof(double) * (size_t)nq);
     int ok = newton(x, q, 0.0, p->max_iterations, q_start, multipliers, iterations, runaway, NULL, NULL);
     double level = 0.0, increment = 0.25, smallest = 0.25 / pow(2.0, (double)p->max_load_halvings);
@@ -632,7 +629,7 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
         }
         going = level < 1.0 && increment >= smallest;
     }
-    free(q_try), free(lam_try), free(runaway);
+    core_free(q_try), core_free(lam_try), core_free(runaway);
     return ok && level >= 1.0;
 }
 
@@ -641,7 +638,7 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
  * along the force (the force stays the same to 1e-6). */
 static void unheld(const Context *x, const double *q, const Evaluation *e, uint8_t *out) {
     const Problem *p = x->p;
-    int64_t nf = p->nf, m = p->m, nq = x->a->nq, any = 0;
+    int64_t nf = p->nf, m = p->m, nq = x->model->nq, any = 0;
     double scale = larger(e->force_scale, max_abs(nf * nf, e->hessian));
     for (int64_t i = 0; i < nf; i++) {
         double column = 0.0;
@@ -652,19 +649,19 @@ static void unheld(const Context *x, const double *q, const Evaluation *e, uint8
     }
     if (!any) return;
     double size = larger(x->c->size, 1.0), distances[2] = {1.0, 1000.0}, *trial = zeros(nq);
-    State s = state_new(x->a);
+    State s = state_new(x->model);
     Evaluation moved = evaluation_new(p);
     for (int d = 0; d < 2; d++) {
         memcpy(trial, q, sizeof(double) * (size_t)nq);
         for (int64_t i = 0; i < nf; i++)
             if (out[i]) trial[p->free[i]] += distances[d] * size * (e->q_force_reduced[i] > 0.0 ? 1.0 : -1.0);
         apply_couplings(x, trial);
-        node_state(x->a, trial, &s);
+        node_state(x->model, trial, &s);
         evaluate(x, trial, &s, NULL, 1.0, &moved);
         for (int64_t i = 0; i < nf; i++)
             out[i] = out[i] && fabs(moved.q_force_reduced[i] - e->q_force_reduced[i]) <= 1e-6 * fabs(e->q_force_reduced[i]);
     }
-    free(trial), state_free(&s), evaluation_free(&moved);
+    core_free(trial), state_free(&s), evaluation_free(&moved);
 }
 
 /* STABLE, NEUTRAL or UNSTABLE from the stiffness on the closed-loop motions; the neutral directions (unit
@@ -677,8 +674,8 @@ static int stability(const Context *x, const Evaluation *e, double *neutral, int
     double floor_ = stiffness_floor(x, e);
     int verdict = STABLE;
     if (r > 0) {
-        if (!positive_definite(r, reduced, -floor_)) {
-            if (!all_finite(r * r, reduced) || !positive_definite(r, reduced, floor_)) {
+        if (!is_positive_definite(r, reduced, -floor_)) {
+            if (!all_finite(r * r, reduced) || !is_positive_definite(r, reduced, floor_)) {
                 verdict = UNSTABLE; /* an eigenvalue below -floor */
             } else { /* eigenvalues in [-floor, floor]: the neutral directions */
                 double *values = zeros(r), *vectors = zeros(r * r);
@@ -697,22 +694,23 @@ static int stability(const Context *x, const Evaluation *e, double *neutral, int
                         (*count)++;
                     }
                 }
-                free(values), free(vectors);
+                core_free(values), core_free(vectors);
             }
         }
     }
-    free(z), free(reduced);
+    core_free(z), core_free(reduced);
     return verdict;
 }
 
-/* One case from q_start (nq): q (nq), multipliers (m), flags (5): converged, iterations, residual norm,
- * stability code, neutral count; neutral (nf, nf); unheld, runaway (nf). */
-void solve_case(const Model *a, const Problem *p, const Case *c, const double *q_start, int64_t classify,
+/* One case from q_start (nq): q (nq), multipliers (m), flags (RESULT_FLAGS, fields.h): converged, iterations,
+ * residual norm, stability code, neutral count set here (size and force floor are the Case's, set by the caller);
+ * neutral (nf, nf); unheld, runaway (nf). */
+void solve_case(const Model *model, const Problem *p, const Case *c, const double *q_start, int64_t classify,
                 double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
                 uint8_t *out_runaway) {
-    Context x = {a, p, c};
-    int64_t nq = a->nq, nf = p->nf, iterations = 0, any_unheld = 0, any_runaway = 0;
-    State s = state_new(a);
+    Context x = {model, p, c};
+    int64_t nq = model->nq, nf = p->nf, iterations = 0, any_unheld = 0, any_runaway = 0;
+    State s = state_new(model);
     Evaluation e = evaluation_new(p);
     memcpy(q, q_start, sizeof(double) * (size_t)nq);
     int closed = project(&x, q, INFINITY, &s), ok = 0;
@@ -732,29 +730,31 @@ void solve_case(const Model *a, const Problem *p, const Case *c, const double *q
             int64_t more = 0;
             ok = load_stepping(&x, q_start, q, multipliers, &more);
             iterations += more;
-            node_state(a, q, &s);
+            node_state(model, q, &s);
             evaluate(&x, q, &s, multipliers, 1.0, &e);
         }
-        free(anchor);
+        core_free(anchor);
     }
     int64_t count = 0;
     int verdict = STABLE;
     if (ok && classify) verdict = stability(&x, &e, neutral, &count);
-    flags[0] = ok, flags[1] = (double)iterations, flags[2] = residual_norm(&x, &e), flags[3] = verdict;
-    flags[4] = (double)count;
+    flags[FLAG_converged] = ok, flags[FLAG_iterations] = (double)iterations;
+    flags[FLAG_residual] = residual_norm(&x, &e), flags[FLAG_stability] = verdict;
+    flags[FLAG_neutral_count] = (double)count;
     state_free(&s), evaluation_free(&e);
 }
 
 /* The evaluation at q (nq) for diagnostics and tests: multipliers given (m) or NULL for least squares;
- * residual (nf), closure (m), g_u (m, nf), hessian (nf, nf), scalars (3): energy, force scale, conservative;
- * q_force_reduced (nf), multipliers_out (m). */
-void evaluate_case(const Model *a, const Problem *p, const Case *c, const double *q, const double *multipliers,
+ * residual (nf), closure (m), g_u (m, nf), hessian (nf, nf), scalars (EVALUATION_SCALARS, fields.h): energy,
+ * force scale, conservative set here (size and force floor are the Case's, set by the caller); q_force_reduced (nf),
+ * multipliers_out (m). */
+void evaluate_case(const Model *model, const Problem *p, const Case *c, const double *q, const double *multipliers,
                    double *residual, double *closure, double *g_u, double *hessian, double *scalars,
                    double *q_force_reduced, double *multipliers_out) {
-    Context x = {a, p, c};
-    State s = state_new(a);
+    Context x = {model, p, c};
+    State s = state_new(model);
     Evaluation e = evaluation_new(p);
-    node_state(a, q, &s);
+    node_state(model, q, &s);
     evaluate(&x, q, &s, multipliers, 1.0, &e);
     memcpy(residual, e.residual, sizeof(double) * (size_t)p->nf);
     memcpy(closure, e.closure, sizeof(double) * (size_t)p->m);
@@ -762,7 +762,8 @@ void evaluate_case(const Model *a, const Problem *p, const Case *c, const double
     memcpy(hessian, e.hessian, sizeof(double) * (size_t)(p->nf * p->nf));
     memcpy(q_force_reduced, e.q_force_reduced, sizeof(double) * (size_t)p->nf);
     memcpy(multipliers_out, e.multipliers, sizeof(double) * (size_t)p->m);
-    scalars[0] = e.energy, scalars[1] = e.force_scale, scalars[2] = e.conservative;
+    scalars[SCALAR_energy] = e.energy, scalars[SCALAR_force_scale] = e.force_scale;
+    scalars[SCALAR_conservative] = e.conservative;
     state_free(&s), evaluation_free(&e);
 }
 
@@ -771,16 +772,16 @@ void evaluate_case(const Model *a, const Problem *p, const Case *c, const double
  * (L, 3) times its size, plus the load torques (L, 3). Forces below force_tolerance times the floor are
  * round-off: a model whose forces all vanish (wheels with their centres of mass on their axles) has
  * converged, not failed. */
-void case_scales(const Model *a, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
+void case_scales(const Model *model, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
                  const double *torque, double *force_floor, double *size) {
-    State s = state_new(a);
-    node_state(a, q_start, &s);
+    State s = state_new(model);
+    node_state(model, q_start, &s);
     double largest = 0.0, p[3], mass = 0.0, forces = 0.0, torques = 0.0;
-    for (int64_t f = 0; f < a->n_frames; f++) {
-        frame_pose(a, &s, f, NULL, p);
+    for (int64_t f = 0; f < model->n_frames; f++) {
+        frame_pose(model, &s, f, NULL, p);
         largest = larger(largest, p[0] * p[0] + p[1] * p[1] + p[2] * p[2]);
     }
-    for (int64_t i = 0; i < a->n_nodes; i++) mass += a->mass[i];
+    for (int64_t i = 0; i < model->n_nodes; i++) mass += model->mass[i];
     for (int64_t i = 0; i < n_loads; i++) {
         const double *f = force + 3 * i, *t = torque + 3 * i;
         forces += sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
@@ -796,27 +797,27 @@ void case_scales(const Model *a, const double *q_start, int64_t n_loads, const d
  * ones): Gauss-Newton on the closure residual with minimum-norm least-squares steps on all 6 K equations (so
  * the configuration moves as little as the loops allow), each step halved until the residual norm falls.
  * Returns the final residual norm (2-norm over all equations) and *iterations. */
-double assemble_case(const Model *a, const Problem *p, double *q, double tolerance, int64_t max_iterations,
+double assemble_case(const Model *model, const Problem *p, double *q, double tolerance, int64_t max_iterations,
                      int64_t *iterations) {
-    Context x = {a, p, NULL};
-    int64_t nq = a->nq, nf = p->nf, rows6 = 6 * a->n_closures;
+    Context x = {model, p, NULL};
+    int64_t nq = model->nq, nf = p->nf, rows6 = 6 * model->n_closures;
     apply_couplings(&x, q);
     *iterations = 0;
-    if (a->n_closures == 0) return 0.0;
-    State s = state_new(a);
+    if (model->n_closures == 0) return 0.0;
+    State s = state_new(model);
     double *g = zeros(rows6), *g_trial = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(rows6 * nf);
     double *step = zeros(nf), *minus_g = zeros(rows6), *trial = zeros(nq);
-    node_state(a, q, &s);
-    closure_residual(a, &s, g);
+    node_state(model, q, &s);
+    closure_residual(model, &s, g);
     double norm = 0.0;
     for (int64_t i = 0; i < rows6; i++) norm += g[i] * g[i];
     norm = sqrt(norm);
     while (norm > tolerance && *iterations < max_iterations) {
         (*iterations)++;
-        closure_jacobian(a, &s, jac_full);
+        closure_jacobian(model, &s, jac_full);
         double *t = coupling_map(&x, q);
         reduce_columns(&x, t, rows6, jac_full, jac);
-        free(t);
+        core_free(t);
         for (int64_t i = 0; i < rows6; i++) minus_g[i] = -g[i];
         pseudo_solve(rows6, nf, jac, minus_g, 1e-12, step);
         double alpha = 1.0, trial_norm = INFINITY;
@@ -824,8 +825,8 @@ double assemble_case(const Model *a, const Problem *p, double *q, double toleran
             memcpy(trial, q, sizeof(double) * (size_t)nq);
             for (int64_t i = 0; i < nf; i++) trial[p->free[i]] += alpha * step[i];
             apply_couplings(&x, trial);
-            node_state(a, trial, &s);
-            closure_residual(a, &s, g_trial);
+            node_state(model, trial, &s);
+            closure_residual(model, &s, g_trial);
             trial_norm = 0.0;
             for (int64_t i = 0; i < rows6; i++) trial_norm += g_trial[i] * g_trial[i];
             trial_norm = sqrt(trial_norm);
@@ -833,7 +834,7 @@ double assemble_case(const Model *a, const Problem *p, double *q, double toleran
             alpha *= 0.5;
         }
         if (!(trial_norm < norm)) {
-            node_state(a, q, &s);
+            node_state(model, q, &s);
             break;
         }
         memcpy(q, trial, sizeof(double) * (size_t)nq);
@@ -841,6 +842,6 @@ double assemble_case(const Model *a, const Problem *p, double *q, double toleran
         norm = trial_norm;
     }
     state_free(&s);
-    free(g), free(g_trial), free(jac_full), free(jac), free(step), free(minus_g), free(trial);
+    core_free(g), core_free(g_trial), core_free(jac_full), core_free(jac), core_free(step), core_free(minus_g), core_free(trial);
     return norm;
 }

@@ -1,0 +1,60 @@
+/* Every table that crosses the boundary between Python and the core, defined once (as MuJoCo's mjxmacro.h).
+ *
+ * Each table is an X-macro: a list of X(...) entries that the includer expands with its own X. From them come the
+ * C structs (Model's arrays, Problem's settings), the argument unpacking in api.c, the index enums of the result
+ * rows, and the name tuples the module exports (_core.MODEL_FIELDS, ...), which shiftsim/core/layout.py and
+ * shiftsim/core/problem.py check their own names against when they are imported.
+ *
+ * To add a field: add its X(...) line here (in the order Python passes it), then the field on the Python side
+ * (layout.ModelArrays, problem.SETTINGS, ...); an import of shiftsim.core names any table that disagrees.
+ */
+#ifndef SHIFTSIM_FIELDS_H
+#define SHIFTSIM_FIELDS_H
+
+#include <stdint.h>
+
+/* The model arrays, in the order of shiftsim.core.layout.ModelArrays with the law table (law_*) last:
+ * X(name, element type). Shapes and meanings: core.h's Model and layout.ModelArrays. */
+#define SHIFTSIM_MODEL_FIELDS(X)                                                                                        \
+    X(parent, int64_t) X(kind, int64_t) X(coordinate, int64_t) X(sign, double) X(joint, double) X(offset, double)     \
+    X(mass, double) X(com, double) X(coordinate_node, int64_t) X(body_node, int64_t) X(frame_node, int64_t)           \
+    X(frame_offset, double) X(closure_a, int64_t) X(closure_b, int64_t) X(closure_offset_a, double)                  \
+    X(closure_offset_b, double) X(spring_coordinate, int64_t) X(spring_coefficients, double)                         \
+    X(law_coordinate, int64_t) X(law_index, int64_t) X(pair_frame_a, int64_t) X(pair_frame_c, int64_t)               \
+    X(pair_distance, int64_t) X(pair_law, int64_t) X(joint_first_node, int64_t) X(joint_reversed, int64_t)            \
+    X(joint_closure, int64_t) X(joint_child_frame, int64_t) X(law_breaks, double) X(law_count, int64_t)              \
+    X(law_coefficients, double) X(law_energy_at_zero, double)
+
+/* The solver settings (shiftsim.statics.SolverOptions as shiftsim.core.problem.settings passes them, by name):
+ * X(name, type). */
+#define SHIFTSIM_SETTINGS_FIELDS(X)                                                                                     \
+    X(max_iterations, int64_t) X(full_load_iterations, int64_t) X(max_load_halvings, int64_t)                         \
+    X(force_tolerance, double) X(closure_tolerance, double) X(max_step, double) X(max_shifted_step, double)           \
+    X(runaway_sizes, double) X(seek_stable, int64_t) X(finite_difference, int64_t) X(load_stepping, int64_t)
+
+/* A solved case's row of result flags (solve_case): X(name). */
+#define SHIFTSIM_RESULT_FLAGS(X)                                                                                        \
+    X(converged) X(iterations) X(residual) X(stability) X(neutral_count) X(size) X(force_floor)
+
+/* An evaluation's scalars (evaluate_case): X(name). */
+#define SHIFTSIM_EVALUATION_SCALARS(X) X(energy) X(force_scale) X(conservative) X(size) X(force_floor)
+
+/* Codes: X(C name, Python name), numbered from 0 in this order. */
+#define SHIFTSIM_VERDICTS(X) X(STABLE, stable) X(NEUTRAL, neutral) X(UNSTABLE, unstable)
+#define SHIFTSIM_NODE_KINDS(X) X(FIXED_MOTION, fixed) X(REVOLUTE, revolute) X(PRISMATIC, prismatic)
+#define SHIFTSIM_DISTANCE_TYPES(X) X(EUCLIDEAN, euclidean) X(ALONG_X, Tx) X(ALONG_Y, Ty) X(ALONG_Z, Tz)
+
+#define SHIFTSIM_CODE(c_name, python_name) c_name,
+#define SHIFTSIM_COUNT(...) +1
+#define SHIFTSIM_INDEX(name) FLAG_##name,
+enum { SHIFTSIM_VERDICTS(SHIFTSIM_CODE) };
+enum { SHIFTSIM_NODE_KINDS(SHIFTSIM_CODE) };
+enum { SHIFTSIM_DISTANCE_TYPES(SHIFTSIM_CODE) };
+enum { SHIFTSIM_RESULT_FLAGS(SHIFTSIM_INDEX) RESULT_FLAGS };
+#undef SHIFTSIM_INDEX
+#define SHIFTSIM_INDEX(name) SCALAR_##name,
+enum { SHIFTSIM_EVALUATION_SCALARS(SHIFTSIM_INDEX) EVALUATION_SCALARS };
+#undef SHIFTSIM_INDEX
+enum { MODEL_FIELDS = 0 SHIFTSIM_MODEL_FIELDS(SHIFTSIM_COUNT), SETTINGS_FIELDS = 0 SHIFTSIM_SETTINGS_FIELDS(SHIFTSIM_COUNT) };
+
+#endif
