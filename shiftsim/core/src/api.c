@@ -250,6 +250,17 @@ static int model_indices(const Buffer *b, int64_t low, int64_t high, const char 
     return 1;
 }
 
+/* 1 when every tree joint (no closure) names its first node; a loop-closing joint may have none (-1: a rigid joint
+ * that closes a loop moves no node, and the core reads a closing joint's load from its multipliers). */
+static int tree_joints_have_nodes(const Model *model) {
+    for (int64_t j = 0; j < model->n_joints; j++)
+        if (model->joint_closure[j] < 0 && model->joint_first_node[j] < 0)
+            return PyErr_Format(PyExc_ValueError, "model arrays joint_first_node, joint_closure: joint %lld closes no "
+                                "loop and has no first node, expected a node in [0, %lld)", (long long)j,
+                                (long long)model->n_nodes), 0;
+    return 1;
+}
+
 /* 1 when the model's arrays agree in size with each other and every index they hold points inside the arrays it
  * indexes (so no kernel can read out of range, whatever arrays Python passed); 0 with a ValueError naming the array
  * otherwise. Run once, when the model is compiled into its capsule. */
@@ -299,9 +310,10 @@ static int model_valid(const ModelCapsule *m) {
            && model_indices(&b[FIELD_spring_coordinate], 0, nq, model_field_names[FIELD_spring_coordinate]) && model_indices(&b[FIELD_law_coordinate], 0, nq, model_field_names[FIELD_law_coordinate])
            && model_indices(&b[FIELD_law_index], 0, laws, model_field_names[FIELD_law_index]) && model_indices(&b[FIELD_pair_frame_a], 0, frames, model_field_names[FIELD_pair_frame_a])
            && model_indices(&b[FIELD_pair_frame_c], 0, frames, model_field_names[FIELD_pair_frame_c]) && model_indices(&b[FIELD_pair_distance], 0, 4, model_field_names[FIELD_pair_distance])
-           && model_indices(&b[FIELD_pair_law], 0, laws, model_field_names[FIELD_pair_law]) && model_indices(&b[FIELD_joint_first_node], 0, n, model_field_names[FIELD_joint_first_node])
+           && model_indices(&b[FIELD_pair_law], 0, laws, model_field_names[FIELD_pair_law]) && model_indices(&b[FIELD_joint_first_node], -1, n, model_field_names[FIELD_joint_first_node])
            && model_indices(&b[FIELD_joint_reversed], 0, 2, model_field_names[FIELD_joint_reversed]) && model_indices(&b[FIELD_joint_closure], -1, closures, model_field_names[FIELD_joint_closure])
-           && model_indices(&b[FIELD_joint_child_frame], 0, frames, model_field_names[FIELD_joint_child_frame]) && model_indices(&b[FIELD_law_count], 0, intervals + 1, model_field_names[FIELD_law_count]);
+           && model_indices(&b[FIELD_joint_child_frame], 0, frames, model_field_names[FIELD_joint_child_frame]) && model_indices(&b[FIELD_law_count], 0, intervals + 1, model_field_names[FIELD_law_count])
+           && tree_joints_have_nodes(model);
 }
 
 /* model(arrays) -> capsule: a tuple of the arrays named by _core.MODEL_FIELDS (SHIFTSIM_MODEL_FIELDS in fields.h),
