@@ -181,6 +181,36 @@ class RunResults:
         header = next(rows)
         return pd.DataFrame(list(rows), columns=header)
 
+    def __str__(self) -> str:
+        """A short summary: steps converged, the sweep's ranges, what was reported, capacity and collisions."""
+        converged = int(np.sum(self.steps.status == "converged"))
+        planned = self.document.get("steps_planned", len(self.steps))
+        lines = [f"results of {self.scenario!r}: {converged} of {len(self.steps)} steps converged"
+                 + (f" (run stopped; {planned} planned)" if self.partial else "")]
+        units = self.document["units"]["parameters"]
+        for name, values in self.steps.values.items():
+            lines.append(f"  {name}: {np.nanmin(values):.4g} .. {np.nanmax(values):.4g} {units.get(name, '')}"
+                         f" ({len(np.unique(values))} values)")
+        failed = [int(i) for i, status in zip(self.steps.index, self.steps.status) if status != "converged"]
+        if failed:
+            shown = ", ".join(map(str, failed[:10])) + (", ..." if len(failed) > 10 else "")
+            lines.append(f"  not converged: step {shown}")
+        kinds = {}
+        for entity, quantity in self.arrays:
+            kinds.setdefault(quantity, set()).add(entity)
+        lines.append("  reported: " + ", ".join(f"{q} of {len(e)}" for q, e in kinds.items()))
+        points = (self.document.get("capacity") or {}).get("points") or []
+        rated = [p for p in points if p.get("rated_mass") is not None]
+        if rated:
+            least = min(rated, key=lambda p: p["rated_mass"])
+            lines.append(f"  capacity: least rated {least['rated_mass'] / 1e3:.4g} t at step {least['step']} "
+                         f"({least['governs']} governs) over {len(points)} lift points")
+        distances = [(key[0], np.nanmin(array)) for key, array in self.arrays.items()
+                     if key[1] == "distance" and np.any(np.isfinite(array))]
+        for pair, distance in distances[:5]:
+            lines.append(f"  closest {pair}: {distance:.4g} m")
+        return "\n".join(lines[:30])
+
     def __repr__(self) -> str:
         partial = ", partial" if self.partial else ""
         return (f"RunResults({self.scenario!r}, {len(self.steps)} steps{partial}, "
