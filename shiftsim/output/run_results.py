@@ -227,6 +227,35 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
     :class:`~shiftsim.errors.ShiftsimWarning`. Bad input raises
     :class:`~shiftsim.errors.ScenarioError`; failed steps do not raise (see ``steps.status``).
     BLAS is held to one thread while the run works (:func:`shiftsim.threads.single_blas_thread`).
+
+    Parameters
+    ----------
+    scenario : str, Path or dict
+        A scenario file, or its parsed content.
+    jobs : int, optional
+        Local processes solving steps in parallel.
+    output : str or Path, optional
+        Also write the results folder there.
+    force : bool, optional
+        Replace shiftsim's files in a non-empty ``output``.
+
+    Returns
+    -------
+    RunResults
+        Every reported quantity as numpy arrays, the step table, and the results document; print it for a summary.
+
+    Raises
+    ------
+    ScenarioError
+        The scenario or a model it names is not valid (file, place, what, expected).
+    InputError
+        ``jobs`` is not a positive whole number, or ``output`` cannot be used.
+
+    Examples
+    --------
+    >>> results = shiftsim.run_scenario("scenarios/four_bar_drive.json")
+    >>> len(results.steps), results.parameters
+    (25, ['fb:four_bar:crank_pin'])
     """
     import warnings
 
@@ -259,7 +288,29 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
 
 
 def load_results(folder: str | Path) -> RunResults:
-    """The results of a run from its folder (its results.json), as :func:`run_scenario` returns them."""
+    """The results of a run from its folder (its results.json), as :func:`run_scenario` returns them.
+
+    Parameters
+    ----------
+    folder : str or Path
+        A results folder written by ``shiftsim run`` (or :func:`run_scenario` with ``output``), or its results.json.
+
+    Returns
+    -------
+    RunResults
+        Equal to what :func:`run_scenario` returned for that run.
+
+    Raises
+    ------
+    InputError
+        The file is missing, not JSON, or not a results document (the schema's complaint, with its place).
+
+    Examples
+    --------
+    >>> results = shiftsim.run_scenario("scenarios/four_bar_drive.json", output=tmp / "run")
+    >>> shiftsim.load_results(tmp / "run").steps.status.tolist() == results.steps.status.tolist()
+    True
+    """
     from ..jsonio import read_json
     from ..scenario.schema import validate
 
