@@ -269,10 +269,12 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
         raise InputError([Problem("run_scenario", "jobs", f"{jobs!r} is not a positive whole number",
                                   "1 or more processes")])
     with single_blas_thread():
-        if isinstance(scenario, dict):
-            built = build_scenario(Path("<scenario>"), scenario)
-        else:
-            built = load_scenario(scenario)
+        with warnings.catch_warnings():  # the readers' warnings come back grouped in built.warnings, issued below
+            warnings.simplefilter("ignore", ShiftsimWarning)
+            if isinstance(scenario, dict):
+                built = build_scenario(Path("<scenario>"), scenario)
+            else:
+                built = load_scenario(scenario)
         if output is not None:
             check_folder(Path(output), force, built.input_files)
 
