@@ -181,3 +181,21 @@ def test_viewer_in_a_browser(two, tmp_path):
             assert f"{pair['distance']:.4g} m" in nodes[f"/labels/collisions/{k}"].text
     finally:
         view.stop()
+
+
+def test_view_reads_a_scenario_by_running_it(capsys):
+    """``view SCENARIO`` runs it in memory: the document is what run_scenario returns, scene included."""
+    from shiftsim.commands.view import _document
+
+    document = _document(ROOT / "scenarios" / "four_bar_drive.json")
+    assert "running" in capsys.readouterr().out
+    assert len(document["scene"]["steps"]) == len(document["steps"]) == document["steps_planned"]
+
+
+def test_view_refuses_results_without_a_scene(vehicle, tmp_path, capsys):
+    import json
+
+    old = {key: value for key, value in vehicle.items() if key != "scene"}
+    (tmp_path / "results.json").write_text(json.dumps(old))
+    assert main(["view", str(tmp_path), "--no-browser", "--port", "0"]) == 2
+    assert "no 'scene'" in capsys.readouterr().err

@@ -21,6 +21,8 @@ Positions are in the world frame (z up), m, with deflections exaggerated by the 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import threading
 from typing import Any
 
@@ -71,8 +73,9 @@ class RunView:
             raise ValueError("results.json has no 'scene' (written by shiftsim run since the view was added); "
                              "run the scenario again to view it")
         self.document = document
-        self.server = viser.ViserServer(host=host, port=port, label=f"shiftsim: {document['scenario']}",
-                                        verbose=False)
+        with contextlib.redirect_stdout(io.StringIO()):  # viser prints its own address box; the command prints one line
+            self.server = viser.ViserServer(host=host, port=port, label=f"shiftsim: {document['scenario']}",
+                                            verbose=False)
         self.nodes: dict[str, Any] = {}
         self.factor = default_factor(document)
         self.size = machines_size(document)
