@@ -44,7 +44,7 @@ def _need_viser() -> None:
 def _document(source: Path) -> dict:
     """The results document of ``source``: a results folder or results.json read, or a scenario run."""
     from ..jsonio import read_json
-    from ..run_results import load_results, run_scenario
+    from ..output.run_results import load_results, run_scenario
 
     path = source / "results.json" if source.is_dir() else source
     if not path.exists():

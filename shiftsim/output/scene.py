@@ -20,10 +20,10 @@ import numpy as np
 
 from ..collision.shapes import ShapeTable, shape_table
 from ..spec import FIXED, PATH_SEPARATOR
-from .machines import Machine
-from .pose_plot import _parts
-from .runner import StepResult, machine_values
-from .spec import Scenario
+from ..plots.pose import _parts
+from ..scenario.definition import Scenario
+from ..scenario.machines import Machine
+from ..scenario.runner import StepResult, machine_values
 
 SHAPE_KINDS = ("box", "sphere", "cylinder")  # by the shape table's kind code
 
