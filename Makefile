@@ -2,6 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: test check-c demo bench clean
 
@@ -12,6 +13,11 @@ $(BIN)/python:
 $(STAMP): pyproject.toml $(wildcard shiftsim/core/src/*) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
+
+# the demo needs shiftsim and its dependencies only, not the test extra
+$(DEMO_STAMP): pyproject.toml $(wildcard shiftsim/core/src/*) | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(DEMO_STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -36,7 +42,7 @@ check-c: $(STAMP)
 		LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 		$(abspath $(BIN))/python -m pytest -q -p no:cacheprovider -p no:warnings $(CORE_TESTS)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/shiftsim run scenarios/excavator_lift.json --force
 	@echo "results, plots and report in plots/excavator_lift/ (results.json, results.csv, steps.csv, report.html and the plots)"
 

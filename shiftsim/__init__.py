@@ -55,4 +55,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    """The public API only (submodules imported along the way and this module's helpers are left out)."""
+    return list(__all__)

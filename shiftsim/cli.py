@@ -35,6 +35,7 @@ COMMANDS = {
     "capacity": "tipping, hydraulic and rated lift capacity (ISO 10567) at every sweep step",
     "mfk": "Topcon MFK resource configurations: show, encode, decode",
     "mdx": "Mdx motion platform: kinematics, simulated middleware and effector",
+    "view": "the run in the browser, in 3D (viser): a results folder, or a scenario run first",
 }
 
 

@@ -55,6 +55,36 @@ def forward(model: Model, q: np.ndarray, bodies: bool = True, frames: bool = Tru
     ``bodies``/``frames`` False leaves that output empty (shape (..., 0, 4, 4)) when only the other is needed.
     ``out``: poses to write into (from an earlier call with the same shapes, as Pinocchio writes into its
     ``Data``), returned; saves allocating the outputs in a loop over single configurations.
+
+    Parameters
+    ----------
+    model : Model
+        The compiled model.
+    q : (nq,) or (..., nq) array
+        Coordinates (rad for revolute, m for prismatic).
+    bodies, frames : bool, optional
+        Compute the body poses, the frame poses.
+    out : Poses, optional
+        Output arrays to fill in place.
+
+    Returns
+    -------
+    Poses
+        ``bodies`` (..., n_bodies, 4, 4) and ``frames`` (..., n_frames, 4, 4): world <- body / frame transforms, m.
+
+    Raises
+    ------
+    InputError
+        ``q`` does not have nq coordinates in its last axis.
+
+    Examples
+    --------
+    >>> model = shiftsim.load_model("models/shift/cantilever10.json")
+    >>> poses = shiftsim.forward(model, model.q0)
+    >>> poses.frames.shape
+    (22, 4, 4)
+    >>> poses.frames[model.frame_names.index("link10:tip"), :3, 3].round(3).tolist()  # m, world axes
+    [5.0, 0.0, 2.0]
     """
     if out is not None:
         capsule = model.cache.get("core_model") or compiled(model)

@@ -199,6 +199,22 @@ class Model:
     def __post_init__(self) -> None:
         _freeze_arrays(self.__dict__)
 
+    def __repr__(self) -> str:
+        """A short summary (name, format, counts, mass), not every array."""
+        kinds = [int(self.node_kind[self.coordinate_node[c]]) for c in range(len(self.coordinate_names))]
+        lines = [f"Model {self.spec.name!r} ({self.spec.format}, {self.spec.source})",
+                 f"  {len(self.body_names) - 1} bodies, {len(self.frame_names)} frames, {len(self.joints)} joints "
+                 f"({len(self.coordinate_names)} coordinates: {kinds.count(REVOLUTE)} revolute rad, "
+                 f"{kinds.count(PRISMATIC)} prismatic m), {len(self.closures)} loop closures, "
+                 f"{len(self.couplings)} couplings",
+                 f"  mass {float(np.sum(self.node_mass)):.6g} kg, gravity {np.round(self.gravity, 6).tolist()} m/s^2"]
+        names = [j.name for j in self.joints]
+        shown = ", ".join(names[:12]) + (f", ... ({len(names) - 12} more)" if len(names) > 12 else "")
+        lines.append(f"  joints: {shown}" if names else "  no joints")
+        if self.warnings:
+            lines.append(f"  {len(self.warnings)} reader warnings (model.warnings)")
+        return "\n".join(lines)
+
     def __getstate__(self) -> dict:
         """Pickled without its :attr:`cache` (such as the compiled core's C struct): rebuilt on first use wherever
         the model lands (a Dask worker, say)."""

@@ -28,7 +28,7 @@ from .core.layout import compiled
 from .core.library import core
 from .kinematics import State, closure_poses, state
 from .loads import indeterminate_remark, minimum_norm_split
-from .model import Model
+from .model import PRISMATIC, Model
 from .spatial import cross, rotation_error
 
 
@@ -262,6 +262,27 @@ class Solution:
                 rows[joint.name] = pin_reaction(joint, self.joint_loads[joint.name], role,
                                                 joint.name not in self.indeterminate)
         return rows
+
+    def __repr__(self) -> str:
+        """A short summary: verdict, solver figures, the largest joint force and torque, notes (not every array)."""
+        residual = "-" if not np.isfinite(self.residual) else f"{self.residual:.3g}"
+        lines = [f"Solution of {self.model.spec.name!r}: {self.status}, {self.stability}, {self.iterations} "
+                 f"iterations, residual {residual}"]
+        if self.joint_loads:
+            force = {name: float(np.linalg.norm(load.wrench_world[:3])) for name, load in self.joint_loads.items()}
+            torque = {name: float(np.linalg.norm(load.wrench_world[3:])) for name, load in self.joint_loads.items()}
+            for what, values, unit in (("force", force, "N"), ("torque", torque, "N m")):
+                name = max(values, key=values.get)
+                lines.append(f"  largest joint {what}: {values[name]:.4g} {unit} at {name}")
+        moved = np.abs(np.asarray(self.q) - np.asarray(self.q_reference))
+        if moved.size and len(moved) == len(self.model.coordinate_names):
+            k = int(np.argmax(moved))
+            lines.append(f"  largest deflection of a coordinate: {moved[k]:.4g} "
+                         f"{'m' if self.model.node_kind[self.model.coordinate_node[k]] == PRISMATIC else 'rad'} "
+                         f"at {self.model.coordinate_names[k]}")
+        lines += [f"  {text}" for text in [*self.blame, *self.neutral, *self.remarks][:20]]
+        lines.append(f"  {len(self.joint_loads)} joint loads (joint_loads), q ({len(self.q)},), as_dict() for all")
+        return "\n".join(lines)
 
     def as_dict(self, joints: list[str] | None = None, frames: list[str] | None = None) -> dict[str, Any]:
         """The result object of ``shiftsim solve --json`` (joint/frame subsets when given)."""

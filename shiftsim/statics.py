@@ -248,6 +248,41 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
     The cases run in compiled code (``solve_case`` in core/src/newton.c) on ``threads`` threads (default:
     every core this process may use), one when the model calls Python back (couplings, fields); each case is
     computed exactly as it would be alone.
+
+    Parameters
+    ----------
+    model : Model
+        The compiled model.
+    q_start : (B, nq) array
+        Prescribed values and starting guesses, one row per case.
+    free : (k,) int array
+        The coordinates the solve moves (:func:`~shiftsim.statics.free_coordinates` of the prescribed ones).
+    gravity : (3,) or (B, 3) array
+        m/s^2, model frame.
+    loads : sequence of AppliedLoad, optional
+        Loads with (B, 3) force and torque arrays (N, N m).
+    rates, options, rows, fields, classify, threads
+        As described above.
+
+    Returns
+    -------
+    BatchResult
+        Per case: q (B, nq), multipliers, converged, iterations, residual, stability, unheld and runaway
+        coordinates.
+
+    Raises
+    ------
+    SolveError
+        The compiled core could not run (out of memory); a case that does not converge does not raise.
+
+    Examples
+    --------
+    >>> from shiftsim.statics import free_coordinates
+    >>> model = shiftsim.load_model("models/shift/cantilever10.json")
+    >>> q_start = np.tile(model.q0, (3, 1))
+    >>> result = shiftsim.solve_batch(model, q_start, free_coordinates(model, np.array([], int)), model.gravity)
+    >>> result.converged.tolist()
+    [True, True, True]
     """
     q_start = np.ascontiguousarray(np.atleast_2d(np.asarray(q_start, float)))
     batch = q_start.shape[0]
@@ -372,6 +407,46 @@ def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold:
     The reference configuration is the same problem with gravity, external
     loads and rate forces (dampers, friction) switched off; deflections are
     measured from it. ``fields`` are extra supports (ground contacts), active in both.
+
+    Parameters
+    ----------
+    model : Model
+        The compiled model (:func:`load_model`).
+    set : dict of str to float or list of float, optional
+        Joint name -> value (rad or m; a list for a multi-coordinate joint), prescribed.
+    hold : sequence of str, optional
+        Joints held at their current value.
+    loads : sequence of Load, optional
+        External forces and torques on frames (N, N m).
+    gravity : (3,) array, optional
+        m/s^2, model frame; the model's own when None.
+    q_start : (nq,) array, optional
+        The starting configuration (default the model's file values).
+    rates : (nq,) array, optional
+        Coordinate rates for rate-dependent forces (dampers, friction).
+    options : SolverOptions, optional
+        Newton settings.
+    fields : tuple of force fields, optional
+        Extra supports such as ground contacts.
+
+    Returns
+    -------
+    Solution
+        Status (``converged``, ``failed``, ``no equilibrium``), q and its reference, joint loads; print it for a
+        summary, ``as_dict()`` for every number.
+
+    Raises
+    ------
+    InputError
+        A joint name in ``set``/``hold`` or a load frame that the model does not have (the valid names are listed),
+        or a prescribed value that cannot be assembled.
+
+    Examples
+    --------
+    >>> model = shiftsim.load_model("models/shift/cantilever10.json")
+    >>> solution = shiftsim.solve(model)
+    >>> solution.status, round(float(solution.joint_loads["hinge1"].wrench_world[2]), 1)  # N: the weight
+    ('converged', 196.2)
     """
     from .solution import Solution
 

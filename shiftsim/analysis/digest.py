@@ -271,8 +271,14 @@ def result_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
     elif deflection is not None:
         lines.append(f"  peak deflection  {number(deflection.value * 1e3)} mm at {deflection.entity}, "
                      f"{step_text(scenario, deflection.step)}")
-    for kind, peak in peak_efforts(scenario, steps).items():
-        lines.append(f"  peak {kind:11s} {force_text(peak.value, kind)} at {peak.entity}, {step_text(scenario, peak.step)}")
+    found = peak_efforts(scenario, steps)
+    carried = carrying({kind: {peak.entity: peak} for kind, peak in found.items()})  # round-off is not a peak
+    for kind, peak in found.items():
+        if carried[kind]:
+            lines.append(f"  peak {kind:11s} {force_text(peak.value, kind)} at {peak.entity}, "
+                         f"{step_text(scenario, peak.step)}")
+    if found and not any(carried.values()):
+        lines.append("  peak effort      none: every tracked joint's effort is 0 or round-off")
     lines += actuator_lines(scenario, steps)
     for machine_id, (margin, edge, step) in least_margins(steps).items():
         lines.append(f"  least margin    {number(margin)} m to tipping, {machine_id} over {' - '.join(edge)}, "

@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(out)
         return 0
+    print(f"{'frame':40s} {'x (m)':>12s} {'y (m)':>12s} {'z (m)':>12s}  (world axes)")
     for name, pose in out["frames"].items():
         x, y, z = pose["position"]
         print(f"{name:40s} {x:12.6f} {y:12.6f} {z:12.6f}")

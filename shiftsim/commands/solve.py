@@ -85,11 +85,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"  neutral direction: {direction}")
         for remark in solution.remarks:
             print(f"  note: {remark}")
-        print(f"{'joint':40s} {'position':>14s} {'deflection':>14s} {'effort':>14s}")
+        print(f"{'joint':40s} {'position':>14s} {'deflection':>14s} {'effort':>14s}  units (position, effort)")
         for name, joint in result["joints"].items():
             if isinstance(joint["position"], float):
-                print(f"{name:40s} {joint['position']:14.6g} {joint['deflection']:14.6g} {joint['effort']:14.6g}"
-                      + ("  indeterminate" if not joint["determinate"] else ""))
+                units = "m, N" if joint.get("type") == "prismatic" else "rad, N m"
+                print(f"{name:40s} {joint['position']:14.6g} {joint['deflection']:14.6g} {joint['effort']:14.6g}  "
+                      f"{units}" + ("  indeterminate" if not joint["determinate"] else ""))
         _print_pin_reactions(result["pin_reactions"])
         for line in solution.blame:
             print(f"  worst: {line}")

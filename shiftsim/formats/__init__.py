@@ -178,8 +178,31 @@ READERS: dict[str, Reader] = {".xml": _read_claraty, ".mira": _read_mirabuf, ".j
 
 
 def read_model(path: str | Path, data: object | None = None) -> ModelSpec:
-    """Read a model file of any supported format (:data:`READERS`; ``data``: the file's parsed content, if the
-    caller has it); its warnings are also issued as :class:`ShiftsimWarning`."""
+    """Read a model file of any supported format (:data:`READERS`); its warnings are also issued as
+    :class:`ShiftsimWarning`.
+
+    Parameters
+    ----------
+    path : str or Path
+        A Shift, MFK or Mdx .json, a CLARAty .xml or a mirabuf .mira file.
+    data : object, optional
+        The file's parsed content, if the caller has it (JSON formats).
+
+    Returns
+    -------
+    ModelSpec
+        What the file describes, not yet compiled (:func:`shiftsim.compile_model` compiles it).
+
+    Raises
+    ------
+    ModelError
+        The file is missing, of an unknown type, or not a valid model of its format (file, place, what, expected).
+
+    Examples
+    --------
+    >>> shiftsim.read_model("models/shift/cantilever10.json").name
+    'cantilever10'
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     if not path.is_file():

@@ -126,9 +126,12 @@ def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[
     """The report page (UTF-8) of a run: ``document`` is the results.json object, ``files`` the run's output
     files by name (the ``.png`` ones are embedded, in order)."""
     steps = list(steps)
+    planned = document.get("steps_planned", len(document["steps"]))
+    converged = sum(step["status"] == "converged" for step in document["steps"])
+    solved = "" if len(document["steps"]) == planned else f" ({len(document['steps'])} solved before the stop)"
     parts = [f"<h1>{_e(document['scenario'])}</h1>",
              f'<p class="meta">shiftsim {_e(document.get("shiftsim_version", ""))} &middot; '
-             f'{len(document["steps"])} of {document.get("steps_planned", len(document["steps"]))} steps</p>']
+             f'{converged} of {planned} steps converged{solved}</p>']
     if document.get("partial"):
         parts.append(f'<p class="partial">Partial results: the run was stopped '
                      f'({_e(document.get("interrupted", "interrupted"))}) before every step was solved.</p>')

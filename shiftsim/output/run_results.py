@@ -205,6 +205,36 @@ class RunResults:
         header = next(rows)
         return pd.DataFrame(list(rows), columns=header)
 
+    def __str__(self) -> str:
+        """A short summary: steps converged, the sweep's ranges, what was reported, capacity and collisions."""
+        converged = int(np.sum(self.steps.status == "converged"))
+        planned = self.document.get("steps_planned", len(self.steps))
+        lines = [f"results of {self.scenario!r}: {converged} of {len(self.steps)} steps converged"
+                 + (f" (run stopped; {planned} planned)" if self.partial else "")]
+        units = self.document["units"]["parameters"]
+        for name, values in self.steps.values.items():
+            lines.append(f"  {name}: {np.nanmin(values):.4g} .. {np.nanmax(values):.4g} {units.get(name, '')}"
+                         f" ({len(np.unique(values))} values)")
+        failed = [int(i) for i, status in zip(self.steps.index, self.steps.status) if status != "converged"]
+        if failed:
+            shown = ", ".join(map(str, failed[:10])) + (", ..." if len(failed) > 10 else "")
+            lines.append(f"  not converged: step {shown}")
+        kinds = {}
+        for entity, quantity in self.arrays:
+            kinds.setdefault(quantity, set()).add(entity)
+        lines.append("  reported: " + ", ".join(f"{q} of {len(e)}" for q, e in kinds.items()))
+        points = (self.document.get("capacity") or {}).get("points") or []
+        rated = [p for p in points if p.get("rated_mass") is not None]
+        if rated:
+            least = min(rated, key=lambda p: p["rated_mass"])
+            lines.append(f"  capacity: least rated {least['rated_mass'] / 1e3:.4g} t at step {least['step']} "
+                         f"({least['governs']} governs) over {len(points)} lift points")
+        distances = [(key[0], np.nanmin(array)) for key, array in self.arrays.items()
+                     if key[1] == "distance" and np.any(np.isfinite(array))]
+        for pair, distance in distances[:5]:
+            lines.append(f"  closest {pair}: {distance:.4g} m")
+        return "\n".join(lines[:30])
+
     def __repr__(self) -> str:
         partial = ", partial" if self.partial else ""
         return (f"RunResults({self.scenario!r}, {len(self.steps)} steps{partial}, "
@@ -221,6 +251,35 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
     :class:`~shiftsim.errors.ShiftsimWarning`. Bad input raises
     :class:`~shiftsim.errors.ScenarioError`; failed steps do not raise (see ``steps.status``).
     BLAS is held to one thread while the run works (:func:`shiftsim.threads.single_blas_thread`).
+
+    Parameters
+    ----------
+    scenario : str, Path or dict
+        A scenario file, or its parsed content.
+    jobs : int, optional
+        Local processes solving steps in parallel.
+    output : str or Path, optional
+        Also write the results folder there.
+    force : bool, optional
+        Replace shiftsim's files in a non-empty ``output``.
+
+    Returns
+    -------
+    RunResults
+        Every reported quantity as numpy arrays, the step table, and the results document; print it for a summary.
+
+    Raises
+    ------
+    ScenarioError
+        The scenario or a model it names is not valid (file, place, what, expected).
+    InputError
+        ``jobs`` is not a positive whole number, or ``output`` cannot be used.
+
+    Examples
+    --------
+    >>> results = shiftsim.run_scenario("scenarios/four_bar_drive.json")
+    >>> len(results.steps), results.parameters
+    (25, ['fb:four_bar:crank_pin'])
     """
     import warnings
 
@@ -234,10 +293,12 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
         raise InputError([Problem("run_scenario", "jobs", f"{jobs!r} is not a positive whole number",
                                   "1 or more processes")])
     with single_blas_thread():
-        if isinstance(scenario, dict):
-            built = build_scenario(Path("<scenario>"), scenario)
-        else:
-            built = load_scenario(scenario)
+        with warnings.catch_warnings():  # the readers' warnings come back grouped in built.warnings, issued below
+            warnings.simplefilter("ignore", ShiftsimWarning)
+            if isinstance(scenario, dict):
+                built = build_scenario(Path("<scenario>"), scenario)
+            else:
+                built = load_scenario(scenario)
         if output is not None:
             check_folder(Path(output), force, built.input_files)
 
@@ -253,7 +314,29 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
 
 
 def load_results(folder: str | Path) -> RunResults:
-    """The results of a run from its folder (its results.json), as :func:`run_scenario` returns them."""
+    """The results of a run from its folder (its results.json), as :func:`run_scenario` returns them.
+
+    Parameters
+    ----------
+    folder : str or Path
+        A results folder written by ``shiftsim run`` (or :func:`run_scenario` with ``output``), or its results.json.
+
+    Returns
+    -------
+    RunResults
+        Equal to what :func:`run_scenario` returned for that run.
+
+    Raises
+    ------
+    InputError
+        The file is missing, not JSON, or not a results document (the schema's complaint, with its place).
+
+    Examples
+    --------
+    >>> results = shiftsim.run_scenario("scenarios/four_bar_drive.json", output=tmp / "run")
+    >>> shiftsim.load_results(tmp / "run").steps.status.tolist() == results.steps.status.tolist()
+    True
+    """
     from ..jsonio import read_json
     from ..scenario.schema import validate
 

@@ -134,6 +134,7 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
     scenario's capacity analysis (:func:`shiftsim.scenario.capacity_analysis.run_analysis`), kept under ``capacity``.
     """
     from .. import __version__
+    from .scene import scene_document
 
     document = {"scenario": scenario.name, "shiftsim_version": __version__, "parameters": scenario.sweep.names,
                 "angle_unit": scenario.angle_unit, "units": _units(scenario, steps),
@@ -142,6 +143,7 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
     if interrupted:
         document["interrupted"] = interrupted
     document["steps"] = [step.as_dict() for step in steps]
+    document["scene"] = scene_document(scenario, steps)
     if capacity is not None:
         document["capacity"] = capacity
     return document

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Problems, ScenarioError, suggest
+from ..errors import Problems, ScenarioError, group_warnings, suggest
 from ..jsonio import read_json
 from ..spec import PATH_SEPARATOR
 from . import schema
@@ -144,7 +144,7 @@ def build_scenario(path: Path, document: Any, warnings: list[str] = ()) -> Scena
     gravity = np.asarray(document.get("world", {}).get("gravity", DEFAULT_GRAVITY), float)
     machines, attached = load_machines(document, path.parent, problems)
     for machine in machines:
-        warnings.extend(f"machine {machine.id!r}: {w}" for w in machine.model.warnings)
+        warnings.extend(f"machine {machine.id!r}: {w}" for w in group_warnings(machine.model.warnings))
         warning = _gravity_mismatch(machine, gravity)
         if warning:
             warnings.append(warning)

@@ -9,7 +9,7 @@ At each step the tangential springs are anchored where the contacts stand in the
 machine's start with the step's joint values (:func:`step_anchor`): where the
 machine stood at the start, unless the step's joints move the contacts
 themselves (an MFK machine turning its tracks). Every solved step reports, per standing machine, world axes:
-``contact_forces`` (N, per contact), ``ground_reaction`` (``force`` N,
+``contact_forces`` (N, per contact), ``contact_points`` (m, where each contact is), ``ground_reaction`` (``force`` N,
 ``moment`` N m about the world origin), ``centre_of_pressure`` (m),
 ``support_polygon`` (the loaded contacts on the hull, counter-clockwise from
 above), ``tipping_margin`` (m, negative outside; null when nothing presses on the
@@ -172,6 +172,7 @@ def step_report(machine: Machine, model: Model, q: np.ndarray, field: GroundFiel
     print_ = footprint(c.points[0], c.forces[0])
     return {
         "contact_forces": {name: c.forces[0, i].tolist() for i, name in enumerate(names)},
+        "contact_points": {name: c.points[0, i].tolist() for i, name in enumerate(names)},
         "ground_reaction": {"force": print_.force.tolist(), "moment": print_.moment.tolist()},
         "centre_of_pressure": [finite_or_none(v) for v in print_.centre_of_pressure],
         "support_polygon": [names[i] for i in print_.polygon],

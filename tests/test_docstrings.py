@@ -1,0 +1,37 @@
+"""The public functions' numpydoc docstrings: every section present, and every Example runs and prints what it
+shows (doctest, from the repository root, in a fresh interpreter so that the run leaves this process as it was)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import shiftsim
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBLIC = ["load_model", "read_model", "solve", "solve_batch", "forward", "run_scenario", "load_results"]
+RUN = """
+import doctest, pathlib, sys
+import numpy as np
+import shiftsim
+function = getattr(shiftsim, sys.argv[1])
+runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+globs = {"shiftsim": shiftsim, "np": np, "tmp": pathlib.Path(sys.argv[2])}
+for test in doctest.DocTestFinder().find(function, sys.argv[1], globs=globs):
+    runner.run(test)
+result = runner.summarize(verbose=False)
+sys.exit(0 if result.attempted > 0 and result.failed == 0 else 1)
+"""
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_docstring_sections_and_examples(name, tmp_path):
+    text = getattr(shiftsim, name).__doc__ or ""
+    for section in ("Parameters\n", "Returns\n", "Raises\n", "Examples\n"):
+        assert section in text, f"{name}'s docstring has no {section.strip()} section"
+    result = subprocess.run([sys.executable, "-c", RUN, name, str(tmp_path)], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
