@@ -150,3 +150,26 @@ def test_the_report_says_which_plots_were_left_out_and_why(tmp_path, capsys):
     text = "".join(page.text)
     assert "deflection.png: no tracked frame deflects measurably" in text
     assert _table(page, "frame", "peak |d| (mm)")[1][:2] == ["the frame", "none (< 1 nm)"]
+
+
+def test_the_report_shows_every_pin_reaction_as_results_json_has_it(tmp_path, capsys):
+    """Every loop joint and held actuator of results.json's ``pin_reactions``, with its largest force and moment over
+    the run and the steps they occur at, read back from the page (a loop model: the shipped four-bar drive)."""
+    code, out, err = run_cli(capsys, "run", REPO / "scenarios" / "four_bar_drive.json", "-o", tmp_path / "out")
+    assert code == 0, err
+    folder = tmp_path / "out"
+    results = json.loads((folder / "results.json").read_text())
+    rows = _table(_parse(folder / "report.html"), "joint", "role", "peak |F| (N)")
+    expected = {}
+    for step in results["steps"]:
+        for name, row in step["pin_reactions"].items():
+            best = expected.setdefault(name, {"force": (-1.0, None), "moment": (-1.0, None), "role": row["role"]})
+            for what in ("force", "moment"):
+                if row[what] > best[what][0]:
+                    best[what] = (row[what], step["index"])
+    assert expected and [row[0] for row in rows[1:]] == list(expected)
+    for name, role, force, force_step, moment, moment_step, determinate in rows[1:]:
+        assert role == expected[name]["role"] and determinate == "yes"
+        assert float(force) == float(f"{expected[name]['force'][0]:.4g}") and int(force_step) == expected[name]["force"][1]
+        assert float(moment) == float(f"{expected[name]['moment'][0]:.4g}")
+        assert int(moment_step) == expected[name]["moment"][1]

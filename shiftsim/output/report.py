@@ -1,7 +1,7 @@
 """``report.html``: one self-contained page per run, for a reader with nothing but a browser.
 
 The page holds the scenario's description, the run summary, the peak tables (deflection, joint efforts, pin
-loads, closest approach; units in the headers), every plot the run wrote (PNG embedded as ``data:`` URIs, with
+loads, closest approach; units in the headers), the pin reactions of every loop joint and held actuator, every plot the run wrote (PNG embedded as ``data:`` URIs, with
 the plots left out and why), and the solver status of every step. It references nothing outside itself: no
 links, scripts, style sheets, fonts or images from files or the network; the style is inline CSS. Text from the
 scenario and the results is HTML-escaped.
@@ -121,6 +121,26 @@ def _status_rows(scenario: Scenario, document: dict[str, Any]) -> tuple[list[str
     return headers, rows, failed
 
 
+def pin_reaction_rows(document: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """The pin-reaction table of results.json's steps: every loop joint and held actuator (``pin_reactions``), with
+    its role, its largest force and moment over the run (N, N m, in its joint frame) and the step of each, and
+    whether statics determines its load (``no`` where the split between redundant parts is the minimum-norm
+    assumption)."""
+    peaks: dict[str, dict[str, Any]] = {}
+    for step in document["steps"]:
+        for name, row in step.get("pin_reactions", {}).items():
+            peak = peaks.setdefault(name, {"role": row["role"], "force": -1.0, "moment": -1.0, "force_step": None,
+                                           "moment_step": None, "determinate": True})
+            for what in ("force", "moment"):
+                if row[what] > peak[what]:
+                    peak[what], peak[what + "_step"] = row[what], step["index"]
+            peak["determinate"] = peak["determinate"] and row["determinate"]
+    headers = ["joint", "role", "peak |F| (N)", "step", "peak |M| (N m)", "step", "determinate"]
+    rows = [[name, p["role"], number(p["force"]), p["force_step"], number(p["moment"]), p["moment_step"],
+             "yes" if p["determinate"] else "no (minimum-norm split, an assumption)"] for name, p in peaks.items()]
+    return headers, rows
+
+
 def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[str, Any],
                 files: dict[str, bytes]) -> bytes:
     """The report page (UTF-8) of a run: ``document`` is the results.json object, ``files`` the run's output
@@ -145,6 +165,9 @@ def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[
         for title, (headers, rows) in tables.items():
             numeric = [i for i, h in enumerate(headers) if h.startswith(("peak", "least")) or h == "step"]
             parts += [f"<h3>{_e(title)}</h3>", _table(headers, rows, numeric)]
+    headers, rows = pin_reaction_rows(document)
+    if rows:
+        parts += ["<h2>Pin reactions (every loop joint and held actuator)</h2>", _table(headers, rows, [2, 3, 4, 5])]
     parts.append("<h2>Plots</h2>")
     for name, data in files.items():
         if name.endswith(".png"):
