@@ -514,13 +514,13 @@ def test_check_json_of_the_excavator():
 def test_check_invalid_model_exits_2_with_every_problem_and_no_traceback(tmp_path):
     data = nested_model_json()
     site = data["assemblies"][0]
-    site["joints"].append(dict(site["joints"][0]))  # duplicate joint name 'mount'
+    site["bodies"][0]["inertia"]["mass"] = -2.0  # a negative mass (duplicate joint names are renamed, not refused)
     site["joints"][1]["parent"] = [["bsae"], "top"]  # unknown body
     run = shiftsim("check", write_json(tmp_path, data), "--json")
     assert run.returncode == 2
     assert run.stdout == ""
     assert "Traceback" not in run.stderr
-    assert "mount" in run.stderr and "bsae" in run.stderr
+    assert "mass" in run.stderr and "bsae" in run.stderr
     assert "base" in run.stderr  # the valid name near the bad one
 
 
