@@ -44,7 +44,7 @@ check-c: $(STAMP)
 
 demo: $(DEMO_STAMP)
 	$(BIN)/shiftsim run scenarios/excavator_lift.json --force
-	@echo "results, plots and report in plots/excavator_lift/ (results.json, results.csv, steps.csv, report.html and the plots)"
+	@echo "results, plots and report in plots/excavator_lift/ (results.json, the tables as CSV and Parquet, report.html and the plots)"
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
