@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..compose import frame_paths, mount_ref
-from ..errors import InputError, ModelError, Problems, suggest
+from ..errors import InputError, ModelError, Problems, group_warnings, issue_warnings, suggest
 from ..formats import read_model, sniff_json_format
 from ..jsonio import read_json
 from ..model import compile_model
@@ -104,11 +104,12 @@ def read_part(entry: dict[str, Any], index: int, scenario_dir: Path, problems: P
         elif kind == "mdx" and "attach" not in entry:
             part = read_mdx_part(index, entry, source, data, placement, problems)
         else:
-            spec = read_model(source)
+            issue_warnings(group_warnings(warnings))  # the parse's own: read_model issues the reader's
+            spec = read_model(source, data)
             part = Part(index, entry, source, spec, placement, dict(entry.get("joints", {})))
         if part is None:
             return None
-        part.spec.warnings[:0] = warnings if kind in ("mfk", "mdx") else []
+        part.spec.warnings[:0] = warnings
         apply_masses(part.spec, entry.get("masses"), f"{where}.masses", problems)
         switch_assemblies(part.spec, entry.get("assemblies", {}), ["machines", index, "assemblies"], problems)
     except InputError as error:
