@@ -48,7 +48,7 @@ from ..formats.mfk import build_model_spec, load_configuration
 from ..formats.mfk.config import ResourceConfiguration
 from ..formats.mfk.kinematics import site_from_machine, site_from_wgs
 from ..formats.mfk.references import existing, resolve_qualified
-from ..formats.mfk.spec import mfk_model_spec
+from ..formats.mfk.model_spec import mfk_model_spec
 from ..formats.mfk.wgs import Geodetic
 from ..typed import shown
 from ..model import Model, compile_model

@@ -23,6 +23,6 @@ from __future__ import annotations
 from .config import ResourceConfiguration
 from .loader import load_configuration
 from .source import read_mfk_file
-from .spec import build_model_spec, mfk_model_spec
+from .model_spec import build_model_spec, mfk_model_spec
 
 __all__ = ["ResourceConfiguration", "build_model_spec", "load_configuration", "mfk_model_spec", "read_mfk_file"]

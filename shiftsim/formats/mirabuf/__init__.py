@@ -10,6 +10,6 @@ with mass properties from the part definitions and inertia from their meshes
 
 from __future__ import annotations
 
-from .spec import read_mirabuf
+from .reader import read_mirabuf
 
 __all__ = ["read_mirabuf"]
