@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: test check-c demo bench clean
+.PHONY: test test-fast check-c demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ $(DEMO_STAMP): pyproject.toml $(wildcard shiftsim/core/src/*) | $(BIN)/python
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# everything but the tests marked slow (over about half a second each): a check in about a minute while working
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow"
 
 # The compiled core built with every warning an error and the address and undefined-behaviour sanitizers, in its
 # own folder (a copy of the package; the editable install is left alone), and the core's tests run against it.
