@@ -148,6 +148,8 @@ def stand_machines(document: dict[str, Any], machines: list[Machine], gravity: n
             out.append(machine)
             continue
         model = floating_model(machine.model)
+        if _upside_down(machine, gravity, problems):
+            continue
         before = len(problems.items)
         points = contact_points(model, entry.get("contacts", []), f"{machine.where}.contacts", problems)
         if len(problems.items) > before:
@@ -165,6 +167,20 @@ def stand_machines(document: dict[str, Any], machines: list[Machine], gravity: n
         support = Support(tuple(entry.get("contacts", [])), ground, g, q, bool(stand.tyres), entry.get("tyres"))
         out.append(replace(machine, model=model, q_start=q, support=support))
     return out
+
+
+def _upside_down(machine: Machine, gravity: np.ndarray, problems: Problems) -> bool:
+    """A machine whose own gravity, placed in the world, points up (a z-down model, gravity +z as in Shift's SAE
+    frame, placed without a rotation) would stand on its roof: a problem naming the placement to give."""
+    own = machine.placement.vector_to_world(machine.model.gravity)
+    if not own @ np.asarray(gravity, float) < 0.0:
+        return False
+    up = np.round(own / np.linalg.norm(own), 3).tolist()
+    problems.add(f"{machine.where}.placement", f"machine {machine.id!r} stands on the ground, but its model's own gravity "
+                 f"points along {up} in the world after placement, against the world's: it would stand on its roof",
+                 "a placement rotation that turns the model's down to the world's: {\"rotation\": {\"roll\": 180}} "
+                 "for a z-down model (gravity +z in its file, as the public Shift vehicles) on a z-up site")
+    return True
 
 
 def _check_tyre_entries(document: dict[str, Any], machines: list[Machine], problems: Problems) -> None:
