@@ -114,8 +114,9 @@ def test_a_public_shape_vehicle_stands_on_its_four_tyres_as_a_moment_balance_say
     assert step.joints["car:base.z"]["position"] == pytest.approx(expected, abs=1e-4)
     machine = build_scenario(tmp_path / "s.json", scenario(tmp_path)).machines[0]
     poses = machine.world_poses(step.q["car"])
-    real = [k for k, name in enumerate(machine.model.body_names) if name.startswith("vehicle:")]
-    assert poses.bodies[real, 2, 3].min() > 0.0  # every body of the vehicle above the ground (world z up)
+    weighty = {b.name for b in machine.model.spec.bodies if b.mass > 0.0}  # not the base's massless links
+    real = [k for k, name in enumerate(machine.model.frame_names) if name.rpartition(":")[0] in weighty]
+    assert len(real) == 5 + 4 and poses.frames[real, 2, 3].min() > 0.0  # every frame of a body above the ground
 
 
 def test_without_toe_the_vehicle_rolls_freely(tmp_path):
