@@ -79,3 +79,36 @@ def test_a_base_joint_of_a_welded_machine_is_refused_listing_its_joints(tmp_path
     code, out, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
     assert code == 2 and "Traceback" not in err
     assert "machines[0].hold[0]: machine 'car1': unknown joint 'base.z'" in err and "suspension_fl" in err
+
+
+def test_a_swept_base_height_lifts_the_car_off_its_tyres(tmp_path):
+    """Sweeping ``car1:base.z`` prescribes the base's height (its pitch and roll held: a car held at one point
+    alone would turn over): lifted, the tyres carry less and the base the rest (a vertical balance on the whole
+    car); lifted clear (the wheels hang 6 mm on their springs), the tyres carry nothing and the base the whole
+    weight."""
+    document = car_scenario()
+    document["loads"] = []
+    document["machines"][0]["hold"] = ["base.rx", "base.ry"]
+    document["sweep"] = {"mode": "line", "parameters": {"car1:base.z": [0.0, 0.004, 0.5]}}
+    document["track"] = {"joints": ["car1:base.z"]}
+    steps = _run(tmp_path, document)
+    assert [step.status for step in steps] == ["converged"] * 3
+    carried = []
+    for step, height in zip(steps, [0.0, 0.004, 0.5]):
+        base = step.joints["car1:base.z"]
+        assert base["position"] == pytest.approx(height, abs=1e-12)
+        tyres = step.ground["car1"]["ground_reaction"]["force"][2]
+        assert base["effort"] + tyres == pytest.approx(WEIGHT, rel=1e-9)
+        carried.append(tyres)
+    assert carried[0] > carried[1] > carried[2] == 0.0
+
+
+def test_a_base_height_given_in_joints_is_kept_through_settling(tmp_path):
+    """``joints: {"base.z": -0.01}`` with ``hold``: the car is held 10 mm below its file pose (the tyres,
+    touching the ground at the file pose, squeezed by about that), not where settling would put it."""
+    document = car_scenario()
+    document["machines"][0].update(joints={"base.z": -0.01}, hold=["base.z"])
+    document["track"]["joints"] = ["car1:base.z"]
+    steps = _run(tmp_path, document)
+    assert all(step.status == "converged" for step in steps)
+    assert all(step.joints["car1:base.z"]["position"] == -0.01 for step in steps)

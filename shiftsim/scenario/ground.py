@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import Problems, suggest
-from ..ground.base import contact_points, floating, is_floating, lift_coordinates
+from ..ground.base import BASE_COORDINATES, contact_points, floating, is_floating, lift_coordinates
 from ..ground.footprint import footprint
 from ..ground.stand import GroundField, Stand
 from ..ground.terrain import DEFAULT_FRICTION, Ground
@@ -163,7 +163,10 @@ def stand_machines(document: dict[str, Any], machines: list[Machine], gravity: n
         tyres = read_tyres(model, entry.get("tyres"), f"{machine.where}.tyres")
         stand = Stand.build(model, points, ground, machine.placement.rotation, machine.placement.position, g,
                             tuple(tyres))
-        q = stand.settle(lift_coordinates(machine.model, model, machine.q_start), g)
+        lifted = lift_coordinates(machine.model, model, machine.q_start)
+        q = stand.settle(lifted, g)
+        given = [c for name in entry.get("joints", {}) if name in BASE_COORDINATES for c in model.coordinates_of(name)]
+        q[given] = lifted[given]  # a base joint the scenario gives a value keeps it (ID:base.z held at a height)
         support = Support(tuple(entry.get("contacts", [])), ground, g, q, bool(stand.tyres), entry.get("tyres"))
         out.append(replace(machine, model=model, q_start=q, support=support))
     return out
