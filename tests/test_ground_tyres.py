@@ -153,7 +153,9 @@ def test_a_tyre_without_radius_is_refused_naming_the_place(tmp_path, capsys):
     before = (tmp_path / "car.json").read_text()
     code, out, err = run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")
     assert code == 2 and "Traceback" not in err
-    assert "car.json: force_modules[2]: no unloaded radius (expected one of unloaded_radius, radius, UNLOADED_RADIUS" in err
+    assert ("car.json: force_modules[2]: tyre 'tyre_rl' has no unloaded radius (the file gives none) (expected "
+            "machines[0].tyres.radius (m) in the scenario for all the machine's tyres, or "
+            "machines[0].tyres.each.tyre_rl.radius for this one)") in err
     assert "force_modules[1].wheel_body: no body 'car:wheel_xx'" in err and "car:wheel_fl" in err
     assert (tmp_path / "car.json").read_text() == before and not (tmp_path / "out").exists()
 

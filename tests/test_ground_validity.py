@@ -163,11 +163,11 @@ def test_a_floating_car_stands_and_rates_as_the_welded_one(tmp_path, capsys):
 def test_the_free_base_coordinates_have_names_a_user_can_read(tmp_path):
     """base.x, .y, .z, then the z-y'-x'' angles base.rz, .ry, .rx: in the model and in a failure's blame
     (1e9 N in the car's boot drives the base away), never float_base[k]."""
-    from shiftsim.ground.base import BASE_COORDINATES
+    from shiftsim.ground.base import BASE_COORDINATES, base_coordinates
     from shiftsim.scenario import LocalExecutor, build_scenario, execute
 
     model = car()
-    assert [model.coordinate_names[k] for k in model.coordinates_of("float_base")] == list(BASE_COORDINATES)
+    assert [model.coordinate_names[k] for k in base_coordinates(model)] == list(BASE_COORDINATES)
     assert BASE_COORDINATES == ("base.x", "base.y", "base.z", "base.rz", "base.ry", "base.rx")
     document = car_scenario()
     document["loads"][0]["force"] = [0.0, 0.0, -1e9]

@@ -44,7 +44,10 @@ Conventions of the result (see :mod:`shiftsim.spec`):
 * ``"active": false`` on an assembly switches off everything in it; joints
   and restraints touching an inactive body are switched off too (warning).
   Inactive parts stay in the spec with ``active=False``.
-* Top-level ``force_modules`` go to ``spec.extras["force_modules"]`` as written
+* ``force_modules`` go to ``spec.extras["force_modules"]``: the top-level ones as
+  written, then those inside assemblies with their ``wheel_body`` as a full path
+  (resolved inside the assembly first) and ``active: false`` when their assembly
+  is off; ``spec.extras["force_module_places"]`` says where each was written
   (tyres, read by :mod:`shiftsim.ground.tyres`). Sections shiftsim reads but does
   not use for statics (solvers, integrators, loggers, unknown keys) are kept in ``spec.extras["unused"]``
   under their JSON path and reported as warnings. Lights (root, ``fixed`` or

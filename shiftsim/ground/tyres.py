@@ -61,21 +61,37 @@ class Tyre:
     dropped: tuple[str, ...] = ()
 
 
-def read_tyres(model: Model) -> list[Tyre]:
+SCENARIO_KEYS = {"radius": RADIUS_KEYS, "vertical_stiffness": STIFFNESS_KEYS, "friction": FRICTION_KEYS}
+"""A scenario's tyre parameters (``machines[].tyres``: m, N/m, -) and the file keys each replaces."""
+
+
+def tyre_modules(model: Model) -> list[tuple[str, dict[str, Any]]]:
     """The active ``tire`` force modules of a model read from a Shift file (``spec.extras["force_modules"]``: the
-    top-level ones and those inside assemblies); other force-module types are not read. Bad entries raise one
-    ModelError naming where each was written (``force_modules[i].key``, ``assemblies[0].force_modules[1].key``)."""
+    top-level ones and those inside assemblies), each with where it was written; nothing of them is checked."""
+    modules = model.spec.extras.get("force_modules") or []
+    if not isinstance(modules, list):
+        return []
+    places = model.spec.extras.get("force_module_places") or [f"force_modules[{i}]" for i in range(len(modules))]
+    return [(where, module) for where, module in zip(places, modules)
+            if isinstance(module, dict) and module.get("type") == TYRE_TYPE and module.get("active", True) is not False]
+
+
+def read_tyres(model: Model, given: dict[str, Any] | None = None, given_at: str = "tyres") -> list[Tyre]:
+    """The tyres of a model (:func:`tyre_modules`); other force-module types are not read. ``given``: a scenario's
+    parameters (``{"radius": m, "vertical_stiffness": N/m, "friction": mu, "each": {NAME: {...}}}``, already
+    schema-checked, written at ``given_at``), which replace the file's (a tyre's own over the set for all). Bad
+    entries raise one ModelError naming where each was written (``force_modules[i].key``,
+    ``assemblies[0].force_modules[1].key``); a missing parameter names the scenario field to set."""
     modules = model.spec.extras.get("force_modules") or []
     problems = Problems(model.spec.source)
     if not isinstance(modules, list):
         problems.add("force_modules", "is not a list", "a list of force modules")
         problems.raise_if_any()
-    places = model.spec.extras.get("force_module_places") or [f"force_modules[{i}]" for i in range(len(modules))]
+    given = given or {}
     tyres = []
-    for where, module in zip(places, modules):
-        if not isinstance(module, dict) or module.get("type") != TYRE_TYPE or module.get("active", True) is False:
-            continue
-        tyre = _read_tyre(model, module, where, problems)
+    for where, module in tyre_modules(model):
+        own = given.get("each", {}).get(module.get("name"), {})
+        tyre = _read_tyre(model, _with_given(module, {**given, **own}), where, problems, given_at)
         if tyre is not None:
             tyres.append(tyre)
     names = [t.name for t in tyres]
@@ -85,7 +101,18 @@ def read_tyres(model: Model) -> list[Tyre]:
     return tyres
 
 
-def _read_tyre(model: Model, module: dict[str, Any], where: str, problems: Problems) -> Tyre | None:
+def _with_given(module: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``module`` with the scenario's parameters in place of the file's keys for them."""
+    out = dict(module)
+    for key, file_keys in SCENARIO_KEYS.items():
+        if key in given:
+            for file_key in file_keys:
+                out.pop(file_key, None)
+            out[file_keys[0]] = given[key]
+    return out
+
+
+def _read_tyre(model: Model, module: dict[str, Any], where: str, problems: Problems, given_at: str) -> Tyre | None:
     before = len(problems.items)
     name = module.get("name")
     if not isinstance(name, str) or not name:
@@ -95,9 +122,10 @@ def _read_tyre(model: Model, module: dict[str, Any], where: str, problems: Probl
     if not isinstance(body, str) or body not in bodies:
         problems.add(f"{where}.wheel_body", f"no body {body!r}" if isinstance(body, str) else "missing or not a text",
                      f"the full path of the wheel body: {suggest(str(body), bodies)}")
-    radius = _number(module, RADIUS_KEYS, where, problems, required=True)
-    stiffness = _number(module, STIFFNESS_KEYS, where, problems, required=True)
-    friction = _number(module, FRICTION_KEYS, where, problems, required=False)
+    missing = _MissingText(name if isinstance(name, str) and name else "NAME", given_at)
+    radius = _number(module, RADIUS_KEYS, where, problems, missing.of("radius", "m", "unloaded radius"))
+    stiffness = _number(module, STIFFNESS_KEYS, where, problems, missing.of("vertical_stiffness", "N/m", "vertical stiffness"))
+    friction = _number(module, FRICTION_KEYS, where, problems, None)
     axis = np.array([0.0, 1.0, 0.0])
     if "spin_axis" in module:
         value = module["spin_axis"]
@@ -114,15 +142,31 @@ def _read_tyre(model: Model, module: dict[str, Any], where: str, problems: Probl
     return Tyre(name, node, radius, stiffness, friction, axis, dropped)
 
 
-def _number(module: dict[str, Any], keys: tuple[str, ...], where: str, problems: Problems, required: bool) -> Any:
+@dataclass(frozen=True)
+class _MissingText:
+    """What to say when tyre ``name`` lacks a required parameter: the scenario field to set (under ``given_at``)."""
+
+    name: str
+    given_at: str
+
+    def of(self, key: str, unit: str, label: str) -> tuple[str, str]:
+        return (f"tyre {self.name!r} has no {label} (the file gives none)",
+                f"{self.given_at}.{key} ({unit}) in the scenario for all the machine's tyres, or "
+                f"{self.given_at}.each.{self.name}.{key} for this one")
+
+
+def _number(module: dict[str, Any], keys: tuple[str, ...], where: str, problems: Problems,
+            missing: tuple[str, str] | None) -> Any:
+    """The one of ``keys`` given in ``module``; None when absent, with the problem ``missing`` (what, expected)
+    when the parameter is required."""
     given = [k for k in keys if k in module]
     accepted = ", ".join(keys)
     if len(given) > 1:
         problems.add(f"{where}.{given[1]}", f"{given[1]!r} and {given[0]!r} both given", f"one of {accepted}")
         return None
     if not given:
-        if required:
-            problems.add(where, f"no {keys[0].replace('_', ' ')}", f"one of {accepted} (a positive number)")
+        if missing is not None:
+            problems.add(where, *missing)
         return None
     value = module[given[0]]
     if not is_finite_number(value) or value <= 0.0:

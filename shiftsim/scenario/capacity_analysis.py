@@ -224,4 +224,4 @@ def run_analysis(scenario: Any) -> dict[str, Any] | None:
     try:
         return run_capacity(scenario, spec)
     except (SolveError, np.linalg.LinAlgError) as error:
-        return {"load": spec.load, "error": str(error)}
+        return {"load": spec.load, "error": scenario.machine(spec.machine).qualified(str(error))}

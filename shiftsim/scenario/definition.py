@@ -25,7 +25,7 @@ from ..jsonio import read_json
 from ..spec import PATH_SEPARATOR
 from . import schema
 from .loading import load_machines
-from ..ground.tyres import read_tyres
+from ..ground.tyres import tyre_modules
 from .ground import stand_machines
 from .machines import Machine, assemble_start, resolve
 from .sweep import MAX_JOINT_VALUE, MAX_STEPS, Parameter, Sweep, expand, values_beyond
@@ -177,7 +177,7 @@ def _outputs(document: dict, machines: list[Machine], problems: Problems) -> Out
     applies = {ACTUATORS_PLOT: any(m.vocabulary.kind == "mdx" for m in machines),
                COLLISIONS_PLOT: "collision" in document,
                FOOTPRINT_PLOT: any("contacts" in m for m in document["machines"])
-               or ("ground" in document and any(read_tyres(m.model) for m in machines))}
+               or ("ground" in document and any(tyre_modules(m.model) for m in machines))}
     reasons = {ACTUATORS_PLOT: "the scenario has no Mdx platform", COLLISIONS_PLOT: "the scenario has no 'collision'",
                FOOTPRINT_PLOT: "no machine has 'contacts' (or tyres, with a 'ground')"}
     plots = wanted.get("plots", [*default.plots, *(p for p, ok in applies.items() if ok)])

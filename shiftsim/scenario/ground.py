@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Problems
-from ..ground.base import BASE, contact_points, floating, lift_coordinates
+from ..errors import Problems, suggest
+from ..ground.base import BASE_COORDINATES, contact_points, floating, is_floating, lift_coordinates
 from ..ground.footprint import footprint
 from ..ground.stand import GroundField, Stand
 from ..ground.terrain import DEFAULT_FRICTION, Ground
-from ..ground.tyres import read_tyres
+from ..ground.tyres import read_tyres, tyre_modules
 from ..ground.validity import violations
 from ..kinematics import state
 from ..model import Model
@@ -48,6 +48,7 @@ class Support:
     gravity: float
     q_anchor: np.ndarray
     tyred: bool = False  # the machine stands on tyres: each step starts from the settled start (see step_start)
+    tyre_parameters: dict[str, Any] | None = None  # the machine entry's ``tyres`` (read_tyres' ``given``)
 
     def stand(self, model: Model, machine: Machine, placement: Placement | None = None) -> Stand:
         """The stand of a floating ``model`` of the machine (contacts resolved on it) at ``placement``
@@ -57,7 +58,7 @@ class Support:
         problems.raise_if_any()
         placement = placement or machine.placement
         return Stand.build(model, points, self.ground, placement.rotation, placement.position, self.gravity,
-                           tuple(read_tyres(model)))
+                           tuple(read_tyres(model, self.tyre_parameters, f"{machine.where}.tyres")))
 
     def field(self, model: Model, machine: Machine, placement: Placement | None = None,
               q_anchor: np.ndarray | None = None) -> GroundField:
@@ -95,7 +96,7 @@ def step_start(machine: Machine, previous: np.ndarray, anchor: np.ndarray) -> np
 
 def floating_model(model: Model) -> Model:
     """``model`` on a free base (itself when it already has one)."""
-    return model if BASE in model.joint_names else floating(model)
+    return model if is_floating(model) else floating(model)
 
 
 def read_ground(document: dict[str, Any]) -> Ground:
@@ -123,21 +124,32 @@ def _check_grid(document: dict[str, Any], problems: Problems) -> None:
                      f"{shape[0]} rows (one per x) of {shape[1]} values (one per y)")
 
 
+def stands_on_ground(entry: dict[str, Any], model: Model, document: dict[str, Any]) -> bool:
+    """Whether the machine of scenario entry ``entry`` (compiled ``model``) stands on the ground: it has
+    ``contacts``, or tyres in a scenario with a ``ground``. Such a machine is loaded on a free base from the start,
+    so that its base joints (``ID:base.z``) can be held, swept and tracked."""
+    return "contacts" in entry or ("ground" in document and bool(tyre_modules(model)))
+
+
 def stand_machines(document: dict[str, Any], machines: list[Machine], gravity: np.ndarray,
                    problems: Problems) -> list[Machine]:
-    """The machines, those with ``contacts`` on a free base, settled on the ground, with their :class:`Support`."""
+    """The machines, those with ``contacts`` or tyres on a free base, settled on the ground, with their
+    :class:`Support`."""
     _check_grid(document, problems)
-    tyred = {m.id: read_tyres(m.model) for m in machines} if "ground" in document else {}
-    if problems.items or not any("contacts" in document["machines"][_index(m)] or tyred.get(m.id) for m in machines):
+    _check_tyre_entries(document, machines, problems)
+    standing = {m.id for m in machines if stands_on_ground(document["machines"][_index(m)], m.model, document)}
+    if problems.items or not standing:
         return machines
     ground = read_ground(document)
     out = []
     for machine in machines:
         entry = document["machines"][_index(machine)]
-        if "contacts" not in entry and not tyred.get(machine.id):
+        if machine.id not in standing:
             out.append(machine)
             continue
         model = floating_model(machine.model)
+        if _upside_down(machine, gravity, problems):
+            continue
         before = len(problems.items)
         points = contact_points(model, entry.get("contacts", []), f"{machine.where}.contacts", problems)
         if len(problems.items) > before:
@@ -148,12 +160,50 @@ def stand_machines(document: dict[str, Any], machines: list[Machine], gravity: n
                          f"kg at gravity {g:g} m/s^2), and the default contact stiffness comes from its weight",
                          "a 'stiffness' (N/m per contact) in 'ground' for a weightless machine")
             continue
+        tyres = read_tyres(model, entry.get("tyres"), f"{machine.where}.tyres")
         stand = Stand.build(model, points, ground, machine.placement.rotation, machine.placement.position, g,
-                            tuple(read_tyres(model)))
-        q = stand.settle(lift_coordinates(machine.model, model, machine.q_start), g)
-        support = Support(tuple(entry.get("contacts", [])), ground, g, q, bool(stand.tyres))
+                            tuple(tyres))
+        lifted = lift_coordinates(machine.model, model, machine.q_start)
+        q = stand.settle(lifted, g)
+        given = [c for name in entry.get("joints", {}) if name in BASE_COORDINATES for c in model.coordinates_of(name)]
+        q[given] = lifted[given]  # a base joint the scenario gives a value keeps it (ID:base.z held at a height)
+        support = Support(tuple(entry.get("contacts", [])), ground, g, q, bool(stand.tyres), entry.get("tyres"))
         out.append(replace(machine, model=model, q_start=q, support=support))
     return out
+
+
+def _upside_down(machine: Machine, gravity: np.ndarray, problems: Problems) -> bool:
+    """A machine whose own gravity, placed in the world, points up (a z-down model, gravity +z as in Shift's SAE
+    frame, placed without a rotation) would stand on its roof: a problem naming the placement to give."""
+    own = machine.placement.vector_to_world(machine.model.gravity)
+    if not own @ np.asarray(gravity, float) < 0.0:
+        return False
+    up = np.round(own / np.linalg.norm(own), 3).tolist()
+    problems.add(f"{machine.where}.placement", f"machine {machine.id!r} stands on the ground, but its model's own gravity "
+                 f"points along {up} in the world after placement, against the world's: it would stand on its roof",
+                 "a placement rotation that turns the model's down to the world's: {\"rotation\": {\"roll\": 180}} "
+                 "for a z-down model (gravity +z in its file, as the public Shift vehicles) on a z-up site")
+    return True
+
+
+def _check_tyre_entries(document: dict[str, Any], machines: list[Machine], problems: Problems) -> None:
+    """A machine entry's ``tyres`` applies: the scenario has a ``ground``, the model has tyres, and each name in
+    ``each`` is one of them."""
+    for machine in machines:
+        given = document["machines"][_index(machine)].get("tyres")
+        if given is None:
+            continue
+        where = f"{machine.where}.tyres"
+        names = [module.get("name") for _, module in tyre_modules(machine.model)]
+        if not names:
+            problems.add(where, f"machine {machine.id!r} has no tyres (Shift 'tire' force modules)",
+                         "'tyres' only for a machine whose model file declares tyres")
+        elif "ground" not in document:
+            problems.add(where, "the scenario has no 'ground' for the tyres to stand on", "a 'ground' section")
+        for name in given.get("each", {}):
+            if names and name not in names:
+                problems.add(f"{where}.each.{name}", f"machine {machine.id!r} has no tyre {name!r}",
+                             suggest(name, [n for n in names if isinstance(n, str)]))
 
 
 def _index(machine: Machine) -> int:

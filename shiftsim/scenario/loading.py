@@ -35,6 +35,7 @@ from .machines import Machine, switch_assemblies
 from .mdx import read_mdx_part
 from .mfk import read_mfk_part
 from .parts import Attachment, Part, compose
+from .ground import floating_model, stands_on_ground
 from .masses import apply_masses
 from .placement import read_placement
 from .schema import json_path
@@ -68,7 +69,7 @@ def load_machines(document: dict[str, Any], scenario_dir: Path, problems: Proble
         if built is None:
             continue
         spec, attachments, carried = built
-        machine = _machine(part, spec, attachments, carried, problems)
+        machine = _machine(part, spec, attachments, carried, problems, document)
         if machine is not None:
             machines.append(machine)
             paths.update({p.id: f"{machine_id}{PATH_SEPARATOR}{path}" for path, p in carried})
@@ -190,10 +191,13 @@ def _compose(part: Part, parts: dict[str, Part | None], children: dict[str, list
 
 
 def _machine(part: Part, spec: ModelSpec, attachments: tuple[Attachment, ...], carried: list[tuple[str, Part]],
-             problems: Problems) -> Machine | None:
-    """Compile a machine standing in the world and resolve its and its carried machines' joints and hold."""
+             problems: Problems, document: dict[str, Any]) -> Machine | None:
+    """Compile a machine standing in the world (on a free base when it stands on the ground) and resolve its and
+    its carried machines' joints and hold."""
     try:
         model = compile_model(spec)
+        if stands_on_ground(part.entry, model, document):
+            model = floating_model(model)
     except InputError as error:
         problems.add(f"{part.where}.model", f"model file {part.entry['model']!r} is invalid:", "a valid model")
         problems.items.extend(error.problems)

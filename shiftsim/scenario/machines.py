@@ -15,6 +15,7 @@ model, the placement and the prescribed joint values to solve with.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Mapping
@@ -33,6 +34,7 @@ SITE_SETTINGS = {"placement.x": "m", "placement.y": "m", "placement.z": "m", "pl
 """What places any machine in the world, as sweep names (``ex1:placement.yaw``) and units: its model origin's
 world position and its yaw about the world z axis (pitch and roll kept), replacing the scenario's placement."""
 Purpose = Literal["sweep", "hold"]
+_BASE_NAME = re.compile(r"(?<![\w.:])base\.(?:x|y|z|rx|ry|rz)\b")  # a free base joint (ground.base) not yet qualified
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,11 @@ class Machine:
         setup = setup or Setup(self.model, self.placement, {})
         poses = forward(setup.model, q)
         return Poses(setup.placement.poses_to_world(poses.bodies), setup.placement.poses_to_world(poses.frames))
+
+    def qualified(self, text: str) -> str:
+        """A solver message about this machine with its free base's joints named as in the scenario: ``base.z``
+        becomes ``<id>:base.z`` (other names are the model's, under the machine's id)."""
+        return _BASE_NAME.sub(lambda match: self.name(match.group(0)), text)
 
     def held_values(self) -> dict[str, np.ndarray]:
         return {name: self.q_start[list(self.model.coordinates_of(name))] for name in self.held}

@@ -195,16 +195,16 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
                              gravity=placement.vector_to_model(scenario.gravity),
                              q_start=start, rates=state.rates() if time is not None else None, fields=fields)
         except (SolveError, np.linalg.LinAlgError) as error:
-            step.failures.append({"machine": machine.id, "message": str(error)})
+            step.failures.append({"machine": machine.id, "message": machine.qualified(str(error))})
             continue
         step.iterations += solution.iterations
         residuals.append(solution.residual)
         if not solution.converged:
             failure = {"machine": machine.id,
-                       "message": solution.blame[0] if solution.status == "no equilibrium" else
+                       "message": machine.qualified(solution.blame[0]) if solution.status == "no equilibrium" else
                        f"no equilibrium after {solution.iterations} iterations (residual {solution.residual:.3g})"}
             if solution.blame:
-                failure["blame"] = [f"{machine.id}: {line}" for line in solution.blame]
+                failure["blame"] = [f"{machine.id}: {machine.qualified(line)}" for line in solution.blame]
             step.failures.append(failure)
             continue
         result = solution.as_dict(joints=scenario.track.local("joints", machine),
