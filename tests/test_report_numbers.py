@@ -73,14 +73,17 @@ def at_peak(step: str, values: list[tuple[float, int]], largest: float) -> None:
 
 
 def small_copy(source: Path, folder: Path) -> Path:
-    """The shipped scenario with at most two values per swept parameter and no plots, beside links to the folders its
+    """The shipped scenario with two steps (each parameter's first and last value; in a grid the later parameters
+    at their first value) and no plots, beside links to the folders its
     relative paths reach (models, tests)."""
     document = json.loads(source.read_text())
-    for name, values in document.get("sweep", {}).get("parameters", {}).items():
-        if isinstance(values, list):
-            document["sweep"]["parameters"][name] = [values[0], values[-1]] if len(values) > 1 else values
-        elif "steps" in values:
-            values["steps"] = min(values["steps"], 2)
+    parameters = document.get("sweep", {}).get("parameters", {})
+    for k, (name, values) in enumerate(parameters.items()):
+        if isinstance(values, dict) and "steps" in values:
+            values = [values["from"], values["to"]]
+        if isinstance(values, list):  # a grid's later parameters at one value: two steps (two lift points) in all
+            grid_later = k > 0 and document["sweep"].get("mode") == "grid"
+            parameters[name] = values[:1] if grid_later or len(values) == 1 else [values[0], values[-1]]
     document.setdefault("outputs", {})["plots"] = []
     (folder / "scenarios").mkdir(exist_ok=True)
     for linked in ("models", "tests"):
