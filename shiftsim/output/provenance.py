@@ -2,7 +2,8 @@
 
 Recorded when the results are written (:func:`run_metadata`), rendered by the report from results.json:
 
-* ``inputs``: every file the run read (the scenario and each model file), absolute path and SHA-256 of its bytes;
+* ``inputs``: every file the run read (the scenario and each model file), absolute path and SHA-256 of its bytes
+  (null for a scenario given as a document, not a file: then ``scenario_document`` is the only record of it);
 * ``scenario_document``: the scenario as it was read (placements, contacts, sweep, outputs exactly as written);
 * ``machines``: per machine its model file, its placement as used (``position`` m, ``rotation`` 3x3, world <- model),
   the joints held and the values they are held at (rad or m per coordinate), and whether it stands on the ground;
@@ -73,7 +74,8 @@ def run_metadata(scenario: Scenario) -> dict[str, Any]:
     """results.json's ``metadata`` for a run of ``scenario`` written now (see the module's docstring)."""
     from .. import __version__
 
-    inputs = [{"path": str(path), "sha256": file_digest(path)} for path in dict.fromkeys(scenario.input_files)]
+    inputs = [{"path": str(path), "sha256": file_digest(path) if path.is_file() else None}
+              for path in dict.fromkeys(scenario.input_files)]
     machines = [{"id": m.id, "model": str(m.source.resolve()),
                  "placement": {"position": m.placement.position.tolist(), "rotation": m.placement.rotation.tolist()},
                  "held": {m.name(name): value.tolist() for name, value in m.held_values().items()},

@@ -64,7 +64,8 @@ def provenance_section(document: dict[str, Any]) -> str:
     solver = [[name, exact(value)] for name, value in metadata["solver"].items()]
     parts = ["<h2>Inputs and provenance</h2>",
              "<h3>Run</h3>", table(["what", "value"], run_rows),
-             "<h3>Input files</h3>", table(["file", "SHA-256"], [[f["path"], f["sha256"]] for f in metadata["inputs"]]),
+             "<h3>Input files</h3>", table(["file", "SHA-256"], [[f["path"], f["sha256"] or "not a file (the scenario as read is below)"]
+                                                for f in metadata["inputs"]]),
              "<h3>Machines</h3>",
              table(["machine", "model file", "placement position (m)", "placement rotation (world <- model, rows)",
                     "held joints (rad or m per coordinate)", "stands on the ground"], machines),
