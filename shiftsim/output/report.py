@@ -1,8 +1,9 @@
 """``report.html``: one self-contained page per run, for a reader with nothing but a browser.
 
-The page holds the scenario's description, the run summary, the peak tables (deflection, joint efforts, pin
+The page holds the scenario's description, the failed steps, the run summary, the peak tables (deflection, joint efforts, pin
 loads, closest approach; units in the headers), the pin reactions of every loop joint and held actuator, every plot the run wrote (PNG embedded as ``data:`` URIs, with
-the plots left out and why), and the solver status of every step. It references nothing outside itself: no
+the plots left out and why), the sections of :data:`.report_sections.SECTIONS` (the capacity table), the solver
+status of every step, and the run's inputs and provenance (results.json ``metadata``). It references nothing outside itself: no
 links, scripts, style sheets, fonts or images from files or the network; the style is inline CSS. Text from the
 scenario and the results is HTML-escaped.
 
@@ -13,14 +14,14 @@ plots, with the scenario for its description and the peak tables (``digest``).
 from __future__ import annotations
 
 import base64
-import html
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
-from ..analysis.digest import (FORCE, NO_DEFLECTION, carrying, closest_approaches, count_line, deflection_peaks,
+from ..analysis.digest import (CARRIES_NOTHING, FORCE, NO_DEFLECTION, carrying, closest_approaches, count_line, deflection_peaks,
                                effort_peaks, force_unit, number, parameter_text, pin_load_peaks, result_lines,
                                shown_value, skipped_plots)
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
+from .report_sections import SECTIONS, escape, provenance_section, table
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
@@ -34,23 +35,6 @@ tr.failed td { background: #fde8e8; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { color: #555; font-size: 0.9em; }
 """
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = (),
-           failed: Sequence[bool] | None = None) -> str:
-    """An HTML table; cells of the ``numeric`` columns are right-aligned; ``failed`` rows are highlighted."""
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = []
-    for k, row in enumerate(rows):
-        cells = "".join(f'<td class="number">{_e(c)}</td>' if i in numeric else f"<td>{_e(c)}</td>"
-                        for i, c in enumerate(row))
-        mark = ' class="failed"' if failed is not None and failed[k] else ""
-        body.append(f"<tr{mark}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _when(scenario: Scenario, step: StepResult) -> tuple[int, str]:
@@ -125,7 +109,8 @@ def pin_reaction_rows(document: dict[str, Any]) -> tuple[list[str], list[list[An
     """The pin-reaction table of results.json's steps: every loop joint and held actuator (``pin_reactions``), with
     its role, its largest force and moment over the run (N, N m, in its joint frame) and the step of each, and
     whether statics determines its load (``no`` where the split between redundant parts is the minimum-norm
-    assumption)."""
+    assumption). A peak below :data:`CARRIES_NOTHING` of the table's largest force or moment (N and N m compared as
+    at a 1 m lever) reads "0 (round-off)", as in the effort table."""
     peaks: dict[str, dict[str, Any]] = {}
     for step in document["steps"]:
         for name, row in step.get("pin_reactions", {}).items():
@@ -135,8 +120,16 @@ def pin_reaction_rows(document: dict[str, Any]) -> tuple[list[str], list[list[An
                 if row[what] > peak[what]:
                     peak[what], peak[what + "_step"] = row[what], step["index"]
             peak["determinate"] = peak["determinate"] and row["determinate"]
+    level = max((max(p["force"], p["moment"]) for p in peaks.values()), default=0.0)
+
+    def shown(p: dict[str, Any], what: str) -> tuple[str, Any]:
+        """A peak and its step; one below :data:`CARRIES_NOTHING` of the table's largest is round-off, no step."""
+        if p[what] > CARRIES_NOTHING * level:
+            return number(p[what]), p[what + "_step"]
+        return "0 (round-off)", ""
+
     headers = ["joint", "role", "peak |F| (N)", "step", "peak |M| (N m)", "step", "determinate"]
-    rows = [[name, p["role"], number(p["force"]), p["force_step"], number(p["moment"]), p["moment_step"],
+    rows = [[name, p["role"], *shown(p, "force"), *shown(p, "moment"),
              "yes" if p["determinate"] else "no (minimum-norm split, an assumption)"] for name, p in peaks.items()]
     return headers, rows
 
@@ -149,39 +142,45 @@ def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[
     planned = document.get("steps_planned", len(document["steps"]))
     converged = sum(step["status"] == "converged" for step in document["steps"])
     solved = "" if len(document["steps"]) == planned else f" ({len(document['steps'])} solved before the stop)"
-    parts = [f"<h1>{_e(document['scenario'])}</h1>",
-             f'<p class="meta">shiftsim {_e(document.get("shiftsim_version", ""))} &middot; '
+    parts = [f"<h1>{escape(document['scenario'])}</h1>",
+             f'<p class="meta">shiftsim {escape(document.get("shiftsim_version", ""))} &middot; '
              f'{converged} of {planned} steps converged{solved}</p>']
     if document.get("partial"):
         parts.append(f'<p class="partial">Partial results: the run was stopped '
-                     f'({_e(document.get("interrupted", "interrupted"))}) before every step was solved.</p>')
+                     f'({escape(document.get("interrupted", "interrupted"))}) before every step was solved.</p>')
+    failed_steps = [step for step in document["steps"] if step["status"] != "converged"]
+    if failed_steps:
+        parts.append(f'<p class="partial">Failed steps ({len(failed_steps)}, red in the solver status table): '
+                     + escape(", ".join(str(step["index"]) for step in failed_steps)) + "</p>")
     if scenario.description:
-        parts.append(f"<p>{_e(scenario.description)}</p>")
+        parts.append(f"<p>{escape(scenario.description)}</p>")
     summary = [count_line(scenario, steps), *result_lines(scenario, steps)]
-    parts += ["<h2>Summary</h2>", f"<pre>{_e(chr(10).join(summary))}</pre>"]
+    parts += ["<h2>Summary</h2>", f"<pre>{escape(chr(10).join(summary))}</pre>"]
     tables = peak_tables(scenario, steps)
     if tables:
         parts.append("<h2>Peaks</h2>")
         for title, (headers, rows) in tables.items():
             numeric = [i for i, h in enumerate(headers) if h.startswith(("peak", "least")) or h == "step"]
-            parts += [f"<h3>{_e(title)}</h3>", _table(headers, rows, numeric)]
+            parts += [f"<h3>{escape(title)}</h3>", table(headers, rows, numeric)]
     headers, rows = pin_reaction_rows(document)
     if rows:
-        parts += ["<h2>Pin reactions (every loop joint and held actuator)</h2>", _table(headers, rows, [2, 3, 4, 5])]
+        parts += ["<h2>Pin reactions (every loop joint and held actuator)</h2>", table(headers, rows, [2, 3, 4, 5])]
+    parts += [text for text in (section(document) for section in SECTIONS) if text]
     parts.append("<h2>Plots</h2>")
     for name, data in files.items():
         if name.endswith(".png"):
             encoded = base64.b64encode(data).decode("ascii")
-            parts.append(f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{encoded}">'
-                         f"<figcaption>{_e(name)}</figcaption></figure>")
+            parts.append(f'<figure><img alt="{escape(name)}" src="data:image/png;base64,{encoded}">'
+                         f"<figcaption>{escape(name)}</figcaption></figure>")
     skipped = skipped_plots(scenario, steps)
     if skipped:
         parts.append("<p>Not plotted (nothing to show):</p><ul>"
-                     + "".join(f"<li>{_e(name)}: {_e(reason)}</li>" for name, reason in skipped.items()) + "</ul>")
+                     + "".join(f"<li>{escape(name)}: {escape(reason)}</li>" for name, reason in skipped.items()) + "</ul>")
     headers, rows, failed = _status_rows(scenario, document)
     parts += ["<h2>Solver status per step</h2>",
-              _table(headers, rows, [0, *range(1, len(headers) - 5), len(headers) - 4, len(headers) - 3], failed)]
+              table(headers, rows, [0, *range(1, len(headers) - 5), len(headers) - 4, len(headers) - 3], failed)]
+    parts.append(provenance_section(document))
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>shiftsim run: {_e(document['scenario'])}</title><style>{STYLE}</style></head>\n<body>\n"
+            f"<title>shiftsim run: {escape(document['scenario'])}</title><style>{STYLE}</style></head>\n<body>\n"
             + "\n".join(parts) + "\n</body></html>\n")
     return page.encode("utf-8")

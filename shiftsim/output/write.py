@@ -16,6 +16,7 @@ from ..plots.ground import capacity_chart
 from ..plots.registry import render
 from ..scenario.run import Run
 from ..typed import ECHO_LIMIT
+from .provenance import run_metadata
 from .report import report_html
 from .store import tables_bytes
 from .writers import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, capacity_rows,
@@ -32,6 +33,7 @@ def write_results(run: Run, folder: Path) -> list[str]:
     scenario, steps, capacity = run.scenario, run.steps, run.capacity
     interrupted = run.interrupted.name if run.interrupted else None
     document = results_document(scenario, steps, run.planned, interrupted, capacity)
+    document["metadata"] = run_metadata(scenario)  # provenance, rendered by the report (output/provenance.py)
     files = {RESULTS_JSON: dumps(document)}
     # the columnar store (steps.parquet, values.parquet): the CSV tables' rows, for pandas / polars / DuckDB
     files.update(tables_bytes(document["parameters"], islice(step_rows(document), 1, None),

@@ -4,7 +4,8 @@ series, failed-step marks.
 Figures are laid out with fixed margins in inches (no layout engine: the constrained layout cost as much as the
 drawing itself); sizes in inches are :data:`FIGURE_SIZES`, pixels are inches x dpi. The x axis of the sweep plots
 is the first parameter of a line sweep, the last (chain) parameter of a grid with one curve per combination of the
-others, or the step index without a sweep.
+others, or the step index without a sweep. A grid's curves are coloured by the parameter before the x axis (a colour
+bar names it), each series has its own line style, and combinations of any earlier parameters their own marker.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-from matplotlib import rc_context
+from matplotlib import colormaps, rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
 from ..analysis.digest import number, shown_value
@@ -30,6 +33,7 @@ MAX_SERIES = 10
 FAILED_COLOUR = "tab:red"
 LINE_STYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "v", "D")
+GRID_COLOURS = colormaps["viridis"]  # a grid's curves by the value of the parameter before the x axis
 COINCIDE = 1e-6  # series closer than this fraction of the plot's largest value are drawn as one
 
 
@@ -45,12 +49,25 @@ def unit_text(scenario: Scenario, parameter: Parameter) -> str:
 
 
 @dataclass(frozen=True)
+class Shading:
+    """How a grid's curves are told apart: ``label`` of the colour bar (the parameter before the x axis, with its
+    unit), ``values`` its value per curve group (shown units), ``kinds`` per group the index of its combination of
+    the earlier parameters (drawn with its own marker, named in the legend)."""
+
+    label: str
+    values: list[float]
+    kinds: list[int]
+
+
+@dataclass(frozen=True)
 class SweepAxis:
-    """The x axis of the sweep plots: label, value of a step, and the curves (legend suffix, steps in order)."""
+    """The x axis of the sweep plots: label, value of a step, and the curves (legend suffix, steps in order); a
+    grid's ``shading`` colours its curves by a parameter with a colour bar (None: one colour per series)."""
 
     label: str
     x: Callable[[StepResult], float]
     groups: list[tuple[str, list[StepResult]]]
+    shading: Shading | None = None
 
 
 def sweep_axis(scenario: Scenario, steps: Sequence[StepResult]) -> SweepAxis:
@@ -68,10 +85,15 @@ def sweep_axis(scenario: Scenario, steps: Sequence[StepResult]) -> SweepAxis:
     for step in steps:
         key = tuple(step.parameters[q.name] for q in parameters[:-1])
         groups.setdefault(key, []).append(step)
-    named = [(", " + ", ".join(f"{q.name} = {number(shown_value(scenario, q, v)[0])}" for q, v in zip(parameters, key)),
+    coloured, earlier = parameters[-2], parameters[:-2]
+    combinations = list(dict.fromkeys(key[:-1] for key in groups))
+    named = [("".join(f", {q.name} = {number(shown_value(scenario, q, v)[0])}" for q, v in zip(earlier, key)),
               group) for key, group in groups.items()]
+    shading = Shading(f"{coloured.name} ({unit_text(scenario, coloured)})",
+                      [shown_value(scenario, coloured, key[-1])[0] for key in groups],
+                      [combinations.index(key[:-1]) for key in groups])
     return SweepAxis(f"{p.name} ({unit_text(scenario, p)})",
-                     lambda s: shown_value(scenario, p, s.parameters[p.name])[0], named)
+                     lambda s: shown_value(scenario, p, s.parameters[p.name])[0], named, shading)
 
 
 def figure(name: str, dpi: int, rows: int = 1, columns: int = 1, *, left: float = 0.9, right: float = 0.25,
@@ -142,10 +164,25 @@ def plot_series(ax, axis: SweepAxis, values: Callable[[StepResult, str], float],
     """Draw each named series (``values(step, name)``, NaN when missing) over every curve group; series that
     coincide over the whole sweep are drawn once, labelled with all their names joined by ' = '."""
     series = {name: np.array([values(s, name) for _, group in axis.groups for s in group], float) for name in names}
+    shading = axis.shading
+    if shading is not None:
+        norm = Normalize(min(shading.values), max(shading.values))
+        if norm.vmin == norm.vmax:
+            norm = Normalize(norm.vmin - 0.5, norm.vmax + 0.5)
     for k, group_names in enumerate(coinciding(series)):
         label = " = ".join(group_names)
+        labelled: set[int] = set()
         for g, (suffix, group) in enumerate(axis.groups):
             xs = [axis.x(s) for s in group]
             ys = [values(s, group_names[0]) * scale for s in group]
-            ax.plot(xs, ys, **style(k, g), label=f"{label}{suffix}")
+            if shading is None:
+                ax.plot(xs, ys, **style(k, g), label=f"{label}{suffix}")
+                continue
+            kind = shading.kinds[g]  # one legend entry per series and combination of the earlier parameters
+            ax.plot(xs, ys, color=GRID_COLOURS(norm(shading.values[g])), linestyle=LINE_STYLES[k % len(LINE_STYLES)],
+                    marker=MARKERS[kind % len(MARKERS)], markersize=3,
+                    label=None if kind in labelled else f"{label}{suffix}")
+            labelled.add(kind)
+    if shading is not None:
+        ax.figure.colorbar(ScalarMappable(norm, GRID_COLOURS), ax=ax, label=shading.label, pad=0.01)
 

@@ -6,11 +6,13 @@ Both draw on matplotlib's Agg canvas and return PNG bytes.
 from __future__ import annotations
 
 import io
+import math
 from typing import Any, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from ..kinematics import state
 from ..scenario.definition import Scenario
@@ -78,31 +80,58 @@ def draw_footprint(title: str, contacts: dict[str, np.ndarray], reports: Sequenc
     return _png(figure, dpi)
 
 
+SIDE_TOLERANCE_DEG = 15.0  # a slew within this of 0 / 90 / 180 / 270 deg is over the front / side / rear / side
+GOVERNS_COLOURS = {"tipping": "tab:blue", "hydraulic": "tab:orange", "invalid": "tab:red"}
+
+
+def slew_panel(group: str | None, value: float | None) -> str:
+    """A panel's name from the ``group`` parameter's value (rad, a slew): "over front" (0), "over side" (+-90 deg),
+    "over rear" (180), else the angle; the parameter's value follows in brackets."""
+    if group is None:
+        return "rated load (t)"
+    degrees = math.degrees(value) % 360.0
+    named = {0.0: "over front", 90.0: "over side", 180.0: "over rear", 270.0: "over side", 360.0: "over front"}
+    where = next((name for angle, name in named.items() if abs(degrees - angle) <= SIDE_TOLERANCE_DEG),
+                 f"slew {math.degrees(value):.4g} deg")
+    return f"{where}\n{group} = {value:.4g} rad"
+
+
 def capacity_chart(document: dict[str, Any], dpi: int = 100) -> bytes:
+    """PNG bytes of :func:`capacity_figure`."""
+    return _png(capacity_figure(document), dpi)
+
+
+def capacity_figure(document: dict[str, Any]) -> Figure:
     """The rated lift capacity in the form manufacturers publish: lift-point height against radius, the rated load
-    (t) written at each point, one panel per value of the analysis' ``group`` parameter (e.g. over front / over
-    side); a trailing ``*`` marks points where the hydraulic limit governs, ``invalid`` (red) a point without a
+    (t) written at each point, one panel per value of the analysis' ``group`` parameter, named from it as a slew
+    ("over front" at 0, "over side" at 90 deg, :func:`slew_panel`); the colour says what governs (a legend explains
+    it), a trailing ``*`` marks points where the hydraulic limit governs, a red cross an invalid point without a
     rating (its reasons are in the table and results)."""
     points = document["points"]
     group = document.get("group")
     values = sorted({p["parameters"][group] for p in points}) if group else [None]
-    figure = Figure(figsize=(6.0 * len(values), 6.5))
+    figure = Figure(figsize=(6.0 * len(values), 6.5), layout="constrained")
     for k, value in enumerate(values):
         axes = figure.add_subplot(1, len(values), k + 1)
         chosen = [p for p in points if group is None or p["parameters"][group] == value]
         for p in chosen:
             rated = p["rated_mass"]
             text = "-" if rated is None else f"{rated / 1000.0:.2f}{'*' if p['governs'] == 'hydraulic' else ''}"
-            colour = {"hydraulic": "tab:orange", "invalid": "tab:red"}.get(p["governs"], "tab:blue")
-            text = "invalid" if p["governs"] == "invalid" else text
-            axes.plot(p["radius"], p["height"], "o", color=colour, ms=3)
+            invalid = not p["valid"] or p["governs"] == "invalid"
+            text = "invalid" if invalid else text
+            colour = GOVERNS_COLOURS.get("invalid" if invalid else p["governs"], "0.4")
+            axes.plot(p["radius"], p["height"], "x" if invalid else "o", color=colour, ms=6 if invalid else 3)
             axes.annotate(text, (p["radius"], p["height"]), textcoords="offset points", xytext=(3, 3), fontsize=7)
         axes.axhline(0.0, color="0.5", lw=0.8)
         axes.set_xlabel("lift-point radius from the slew axis (m)")
         axes.set_ylabel("lift-point height above ground (m)")
-        where = "" if group is None else f" at {group} = {value:g}"
-        axes.set_title(f"rated load (t){where}", fontsize=10)
+        axes.set_title(slew_panel(group, value), fontsize=10)
         axes.grid(True, lw=0.3)
-    figure.suptitle(f"{document['load']} at {document['frame']}: rated = min({document['tipping_fraction']:g} tipping, "
-                    f"{document['hydraulic_fraction']:g} hydraulic); * hydraulic governs", fontsize=10)
-    return _png(figure, dpi)
+    handles = [Line2D([], [], marker="o", ls="", color=GOVERNS_COLOURS["tipping"], label="tipping governs"),
+               Line2D([], [], marker="o", ls="", color=GOVERNS_COLOURS["hydraulic"], label="hydraulic governs (*)"),
+               Line2D([], [], marker="x", ls="", color=GOVERNS_COLOURS["invalid"], label="invalid: no rating")]
+    figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
+    figure.suptitle(f"rated load (t) of {document['load']} at {document['frame']}\nrated = "
+                    f"min({document['tipping_fraction']:g} tipping, {document['hydraulic_fraction']:g} hydraulic)",
+                    fontsize=10)
+    return figure

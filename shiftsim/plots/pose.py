@@ -36,7 +36,8 @@ from ..collision.shapes import SPHERE, ShapeTable, shape_table
 from ..kinematics import Poses
 from ..model import PRISMATIC, Model
 from ..spec import FIXED, PATH_SEPARATOR
-from ..analysis.digest import NO_DEFLECTION, closest_approaches, closest_step, number, parameter_text, worst_step
+from ..analysis.digest import (NO_DEFLECTION, closest_approaches, closest_step, number, parameter_text,
+                               peak_deflection, worst_step)
 from ..scenario.definition import Scenario
 from ..scenario.machines import Machine
 from ..scenario.runner import StepResult, machine_values
@@ -319,8 +320,12 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
     rows, columns = _grid(len(panels), high - low, views)
     fig, axes = figure("pose", dpi, rows, columns, top=1.45, bottom=0.55, left=0.75, hspace=0.3, wspace=0.2)
     closest = closest_approaches([by_index[i] for i in chosen])
-    sag = (f"deflection drawn x{number(factor)} (largest at a frame {number(largest * 1e3)} mm)" if factor != 1.0
-           else "true scale" if largest >= NO_DEFLECTION else "no measurable deflection (< 1 nm)")
+    peak = peak_deflection(steps)  # the summary's peak: the same frame, step and number
+    stated = (f"; peak deflection {number(peak.value * 1e3)} mm at {peak.entity}, step {peak.step.index}"
+              if peak is not None and peak.value >= NO_DEFLECTION else "")
+    scale = (f"deflection drawn x{number(factor)}" if factor != 1.0
+             else "true scale" if largest >= NO_DEFLECTION else "no measurable deflection (< 1 nm)")
+    sag = scale + stated if largest >= NO_DEFLECTION else scale  # the legend's; the title says the scale only
     for k, (index, roles, (h, v)) in enumerate(panels):
         ax = axes[k // columns, k % columns]
         _draw(ax, posed[index], (h, v), size, stands, ground_level)
@@ -347,7 +352,7 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
     fig.legend(handles=_legend_handles(posed, paths, closest, stands, sag), loc="upper center",
                ncol=5, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 1.0 - 0.4 / fig.get_figheight()))
     special = "closest approach" if closest else "worst (largest deflection, else largest effort)"
-    fig.suptitle(f"{scenario.name}: poses in the world frame (z up) at the first, last and {special} steps; {sag}",
+    fig.suptitle(f"{scenario.name}: poses in the world frame (z up) at the first, last and {special} steps; {scale}",
                  fontsize=11)
     return png(fig)
 

@@ -1,0 +1,110 @@
+"""The ``metadata`` of results.json: what a colleague needs to reproduce a run from its results alone.
+
+Recorded when the results are written (:func:`run_metadata`), rendered by the report from results.json:
+
+* ``inputs``: every file the run read (the scenario and each model file), absolute path and SHA-256 of its bytes
+  (null for a scenario given as a document, not a file: then ``scenario_document`` is the only record of it);
+* ``scenario_document``: the scenario as it was read (placements, contacts, sweep, outputs exactly as written);
+* ``machines``: per machine its model file, its placement as used (``position`` m, ``rotation`` 3x3, world <- model),
+  the joints held and the values they are held at (rad or m per coordinate), and whether it stands on the ground;
+* ``loads``: every scenario load (frame, ``force`` N and ``torque`` N m, ``direction``, ``factor``);
+* ``gravity`` (m/s^2, world axes), ``ground`` (the scenario's ``ground`` section, or null), ``sweep`` (mode, steps,
+  and per parameter its unit and values in SI);
+* ``solver``: the Newton settings every step was solved with (:class:`shiftsim.statics.SolverOptions`; infinite
+  values written as the string ``"inf"``);
+* ``shiftsim_version``, ``git`` (commit and whether the checkout had uncommitted changes, when shiftsim runs from a
+  git checkout, else null), ``python``, ``platform``, ``host``, ``written_utc`` (ISO 8601).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import math
+import platform
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..scenario.definition import Scenario
+from ..statics import SolverOptions
+
+GIT_TIMEOUT = 5.0  # s: a git that does not answer is recorded as unknown, never waited for
+HASH_CHUNK = 1 << 20  # bytes read at a time
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 (hex) of the bytes of ``path``."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for chunk in iter(lambda: stream.read(HASH_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def git_state(folder: Path) -> dict[str, Any] | None:
+    """``{"commit", "dirty"}`` of the git checkout holding ``folder``, or None outside one (or without git)."""
+    def git(*arguments: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(folder), *arguments], capture_output=True, text=True,
+                              timeout=GIT_TIMEOUT, check=False)
+
+    try:
+        head = git("rev-parse", "HEAD")
+        if head.returncode != 0:
+            return None
+        status = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None}
+
+
+def _finite(value: Any) -> Any:
+    return "inf" if isinstance(value, float) and math.isinf(value) else value
+
+
+def solver_settings(options: SolverOptions = SolverOptions()) -> dict[str, Any]:
+    """The solver's settings as JSON values (``inf`` as the string ``"inf"``)."""
+    return {name: _finite(value) for name, value in dataclasses.asdict(options).items()}
+
+
+def run_metadata(scenario: Scenario) -> dict[str, Any]:
+    """results.json's ``metadata`` for a run of ``scenario`` written now (see the module's docstring)."""
+    from .. import __version__
+
+    inputs = [{"path": str(path), "sha256": file_digest(path) if path.is_file() else None}
+              for path in dict.fromkeys(scenario.input_files)]
+    machines = [{"id": m.id, "model": str(m.source.resolve()),
+                 "placement": {"position": m.placement.position.tolist(), "rotation": m.placement.rotation.tolist()},
+                 "held": {m.name(name): value.tolist() for name, value in m.held_values().items()},
+                 "standing": m.support is not None}
+                for m in scenario.machines]
+    loads = [{"name": load.name, "machine": load.machine, "frame": load.frame, "force": load.force.tolist(),
+              "torque": load.torque.tolist(), "direction": load.direction, "factor": load.factor}
+             for load in scenario.loads]
+    sweep = scenario.sweep
+    parameters = {p.name: {"unit": p.unit, "kind": p.kind, "values": [float(v) for v in values]}
+                  for p, values in zip(sweep.parameters, sweep.values)}
+    document = scenario.document if isinstance(scenario.document, dict) else {}
+    return {
+        "inputs": inputs,
+        "scenario_document": document,
+        "machines": machines,
+        "loads": loads,
+        "gravity": scenario.gravity.tolist(),
+        "ground": document.get("ground"),
+        "sweep": {"mode": sweep.mode, "steps": sweep.size, "parameters": parameters},
+        "solver": solver_settings(),
+        "shiftsim_version": __version__,
+        "git": git_state(Path(__file__).resolve().parent),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "command": sys.argv[:],
+        "written_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+__all__ = ["file_digest", "git_state", "run_metadata", "solver_settings"]
