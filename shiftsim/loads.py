@@ -51,27 +51,31 @@ def _rigid_columns(model: Model, q: np.ndarray) -> np.ndarray:
     the model's r rigid joints (a rigid closure's own six rows; a rigid tree joint moves every closure side in its
     subtree)."""
     rows = 6 * len(model.closures)
-    columns = []
+    rigid = [j for j, joint in enumerate(model.joints) if joint.type == "rigid"]
+    if not rigid:
+        return np.zeros((rows, 0))
     closure_of = {c.joint: k for k, c in enumerate(model.closures)}
     _, p_a, _, p_b = closure_poses(model, state(model, q[None]))
-    for j, joint in enumerate(model.joints):
-        if joint.type != "rigid":
-            continue
-        block = np.zeros((rows, 6))
+    # per closure side: its six rows' rates per unit twist of everything on that side,
+    # linear rows v + omega x p = v - [p]x omega, angular rows omega
+    side_rates = []
+    for k, closure in enumerate(model.closures):
+        for side, point, sign in ((closure.node_b, p_b[0, k], 1.0), (closure.node_a, p_a[0, k], -1.0)):
+            rate = np.eye(6)
+            rate[:3, 3:] = -_skew(point)
+            side_rates.append((k, side, sign * rate))
+    columns = np.zeros((rows, 6 * len(rigid)))
+    for column, j in enumerate(rigid):
+        block = columns[:, 6 * column: 6 * column + 6]
         if j in closure_of:
             k = closure_of[j]
             block[6 * k: 6 * k + 6] = np.eye(6)
-        else:
-            node = joint.nodes[0]
-            for k, closure in enumerate(model.closures):
-                for side, point, sign in ((closure.node_b, p_b[0, k], 1.0), (closure.node_a, p_a[0, k], -1.0)):
-                    if model.subtree[node, side]:
-                        # linear rows: v + omega x p = v - [p]x omega; angular rows: omega
-                        block[6 * k: 6 * k + 3, :3] += sign * np.eye(3)
-                        block[6 * k: 6 * k + 3, 3:] += sign * -_skew(point)
-                        block[6 * k + 3: 6 * k + 6, 3:] += sign * np.eye(3)
-        columns.append(block)
-    return np.hstack(columns) if columns else np.zeros((rows, 0))
+            continue
+        node = model.joints[j].nodes[0]
+        for k, side, rate in side_rates:
+            if model.subtree[node, side]:
+                block[6 * k: 6 * k + 6] += rate
+    return columns
 
 
 def _skew(p: np.ndarray) -> np.ndarray:
@@ -91,6 +95,15 @@ def _null(matrix: np.ndarray, rows: int) -> np.ndarray:
     return null_space(matrix.T, rcond=RANK_TOLERANCE) if matrix.shape[1] else np.eye(rows)
 
 
+def _rank(matrix: np.ndarray) -> int:
+    """The rank of ``matrix`` as :func:`_null` counts it (singular values above :data:`RANK_TOLERANCE` of the
+    largest), from its singular values alone."""
+    if not matrix.shape[1]:
+        return 0
+    sigma = np.linalg.svd(matrix, compute_uv=False)
+    return int(np.count_nonzero(sigma > RANK_TOLERANCE * sigma[0])) if sigma.size and sigma[0] > 0 else 0
+
+
 def indeterminate_directions(model: Model, q: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The loop-force patterns at q (nq,) that the free coordinates ``free`` leave open, as orthonormal columns
     (6 n_closures, d): those that load a held coordinate, and those that load only rigid joints (the loop
@@ -103,9 +116,15 @@ def indeterminate_directions(model: Model, q: np.ndarray, free: np.ndarray) -> t
         return np.zeros((rows, 0)), np.zeros((rows, 0))  # nothing held or rigid: nothing to split
     jac = closure_jacobian(model, state(model, q[None]))[0] @ coupling_map(model, q)  # (6K, nq)
     on_free = jac[:, free]
+    free_and_held = np.hstack([on_free, jac[:, held]])
+    all_parts = np.hstack([free_and_held, _rigid_columns(model, q)])
+    # the patterns' counts are differences of ranks: singular values alone tell whether there is anything to split
+    # (the usual case, nothing), and only then are the bases computed
+    if _rank(on_free) == _rank(free_and_held) == _rank(all_parts):
+        return np.zeros((rows, 0)), np.zeros((rows, 0))
     open_patterns = _null(on_free, rows)
-    with_held = _null(np.hstack([on_free, jac[:, held]]), rows)
-    carried_by_nothing = _null(np.hstack([on_free, jac[:, held], _rigid_columns(model, q)]), rows)
+    with_held = _null(free_and_held, rows)
+    carried_by_nothing = _null(all_parts, rows)
     loading_held = _complement_in(open_patterns, with_held)
     loading_rigid = _complement_in(with_held, carried_by_nothing)
     return loading_held, loading_rigid
