@@ -410,11 +410,11 @@ def _large_motion(model: Model, q_start: np.ndarray, q: np.ndarray, free: np.nda
     if not np.any(np.abs(moved[revolute]) > 0.5) and revolute.all():
         return []
     size = model_size(model, q_start) if size is None else size
+    far = np.abs(moved) > np.where(revolute, 0.5, 0.1 * size)
     remarks = []
-    for i, amount, turns in zip(free, moved, revolute):
-        if (turns and abs(amount) > 0.5) or (not turns and abs(amount) > 0.1 * size):
-            text = f"{amount:+.3g} rad ({np.degrees(amount):+.0f} deg)" if turns else f"{amount:+.3g} m"
-            remarks.append(f"joint {model.coordinate_names[i]} moved {text} from its start")
+    for i, amount, turns in zip(free[far], moved[far].tolist(), revolute[far].tolist()):
+        text = f"{amount:+.3g} rad ({np.degrees(amount):+.0f} deg)" if turns else f"{amount:+.3g} m"
+        remarks.append(f"joint {model.coordinate_names[i]} moved {text} from its start")
     if remarks:
         remarks.append("large motion from the start pose: if the machine should keep its pose, hold its "
                        "actuators (--hold JOINT, or scenario settings)")

@@ -141,6 +141,7 @@ class BatchResult:
         return self.stability == "stable"
 
 
+SMALL_SOLVE_BYTES = 2**20  # a solve needing less is not checked against the memory left (the check reads /proc)
 STABILITY = core_tables.VERDICTS
 _VERDICTS = np.array(STABILITY)  # by the core's stability code
 
@@ -195,9 +196,10 @@ def _solve_cases(model: Model, q_start: np.ndarray, free: np.ndarray, rows: np.n
     batch, nf, m = q_start.shape[0], len(free), len(rows)
     threads = 1 if fields or model.couplings else threads
     concurrent = max(min(threads, batch), 1)
-    memory.check_fits(concurrent * memory.solve_bytes(model.nq, len(model.closures)) + 8 * batch * nf * (nf + 8),
-                      f"a solve of {batch} case{'s' if batch > 1 else ''} ({model.nq} coordinates, "
-                      f"{len(model.closures)} loops, {concurrent} at once)", options.memory_limit)
+    need = concurrent * memory.solve_bytes(model.nq, len(model.closures)) + 8 * batch * nf * (nf + 8)
+    if need > SMALL_SOLVE_BYTES or options.memory_limit is not None:  # reading /proc costs more than a small solve
+        memory.check_fits(need, f"a solve of {batch} case{'s' if batch > 1 else ''} ({model.nq} coordinates, "
+                          f"{len(model.closures)} loops, {concurrent} at once)", options.memory_limit)
     problem = _problem(model, free, rows, loads, rate_force is not None, options, fields)
     rates = np.zeros((batch, model.nq)) if rate_force is None else np.ascontiguousarray(rate_force, dtype=float)
     out_q, out_lam = np.empty((batch, model.nq)), np.empty((batch, m))
