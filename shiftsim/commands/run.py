@@ -11,7 +11,7 @@ from ..analysis.digest import step_text, summary_lines
 from ..errors import InputError, Problem
 from ..interrupts import Interrupted, signals_raise
 from ..output.write import write_results
-from ..output.writers import check_folder, default_folder
+from ..output.writers import CSV_STEP_LIMIT, check_folder, default_folder
 from ..progress import progress
 from ..scenario import DaskExecutor, LocalExecutor, load_scenario, run as run_scenario
 from ..scenario.run import check_fits
@@ -44,6 +44,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--executor", choices=("local", "dask"), default="local",
                         help="local processes, or a Dask cluster (needs --scheduler; install shiftsim[cluster])")
     parser.add_argument("--scheduler", metavar="ADDR", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
+    parser.add_argument("--csv", action=argparse.BooleanOptionalAction, default=None,
+                        help="write results.csv and steps.csv (--no-csv: not); default as the scenario's outputs.csv, "
+                             f"else only for runs of up to {CSV_STEP_LIMIT} steps (the Parquet tables are always written)")
     parser.add_argument("--force", action="store_true",
                         help="replace shiftsim's result files in a non-empty output folder (other files are kept)")
     verbosity = parser.add_mutually_exclusive_group()
@@ -110,7 +113,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
         print(f"shiftsim run: stopped by {stop.name} before any step was solved; no results written", file=sys.stderr)
         return stop.exit_code
     try:
-        files = write_results(ran, folder)
+        files = write_results(ran, folder, args.csv)
     except Interrupted as caught:
         print(f"shiftsim run: stopped by {caught.name} while writing; {folder}/ holds a complete set of results, "
               "the earlier one if the new one was not yet in place", file=sys.stderr)

@@ -20,11 +20,14 @@ from .provenance import run_metadata
 from .report import report_html
 from .store import tables_bytes
 from .writers import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, capacity_rows,
-                      csv_bytes, results_document, step_rows, tidy_rows, write_files)
+                      csv_bytes, results_document, step_rows, tidy_rows, write_files, writes_csv)
 
 
-def write_results(run: Run, folder: Path) -> list[str]:
+def write_results(run: Run, folder: Path, csv: bool | None = None) -> list[str]:
     """Render and write every output file of ``run`` into ``folder`` as one set; return the file names written.
+
+    ``csv``: write results.csv and steps.csv (True), not (False), or as the scenario's ``outputs.csv`` says
+    (None; by default only for runs of up to :data:`~shiftsim.output.writers.CSV_STEP_LIMIT` steps).
 
     A stopped run (``run.interrupted``) is marked partial (results.json ``partial``, ``steps_planned``,
     ``interrupted``). A run with a capacity document gets it in results.json ``capacity``, capacity.csv (with the
@@ -39,11 +42,12 @@ def write_results(run: Run, folder: Path) -> list[str]:
     files.update(tables_bytes(document["parameters"], islice(step_rows(document), 1, None),
                               islice(tidy_rows(document), 1, None)))
     solved_capacity = capacity is not None and "error" not in capacity
-    if scenario.outputs.csv:
+    asked = scenario.outputs.csv if csv is None else csv
+    if writes_csv(asked, len(steps)):
         files[RESULTS_CSV] = csv_bytes(tidy_rows(document))
         files[STEPS_CSV] = csv_bytes(step_rows(document))
-        if solved_capacity:
-            files[CAPACITY_CSV] = csv_bytes(capacity_rows(capacity))
+    if solved_capacity and asked is not False:  # one row per lift point: small whatever the sweep's length
+        files[CAPACITY_CSV] = csv_bytes(capacity_rows(capacity))
     try:  # a plot that cannot be drawn must not lose the solved results: they are written, then it is reported
         plots = render(scenario, steps)
         if solved_capacity and scenario.outputs.plots:

@@ -56,7 +56,8 @@ STEPS_PARQUET, VALUES_PARQUET = "steps.parquet", "values.parquet"  # the columna
 OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, STEPS_CSV, REPORT_HTML, *(f"{plot}.png" for plot in ALL_PLOTS),
                 CAPACITY_CSV, CAPACITY_PNG, STEPS_PARQUET, VALUES_PARQUET)
 STAGING_PREFIX = ".staging-"
-PAUSE_ENV = "SHIFTSIM_TEST_WRITE_PAUSE"  # test hook: seconds to pause after the first staged file
+PAUSE_ENV = "SHIFTSIM_TEST_WRITE_PAUSE"
+CSV_STEP_LIMIT = 10_000  # steps up to which results.csv and steps.csv are written unless the scenario or --csv says  # test hook: seconds to pause after the first staged file
 
 CSV_HEADER = ("step", "entity", "quantity", "component", "value", "unit")
 STEP_STATUS_COLUMNS = ("status", "iterations", "stability")
@@ -77,6 +78,13 @@ class OutputError(ShiftsimError):
     """The results could not be written (exit code 1)."""
 
     exit_code = 1
+
+
+def writes_csv(asked: bool | None, steps: int) -> bool:
+    """Whether a run of ``steps`` steps gets results.csv and steps.csv: as ``asked`` (the scenario's
+    ``outputs.csv`` or ``shiftsim run --csv/--no-csv``), else only up to :data:`CSV_STEP_LIMIT` steps (the tidy CSV
+    of a long sweep is hundreds of MB; steps.parquet and values.parquet hold the same rows)."""
+    return steps <= CSV_STEP_LIMIT if asked is None else asked
 
 
 def default_folder(scenario: Scenario) -> Path:

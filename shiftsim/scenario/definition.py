@@ -80,7 +80,7 @@ class Outputs:
     """What is written besides results.json: the tidy CSV, which plots, the plots' resolution, and options per
     plot kind (``{"pin_loads": {"components": true}}``, see the scenario schema)."""
 
-    csv: bool = True
+    csv: bool | None = None  # None: results.csv and steps.csv for runs of up to CSV_STEP_LIMIT steps (output/writers.py)
     plots: tuple[str, ...] = PLOTS
     dpi: int = 100
     plot_options: dict[str, dict[str, Any]] = field(default_factory=dict)
