@@ -146,6 +146,7 @@ class ModelCache(TypedDict, total=False):
     core_assembly: dict  # kinematics.assemble: core problems that only close loops, by free coordinates
     closures: tuple  # kinematics: closure nodes (K,) and offsets (K, 4, 4), both sides
     joint_coordinates: list  # solution: per joint, its coordinates as an index into q
+    loop_joints: frozenset  # solution: indices of the joints on a closed loop
     floating: Any  # ground.base.floating: the compiled free-base Model
     support_stands: dict  # scenario.ground: stands by placement
     ik_independent: np.ndarray  # ik.frames: coordinates no coupling drives

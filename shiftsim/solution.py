@@ -253,7 +253,11 @@ class Solution:
     def pin_reactions(self) -> dict[str, dict[str, Any]]:
         """The table a machine engineer asks for: every joint in a closed loop (its pins, the joint that closes it,
         welds) and every held actuator, tracked or not, by joint name in model order (:func:`pin_reaction` gives a
-        row's fields; ``role`` is "held actuator" or "loop")."""
+        row's fields; ``role`` is "held actuator" or "loop"). Built on the first call; each call returns a copy."""
+        return {name: dict(row) for name, row in self._pin_reaction_rows.items()}
+
+    @cached_property
+    def _pin_reaction_rows(self) -> dict[str, dict[str, Any]]:
         in_loops = loop_joints(self.model)
         rows = {}
         for j, joint in enumerate(self.model.joints):
@@ -331,13 +335,16 @@ def loop_joints(model: Model) -> frozenset[int]:
     between its two sides (a tree joint is on it when exactly one side is in the subtree it moves)."""
     if not model.closures:
         return frozenset()
+    if "loop_joints" in model.cache:
+        return model.cache["loop_joints"]
     on_loop = {c.joint for c in model.closures}
     for j, joint in enumerate(model.joints):
         if joint.in_tree and joint.nodes:
             node = joint.nodes[-1] if joint.reversed else joint.nodes[0]
             if any(model.subtree[node, c.node_a] != model.subtree[node, c.node_b] for c in model.closures):
                 on_loop.add(j)
-    return frozenset(on_loop)
+    model.cache["loop_joints"] = frozenset(on_loop)
+    return model.cache["loop_joints"]
 
 
 def pin_reaction(joint, load: JointLoad, role: str, determinate: bool) -> dict[str, Any]:

@@ -23,3 +23,15 @@ def test_a_small_solve_skips_the_memory_check_and_a_large_one_is_still_refused(m
     assert solve(small).converged
     with pytest.raises(memory.SolveTooLarge, match="more than the memory this process may still take"):
         solve(large)
+
+
+def test_the_pin_reaction_table_is_built_once_and_each_call_gets_its_own_copy():
+    from shiftsim.loading import load_model
+    from test_scenario_support import model_path
+
+    solution = solve(load_model(model_path("excavator")), hold=["arm:boom_cyl", "arm:stick_cyl", "arm:bucket_cyl"])
+    first = solution.pin_reactions()
+    first["arm:boom_cyl"]["force"] = -1.0
+    second = solution.pin_reactions()
+    assert second["arm:boom_cyl"]["force"] > 0 and second == solution.as_dict()["pin_reactions"]
+    assert second["arm:boom_cyl"]["role"] == "held actuator" and len(second) > 3

@@ -213,7 +213,7 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
         step.joints.update(joints)
         step.frames.update(frames)
         step.bodies.update(bodies)
-        step.pin_reactions.update({machine.name(name): row for name, row in solution.pin_reactions().items()})
+        step.pin_reactions.update({machine.name(name): row for name, row in result["pin_reactions"].items()})
         if solution.remarks:
             step.remarks[machine.id] = solution.remarks
         if setup.actuators is not None:
