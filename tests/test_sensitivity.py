@@ -447,7 +447,7 @@ def test_tornado_chart_and_csv_table(tmp_path):
     import subprocess
     import sys
 
-    from shiftsim.sensitivity.tornado import change_per_percent
+    from shiftsim.sensitivity.table import change_per_percent
 
     model_file = str(MODELS / "excavator.json")
     table, chart = tmp_path / "s.csv", tmp_path / "t.png"

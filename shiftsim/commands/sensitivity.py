@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from ..loading import load_model
-from ..sensitivity import sensitivity, tornado
+from ..plots.tornado import tornado_png
+from ..sensitivity import sensitivity, table
 from ._common import emit_json
 from ._limits import joint_settings
 from .solve import _gravity, _load
@@ -66,10 +67,13 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         with open(args.csv, "w", newline="") as stream:
             writer = csv.writer(stream)
-            writer.writerow(tornado.CSV_HEADER)
-            writer.writerows(tornado.csv_rows(result))
+            writer.writerow(table.CSV_HEADER)
+            writer.writerows(table.csv_rows(result))
     if args.tornado:
-        Path(args.tornado).write_bytes(tornado.tornado_png(result, result.outputs[0], top=args.top))
+        first = result.outputs[0]
+        Path(args.tornado).write_bytes(tornado_png(
+            result.parameters, table.change_per_percent(result, first), f"{first} = {result.values[0]:.6g}",
+            f"change of {first} per 1 % change of the parameter", result.reasons[0], top=args.top))
     if args.json:
         emit_json(result.as_dict())
         return 0

@@ -13,7 +13,10 @@ import html
 import json
 from typing import Any, Callable, Iterable, Sequence
 
+import numpy as np
+
 from ..analysis.digest import capacity_lines, number
+from ..sensitivity.document import outputs_of, ranked
 
 Section = Callable[[dict[str, Any]], str]
 
@@ -119,7 +122,54 @@ def capacity_section(document: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-SECTIONS: list[Section] = [capacity_section]  # after the peaks; the sensitivities' section is added here
+SENSITIVITY_COLUMNS = 12  # steps shown in a sensitivity table, evenly spread, first and last included
+
+
+def sensitivity_tables(section: dict[str, Any]) -> dict[str, tuple[list[str], list[list[Any]]]]:
+    """Per output of results.json's ``sensitivity`` section, its ranked table: the ``top`` parameters that move it
+    most, with the change of the output per 1 % change of the parameter at every step (``normalized``: the
+    elasticity, % per %; at most :data:`SENSITIVITY_COLUMNS` steps, the title says when some are left out)."""
+    tables = {}
+    what = "% per 1 %" if section["normalized"] else "change per 1 %"
+    for output in outputs_of(section):
+        steps, rows = ranked(section, output, int(section["top"]), bool(section["normalized"]))
+        shown = np.unique(np.linspace(0, len(steps) - 1, min(len(steps), SENSITIVITY_COLUMNS)).round().astype(int))
+        note = "" if len(shown) == len(steps) else f", {len(shown)} of {len(steps)} steps: all in sensitivity.csv"
+        tables[f"{output} ({what} of each parameter{note})"] = (
+            ["parameter", *(f"step {steps[k]}" for k in shown)],
+            [[name, *("-" if changes[k] is None else number(changes[k]) for k in shown)] for name, changes in rows])
+    return tables
+
+
+def sensitivity_gaps(section: dict[str, Any]) -> list[tuple[int, str, str]]:
+    """(step, machine or output, why) for every step without sensitivities and every output without a derivative."""
+    gaps = []
+    for p in section["points"]:
+        if "error" in p:
+            gaps.append((p["step"], p["machine"], p["error"]))
+        else:
+            gaps += [(p["step"], output, o["reason"]) for output, o in p["outputs"].items() if o["reason"]]
+    return gaps
+
+
+def sensitivity_section(document: dict[str, Any]) -> str:
+    """The analysis.sensitivity section: a ranked table per output, then what has no sensitivities and why."""
+    section = document.get("sensitivity")
+    if not section:
+        return ""
+    parts = ["<h2>Sensitivities (ranked: the parameters that move each output most)</h2>"]
+    for title, (headers, rows) in sensitivity_tables(section).items():
+        parts += [f"<h3>{escape(title)}</h3>", table(headers, rows, range(1, len(headers)))]
+    missing = sensitivity_gaps(section)
+    if missing:
+        parts.append("<p>Without sensitivities:</p><ul>"
+                     + "".join(f"<li>step {escape(k)}, {escape(what)}: {escape(why)}</li>" for k, what, why in missing[:20])
+                     + (f"<li>... and {len(missing) - 20} more (sensitivity.csv)</li>" if len(missing) > 20 else "")
+                     + "</ul>")
+    return "\n".join(parts)
+
+
+SECTIONS: list[Section] = [capacity_section, sensitivity_section]  # after the peaks
 """Sections shown after the peak tables, in order."""
 
-__all__ = ["SECTIONS", "capacity_section", "provenance_section", "table"]
+__all__ = ["SECTIONS", "capacity_section", "provenance_section", "sensitivity_section", "sensitivity_tables", "table"]

@@ -310,7 +310,8 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
         ran = run(built, LocalExecutor(jobs), on_warning=warn)
         if output is not None:
             write_results(ran, Path(output))
-    return RunResults.from_document(results_document(built, ran.steps, capacity=ran.capacity))
+    return RunResults.from_document(results_document(built, ran.steps, capacity=ran.capacity,
+                                                     sensitivity=ran.sensitivity))
 
 
 def load_results(folder: str | Path) -> RunResults:

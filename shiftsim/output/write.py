@@ -14,13 +14,16 @@ from ..errors import PlotError
 from ..jsonio import dumps
 from ..plots.ground import capacity_chart
 from ..plots.registry import render
+from ..plots.tornado import sensitivity_chart
 from ..scenario.run import Run
+from ..sensitivity.document import csv_rows as sensitivity_rows
 from ..typed import ECHO_LIMIT
 from .provenance import run_metadata
 from .report import report_html
 from .store import tables_bytes
-from .writers import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, STEPS_CSV, capacity_rows,
-                      csv_bytes, results_document, step_rows, tidy_rows, write_files, writes_csv)
+from .writers import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, SENSITIVITY_CSV,
+                      SENSITIVITY_PNG, STEPS_CSV, capacity_rows, csv_bytes, results_document, step_rows, tidy_rows,
+                      write_files, writes_csv)
 
 
 def write_results(run: Run, folder: Path, csv: bool | None = None) -> list[str]:
@@ -31,11 +34,13 @@ def write_results(run: Run, folder: Path, csv: bool | None = None) -> list[str]:
 
     A stopped run (``run.interrupted``) is marked partial (results.json ``partial``, ``steps_planned``,
     ``interrupted``). A run with a capacity document gets it in results.json ``capacity``, capacity.csv (with the
-    other tables) and capacity.png (with the plots), unless the analysis could not be solved.
+    other tables) and capacity.png (with the plots), unless the analysis could not be solved. A run with a
+    sensitivity section gets it in results.json ``sensitivity``, sensitivity.csv and sensitivity.png (its tornado
+    charts).
     """
     scenario, steps, capacity = run.scenario, run.steps, run.capacity
     interrupted = run.interrupted.name if run.interrupted else None
-    document = results_document(scenario, steps, run.planned, interrupted, capacity)
+    document = results_document(scenario, steps, run.planned, interrupted, capacity, run.sensitivity)
     document["metadata"] = run_metadata(scenario)  # provenance, rendered by the report (output/provenance.py)
     files = {RESULTS_JSON: dumps(document)}
     # the columnar store (steps.parquet, values.parquet): the CSV tables' rows, for pandas / polars / DuckDB
@@ -48,10 +53,15 @@ def write_results(run: Run, folder: Path, csv: bool | None = None) -> list[str]:
         files[STEPS_CSV] = csv_bytes(step_rows(document))
     if solved_capacity and asked is not False:  # one row per lift point: small whatever the sweep's length
         files[CAPACITY_CSV] = csv_bytes(capacity_rows(capacity))
+    if run.sensitivity is not None and asked is not False:  # one row per step, output and parameter
+        files[SENSITIVITY_CSV] = csv_bytes(sensitivity_rows(run.sensitivity))
     try:  # a plot that cannot be drawn must not lose the solved results: they are written, then it is reported
         plots = render(scenario, steps)
         if solved_capacity and scenario.outputs.plots:
             plots[CAPACITY_PNG] = capacity_chart(capacity, scenario.outputs.dpi)
+        chart = sensitivity_chart(run.sensitivity, scenario.outputs.dpi) if run.sensitivity else None
+        if chart is not None and scenario.outputs.plots:
+            plots[SENSITIVITY_PNG] = chart
         plot_failure = None
     except Exception as error:  # matplotlib's errors have no common base
         plots, plot_failure = {}, error

@@ -52,9 +52,10 @@ RESULTS_CSV = "results.csv"
 STEPS_CSV = "steps.csv"
 REPORT_HTML = "report.html"
 CAPACITY_CSV, CAPACITY_PNG = "capacity.csv", "capacity.png"  # a scenario's analysis.capacity (docs/ground.md)
+SENSITIVITY_CSV, SENSITIVITY_PNG = "sensitivity.csv", "sensitivity.png"  # analysis.sensitivity (docs/sensitivity.md)
 STEPS_PARQUET, VALUES_PARQUET = "steps.parquet", "values.parquet"  # the columnar store's tables (output/store.py)
 OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, STEPS_CSV, REPORT_HTML, *(f"{plot}.png" for plot in ALL_PLOTS),
-                CAPACITY_CSV, CAPACITY_PNG, STEPS_PARQUET, VALUES_PARQUET)
+                CAPACITY_CSV, CAPACITY_PNG, SENSITIVITY_CSV, SENSITIVITY_PNG, STEPS_PARQUET, VALUES_PARQUET)
 STAGING_PREFIX = ".staging-"
 PAUSE_ENV = "SHIFTSIM_TEST_WRITE_PAUSE"
 CSV_STEP_LIMIT = 10_000  # steps up to which results.csv and steps.csv are written unless the scenario or --csv says  # test hook: seconds to pause after the first staged file
@@ -134,12 +135,14 @@ def _unusable(folder: Path) -> str:
 
 # ---------------------------------------------------------------------- results.json
 def results_document(scenario: Scenario, steps: list[StepResult], planned: int | None = None,
-                     interrupted: str | None = None, capacity: dict[str, Any] | None = None) -> dict[str, Any]:
+                     interrupted: str | None = None, capacity: dict[str, Any] | None = None,
+                     sensitivity: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results.json object (see ``shiftsim/schemas/results.schema.json``).
 
     ``planned``: the sweep's step count when ``steps`` holds only part of it (a run stopped by
     ``interrupted``, the signal's name): the document is then marked ``partial``. ``capacity``: the
-    scenario's capacity analysis (:func:`shiftsim.scenario.capacity_analysis.run_analysis`), kept under ``capacity``.
+    scenario's capacity analysis (:func:`shiftsim.scenario.capacity_analysis.run_analysis`), kept under ``capacity``. ``sensitivity``: its ``analysis.sensitivity`` section
+    (:func:`shiftsim.scenario.sensitivity_analysis.run_analysis`), kept under ``sensitivity``.
     """
     from .. import __version__
     from .scene import scene_document
@@ -154,6 +157,8 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
     document["scene"] = scene_document(scenario, steps)
     if capacity is not None:
         document["capacity"] = capacity
+    if sensitivity is not None:
+        document["sensitivity"] = sensitivity
     return document
 
 

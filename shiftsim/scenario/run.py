@@ -3,7 +3,7 @@
 A run checks that the scenario fits (its sweep's step count, and the memory of
 one solve per machine times the local processes solving at once), solves every
 step on an executor, computes what spans the steps (collisions), and runs the
-scenario's ``analysis.capacity`` (not for a run stopped by a signal). What it
+scenario's ``analysis.capacity`` and ``analysis.sensitivity`` (not for a run stopped by a signal). What it
 makes is a :class:`Run`; writing it is :mod:`shiftsim.output`'s job, which
 never solves.
 """
@@ -19,6 +19,8 @@ from .capacity_analysis import analysis_spec, run_analysis
 from .definition import Scenario
 from .executors import Executor, LocalExecutor
 from .runner import StepCallback, StepResult
+from .sensitivity_analysis import run_analysis as run_sensitivity
+from .sensitivity_analysis import sensitivity_spec
 from .sweep import check_size
 
 WarningCallback = Callable[[str], None]
@@ -30,13 +32,15 @@ class Run:
 
     ``steps``: the solved steps sorted by index (all of them, or those solved before ``interrupted``, the
     signal that stopped the run); ``capacity``: the ``analysis.capacity`` document (None without one, or for a
-    stopped run; ``{"load": ..., "error": message}`` when the analysis could not be solved).
+    stopped run; ``{"load": ..., "error": message}`` when the analysis could not be solved); ``sensitivity``: the
+    ``analysis.sensitivity`` section (:mod:`.sensitivity_analysis`; None without one, or for a stopped run).
     """
 
     scenario: Scenario
     steps: list[StepResult]
     capacity: dict[str, Any] | None = None
     interrupted: Interrupted | None = None
+    sensitivity: dict[str, Any] | None = None
 
     @property
     def planned(self) -> int | None:
@@ -56,8 +60,10 @@ def check_fits(scenario: Scenario, executor: Executor) -> None:
 def execute(scenario: Scenario, executor: Executor, on_step: StepCallback | None = None,
             on_warning: WarningCallback | None = None) -> list[StepResult]:
     """Solve every step of the scenario (chains on the executor); results sorted by step index,
-    finished by :func:`finish`. A bad ``analysis.capacity`` is refused before any step is solved."""
+    finished by :func:`finish`. A bad ``analysis.capacity`` or ``analysis.sensitivity`` is refused before any step is
+    solved."""
     analysis_spec(scenario)
+    sensitivity_spec(scenario)
     return finish(scenario, executor.run(scenario, scenario.sweep.chains(), on_step), on_warning)
 
 
@@ -93,7 +99,7 @@ def run(scenario: Scenario, executor: Executor, on_step: StepCallback | None = N
         steps = execute(scenario, executor, on_solved, on_warning)
     except Interrupted as stop:
         return Run(scenario, finish(scenario, solved, on_warning), None, stop)
-    return Run(scenario, steps, run_analysis(scenario))
+    return Run(scenario, steps, run_analysis(scenario), sensitivity=run_sensitivity(scenario, steps))
 
 
 __all__ = ["Run", "WarningCallback", "check_fits", "execute", "finish", "run"]

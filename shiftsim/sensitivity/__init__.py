@@ -5,7 +5,7 @@ laws, loads and gravity.
 ``sensitivity(model_or_solution, of=[...], wrt=[...])`` differentiates the converged equilibrium implicitly
 (``implicit``: one factorization of the bordered stiffness, forward or adjoint mode), with the per-parameter
 partial derivatives of the generalized forces from ``parameters`` and the outputs' from ``outputs`` (a tree joint's
-wrench from ``wrenches``); ``tornado`` draws and tabulates them.
+wrench from ``wrenches``); ``table`` tabulates them (the chart is :mod:`shiftsim.plots.tornado`).
 docs/sensitivity.md has the names, the method and what has no derivative.
 """
 
@@ -96,7 +96,7 @@ def sensitivity(model_or_solution, of, wrt=("all",), set: dict | None = None, ho
     eq = implicit.equilibrium(model, set=set, hold=hold, loads=loads, gravity=gravity, options=options,
                               solution=solution)
     params = parameter_table.select(parameter_table.catalogue(model, eq.loads, eq.gravity), list(wrt))
-    outs = output_table.select(output_table.catalogue(eq), list(of))
+    outs = output_table.select(output_table.catalogue(model, eq.free), list(of))
     multipliers = np.zeros(6 * len(model.closures))
     multipliers[eq.rows] = eq.multipliers
     partial, closure_partial = parameter_table.force_partials(model, eq.state, eq.gravity, eq.loads, multipliers,

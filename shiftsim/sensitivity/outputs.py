@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kinematics import point_jacobian
+from ..model import Model
 from . import wrenches
 from .names import choose
 from .implicit import Equilibrium
@@ -46,9 +47,9 @@ class Output:
     component: int
 
 
-def catalogue(eq: Equilibrium) -> list[Output]:
-    model = eq.model
-    free = set(eq.free.tolist())
+def catalogue(model: Model, free_coordinates) -> list[Output]:
+    """Every output of the model with these free coordinates (the others are prescribed and have an effort)."""
+    free = {int(k) for k in free_coordinates}
     out = [Output(name, "joint", k, 0) for k, name in enumerate(model.coordinate_names)]
     out += [Output(f"{name}.{a}", "frame", f, i) for f, name in enumerate(model.frame_names) for i, a in enumerate(AXES)]
     out += [Output(f"{model.joints[c.joint].name}.{w}", "pin", k, i) for k, c in enumerate(model.closures)
