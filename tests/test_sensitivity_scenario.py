@@ -144,3 +144,32 @@ def test_a_standing_machine_is_refused_with_the_reason():
     document["analysis"] = {"sensitivity": {"of": [f"{machine}:effort"]}}
     with pytest.raises(ScenarioError, match=r"analysis\.sensitivity\.of\[0\].*stands on the ground"):
         sensitivity_spec(build_scenario(path, document))
+
+
+def test_the_command_on_a_scenario_prints_the_runs_section(ran, tmp_path, capsys):
+    """``shiftsim sensitivity SCENARIO --json`` differentiates the same steps as ``shiftsim run``."""
+    path = write_scenario(tmp_path, excavator(model_path("excavator_hydraulic")))
+    code, out, _ = run_cli(capsys, "sensitivity", path, "--json", "--csv", tmp_path / "s.csv",
+                           "--tornado", tmp_path / "s.png")
+    assert code == 0
+    section = json.loads(out)
+    written = json.loads((ran[1] / "results.json").read_text())["sensitivity"]
+    assert section["of"] == written["of"] and len(section["points"]) == len(written["points"])
+    for mine, theirs in zip(section["points"], written["points"]):
+        for output, o in mine["outputs"].items():
+            for parameter, value in o["derivative"].items():
+                assert value == pytest.approx(theirs["outputs"][output]["derivative"][parameter], rel=1e-9, abs=1e-12)
+    assert (tmp_path / "s.csv").read_text() == (ran[1] / "sensitivity.csv").read_text()
+    assert (tmp_path / "s.png").read_bytes()[:8] == PNG_SIGNATURE
+    # --of overrides the scenario's outputs, and a flag's bad name is reported as the flag
+    code, out, _ = run_cli(capsys, "sensitivity", path, "--of", "ex1:arm:stick_cyl.effort", "--wrt", "ex1:gravity.z")
+    assert code == 0 and "ex1:arm:stick_cyl.effort = " in out and "ex1:gravity.z" in out and "boom_cyl.effort" not in out
+    code, _, err = run_cli(capsys, "sensitivity", path, "--of", "ex1:arm:stick_cyl.efort", "--set", "ex1:arm:boom_cyl=2")
+    assert code == 2 and "--of ex1:arm:stick_cyl.efort" in err and "--set" in err and "Traceback" not in err
+
+
+def test_the_command_on_a_scenario_without_outputs_exits_2(tmp_path, capsys):
+    document = excavator(model_path("excavator_hydraulic"))
+    del document["analysis"]
+    code, _, err = run_cli(capsys, "sensitivity", write_scenario(tmp_path, document))
+    assert code == 2 and "--of" in err and "analysis.sensitivity" in err

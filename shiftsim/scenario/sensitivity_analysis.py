@@ -12,7 +12,7 @@ before anything is solved.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -61,18 +61,22 @@ def _split(text: str, machines: dict[str, Machine]) -> tuple[str | None, str]:
     return (head, rest) if sep and head in machines else (None, text)
 
 
-def read_sensitivity(scenario: Any, entry: dict[str, Any], where: str, problems: Problems) -> SensitivitySpec | None:
+def read_sensitivity(scenario: Any, entry: dict[str, Any], where: str, problems: Problems,
+                     place: Callable[[str, int], str] | None = None) -> SensitivitySpec | None:
     """A :class:`SensitivitySpec` from an ``analysis.sensitivity`` object at ``where``, every name checked against
-    the model of the sweep's first step (problems naming the entry, the machine and the valid names)."""
+    the model of the sweep's first step (problems naming the entry, the machine and the valid names). ``place``
+    names entry ``i`` of ``of`` or ``wrt`` (default ``<where>.of[i]``; the command line names its flags)."""
+    place = place or (lambda key, i: f"{where}.{key}[{i}]")
+    known = len(problems.items)  # problems found before: names are still checked
     machines = {m.id: m for m in scenario.machines}
     of: dict[str, list[tuple[str, int]]] = {}  # machine -> (model name or kind, index in the entry)
     for i, text in enumerate(entry["of"]):
         machine, local = _split(text, machines)
         if machine is None:
-            problems.add(f"{where}.of[{i}]", f"{text!r} names no machine of the scenario",
+            problems.add(place("of", i), f"{text!r} names no machine of the scenario",
                          f"MACHINE:output with MACHINE {suggest(text.partition(PATH_SEPARATOR)[0], machines)}")
         elif machines[machine].support is not None:
-            problems.add(f"{where}.of[{i}]", f"machine {machine!r} stands on the ground ('contacts'): sensitivities "
+            problems.add(place("of", i), f"machine {machine!r} stands on the ground ('contacts'): sensitivities "
                          "of a standing machine are not implemented (contact forces are not differentiated yet)",
                          "an output of a machine without 'contacts'")
         else:
@@ -81,16 +85,16 @@ def read_sensitivity(scenario: Any, entry: dict[str, Any], where: str, problems:
     for i, text in enumerate(entry.get("wrt", ["all"])):
         machine, local = _split(text, machines)
         if machine is not None and machine not in of:
-            problems.add(f"{where}.wrt[{i}]", f"{text!r} is a parameter of machine {machine!r}, which has no output "
+            problems.add(place("wrt", i), f"{text!r} is a parameter of machine {machine!r}, which has no output "
                          "in 'of'", f"a parameter of {', '.join(of) or 'a machine named in of'}, or a kind")
         for m in [machine] if machine in of else list(of) if machine is None else []:
             wrt[m].append((local, i))
-    if problems.items:
+    if len(problems.items) > known:
         return None
     first = dict(zip(scenario.sweep.names, (float(v) for v in scenario.sweep.table()[0])))
     for machine, names in of.items():
-        _check_names(scenario, machines[machine], first, names, wrt[machine], where, problems)
-    if problems.items:
+        _check_names(scenario, machines[machine], first, names, wrt[machine], where, place, problems)
+    if len(problems.items) > known:
         return None
     return SensitivitySpec({m: tuple(n for n, _ in v) for m, v in of.items()},
                            {m: tuple(n for n, _ in v) for m, v in wrt.items()},
@@ -98,7 +102,7 @@ def read_sensitivity(scenario: Any, entry: dict[str, Any], where: str, problems:
 
 
 def _check_names(scenario: Any, machine: Machine, values: dict[str, float], of: list[tuple[str, int]],
-                 wrt: list[tuple[str, int]], where: str, problems: Problems) -> None:
+                 wrt: list[tuple[str, int]], where: str, place: Callable[[str, int], str], problems: Problems) -> None:
     """Each of ``of``/``wrt`` must be an output/parameter name or kind of ``machine``'s model at the first step."""
     try:
         problem = _step_problem(scenario, machine, values)
@@ -116,8 +120,9 @@ def _check_names(scenario: Any, machine: Machine, values: dict[str, float], of: 
         for name, index in names:
             if name not in valid:
                 what = "output" if key == "of" else "parameter"
-                problems.add(f"{where}.{key}[{index}]", f"machine {machine.id!r} has no {what} {name!r}",
-                             f"a {what} kind the model has ({', '.join(k for k in kinds if k in valid)}) or "
+                problems.add(place(key, index), f"machine {machine.id!r} has no {what} {name!r}",
+                             f"{'an' if what == 'output' else 'a'} {what} kind the model has "
+                             f"({', '.join(k for k in kinds if k in valid)}) or "
                              f"{machine.id}:NAME with NAME {suggest(name, [item.name for item in items])}")
 
 

@@ -21,8 +21,9 @@ def choose(items: list, wanted, kinds: tuple[str, ...], what: str, where: str) -
             chosen += of_kind
         else:
             known = ", ".join(list(by_name)[:12])
+            article = "an" if what[0] in "aeiou" else "a"
             problems.append(Problem(where, text, f"unknown {what}",
-                                    f"a {what} kind ({', '.join(kinds)}) or a name such as {known}, ..."))
+                                    f"{article} {what} kind ({', '.join(kinds)}) or a name such as {known}, ..."))
     if not wanted:
         problems.append(Problem(where, "", f"no {what} asked for", f"at least one {what} name or kind"))
     if problems:
