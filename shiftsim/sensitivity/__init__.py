@@ -97,16 +97,12 @@ def sensitivity(model_or_solution, of, wrt=("all",), set: dict | None = None, ho
                               solution=solution)
     params = parameter_table.select(parameter_table.catalogue(model, eq.loads, eq.gravity), list(wrt))
     outs = output_table.select(output_table.catalogue(model, eq.free), list(of))
-    multipliers = np.zeros(6 * len(model.closures))
-    multipliers[eq.rows] = eq.multipliers
-    partial, closure_partial = parameter_table.force_partials(model, eq.state, eq.gravity, eq.loads, multipliers,
-                                                              params)
+    partial, closure_partial = parameter_table.force_partials(model, eq.state, eq.gravity, eq.loads,
+                                                              eq.closure_multipliers, params)
     c, d, reasons = output_table.linearization(eq, outs, params, partial)
     chosen = implicit.choose_mode(mode, len(params), len(outs))
     factors = implicit.factorize(eq)
-    rhs = np.zeros((factors.nf + len(eq.rows), len(params)))
-    rhs[: factors.nf], rhs[factors.nf:] = partial[eq.free], -closure_partial[eq.rows]
-    derivative = implicit.derivatives(factors, rhs, c, d, chosen)
+    derivative = implicit.derivatives(factors, implicit.right_hand_sides(eq, partial, closure_partial), c, d, chosen)
     knots = _knot_reasons(eq)
     general = ("not differentiable: the equilibrium is neutral (its loop-projected stiffness is singular)"
                if not factors.regular else knots[0] if knots else None)

@@ -56,6 +56,13 @@ class Equilibrium:
     residual: np.ndarray
     closure_jacobian: np.ndarray
 
+    @property
+    def closure_multipliers(self) -> np.ndarray:
+        """(6 n_closures,) the multipliers on every closure row (0 on the redundant ones)."""
+        out = np.zeros(6 * len(self.model.closures))
+        out[self.rows] = self.multipliers
+        return out
+
 
 def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravity=None,
                 options: statics.SolverOptions = statics.SolverOptions(), solution=None) -> Equilibrium:
@@ -88,6 +95,20 @@ def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravit
                        state(model, q[None]), ev.hessian, ev.residual, ev.closure_jacobian)
 
 
+def equilibrium_at(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads=(),
+                   stability: str = "neutral") -> Equilibrium:
+    """The terms of the derivative at a configuration ``q`` (nq,) given by another solver (a path's limit point,
+    where Newton's method does not converge), the multipliers the least-squares ones on the free coordinates.
+    ``loads`` are ``statics.Load`` (their factors included); ``gravity`` (3,) m/s^2."""
+    q, free, gravity, loads = np.asarray(q, float), np.asarray(free, int), np.asarray(gravity, float), tuple(loads)
+    applied = statics.applied(model, list(loads))
+    rows = statics.independent_rows(model, q, free)
+    lam = statics.evaluate(model, q, free, gravity, applied, rows=rows).multipliers
+    ev = statics.evaluate(model, q, np.arange(model.nq), gravity, applied, multipliers=lam, rows=rows)
+    return Equilibrium(model, q, free, rows, lam, gravity, loads, stability, state(model, q[None]), ev.hessian,
+                       ev.residual, ev.closure_jacobian)
+
+
 @dataclass(frozen=True)
 class Factorized:
     """The bordered matrix A ((nf + m), (nf + m)) of an equilibrium, LU-factorized once; ``regular`` False when it
@@ -98,13 +119,27 @@ class Factorized:
     regular: bool
 
 
+def bordered(eq: Equilibrium) -> np.ndarray:
+    """The bordered matrix A = [[H, -G^T], [G, 0]] ((nf + m), (nf + m)) over the free coordinates."""
+    free = eq.free
+    g = eq.closure_jacobian[:, free]
+    nf, m = len(free), len(eq.rows)
+    a = np.zeros((nf + m, nf + m))
+    a[:nf, :nf], a[:nf, nf:], a[nf:, :nf] = eq.hessian[np.ix_(free, free)], -g.T, g
+    return a
+
+
+def right_hand_sides(eq: Equilibrium, force_partial: np.ndarray, closure_partial: np.ndarray) -> np.ndarray:
+    """B ((nf + m), P) = [dQ_u/dp; -dg/dp] from dQ/dp (nq, P) and dg/dp (6 n_closures, P)."""
+    return np.concatenate([force_partial[eq.free], -closure_partial[eq.rows]])
+
+
 def factorize(eq: Equilibrium) -> Factorized:
     free = eq.free
     h = eq.hessian[np.ix_(free, free)]
     g = eq.closure_jacobian[:, free]
     nf, m = len(free), len(eq.rows)
-    a = np.zeros((nf + m, nf + m))
-    a[:nf, :nf], a[:nf, nf:], a[nf:, :nf] = h, -g.T, g
+    a = bordered(eq)
     scale = max(float(np.max(np.abs(a))), 1e-300) if a.size else 1.0
     # the loop-projected stiffness decides regularity: its smallest singular value against the largest entry
     if nf > m:
