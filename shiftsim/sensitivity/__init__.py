@@ -95,6 +95,13 @@ def sensitivity(model_or_solution, of, wrt=("all",), set: dict | None = None, ho
         model, solution = model_or_solution.model, model_or_solution
     eq = implicit.equilibrium(model, set=set, hold=hold, loads=loads, gravity=gravity, options=options,
                               solution=solution)
+    return differentiate(eq, of, wrt, mode)
+
+
+def differentiate(eq: implicit.Equilibrium, of, wrt=("all",), mode: str = "auto") -> Sensitivities:
+    """The sensitivities of the outputs ``of`` with respect to ``wrt`` at the equilibrium ``eq`` (as
+    :func:`sensitivity`, for an equilibrium already evaluated: :func:`.implicit.equilibrium_at`)."""
+    model = eq.model
     params = parameter_table.select(parameter_table.catalogue(model, eq.loads, eq.gravity), list(wrt))
     outs = output_table.select(output_table.catalogue(model, eq.free), list(of))
     partial, closure_partial = parameter_table.force_partials(model, eq.state, eq.gravity, eq.loads,
@@ -125,4 +132,4 @@ class _CallablePackage(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallablePackage
 
-__all__ = ["Sensitivities", "sensitivity"]
+__all__ = ["Sensitivities", "differentiate", "sensitivity"]

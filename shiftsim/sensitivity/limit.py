@@ -33,13 +33,14 @@ SINGULAR = 1e-8  # a fold's smallest singular value of A, relative to its larges
 class LimitSensitivities:
     """d(limit load factor)/dp at a fold: ``factor`` the load factor there, ``parameters`` (P,) names,
     ``parameter_values`` (P,), ``derivative`` (P,) per parameter unit, ``null_vector`` (nf + m,) the right null
-    vector of the bordered matrix (the fold's mode in free coordinates, then multipliers)."""
+    vector of the bordered matrix at a fold (its mode in free coordinates, then multipliers); None for an event
+    that is no fold (a cylinder reaching its relief force)."""
 
     factor: float
     parameters: tuple[str, ...]
     parameter_values: np.ndarray
     derivative: np.ndarray
-    null_vector: np.ndarray
+    null_vector: np.ndarray | None
 
     @property
     def elasticity(self) -> np.ndarray:
