@@ -79,3 +79,32 @@ def test_a_state_that_is_no_fold_or_no_equilibrium_is_refused():
         limit_load_sensitivity(model, np.array([below]), on_path, load)
     with pytest.raises(InputError, match="not an equilibrium"):
         limit_load_sensitivity(model, np.array([below]), factor, load)
+
+
+def _branch(factor: float, slopes: dict[str, float]) -> "LimitSensitivities":
+    from shiftsim.sensitivity.limit import LimitSensitivities
+
+    return LimitSensitivities(factor, tuple(slopes), np.ones(len(slopes)), np.array(list(slopes.values())), None)
+
+
+@pytest.mark.parametrize("hydraulic, governs, near", [(3.0, "hydraulic", False), (4.0, "tipping", False),
+                                                      (0.75 * 4.0 / 0.87 * 1.005, "tipping", True),
+                                                      (0.75 * 4.0 / 0.87 * 0.995, "hydraulic", True)])
+def test_the_rated_load_follows_the_governing_branch_and_flags_the_switch(hydraulic, governs, near):
+    """min(0.75 T, 0.87 H) with T and H linear in two parameters: its derivative against central differences of
+    the min itself, on the side of the point the min lies on."""
+    from shiftsim.sensitivity.rated import rated_load_sensitivity
+
+    tipping = {"a": 0.3, "b": -0.2}
+    hydraulic_slopes = {"a": -0.1, "bore": 2.0}
+    result = rated_load_sensitivity(_branch(4.0, tipping), _branch(hydraulic, hydraulic_slopes))
+    assert result.governs == governs and result.near_switch is near and (result.reason is not None) is near
+
+    def rated(name: str, h: float) -> float:
+        return min(0.75 * (4.0 + tipping.get(name, 0.0) * h), 0.87 * (hydraulic + hydraulic_slopes.get(name, 0.0) * h))
+
+    assert result.rated == pytest.approx(rated("a", 0.0), rel=1e-15)
+    for j, name in enumerate(result.parameters):
+        h = 1e-6  # smaller than the gap to the switch: the min does not change branch
+        assert result.derivative[j] == pytest.approx((rated(name, h) - rated(name, -h)) / (2 * h), rel=1e-8, abs=1e-12)
+    assert result.parameters == ("a", "b", "bore")
