@@ -108,3 +108,28 @@ def test_the_rated_load_follows_the_governing_branch_and_flags_the_switch(hydrau
         h = 1e-6  # smaller than the gap to the switch: the min does not change branch
         assert result.derivative[j] == pytest.approx((rated(name, h) - rated(name, -h)) / (2 * h), rel=1e-8, abs=1e-12)
     assert result.parameters == ("a", "b", "bore")
+
+
+def test_the_rigid_lifter_tips_about_its_front_edge_as_its_closed_form():
+    """A rigid lifter on pads, its front edge a held hinge (the pads behind it carry what the hinge's effort says):
+    it tips when that effort reaches 0, at lambda* P b = m g a (a the base's lever behind the edge, b the load's
+    ahead of it), so d(tipping load)/d(base mass) = g a / b; and d/d(centre of mass), d/d(load lever)."""
+    from shiftsim.sensitivity.limit import event_load_sensitivity
+
+    m, a, b, g, size = 5000.0, 1.2, 4.0, 9.81, 1000.0
+    body = BodySpec("lifter", mass=m, com=np.array([-a, 0.0, 0.3]), inertia=np.eye(3) * 100.0,
+                    frames={"hook": FrameSpec("hook", translation=np.array([b, 0.0, 2.0]))})
+    edge = JointSpec("edge", "revolute", FrameRef(FIXED), FrameRef("lifter"), axis=np.array([0.0, 1.0, 0.0]),
+                     initial=(0.0,))
+    model = compile_model(ModelSpec("lifter", "test", "test", gravity=np.array([0.0, 0.0, -g]), bodies=[body],
+                                    joints=[edge]))
+    factor = m * g * a / (size * b)
+    event = event_load_sensitivity(model, np.zeros(1), factor, [Load("lifter:hook", force=(0.0, 0.0, -size))],
+                                   "edge.effort", wrt=["lifter.mass", "lifter.com.x", "lifter:hook.x", "gravity.z"],
+                                   hold=["edge"])
+    assert event.value == pytest.approx(0.0, abs=1e-9 * m * g * a)  # the rear pads carry nothing: it tips
+    d = dict(zip(event.result.parameters, event.result.derivative))
+    assert size * d["lifter.mass"] == pytest.approx(g * a / b, rel=1e-12)  # N of tipping load per kg of base
+    assert d["lifter.com.x"] == pytest.approx(-m * g / (size * b), rel=1e-12)
+    assert d["lifter:hook.x"] == pytest.approx(-factor / b, rel=1e-12)
+    assert d["gravity.z"] == pytest.approx(-m * a / (size * b), rel=1e-12)

@@ -13,16 +13,11 @@ derivative of the equilibrium (:func:`shiftsim.sensitivity.differentiate`). The 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
-from .. import statics
 from ..errors import InputError, Problem
 from ..model import Model
-from . import differentiate, implicit
-from . import parameters as parameter_table
-from .limit import LimitSensitivities
+from .limit import LimitSensitivities, event_load_sensitivity
 
 AT_LIMIT = 1e-6  # relative distance of the cylinder force from its limit accepted as "at the limit"
 
@@ -44,34 +39,16 @@ def hydraulic_load_sensitivity(model: Model, q: np.ndarray, factor: float, loads
     pushing positive) reaches its relief force at coordinates ``q`` (nq,), the ``loads`` (``statics.Load`` at
     factor 1) all scaled by the factor; ``wrt`` names or kinds (docs/sensitivity.md); the cylinder's bore, rod and
     relief pressure are appended as parameters. ``set``/``hold`` prescribe the joints (the cylinder among them)."""
-    _, prescribed = statics.resolve_prescribed(model, set or {}, list(hold))
-    free = statics.free_coordinates(model, prescribed)
-    gravity = model.gravity if gravity is None else np.asarray(gravity, float)
-    scaled = tuple(replace(load, factor=load.factor * factor) for load in loads)
-    eq = implicit.equilibrium_at(model, q, free, gravity, scaled, stability="stable")
-    catalogue = parameter_table.catalogue(model, scaled, gravity)
-    params = parameter_table.select(catalogue, list(wrt))
-    per_factor = [p.name for p in catalogue if p.kind == "load" and p.component == "factor"]
     coordinate = model.coordinate_names[model.coordinates_of(joint)[0]]
-    result = differentiate(eq, [f"{coordinate}.effort"], [*(p.name for p in params), *per_factor])
-    if result.reasons[0]:
-        raise InputError([Problem("hydraulic load", joint, result.reasons[0], "a differentiable equilibrium")])
-    force, derivative = float(result.values[0]), result.derivative[0]
-    column = {name: j for j, name in enumerate(result.parameters)}
-    per_load_factor = np.array([derivative[column[name]] for name in per_factor])
-    slope = float(per_load_factor @ np.array([load.factor for load in loads], float))  # dF/d lambda
-    limit, limit_partial = cylinder_limit(force, bore, rod, pressure)
-    if abs(force - limit) > AT_LIMIT * abs(limit):
-        raise InputError([Problem("hydraulic load", joint, f"its force {force:.6g} N is not at its relief limit "
-                                  f"{limit:.6g} N at load factor {factor:g}", "the state of the hydraulic event")])
-    if slope == 0.0:
-        raise InputError([Problem("hydraulic load", joint, "the load does not change the cylinder force",
-                                  "a cylinder the load acts on")])
-    model_part = -np.array([derivative[column[p.name]] for p in params]) / slope
-    names = (*(p.name for p in params), f"{joint}.bore", f"{joint}.rod", f"{joint}.relief_pressure")
-    values = np.array([*(p.value for p in params), bore, rod, pressure])
-    return LimitSensitivities(float(factor), names, values, np.concatenate([model_part, limit_partial / slope]),
-                              None)
+    event = event_load_sensitivity(model, q, factor, loads, f"{coordinate}.effort", wrt, set, hold, gravity)
+    limit, limit_partial = cylinder_limit(event.value, bore, rod, pressure)
+    if abs(event.value - limit) > AT_LIMIT * abs(limit):
+        raise InputError([Problem("hydraulic load", joint, f"its force {event.value:.6g} N is not at its relief "
+                                  f"limit {limit:.6g} N at load factor {factor:g}", "the state of the hydraulic event")])
+    names = (*event.result.parameters, f"{joint}.bore", f"{joint}.rod", f"{joint}.relief_pressure")
+    values = np.array([*event.result.parameter_values, bore, rod, pressure])
+    return LimitSensitivities(float(factor), names, values,
+                              np.concatenate([event.result.derivative, limit_partial / event.slope]), None)
 
 
 __all__ = ["cylinder_limit", "hydraulic_load_sensitivity"]

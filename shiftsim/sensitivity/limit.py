@@ -23,7 +23,7 @@ import numpy as np
 from .. import statics
 from ..errors import InputError, Problem
 from ..model import Model
-from . import implicit
+from . import differentiate, implicit
 from . import parameters as parameter_table
 
 SINGULAR = 1e-8  # a fold's smallest singular value of A, relative to its largest
@@ -88,4 +88,46 @@ def limit_load_sensitivity(model: Model, q: np.ndarray, factor: float, loads, wr
                               derivative, vt[-1])
 
 
-__all__ = ["LimitSensitivities", "limit_load_sensitivity"]
+@dataclass(frozen=True)
+class Event:
+    """An output reaching a fixed value along the load path: ``value`` the output there, ``slope`` its total
+    derivative in the load factor, ``result`` d(load factor)/dp at fixed threshold."""
+
+    value: float
+    slope: float
+    result: LimitSensitivities
+
+
+def event_load_sensitivity(model: Model, q: np.ndarray, factor: float, loads, output: str, wrt=("all",),
+                           set: dict | None = None, hold=(), gravity=None) -> Event:
+    """Sensitivities of the load factor ``factor`` at which the equilibrium output ``output`` (a name of
+    docs/sensitivity.md's outputs) reaches a threshold that does not depend on the parameters, at coordinates ``q``
+    (nq,) of the path of ``loads`` (at factor 1, all scaled by the factor): from y(lambda*(p), p) = threshold,
+    d lambda*/dp = -(dy/dp) / (dy/d lambda), both from the implicit derivative of the equilibrium there. A held
+    tipping-edge hinge's effort reaching 0 is a tipping event; a cylinder force reaching its relief force a
+    hydraulic one (:mod:`.hydraulic` adds the threshold's own parameters)."""
+    _, prescribed = statics.resolve_prescribed(model, set or {}, list(hold))
+    free = statics.free_coordinates(model, prescribed)
+    gravity = model.gravity if gravity is None else np.asarray(gravity, float)
+    scaled = tuple(replace(load, factor=load.factor * factor) for load in loads)
+    eq = implicit.equilibrium_at(model, q, free, gravity, scaled, stability="stable")
+    catalogue = parameter_table.catalogue(model, scaled, gravity)
+    params = parameter_table.select(catalogue, list(wrt))
+    per_factor = [p.name for p in catalogue if p.kind == "load" and p.component == "factor"]
+    result = differentiate(eq, [output], [*(p.name for p in params), *per_factor])
+    unbalanced = float(np.max(np.abs(eq.residual[free]), initial=0.0))
+    if result.reasons[0] or unbalanced > SINGULAR * max(1.0, float(np.max(np.abs(eq.residual)))):
+        raise InputError([Problem("event", output, result.reasons[0] or f"unbalanced by {unbalanced:.3g}: not an "
+                                  "equilibrium", "a differentiable equilibrium at the event")])
+    column = {name: j for j, name in enumerate(result.parameters)}
+    slope = float(np.array([result.derivative[0, column[n]] for n in per_factor])
+                  @ np.array([load.factor for load in loads], float))
+    if slope == 0.0:
+        raise InputError([Problem("event", output, "the load does not change the output", "an output the load moves")])
+    derivative = -np.array([result.derivative[0, column[p.name]] for p in params]) / slope
+    return Event(float(result.values[0]), slope,
+                 LimitSensitivities(float(factor), tuple(p.name for p in params), np.array([p.value for p in params]),
+                                    derivative, None))
+
+
+__all__ = ["Event", "LimitSensitivities", "event_load_sensitivity", "limit_load_sensitivity"]

@@ -165,8 +165,10 @@ def choose_mode(mode: str, n_parameters: int, n_outputs: int) -> str:
 def derivatives(f: Factorized, rhs: np.ndarray, outputs: np.ndarray, explicit: np.ndarray, mode: str) -> np.ndarray:
     """dy/dp (Y, P) = C A^-1 B + D with ``rhs`` B ((nf + m), P), ``outputs`` C (Y, (nf + m)) the outputs'
     derivatives with respect to (u, lambda), ``explicit`` D (Y, P). Forward: A X = B; adjoint: A^T W = C^T."""
-    if not f.lu:
+    if not f.regular:
         return np.full(explicit.shape, np.nan)
+    if not f.lu:  # nothing free: the outputs move only explicitly
+        return explicit.copy()
     if mode == "forward":
         return outputs @ lu_solve(f.lu, rhs) + explicit
     return lu_solve(f.lu, outputs.T, trans=1).T @ rhs + explicit
