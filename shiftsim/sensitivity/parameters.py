@@ -29,13 +29,14 @@ shape, with the closure residual's dg/dp (a pin or mount frame moves loop-closin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ..forces import pair_distance
 from ..kinematics import State, point_jacobian
 from ..model import Model
-from ..spatial import cross
+from ..spatial import cross, skew
 from .names import choose
 
 KINDS = ("mass", "com", "frame", "spring", "restraint", "pair", "load", "gravity")
@@ -206,6 +207,13 @@ def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, mu
     com_blocks: dict[int, np.ndarray] = {}
     frame_blocks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     lam = multipliers.reshape(-1, 6)
+    resultants: dict[int, np.ndarray] = {}  # subtree root -> the resultant force on it
+
+    def resultant(root: int) -> np.ndarray:
+        if root not in resultants:
+            resultants[root] = _subtree_force(model, s, gravity, loads, lam, model.subtree[root])
+        return resultants[root]
+
     for column, p in enumerate(parameters):
         if p.kind == "mass":
             force[:, column] = com_jacobian[p.target] @ gravity
@@ -235,21 +243,24 @@ def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, mu
         elif p.kind == "frame":
             if p.target not in frame_blocks:
                 frame_blocks[p.target] = _frame_block(model, s, gravity, loads, lam, p.target, motions.get(p.target),
-                                                      moving)
+                                                      moving, resultant)
             force[:, column], closure[:, column] = (block[:, p.component] for block in frame_blocks[p.target])
     return force, closure
 
 
 def _lever(steps: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """(3, 3) with column i = steps[:, i] x f: then omega_k . column i = (f x omega_k) . steps[:, i]."""
-    return cross(steps.T, f[None]).T
+    """(3, 3) with column i = steps[:, i] x f = -f x steps[:, i]: then omega_k . column i = (f x omega_k) .
+    steps[:, i]."""
+    return -skew(f) @ steps
 
 
 def _frame_block(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam: np.ndarray, frame: int,
-                 motion: FrameMotion | None, moving: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 motion: FrameMotion | None, moving: np.ndarray,
+                 resultant: Callable[[int], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """dQ/d(offset) (nq, 3) and dg/d(offset) (6 n_closures, 3) of a frame moved on its body: the world-fixed loads on
-    it, the closure points it carries and the subtrees its joints translate. A translation d of what coordinate k
-    carries, with resultant f, changes Q_k by (f x omega_k) . d."""
+    it, the closure points it carries and the subtrees its joints translate (``resultant(root)`` the force on the
+    subtree of a node). A translation d of what coordinate k carries, with resultant f, changes Q_k by
+    (f x omega_k) . d."""
     omega = s.omega[0]
     steps = s.rotation[0, model.frame_node[frame]]  # (3, 3): world shift per unit of each offset component
     force, closure = np.zeros((model.nq, 3)), np.zeros((6 * len(model.closures), 3))
@@ -267,9 +278,8 @@ def _frame_block(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam:
         closure[6 * k: 6 * k + 3] += side * steps
     for root, sign, carries_axis in motion.subtrees if motion else ():
         inside = model.subtree[root]
-        resultant = _subtree_force(model, s, gravity, loads, lam, inside)
         above = moving[root] * (model.coordinate_node != root) if carries_axis else moving[root]
-        force += sign * (omega @ _lever(steps, resultant)) * above[:, None]
+        force += sign * (omega @ _lever(steps, resultant(root))) * above[:, None]
         crossing = inside[node_b].astype(float) - inside[node_a].astype(float)  # (K,): +1 side b moves, -1 side a
         closure.reshape(-1, 2, 3, 3)[:, 0] += sign * crossing[:, None, None] * steps
     return force, closure
