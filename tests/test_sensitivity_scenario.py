@@ -173,3 +173,14 @@ def test_the_command_on_a_scenario_without_outputs_exits_2(tmp_path, capsys):
     del document["analysis"]
     code, _, err = run_cli(capsys, "sensitivity", write_scenario(tmp_path, document))
     assert code == 2 and "--of" in err and "analysis.sensitivity" in err
+
+
+def test_a_long_run_shows_twelve_steps_first_and_last_ranked_by_the_largest_change():
+    from shiftsim.output.report_sections import sensitivity_tables
+
+    points = [{"step": k, "parameters": {}, "machine": "m", "mode": "adjoint", "parameter_values": {"a": 1.0, "b": 1.0},
+               "outputs": {"m:y": {"value": 1.0, "reason": None, "derivative": {"a": 1.0, "b": 1.0},
+                                   "change_per_percent": {"a": 0.01 * k, "b": 0.1}}}} for k in range(30)]
+    (title, (headers, rows)), = sensitivity_tables({"points": points, "top": 5, "normalized": False}).items()
+    assert headers[1] == "step 0" and headers[-1] == "step 29" and len(headers) == 13 and "12 of 30 steps" in title
+    assert [row[0] for row in rows] == ["a", "b"]  # a reaches 0.29, b stays at 0.1
