@@ -162,10 +162,10 @@ def sensitivity_section(document: dict[str, Any]) -> str:
         parts += [f"<h3>{escape(title)}</h3>", table(headers, rows, range(1, len(headers)))]
     missing = sensitivity_gaps(section)
     if missing:
-        parts.append("<p>Without sensitivities:</p><ul>"
-                     + "".join(f"<li>step {escape(k)}, {escape(what)}: {escape(why)}</li>" for k, what, why in missing[:20])
-                     + (f"<li>... and {len(missing) - 20} more (sensitivity.csv)</li>" if len(missing) > 20 else "")
-                     + "</ul>")
+        items = [f"<li>step {escape(k)}, {escape(what)}: {escape(why)}</li>" for k, what, why in missing[:20]]
+        if len(missing) > 20:
+            items.append(f"<li>... and {len(missing) - 20} more (sensitivity.csv)</li>")
+        parts.append("<p>Without sensitivities:</p><ul>" + "".join(items) + "</ul>")
     return "\n".join(parts)
 
 
