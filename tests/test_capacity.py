@@ -6,7 +6,7 @@ import pytest
 from test_ground_contacts import GRAVITY, free_of, machine, standing
 
 from shiftsim.forces import AppliedLoad
-from shiftsim.ground.capacity import CapacityOptions, Cylinder, capacity
+from shiftsim.ground.rating import CapacityOptions, Cylinder, capacity
 from shiftsim.ground.terrain import Ground
 from shiftsim.kinematics import state
 

@@ -3,7 +3,7 @@
 The analysis (``analysis.capacity`` in the scenario, or ``shiftsim capacity --load``)
 names a load on a machine with ``contacts``; each step of the sweep is a lift
 point (the machine's joints as the step sets them). All steps are solved at
-once by :func:`shiftsim.ground.capacity.capacity`; the result is reported per
+once by :func:`shiftsim.ground.rating.capacity`; the result is reported per
 lift point with the load frame's radius from the slew axis (the ``centre``
 frame) and height above the ground below that axis, at the unloaded standing
 equilibrium. Loads in N (and the rated load also as a mass, N / |g|).
@@ -20,7 +20,7 @@ from .. import statics as st
 from ..errors import Problems, ScenarioError, SolveError, suggest
 from ..forces import AppliedLoad
 from ..ground.base import BASE, base_coordinates
-from ..ground.capacity import CapacityOptions, Cylinder, capacity
+from ..ground.rating import CapacityOptions, Cylinder, capacity
 from ..ground.stand import Stand
 from ..kinematics import assemble, forward
 from ..spec import PATH_SEPARATOR
