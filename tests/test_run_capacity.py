@@ -71,3 +71,22 @@ def test_a_cylinder_that_is_not_a_held_stroke_is_refused(tmp_path, capsys, joint
     assert code == 2 and "Traceback" not in err
     assert f"analysis.capacity.cylinders.{joint}: joint '{joint}' {why}" in err
     assert "a held prismatic stroke joint" in err
+
+
+def test_a_sweep_reaches_every_lift_point_the_capacity_search_holds_its_load_at(tmp_path, capsys):
+    """Steps 71 and 72 of the shipped chart (over the side; the stick stroke jumps 1.1 m between them) failed with
+    "no equilibrium after 85 iterations" at 1 t: their starts closed the loops by stretching the oil columns and
+    moving the base. Now each step starts where the capacity search's lift point does."""
+    document = standing()
+    document["sweep"] = {"mode": "line", "parameters": {"ex1:lower:slew": [1.5707963267948966] * 2,
+                                                        "ex1:front:arm:boom_cyl": [1.75, 1.907142857142857],
+                                                        "ex1:front:arm:stick_cyl": [3.4, 2.3]}}
+    path = write_scenario(tmp_path, document)
+    code, out, _ = run_cli(capsys, "run", path, "-o", tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert code == 0, out
+    assert [s["status"] for s in results["steps"]] == ["converged", "converged"]
+    weight = sum(s["ground"]["ex1"]["ground_reaction"]["force"][2] for s in results["steps"]) / 2
+    for step, point in zip(results["steps"], results["capacity"]["points"]):
+        assert step["ground"]["ex1"]["ground_reaction"]["force"][2] == pytest.approx(weight, rel=1e-9)
+        assert point["valid"] and point["tipping_load"] > 9810.0  # tips above the swept 1 t: the sweep holds it

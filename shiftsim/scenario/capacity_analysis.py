@@ -19,12 +19,12 @@ import numpy as np
 from .. import statics as st
 from ..errors import Problems, ScenarioError, SolveError, suggest
 from ..forces import AppliedLoad
-from ..ground.base import BASE, base_coordinates
+from ..ground.base import BASE
 from ..ground.rating import CapacityOptions, Cylinder, capacity
 from ..ground.stand import Stand
-from ..kinematics import assemble, forward
+from ..kinematics import forward
 from ..spec import PATH_SEPARATOR
-from .ground import finite_or_none, floating_model
+from .ground import closed_start, finite_or_none, floating_model
 from .machines import Machine, resolve
 from .runner import _set_values as set_values
 from .runner import machine_values
@@ -126,7 +126,7 @@ def lift_points(scenario: Any, spec: CapacitySpec) -> tuple[Machine, Stand, np.n
         models.add(id(model))
         q, held = st.resolve_prescribed(model, set_values(machine, setup.joints), [])
         try:
-            q = _assemble(model, np.where(np.isin(np.arange(model.nq), held), q, previous), held, previous)
+            q = closed_start(model, np.where(np.isin(np.arange(model.nq), held), q, previous), held, previous)
         except SolveError as error:
             raise SolveError(f"step {len(starts)} ({', '.join(f'{k} = {v:g}' for k, v in values.items())}): the joints "
                              f"cannot take these values with the springs unstretched: {error}") from None
@@ -136,14 +136,6 @@ def lift_points(scenario: Any, spec: CapacitySpec) -> tuple[Machine, Stand, np.n
         raise SolveError(f"machine {machine.id!r} changes its model along the sweep; a capacity chart needs one model")
     stand = machine.support.stand(model, machine)
     return machine, stand, np.array(starts), st.free_coordinates(model, prescribed), prescribed
-
-
-def _assemble(model, q: np.ndarray, held: np.ndarray, previous: np.ndarray) -> np.ndarray:
-    """``q`` with its loops closed by moving the passive joints only: the base (the loops do not reach it) and
-    the sprung coordinates (oil columns) keep their values, so no spring starts stretched (closing a loop by
-    stretching a stiff spring would make a lift point the geometry cannot reach). SolveError when they cannot close."""
-    sprung = [*model.joint_springs.coordinates.tolist(), *(r.coordinate for r in model.joint_restraints)]
-    return assemble(model, q, held=sorted({*held.tolist(), *base_coordinates(model), *sprung}), start=previous).q
 
 
 def run_capacity(scenario: Any, spec: CapacitySpec) -> dict[str, Any]:
