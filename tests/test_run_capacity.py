@@ -90,3 +90,27 @@ def test_a_sweep_reaches_every_lift_point_the_capacity_search_holds_its_load_at(
     for step, point in zip(results["steps"], results["capacity"]["points"]):
         assert step["ground"]["ex1"]["ground_reaction"]["force"][2] == pytest.approx(weight, rel=1e-9)
         assert point["valid"] and point["tipping_load"] > 9810.0  # tips above the swept 1 t: the sweep holds it
+
+
+def test_the_ground_limits_are_scenario_options_and_an_invalid_point_makes_run_exit_1(tmp_path, capsys):
+    """``ground.sink_limit`` below the 2 mm the machine sinks unloaded: every equilibrium is impossible, named by
+    its contact, in the sweep (failed steps) and the capacity (invalid points); run exits 1."""
+    document = standing()
+    document["ground"]["sink_limit"] = 1e-4
+    path = write_scenario(tmp_path, document)
+    code, out, _ = run_cli(capsys, "run", path, "-o", tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert code == 1
+    assert results["capacity"]["sink_limit"] == 1e-4
+    for point in results["capacity"]["points"]:
+        assert not point["valid"] and any("ex1:lower:carbody:track_" in r and "sinks" in r for r in point["invalid"])
+    assert "INVALID capacity at step(s) 0, 1" in out
+
+
+def test_only_undocumented_invalid_points_count():
+    from shiftsim.scenario.capacity_analysis import unexpected_invalid
+    points = [{"step": 0, "valid": True}, {"step": 1, "valid": False}, {"step": 2, "valid": False}]
+    assert unexpected_invalid({"points": points}) == [1, 2]
+    assert unexpected_invalid({"points": points, "expected_invalid": [2]}) == [1]
+    assert unexpected_invalid({"load": "payload", "error": "no lift point"}) == [-1]
+    assert unexpected_invalid(None) == []

@@ -42,6 +42,7 @@ class CapacitySpec:
     cylinders: tuple[Cylinder, ...]
     options: CapacityOptions
     group: str | None = None
+    expected_invalid: frozenset[int] = frozenset()  # steps documented as invalid lift points (no exit 1 for them)
 
 
 def read_capacity(scenario: Any, entry: dict[str, Any], where: str, problems: Problems,
@@ -91,10 +92,11 @@ def read_capacity(scenario: Any, entry: dict[str, Any], where: str, problems: Pr
     defaults = CapacityOptions()
     options = replace(defaults, tipping_fraction=float(entry.get("tipping_fraction", defaults.tipping_fraction)),
                       hydraulic_fraction=float(entry.get("hydraulic_fraction", defaults.hydraulic_fraction)),
-                      tolerance=float(entry.get("tolerance", defaults.tolerance)))
+                      tolerance=float(entry.get("tolerance", defaults.tolerance)), limits=machine.support.limits)
     if centre is None or problems.items:
         return None
-    return CapacitySpec(load.name, machine.id, centre, tuple(cylinders), options, group)
+    return CapacitySpec(load.name, machine.id, centre, tuple(cylinders), options, group,
+                        frozenset(entry.get("expected_invalid", ())))
 
 
 def _not_a_cylinder(machine: Machine, joint: str, swept: bool) -> str:
@@ -190,7 +192,7 @@ def run_capacity(scenario: Any, spec: CapacitySpec) -> dict[str, Any]:
             "hydraulic_fraction": options.hydraulic_fraction, "tolerance": options.tolerance,
             "balance_tolerance": options.balance_tolerance, "sink_limit": options.limits.sink,
             "tyre_compression_limit": options.limits.tyre_compression,
-            "group": spec.group, "cylinders": {machine.name(c.joint): {"push": c.push, "pull": c.pull}
+            "group": spec.group, "expected_invalid": sorted(spec.expected_invalid), "cylinders": {machine.name(c.joint): {"push": c.push, "pull": c.pull}
                                                for c in spec.cylinders},
             "batched_solves": result.solves, "points": points}
 
@@ -205,6 +207,17 @@ def analysis_spec(scenario: Any) -> CapacitySpec | None:
     spec = read_capacity(scenario, dict(entry), "analysis.capacity", problems)
     problems.raise_if_any()
     return spec
+
+
+def unexpected_invalid(document: dict[str, Any] | None) -> list[int]:
+    """The steps of a capacity document (:func:`run_analysis`) whose lift point is invalid and not listed in
+    ``expected_invalid``; a document with an ``error`` counts as its every step ([-1])."""
+    if document is None:
+        return []
+    if "error" in document:
+        return [-1]
+    expected = set(document.get("expected_invalid", ()))
+    return [p["step"] for p in document["points"] if not p["valid"] and p["step"] not in expected]
 
 
 def run_analysis(scenario: Any) -> dict[str, Any] | None:

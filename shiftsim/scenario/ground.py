@@ -33,7 +33,7 @@ from ..ground.footprint import footprint
 from ..ground.stand import GroundField, Stand
 from ..ground.terrain import DEFAULT_FRICTION, Ground
 from ..ground.tyres import read_tyres, tyre_modules
-from ..ground.validity import violations
+from ..ground.validity import Limits, violations
 from ..kinematics import assemble, state
 from ..model import Model
 from .machines import Machine
@@ -50,6 +50,7 @@ class Support:
     q_anchor: np.ndarray
     tyred: bool = False  # the machine stands on tyres: each step starts from the settled start (see step_start)
     tyre_parameters: dict[str, Any] | None = None  # the machine entry's ``tyres`` (read_tyres' ``given``)
+    limits: Limits = Limits()  # what makes an equilibrium impossible (ground.sink_limit, ground.tyre_compression_limit)
 
     def stand(self, model: Model, machine: Machine, placement: Placement | None = None) -> Stand:
         """The stand of a floating ``model`` of the machine (contacts resolved on it) at ``placement``
@@ -127,6 +128,14 @@ def floating_model(model: Model) -> Model:
     return model if is_floating(model) else floating(model)
 
 
+def read_limits(document: dict[str, Any]) -> Limits:
+    """The scenario's (schema-checked) ``ground.sink_limit`` and ``ground.tyre_compression_limit``, defaults
+    :class:`~shiftsim.ground.validity.Limits`'."""
+    entry, defaults = document.get("ground", {}), Limits()
+    return Limits(float(entry.get("sink_limit", defaults.sink)),
+                  float(entry.get("tyre_compression_limit", defaults.tyre_compression)))
+
+
 def read_ground(document: dict[str, Any]) -> Ground:
     """The scenario's (schema-checked) ``ground`` section; absent: a level plane at z = 0."""
     entry = document.get("ground", {})
@@ -195,7 +204,8 @@ def stand_machines(document: dict[str, Any], machines: list[Machine], gravity: n
         q = stand.settle(lifted, g)
         given = [c for name in entry.get("joints", {}) if name in BASE_COORDINATES for c in model.coordinates_of(name)]
         q[given] = lifted[given]  # a base joint the scenario gives a value keeps it (ID:base.z held at a height)
-        support = Support(tuple(entry.get("contacts", [])), ground, g, q, bool(stand.tyres), entry.get("tyres"))
+        support = Support(tuple(entry.get("contacts", [])), ground, g, q, bool(stand.tyres), entry.get("tyres"),
+                          read_limits(document))
         out.append(replace(machine, model=model, q_start=q, support=support))
     return out
 
@@ -244,7 +254,8 @@ def step_report(machine: Machine, model: Model, q: np.ndarray, field: GroundFiel
     module docstring), and ``impossible``: why the equilibrium cannot be (:mod:`shiftsim.ground.validity`;
     empty: it can; the runner fails such a step)."""
     stand = machine.support.stand_of(model, machine, placement)
-    impossible = [v.message(machine.name) for v in violations(stand, field, np.asarray(q, float)[None])[0]]
+    impossible = [v.message(machine.name) for v in violations(stand, field, np.asarray(q, float)[None],
+                                                                machine.support.limits)[0]]
     c = field.evaluate(state(model, np.asarray(q, float)[None]))
     names = [machine.name(n) for n in field.names]
     print_ = footprint(c.points[0], c.forces[0])
