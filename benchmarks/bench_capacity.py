@@ -2,7 +2,7 @@
 
 The shipped ``scenarios/excavator_capacity.json`` (20 t class excavator on a tracked
 undercarriage, four ground contacts) is run through the capacity analysis
-(``shiftsim.scenario.capacity.run_capacity``: tipping search, hydraulic search, rated
+(``shiftsim.scenario.capacity_analysis.run_capacity``: tipping search, hydraulic search, rated
 load). Timed: the analysis, not loading the scenario. Where the time goes is
 measured by wrapping the solver entry points: batched standing solves (contacts
 as a force field), the part of them spent in the contact field, and the
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from shiftsim.errors import Problems
-from shiftsim.ground import capacity, contacts, stand
+from shiftsim.ground import contacts, rating, stand
 from shiftsim.scenario import load_scenario
 from shiftsim.scenario.capacity_analysis import read_capacity, run_capacity
 
@@ -62,7 +62,7 @@ def main() -> None:
     print(f"capacity chart, {points} lift points: {best:.1f} s ({1000 * best / points:.0f} ms per point), "
           f"{document['batched_solves']} batched solves; target 10 s")
     seating = Clock(stand, "solve_grouped")  # the base-held solves that seat the starts
-    searches = Clock(capacity, "solve_grouped")  # the tipping and hydraulic searches' batched solves
+    searches = Clock(rating, "solve_grouped")  # the tipping and hydraulic searches' batched solves
     field = Clock(contacts.ContactField, "terms")
     started = time.perf_counter()
     run_capacity(scenario, spec)

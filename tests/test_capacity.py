@@ -6,7 +6,7 @@ import pytest
 from test_ground_contacts import GRAVITY, free_of, machine, standing
 
 from shiftsim.forces import AppliedLoad
-from shiftsim.ground.capacity import CapacityOptions, Cylinder, capacity
+from shiftsim.ground.rating import CapacityOptions, Cylinder, capacity
 from shiftsim.ground.terrain import Ground
 from shiftsim.kinematics import state
 
@@ -108,3 +108,16 @@ def test_a_load_that_cannot_tip_the_machine_has_no_tipping_load_and_no_edge():
     result = capacity(stand, qs, free_of(stand.model), GRAVITY, upward, [], OPTIONS)
     assert np.isinf(result.tipping[0]) and np.isinf(result.tipped[0])
     assert result.edge == [("", "")]
+
+
+def test_the_point_keeps_the_equilibrium_where_its_path_ended():
+    """``q_last`` is a standing equilibrium at the tipping factor: the contacts' vertical forces there (the contact
+    field evaluated apart from the solver) carry the 1200 kg machine and the load at that factor; the centre of
+    pressure is inside the support, at most the search's bracket from the edge x = 1."""
+    stand, q = standing(machine())
+    qs, load = _lift(stand, q, [0.0])
+    result = capacity(stand, qs, free_of(stand.model), GRAVITY, load, [], OPTIONS)
+    assert result.event == ["tipped"]
+    prints, _, forces = stand.footprints(stand.field(qs[0]), result.q_last)
+    assert forces[0, :, 2].sum() == pytest.approx(1200 * G + 1000.0 * result.tipping[0], rel=1e-9)
+    assert 0.0 < prints[0].margin < 1e-3

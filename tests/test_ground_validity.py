@@ -13,7 +13,7 @@ from test_ground_contacts import GRAVITY, free_of, machine, standing
 from test_ground_tyres import CHASSIS, FRONT, REAR, BOOT, RADIUS, WHEEL, car, car_scenario
 from test_scenario_support import model_path, run_cli, write_scenario
 
-from shiftsim.ground.capacity import capacity, tipping_factors, _self_check
+from shiftsim.ground.rating import capacity, tipping_factors, _self_check
 from shiftsim.ground.stand import Stand
 from shiftsim.ground.terrain import Ground
 from shiftsim.ground.tyres import read_tyres

@@ -71,3 +71,46 @@ def test_a_cylinder_that_is_not_a_held_stroke_is_refused(tmp_path, capsys, joint
     assert code == 2 and "Traceback" not in err
     assert f"analysis.capacity.cylinders.{joint}: joint '{joint}' {why}" in err
     assert "a held prismatic stroke joint" in err
+
+
+def test_a_sweep_reaches_every_lift_point_the_capacity_search_holds_its_load_at(tmp_path, capsys):
+    """Steps 71 and 72 of the shipped chart (over the side; the stick stroke jumps 1.1 m between them) failed with
+    "no equilibrium after 85 iterations" at 1 t: their starts closed the loops by stretching the oil columns and
+    moving the base. Now each step starts where the capacity search's lift point does."""
+    document = standing()
+    document["sweep"] = {"mode": "line", "parameters": {"ex1:lower:slew": [1.5707963267948966] * 2,
+                                                        "ex1:front:arm:boom_cyl": [1.75, 1.907142857142857],
+                                                        "ex1:front:arm:stick_cyl": [3.4, 2.3]}}
+    path = write_scenario(tmp_path, document)
+    code, out, _ = run_cli(capsys, "run", path, "-o", tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert code == 0, out
+    assert [s["status"] for s in results["steps"]] == ["converged", "converged"]
+    weight = sum(s["ground"]["ex1"]["ground_reaction"]["force"][2] for s in results["steps"]) / 2
+    for step, point in zip(results["steps"], results["capacity"]["points"]):
+        assert step["ground"]["ex1"]["ground_reaction"]["force"][2] == pytest.approx(weight, rel=1e-9)
+        assert point["valid"] and point["tipping_load"] > 9810.0  # tips above the swept 1 t: the sweep holds it
+
+
+def test_the_ground_limits_are_scenario_options_and_an_invalid_point_makes_run_exit_1(tmp_path, capsys):
+    """``ground.sink_limit`` below the 2 mm the machine sinks unloaded: every equilibrium is impossible, named by
+    its contact, in the sweep (failed steps) and the capacity (invalid points); run exits 1."""
+    document = standing()
+    document["ground"]["sink_limit"] = 1e-4
+    path = write_scenario(tmp_path, document)
+    code, out, _ = run_cli(capsys, "run", path, "-o", tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert code == 1
+    assert results["capacity"]["sink_limit"] == 1e-4
+    for point in results["capacity"]["points"]:
+        assert not point["valid"] and any("ex1:lower:carbody:track_" in r and "sinks" in r for r in point["invalid"])
+    assert "INVALID capacity at step(s) 0, 1" in out
+
+
+def test_only_undocumented_invalid_points_count():
+    from shiftsim.scenario.capacity_analysis import unexpected_invalid
+    points = [{"step": 0, "valid": True}, {"step": 1, "valid": False}, {"step": 2, "valid": False}]
+    assert unexpected_invalid({"points": points}) == [1, 2]
+    assert unexpected_invalid({"points": points, "expected_invalid": [2]}) == [1]
+    assert unexpected_invalid({"load": "payload", "error": "no lift point"}) == [-1]
+    assert unexpected_invalid(None) == []

@@ -14,6 +14,7 @@ from ..output.write import write_results
 from ..output.writers import CSV_STEP_LIMIT, check_folder, default_folder
 from ..progress import progress
 from ..scenario import DaskExecutor, LocalExecutor, load_scenario, run as run_scenario
+from ..scenario.capacity_analysis import unexpected_invalid
 from ..scenario.run import check_fits
 from ..scenario.runner import StepResult
 from ._common import scenario_parser
@@ -35,7 +36,8 @@ def add_parser(subparsers) -> None:
         help="run a scenario: sweep, results.json, CSV and plots",
         description="Run a scenario file headless. Progress on stderr: a bar on a terminal, else a line every few "
                     "seconds. Ctrl-C or SIGTERM writes the steps solved so far (marked partial) and exits 130 / 143. "
-                    "Exit 0 all steps converged, 1 some failed (results still written) or the results could not be "
+                    "Exit 0 all steps converged, 1 some failed or a capacity point is invalid (results still written; "
+                    "analysis.capacity.expected_invalid lists documented ones) or the results could not be "
                     "written, 2 bad scenario, model, option or output folder (checked before solving).",
         scenario_help="scenario file (.json), see docs/scenarios.md")
     parser.add_argument("-o", "--output", metavar="DIR", help="output folder (default plots/<scenario name>/)")
@@ -128,4 +130,9 @@ def _run(args: argparse.Namespace, started: float) -> int:
         if not args.quiet:
             print(f"  PARTIAL: stopped by {stop.name} after {len(steps)} of {total} steps")
         return stop.exit_code
-    return 0 if all(step.converged for step in steps) else 1
+    invalid = unexpected_invalid(ran.capacity)  # a capacity point that failed its checks is no rating
+    if invalid and not args.quiet:
+        print("  INVALID capacity " + ("analysis: " + ran.capacity["error"] if invalid == [-1] else
+                                       f"at step(s) {', '.join(map(str, invalid))} (not in analysis.capacity."
+                                       "expected_invalid): see capacity.csv"))
+    return 0 if all(step.converged for step in steps) and not invalid else 1

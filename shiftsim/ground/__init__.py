@@ -7,8 +7,9 @@
   saturating stick friction, analytic stiffness); its stick-friction law serves the tyres too;
 * :mod:`.footprint` — ground reaction, centre of pressure, support polygon, tipping margin;
 * :mod:`.stand` — a standing machine's start, reference and equilibria;
-* :mod:`.capacity` — tipping, hydraulic and rated (ISO 10567) lift capacity.
-* :mod:`.plots` — the footprint plot and the lift-capacity chart (PNG bytes).
+* :mod:`.validity` — what makes an equilibrium of a standing machine physically impossible;
+* :mod:`.selfcheck` — a tipping load checked by a moment balance computed apart from the solver;
+* :mod:`.rating` — tipping, hydraulic and rated (ISO 10567) lift capacity.
 
 See docs/ground.md.
 """

@@ -3,7 +3,7 @@
 The analysis (``analysis.capacity`` in the scenario, or ``shiftsim capacity --load``)
 names a load on a machine with ``contacts``; each step of the sweep is a lift
 point (the machine's joints as the step sets them). All steps are solved at
-once by :func:`shiftsim.ground.capacity.capacity`; the result is reported per
+once by :func:`shiftsim.ground.rating.capacity`; the result is reported per
 lift point with the load frame's radius from the slew axis (the ``centre``
 frame) and height above the ground below that axis, at the unloaded standing
 equilibrium. Loads in N (and the rated load also as a mass, N / |g|).
@@ -19,12 +19,12 @@ import numpy as np
 from .. import statics as st
 from ..errors import Problems, ScenarioError, SolveError, suggest
 from ..forces import AppliedLoad
-from ..ground.base import BASE, base_coordinates
-from ..ground.capacity import CapacityOptions, Cylinder, capacity
+from ..ground.base import BASE
+from ..ground.rating import CapacityOptions, Cylinder, capacity
 from ..ground.stand import Stand
-from ..kinematics import assemble, forward
+from ..kinematics import forward
 from ..spec import PATH_SEPARATOR
-from .ground import finite_or_none, floating_model
+from .ground import closed_start, finite_or_none, floating_model
 from .machines import Machine, resolve
 from .runner import _set_values as set_values
 from .runner import machine_values
@@ -42,6 +42,7 @@ class CapacitySpec:
     cylinders: tuple[Cylinder, ...]
     options: CapacityOptions
     group: str | None = None
+    expected_invalid: frozenset[int] = frozenset()  # steps documented as invalid lift points (no exit 1 for them)
 
 
 def read_capacity(scenario: Any, entry: dict[str, Any], where: str, problems: Problems,
@@ -91,10 +92,11 @@ def read_capacity(scenario: Any, entry: dict[str, Any], where: str, problems: Pr
     defaults = CapacityOptions()
     options = replace(defaults, tipping_fraction=float(entry.get("tipping_fraction", defaults.tipping_fraction)),
                       hydraulic_fraction=float(entry.get("hydraulic_fraction", defaults.hydraulic_fraction)),
-                      tolerance=float(entry.get("tolerance", defaults.tolerance)))
+                      tolerance=float(entry.get("tolerance", defaults.tolerance)), limits=machine.support.limits)
     if centre is None or problems.items:
         return None
-    return CapacitySpec(load.name, machine.id, centre, tuple(cylinders), options, group)
+    return CapacitySpec(load.name, machine.id, centre, tuple(cylinders), options, group,
+                        frozenset(entry.get("expected_invalid", ())))
 
 
 def _not_a_cylinder(machine: Machine, joint: str, swept: bool) -> str:
@@ -126,7 +128,7 @@ def lift_points(scenario: Any, spec: CapacitySpec) -> tuple[Machine, Stand, np.n
         models.add(id(model))
         q, held = st.resolve_prescribed(model, set_values(machine, setup.joints), [])
         try:
-            q = _assemble(model, np.where(np.isin(np.arange(model.nq), held), q, previous), held, previous)
+            q = closed_start(model, np.where(np.isin(np.arange(model.nq), held), q, previous), held, previous)
         except SolveError as error:
             raise SolveError(f"step {len(starts)} ({', '.join(f'{k} = {v:g}' for k, v in values.items())}): the joints "
                              f"cannot take these values with the springs unstretched: {error}") from None
@@ -136,14 +138,6 @@ def lift_points(scenario: Any, spec: CapacitySpec) -> tuple[Machine, Stand, np.n
         raise SolveError(f"machine {machine.id!r} changes its model along the sweep; a capacity chart needs one model")
     stand = machine.support.stand(model, machine)
     return machine, stand, np.array(starts), st.free_coordinates(model, prescribed), prescribed
-
-
-def _assemble(model, q: np.ndarray, held: np.ndarray, previous: np.ndarray) -> np.ndarray:
-    """``q`` with its loops closed by moving the passive joints only: the base (the loops do not reach it) and
-    the sprung coordinates (oil columns) keep their values, so no spring starts stretched (closing a loop by
-    stretching a stiff spring would make a lift point the geometry cannot reach). SolveError when they cannot close."""
-    sprung = [*model.joint_springs.coordinates.tolist(), *(r.coordinate for r in model.joint_restraints)]
-    return assemble(model, q, held=sorted({*held.tolist(), *base_coordinates(model), *sprung}), start=previous).q
 
 
 def run_capacity(scenario: Any, spec: CapacitySpec) -> dict[str, Any]:
@@ -198,7 +192,7 @@ def run_capacity(scenario: Any, spec: CapacitySpec) -> dict[str, Any]:
             "hydraulic_fraction": options.hydraulic_fraction, "tolerance": options.tolerance,
             "balance_tolerance": options.balance_tolerance, "sink_limit": options.limits.sink,
             "tyre_compression_limit": options.limits.tyre_compression,
-            "group": spec.group, "cylinders": {machine.name(c.joint): {"push": c.push, "pull": c.pull}
+            "group": spec.group, "expected_invalid": sorted(spec.expected_invalid), "cylinders": {machine.name(c.joint): {"push": c.push, "pull": c.pull}
                                                for c in spec.cylinders},
             "batched_solves": result.solves, "points": points}
 
@@ -213,6 +207,17 @@ def analysis_spec(scenario: Any) -> CapacitySpec | None:
     spec = read_capacity(scenario, dict(entry), "analysis.capacity", problems)
     problems.raise_if_any()
     return spec
+
+
+def unexpected_invalid(document: dict[str, Any] | None) -> list[int]:
+    """The steps of a capacity document (:func:`run_analysis`) whose lift point is invalid and not listed in
+    ``expected_invalid``; a document with an ``error`` counts as its every step ([-1])."""
+    if document is None:
+        return []
+    if "error" in document:
+        return [-1]
+    expected = set(document.get("expected_invalid", ()))
+    return [p["step"] for p in document["points"] if not p["valid"] and p["step"] not in expected]
 
 
 def run_analysis(scenario: Any) -> dict[str, Any] | None:

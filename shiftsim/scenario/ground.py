@@ -26,14 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Problems, suggest
-from ..ground.base import BASE_COORDINATES, contact_points, floating, is_floating, lift_coordinates
+from .. import statics as st
+from ..errors import Problems, SolveError, suggest
+from ..ground.base import BASE_COORDINATES, base_coordinates, contact_points, floating, is_floating, lift_coordinates
 from ..ground.footprint import footprint
 from ..ground.stand import GroundField, Stand
 from ..ground.terrain import DEFAULT_FRICTION, Ground
 from ..ground.tyres import read_tyres, tyre_modules
-from ..ground.validity import violations
-from ..kinematics import state
+from ..ground.validity import Limits, violations
+from ..kinematics import assemble, state
 from ..model import Model
 from .machines import Machine
 from .placement import Placement
@@ -49,6 +50,7 @@ class Support:
     q_anchor: np.ndarray
     tyred: bool = False  # the machine stands on tyres: each step starts from the settled start (see step_start)
     tyre_parameters: dict[str, Any] | None = None  # the machine entry's ``tyres`` (read_tyres' ``given``)
+    limits: Limits = Limits()  # what makes an equilibrium impossible (ground.sink_limit, ground.tyre_compression_limit)
 
     def stand(self, model: Model, machine: Machine, placement: Placement | None = None) -> Stand:
         """The stand of a floating ``model`` of the machine (contacts resolved on it) at ``placement``
@@ -86,17 +88,52 @@ def step_anchor(model: Model, q: np.ndarray, values: dict[str, Any]) -> np.ndarr
     return q
 
 
-def step_start(machine: Machine, previous: np.ndarray, anchor: np.ndarray) -> np.ndarray:
-    """Where a step of a machine starts: its ``previous`` equilibrium, or for a machine on tyres its settled start
-    with the step's joint values (``anchor``). The unloaded reference is solved from the same start; from a
-    loaded equilibrium (a pitched, sprung car) the springs throw some wheels clear of the ground on the way,
-    where the free base has no stiffness, while from the settled start it only rises onto its tyres."""
-    return anchor if machine.support is not None and machine.support.tyred else previous
+def step_start(machine: Machine, model: Model, previous: np.ndarray, anchor: np.ndarray,
+               set_values: dict[str, Any]) -> np.ndarray:
+    """Where a step of a standing machine starts (nq,): the step's joint ``set_values`` in place, the base where
+    the machine was settled (``anchor``: its settled start with the step's joint values), the loops closed from
+    the ``previous`` equilibrium by moving the passive joints only (:func:`closed_start`) -- the start of the
+    capacity search's lift points (:func:`shiftsim.scenario.capacity_analysis.lift_points`). Closing the loops by
+    also moving the base and the oil columns (as a welded machine's step does) stretches a stiff oil column by
+    the stroke change and lifts the machine off its contacts; Newton then fails from there ("no equilibrium
+    after 85 iterations" at 1 t on the shipped excavator chart). A machine on tyres starts from its settled
+    start rather than its previous equilibrium: from a loaded, pitched, sprung equilibrium the unloaded
+    reference throws some wheels clear of the ground, where the free base has no stiffness. Where the loops
+    cannot close that way, the previous equilibrium (the anchor for tyres), for the solver to assemble."""
+    fallback = anchor if machine.support is not None and machine.support.tyred else previous
+    q, held = st.resolve_prescribed(model, set_values, [])
+    guess = np.array(fallback, float)
+    guess[held] = q[held]
+    base = base_coordinates(model)
+    guess[base] = anchor[base]
+    try:
+        return closed_start(model, guess, held, fallback)
+    except SolveError:
+        return fallback
+
+
+def closed_start(model: Model, q: np.ndarray, held: np.ndarray, previous: np.ndarray) -> np.ndarray:
+    """``q`` (nq,) with its loops closed by moving the passive joints only, from ``previous`` (nq,): the held
+    coordinates, the base (the loops do not reach it) and the sprung coordinates (oil columns) travel to their
+    values in ``q`` and stay there, so no spring starts stretched (closing a loop by stretching a stiff spring
+    would make a lift point the geometry cannot reach, and a start far from equilibrium). SolveError when the
+    loops cannot close."""
+    sprung = [*model.joint_springs.coordinates.tolist(), *(r.coordinate for r in model.joint_restraints)]
+    kept = sorted({*np.asarray(held, int).tolist(), *base_coordinates(model), *sprung})
+    return assemble(model, q, held=kept, start=previous).q
 
 
 def floating_model(model: Model) -> Model:
     """``model`` on a free base (itself when it already has one)."""
     return model if is_floating(model) else floating(model)
+
+
+def read_limits(document: dict[str, Any]) -> Limits:
+    """The scenario's (schema-checked) ``ground.sink_limit`` and ``ground.tyre_compression_limit``, defaults
+    :class:`~shiftsim.ground.validity.Limits`'."""
+    entry, defaults = document.get("ground", {}), Limits()
+    return Limits(float(entry.get("sink_limit", defaults.sink)),
+                  float(entry.get("tyre_compression_limit", defaults.tyre_compression)))
 
 
 def read_ground(document: dict[str, Any]) -> Ground:
@@ -167,7 +204,8 @@ def stand_machines(document: dict[str, Any], machines: list[Machine], gravity: n
         q = stand.settle(lifted, g)
         given = [c for name in entry.get("joints", {}) if name in BASE_COORDINATES for c in model.coordinates_of(name)]
         q[given] = lifted[given]  # a base joint the scenario gives a value keeps it (ID:base.z held at a height)
-        support = Support(tuple(entry.get("contacts", [])), ground, g, q, bool(stand.tyres), entry.get("tyres"))
+        support = Support(tuple(entry.get("contacts", [])), ground, g, q, bool(stand.tyres), entry.get("tyres"),
+                          read_limits(document))
         out.append(replace(machine, model=model, q_start=q, support=support))
     return out
 
@@ -216,7 +254,8 @@ def step_report(machine: Machine, model: Model, q: np.ndarray, field: GroundFiel
     module docstring), and ``impossible``: why the equilibrium cannot be (:mod:`shiftsim.ground.validity`;
     empty: it can; the runner fails such a step)."""
     stand = machine.support.stand_of(model, machine, placement)
-    impossible = [v.message(machine.name) for v in violations(stand, field, np.asarray(q, float)[None])[0]]
+    impossible = [v.message(machine.name) for v in violations(stand, field, np.asarray(q, float)[None],
+                                                                machine.support.limits)[0]]
     c = field.evaluate(state(model, np.asarray(q, float)[None]))
     names = [machine.name(n) for n in field.names]
     print_ = footprint(c.points[0], c.forces[0])

@@ -186,9 +186,10 @@ def solve_step(scenario: Scenario, index: int, row: np.ndarray, states: dict[str
         model, fields, start = setup.model, (), state.q
         if machine.support is not None:  # standing on the ground: a free base held by its contacts
             model = floating_model(setup.model)
-            anchor = step_anchor(model, machine.q_start, _set_values(machine, setup.joints))
+            set_values = _set_values(machine, setup.joints)
+            anchor = step_anchor(model, machine.q_start, set_values)
             fields = (machine.support.field(model, machine, placement, anchor),)
-            start = step_start(machine, state.q, anchor)
+            start = step_start(machine, model, state.q, anchor, set_values)
         try:
             solution = solve(model, set=_set_values(machine, setup.joints),
                              loads=_machine_loads(scenario, machine, placement, factors),

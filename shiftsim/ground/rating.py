@@ -86,7 +86,12 @@ class Capacity:
     moment balance about the tipping edge gives (nan: not checked, :mod:`.selfcheck`). ``ended`` per point:
     why the search ended without the machine tipping (an impossible equilibrium ahead; then ``tipping`` is only
     a lower bound: it does not tip below it); ``invalid`` per point: why it has no rating (empty: it has one).
-    ``q_unloaded`` (B, nq): the machine standing with the named load at factor 0."""
+    ``q_unloaded`` (B, nq): the machine standing with the named load at factor 0. Where each point's path
+    ended, for sensitivities of the tipping factor: ``q_last`` (B, nq), the last standing equilibrium found on
+    it (at factor ``tipping``), and ``event`` (B,): what ended it -- ``tipped`` (no standing equilibrium at
+    ``tipped``: the centre of pressure past the edge or no stable equilibrium), ``impossible`` (an impossible
+    equilibrium ahead, ``ended``), ``never tips`` (no downward load tips it), ``not standing`` (not even
+    unloaded). Limit points of the reduced stiffness are not told apart from tipping yet (no null vector)."""
 
     load: float
     tipping: np.ndarray
@@ -101,6 +106,8 @@ class Capacity:
     balance: np.ndarray
     ended: list[list[Violation]]
     invalid: list[list[Violation]]
+    q_last: np.ndarray
+    event: list[str]
 
 
 @dataclass
@@ -320,8 +327,10 @@ def capacity(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.nd
     names = stand.field(q_start[0]).names
     edges = [(names[a], names[b]) if a != b else ("", "") for a, b in s.edge]  # (0, 0): no edge predicted
     size = float(np.linalg.norm(load.force[0]))
+    event = ["not standing" if lo[b] == 0.0 else "never tips" if np.isinf(lo[b]) else "impossible" if ended[b]
+             else "tipped" for b in range(batch)]
     return Capacity(size, lo, s.hi, edges, hydraulic, limiting, rated, governs, solves + more, q_unloaded, balance,
-                    ended, invalid)
+                    ended, invalid, s.q_lo.copy(), event)
 
 
 def _self_check(stand: Stand, s: _Search, gravity: np.ndarray, load: AppliedLoad, others: list[AppliedLoad],
