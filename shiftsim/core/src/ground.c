@@ -183,6 +183,23 @@ static void on_node(const State *s, int64_t node, const double *local, int point
     for (int i = 0; i < 3; i++) out[i] = dot3(r + 3 * i, local) + (point ? s->position[3 * node + i] : 0.0);
 }
 
+/* Contact i's point in the model frame x (3) and the world (3). */
+static const int CONTACT_POINTS[1] = {1};
+static void contact_vectors(const State *s, const GroundField *g, int64_t i, double *x, double *world) {
+    on_node(s, g->contact_node[i], g->contact_local + 3 * i, 1, x);
+    to_world(g, x, 1, world);
+}
+
+/* Tyre i's centre, spin axis and friction point in the model frame x (9) and the world (9). */
+static const int TYRE_POINTS[3] = {1, 0, 1}; /* the axis is a direction */
+static void tyre_vectors(const State *s, const GroundField *g, int64_t i, double *x, double *world) {
+    int64_t node = g->tyre_node[i];
+    memcpy(x, s->position + 3 * node, sizeof(double) * 3);
+    on_node(s, node, g->tyre_axis + 3 * i, 0, x + 3);
+    on_node(s, node, g->tyre_friction_point + 3 * i, 1, x + 6);
+    for (int v = 0; v < 3; v++) to_world(g, x + 3 * v, TYRE_POINTS[v], world + 3 * v);
+}
+
 /* Q and K of world forces f (3 count) with derivative d (3 count, 3 count) on ``count`` model-frame vectors x
  * (points where ``point[i]``, else directions) carried by ``node``; jac (count, nq, 3) and chain (nq) scratch. */
 static void add_vectors(const Model *model, const State *s, const GroundField *g, int64_t node, int count,
@@ -242,28 +259,24 @@ double ground_terms(const Model *model, const State *s, const GroundField *g, do
     int64_t *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
     double energy = 0.0;
     for (int64_t i = 0; i < g->n_contacts; i++) {
-        int64_t node = g->contact_node[i];
         double x[3], world[3], force[3], deriv[9], e;
-        int touching, slipping, point = 1;
-        on_node(s, node, g->contact_local + 3 * i, 1, x);
-        to_world(g, x, 1, world);
+        int touching, slipping;
+        contact_vectors(s, g, i, x, world);
         contact_law(g, i, world, force, deriv, &e, &touching, &slipping);
         energy += e;
         if (slipping) *conservative = 0;
-        if (touching) add_vectors(model, s, g, node, 1, x, &point, force, deriv, jac, chain, q_force, stiffness);
+        if (touching)
+            add_vectors(model, s, g, g->contact_node[i], 1, x, CONTACT_POINTS, force, deriv, jac, chain, q_force, stiffness);
     }
     for (int64_t i = 0; i < g->n_tyres; i++) {
-        int64_t node = g->tyre_node[i];
         double x[9], world[9], force[9], deriv[81], e, contact[3], compression;
-        int touching, slipping, point[3] = {1, 0, 1};
-        memcpy(x, s->position + 3 * node, sizeof(double) * 3);
-        on_node(s, node, g->tyre_axis + 3 * i, 0, x + 3);
-        on_node(s, node, g->tyre_friction_point + 3 * i, 1, x + 6);
-        for (int v = 0; v < 3; v++) to_world(g, x + 3 * v, point[v], world + 3 * v);
+        int touching, slipping;
+        tyre_vectors(s, g, i, x, world);
         tyre_law(g, i, world, world + 3, world + 6, force, deriv, &e, contact, &compression, &touching, &slipping);
         energy += e;
         if (slipping) *conservative = 0;
-        if (touching) add_vectors(model, s, g, node, 3, x, point, force, deriv, jac, chain, q_force, stiffness);
+        if (touching)
+            add_vectors(model, s, g, g->tyre_node[i], 3, x, TYRE_POINTS, force, deriv, jac, chain, q_force, stiffness);
     }
     core_free(jac), core_free(chain);
     return energy;
@@ -275,8 +288,7 @@ void ground_points(const State *s, const GroundField *g, const GroundPoints *out
     for (int64_t i = 0; i < g->n_contacts; i++) {
         double x[3], world[3], force[3], deriv[9], e;
         int touching, slipping;
-        on_node(s, g->contact_node[i], g->contact_local + 3 * i, 1, x);
-        to_world(g, x, 1, world);
+        contact_vectors(s, g, i, x, world);
         contact_law(g, i, world, force, deriv, &e, &touching, &slipping);
         if (out->contact_point) memcpy(out->contact_point + 3 * i, world, sizeof world);
         if (out->contact_force) memcpy(out->contact_force + 3 * i, force, sizeof force);
@@ -286,13 +298,9 @@ void ground_points(const State *s, const GroundField *g, const GroundPoints *out
         if (out->contact_slipping) out->contact_slipping[i] = (uint8_t)slipping;
     }
     for (int64_t i = 0; i < g->n_tyres; i++) {
-        int64_t node = g->tyre_node[i];
         double x[9], world[9], force[9], deriv[81], e, contact[3], compression;
-        int touching, slipping, point[3] = {1, 0, 1};
-        memcpy(x, s->position + 3 * node, sizeof(double) * 3);
-        on_node(s, node, g->tyre_axis + 3 * i, 0, x + 3);
-        on_node(s, node, g->tyre_friction_point + 3 * i, 1, x + 6);
-        for (int v = 0; v < 3; v++) to_world(g, x + 3 * v, point[v], world + 3 * v);
+        int touching, slipping;
+        tyre_vectors(s, g, i, x, world);
         tyre_law(g, i, world, world + 3, world + 6, force, deriv, &e, contact, &compression, &touching, &slipping);
         if (out->tyre_point) memcpy(out->tyre_point + 3 * i, contact, sizeof contact);
         if (out->tyre_force) memcpy(out->tyre_force + 9 * i, force, sizeof force);
