@@ -148,7 +148,8 @@ _VERDICTS = np.array(STABILITY)  # by the core's stability code
 
 def _problem(model: Model, free: np.ndarray, rows: np.ndarray, loads: list[gen.AppliedLoad], has_rates: bool,
              options: SolverOptions, fields: tuple[gen.ForceField, ...]):
-    """The compiled core's problem (a capsule), with the model's couplings and the fields as callbacks.
+    """The compiled core's problem (a capsule), with the model's couplings as callbacks; fields with a
+    ``core_field(n_nodes)`` (ground contacts and tyres) are evaluated by the core, the others called back.
     Kept on the model for reuse when no fields take part (fields change from call to call)."""
     frames = tuple(int(l.frame) for l in loads)
     follow = tuple(bool(l.follow) for l in loads)
@@ -157,9 +158,12 @@ def _problem(model: Model, free: np.ndarray, rows: np.ndarray, loads: list[gen.A
     if not fields and key in cache:
         return cache[key]
 
+    native = tuple(f.core_field(model.n_nodes) for f in fields if hasattr(f, "core_field"))
+    called = tuple(f for f in fields if not hasattr(f, "core_field"))
+
     def terms(q, rotation, position, omega, v):  # fields change from call to call: never kept on the model
         s = State(q[None], rotation[None], position[None], omega[None], v[None])
-        parts = [field.terms(model, s) for field in fields]
+        parts = [field.terms(model, s) for field in called]
         return (sum(t.Q[0] for t in parts), sum(t.stiffness[0] for t in parts), float(sum(t.energy[0] for t in parts)),
                 all(t.conservative for t in parts))
 
@@ -168,7 +172,7 @@ def _problem(model: Model, free: np.ndarray, rows: np.ndarray, loads: list[gen.A
         np.ascontiguousarray(rows, dtype=np.int64),
         (model.node_kind[model.coordinate_node[free]] == PRISMATIC).astype(np.int64),
         np.array(frames, dtype=np.int64), np.array(follow, dtype=np.int64), *coupling_callbacks(model, free),
-        terms if fields else None, has_rates, options, RUNAWAY_SIZES)
+        terms if called else None, has_rates, options, RUNAWAY_SIZES, native)
     if not fields:
         if len(cache) > 64:
             cache.clear()
@@ -194,7 +198,7 @@ def _solve_cases(model: Model, q_start: np.ndarray, free: np.ndarray, rows: np.n
     ``loads``' frames, rate forces (B, nq) or None, ``classify`` (B,) int64 (0: skip the stability verdict), on
     ``threads`` threads (one when the model calls Python back: couplings, fields)."""
     batch, nf, m = q_start.shape[0], len(free), len(rows)
-    threads = 1 if fields or model.couplings else threads
+    threads = 1 if any(not hasattr(f, "core_field") for f in fields) or model.couplings else threads
     concurrent = max(min(threads, batch), 1)
     need = concurrent * memory.solve_bytes(model.nq, len(model.closures)) + 8 * batch * nf * (nf + 8)
     if need > SMALL_SOLVE_BYTES or options.memory_limit is not None:  # reading /proc costs more than a small solve

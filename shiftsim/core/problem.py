@@ -58,11 +58,12 @@ def _array(view: memoryview, shape: tuple[int, ...]) -> np.ndarray:
 
 def problem(model_capsule, nq: int, n_nodes: int, free: np.ndarray, rows: np.ndarray, translation: np.ndarray,
             load_frame: np.ndarray, load_follow: np.ndarray, apply: Apply | None, jacobian: Jacobian | None,
-            terms: Terms | None, has_rates: bool, options=None, runaway_sizes: float = 0.0):
+            terms: Terms | None, has_rates: bool, options=None, runaway_sizes: float = 0.0, grounds: tuple = ()):
     """The capsule of a ``Problem`` (src/core.h): int64 arrays ``free`` (nf,), ``rows`` (m,), ``translation``
     (nf,) 1 where a translation, ``load_frame``, ``load_follow`` (L,); the callbacks (None where the model
     has none); ``options`` a :class:`shiftsim.statics.SolverOptions`, or None for a problem that only closes
-    loops (``assemble``: the solver settings are not read)."""
+    loops (``assemble``: the solver settings are not read); ``grounds`` the capsules of force fields the core
+    evaluates itself (:func:`shiftsim.core.ground.field`)."""
     nf = len(free)
 
     def apply_back(q, out):
@@ -81,4 +82,4 @@ def problem(model_capsule, nq: int, n_nodes: int, free: np.ndarray, rows: np.nda
 
     return core.problem(model_capsule, free, rows, translation, load_frame, load_follow, apply_back if apply else None,
                         jacobian_back if jacobian else None, terms_back if terms else None, int(has_rates),
-                        settings(options, runaway_sizes))
+                        settings(options, runaway_sizes), tuple(grounds))

@@ -15,7 +15,8 @@ ground is a :class:`~.terrain.Ground` surface there. Per contact, in world axes:
   drifts nor carries tension.
 
 The stiffness is analytic (d force / d position, then the chain rule with the
-point's Jacobian and Hessian). Stick and normal forces are conservative
+point's Jacobian and Hessian). The law runs in the compiled core (``src/ground.c``): the
+solver evaluates it inside its iteration with no call back into Python. Stick and normal forces are conservative
 (energy ``k_n pen^2 / 2 + k_t |P d|^2 / 2``); a saturated (slipping) contact is
 not: ``terms`` reports ``conservative=False`` whenever any contact of the batch
 slips, and its stiffness is then not symmetric.
@@ -27,10 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..forces import ForceTerms, point_hessian
+from ..core import ground as core_ground
+from ..core.layout import compiled
+from ..forces import ForceTerms
 from ..kinematics import State, state
 from ..model import Model
-from ..spatial import cross
 from .terrain import Ground
 
 
@@ -65,45 +67,19 @@ def tangent_projectors(ground: Ground, anchors: np.ndarray) -> np.ndarray:
     return np.eye(3)[None] - n[:, :, None] * n[:, None, :]
 
 
-@dataclass(frozen=True)
-class Friction:
-    """Stick friction of a batch of points, world axes: ``force`` (B, n, 3), its derivative by the point at a fixed
-    limit (B, n, 3, 3), ``energy`` (B, n), ``slipping`` (B, n) and the slip direction ``u`` (B, n, 3)."""
-
-    force: np.ndarray
-    stiffness: np.ndarray
-    energy: np.ndarray
-    slipping: np.ndarray
-    direction: np.ndarray
-
-
-def stick_friction(projector: np.ndarray, points: np.ndarray, anchors: np.ndarray, kt: np.ndarray,
-                   limit: np.ndarray, touching: np.ndarray) -> Friction:
-    """The tangential spring ``-kt P (p - a)`` of points (B, n, 3) toward ``anchors`` (n, 3) in the tangent planes
-    ``projector`` (n, 3, 3), saturating at ``limit`` (B, n; N) along ``u = P (p - a) / |P (p - a)|``; zero where
-    not ``touching`` (B, n). ``kt`` (1, n) N/m. The stiffness holds d force / d p with the limit held fixed; a
-    caller whose limit depends on the point adds ``-u (d limit / d p)^T`` where slipping. The energy of a slipping
-    point is ``limit |P d| - limit^2 / (2 kt)`` (continuous with the stick energy at the limit)."""
-    dt = np.einsum("nij,bnj->bni", projector, points - anchors)
-    length = np.linalg.norm(dt, axis=-1)
-    slipping = touching & (kt * length > limit) & (length > 0.0)
-    stick = touching & ~slipping
-    u = dt / np.maximum(length, 1e-300)[..., None]
-    force = np.where(stick[..., None], -kt[..., None] * dt, 0.0) - np.where(slipping[..., None], limit[..., None] * u, 0.0)
-    stiffness = np.where(stick[..., None, None], -kt[..., None, None] * projector[None], 0.0)
-    if np.any(slipping):
-        turning = (np.eye(3) - u[..., :, None] * u[..., None, :]) @ projector[None] \
-            / np.maximum(length, 1e-300)[..., None, None]
-        stiffness = stiffness + np.where(slipping[..., None, None], -limit[..., None, None] * turning, 0.0)
-    energy = np.where(stick, 0.5 * kt * length**2, 0.0) + np.where(slipping, limit * length - limit**2 / (2.0 * kt), 0.0)
-    return Friction(force, stiffness, energy, slipping, u)
+def surface_arrays(ground: Ground, rotation: np.ndarray, translation: np.ndarray) -> dict[str, np.ndarray]:
+    """The ground and the placement as the core's ground-field arrays (:data:`shiftsim.core.ground.GROUND_FIELDS`)."""
+    grid = ground.grid if ground.grid is not None else (np.zeros(0), np.zeros(0), np.zeros((0, 0)))
+    return {"placement_rotation": rotation, "placement_translation": translation, "level": [ground.level],
+            "grid_x": grid[0], "grid_y": grid[1], "grid_z": grid[2]}
 
 
 class ContactField:
     """Compression-only contacts with saturating stick friction against ``ground``.
 
     ``normal``/``tangential``: stiffness per contact (n,), N/m; ``anchors`` (n, 3): the
-    world points the tangential springs pull toward.
+    world points the tangential springs pull toward. The law is evaluated by the compiled core
+    (src/ground.c; :meth:`core_field`), inside the solver's iteration too.
     """
 
     def __init__(self, contacts: list[ContactPoint], ground: Ground, rotation: np.ndarray, translation: np.ndarray,
@@ -118,10 +94,25 @@ class ContactField:
         self.projector = tangent_projectors(ground, self.anchors)
         self.nodes = np.array([c.node for c in contacts], dtype=int)
         self.local = np.array([c.local for c in contacts], float).reshape(-1, 3)
+        self._capsules: dict[int, object] = {}
 
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.contacts]
+
+    def core_arrays(self) -> dict[str, np.ndarray]:
+        """The contacts as the core's ground-field arrays (contact_*; :mod:`shiftsim.core.ground`)."""
+        n = len(self.contacts)
+        return {"contact_node": self.nodes, "contact_local": self.local, "contact_normal": self.normal,
+                "contact_tangential": self.tangential, "contact_friction": np.full(n, float(self.ground.friction)),
+                "contact_anchor": self.anchors.reshape(n, 3), "contact_projector": self.projector}
+
+    def core_field(self, n_nodes: int):
+        """The core's capsule of this field for a model of ``n_nodes`` nodes (built once)."""
+        if n_nodes not in self._capsules:
+            arrays = surface_arrays(self.ground, self.rotation, self.translation) | self.core_arrays()
+            self._capsules[n_nodes] = core_ground.field(n_nodes, arrays)
+        return self._capsules[n_nodes]
 
     def model_points(self, s: State) -> np.ndarray:
         """Contact points (B, n, 3) in the model frame."""
@@ -131,45 +122,16 @@ class ContactField:
         return self.model_points(s) @ self.rotation.T + self.translation
 
     def evaluate(self, s: State) -> ContactState:
-        """Forces of the ground on every contact and their derivatives, world axes."""
-        p = self.world_points(s)
-        h, grad, twist = self.ground.height(p[..., :2])
-        pen = h - p[..., 2]
-        touching = pen > 0.0
-        kn, kt = self.normal[None, :], self.tangential[None, :]
-        g = np.concatenate([grad, -np.ones(pen.shape + (1,))], axis=-1)  # d pen / d p
-        hess = np.zeros(pen.shape + (3, 3))
-        hess[..., 0, 1] = hess[..., 1, 0] = twist
-        pen_on = np.where(touching, pen, 0.0)
-        force = -(kn * pen_on)[..., None] * g
-        stiffness = -kn[..., None, None] * (g[..., :, None] * g[..., None, :] + pen_on[..., None, None] * hess)
-        stiffness *= touching[..., None, None]
-        slope = np.sqrt(1.0 + grad[..., 0] ** 2 + grad[..., 1] ** 2)
-        limit = self.ground.friction * kn * pen_on * slope  # mu N
-        f = stick_friction(self.projector, p, self.anchors, kt, limit, touching)
-        force += f.force
-        stiffness += f.stiffness
-        if np.any(f.slipping):
-            d_slope = np.stack([grad[..., 1] * twist, grad[..., 0] * twist, np.zeros_like(twist)], axis=-1) / slope[..., None]
-            d_limit = self.ground.friction * kn[..., None] * (slope[..., None] * g + pen_on[..., None] * d_slope)
-            stiffness += np.where(f.slipping[..., None, None], -f.direction[..., :, None] * d_limit[..., None, :], 0.0)
-        energy = 0.5 * kn * pen_on**2 + f.energy
-        return ContactState(p, force, stiffness, energy, touching, f.slipping)
+        """Forces of the ground on every contact and their derivatives, world axes (the compiled core)."""
+        c = core_ground.points(self.core_field(s.rotation.shape[1]), len(self.contacts), 0, s.rotation, s.position)
+        return ContactState(c.contact_point, c.contact_force, c.contact_stiffness, c.contact_energy,
+                            c.contact_touching, c.contact_slipping)
 
     def terms(self, model: Model, s: State) -> ForceTerms:
-        """Generalized contact forces (B, nq), their stiffness dQ/dq (B, nq, nq) and energy (B,)."""
-        c = self.evaluate(s)
-        rot = self.rotation
-        force = c.forces @ rot  # model axes: R^T f
-        k_model = rot.T @ c.stiffness @ rot  # R^T K R
-        points = self.model_points(s)
-        moves = model.subtree[model.coordinate_node][:, self.nodes].T  # (n, nq)
-        jv = (cross(s.omega[:, None], points[:, :, None]) + s.v[:, None]) * moves[None, :, :, None]  # (B, n, nq, 3)
-        q_force = np.einsum("bnki,bni->bk", jv, force)
-        stiffness = np.sum((jv @ k_model) @ np.swapaxes(jv, 2, 3), axis=1)
-        for i in range(len(self.contacts)):
-            stiffness += point_hessian(model, s, self.nodes[i], jv[:, i], force[:, i])
-        return ForceTerms(q_force, stiffness, c.energy.sum(axis=1), not np.any(c.slipping))
+        """Generalized contact forces (B, nq), their stiffness dQ/dq (B, nq, nq) and energy (B,) (the compiled core)."""
+        q_force, stiffness, energy, conservative = core_ground.terms(compiled(model), self.core_field(model.n_nodes),
+                                                                     model.nq, *s.arrays)
+        return ForceTerms(q_force, stiffness, energy, bool(np.all(conservative)))
 
     def point_forces(self, model: Model, s: State) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """The ground's force on each contact as (node, point (B, 3), force (B, 3)), model axes."""

@@ -17,8 +17,9 @@ taken as its tangent plane there: height ``h`` at ``(c_x, c_y)``, unnormalised n
   ``a0``, in the ground's tangent plane there (``P = I - n n^T``), saturating at ``mu N``.
 
 The stiffness is analytic: the energy and the friction force are functions of the world
-vectors ``c``, ``a`` and ``b`` (gradient and Hessian below), chained with their Jacobians and
-second derivatives along the coordinates. Within a bilinear grid cell the twist
+vectors ``c``, ``a`` and ``b`` (their gradient and Hessian are computed by the compiled core,
+``src/ground.c``, which the solver calls with no Python in its iteration), chained with their
+Jacobians and second derivatives along the coordinates. Within a bilinear grid cell the twist
 ``d2h/dxdy`` makes ``m`` depend on ``c``; that is included.
 """
 
@@ -31,11 +32,12 @@ import numpy as np
 
 from ..errors import Problems, suggest
 from ..typed import GENERAL_BOUND, is_finite_number, shown
-from ..forces import ForceTerms, point_hessian
+from ..core import ground as core_ground
+from ..core.layout import compiled
+from ..forces import ForceTerms
 from ..kinematics import State, state
 from ..model import Model
-from ..spatial import cross
-from .contacts import ContactField, ContactState, stick_friction, tangent_projectors
+from .contacts import ContactField, ContactState, surface_arrays, tangent_projectors
 from .terrain import Ground
 
 TYRE_TYPE = "tire"
@@ -213,6 +215,7 @@ class TyreField:
         self.mu = np.array([ground.friction if t.friction is None else t.friction for t in tyres], float)
         self.axis_local = np.array([t.axis for t in tyres], float).reshape(n, 3)
         self.projector = tangent_projectors(ground, self.anchors)
+        self._capsules: dict[int, object] = {}
 
     @property
     def names(self) -> list[str]:
@@ -225,99 +228,48 @@ class TyreField:
         return centre, np.einsum("bnij,nj->bni", rot, self.axis_local), \
             np.einsum("bnij,nj->bni", rot, self.friction_points) + centre
 
-    def _geometry(self, c: np.ndarray, a: np.ndarray) -> dict[str, np.ndarray]:
-        """Compression e and its gradient (B, n, 6) and Hessian (B, n, 6, 6) in (c, a), world axes."""
-        h, grad, twist = self.ground.height(c[..., :2])
-        m = np.concatenate([-grad, np.ones(h.shape + (1,))], axis=-1)
-        t_mat = np.zeros(h.shape + (3, 3))
-        t_mat[..., 0, 1] = t_mat[..., 1, 0] = -twist  # dm/dc
-        ma = np.sum(m * a, axis=-1)
-        w = m - ma[..., None] * a
-        big_w = np.sum(m * m, axis=-1) - ma**2
-        depth = c[..., 2] - h
-        ta = np.einsum("...ij,...j->...i", t_mat, a)
-        grad_d = np.concatenate([m, np.zeros_like(m)], axis=-1)
-        grad_w = np.concatenate([2.0 * np.einsum("...ij,...j->...i", t_mat, w), -2.0 * ma[..., None] * m], axis=-1)
-        hess_d = np.zeros(h.shape + (6, 6))
-        hess_d[..., :3, :3] = t_mat
-        hess_w = np.zeros(h.shape + (6, 6))
-        hess_w[..., :3, :3] = 2.0 * (t_mat @ t_mat - ta[..., :, None] * ta[..., None, :])
-        cross_block = -2.0 * ta[..., :, None] * m[..., None, :] - 2.0 * ma[..., None, None] * t_mat
-        hess_w[..., :3, 3:] = cross_block
-        hess_w[..., 3:, :3] = np.swapaxes(cross_block, -1, -2)
-        hess_w[..., 3:, 3:] = -2.0 * m[..., :, None] * m[..., None, :]
-        r12, r32, r52 = big_w**-0.5, big_w**-1.5, big_w**-2.5
-        e = self.radius - depth * r12
-        grad_e = -grad_d * r12[..., None] + 0.5 * (depth * r32)[..., None] * grad_w
-        outer_dw = grad_d[..., :, None] * grad_w[..., None, :]
-        hess_e = -hess_d * r12[..., None, None] + 0.5 * r32[..., None, None] * (outer_dw + np.swapaxes(outer_dw, -1, -2)) \
-            + 0.5 * (depth * r32)[..., None, None] * hess_w \
-            - 0.75 * (depth * r52)[..., None, None] * grad_w[..., :, None] * grad_w[..., None, :]
-        d = w / np.sqrt(big_w)[..., None]
-        return {"e": e, "grad": grad_e, "hess": hess_e, "point": c - (depth / np.sqrt(big_w))[..., None] * d}
+    def core_arrays(self) -> dict[str, np.ndarray]:
+        """The tyres as the core's ground-field arrays (tyre_*; :mod:`shiftsim.core.ground`)."""
+        return {"tyre_node": self.nodes, "tyre_radius": self.radius, "tyre_stiffness": self.stiffness,
+                "tyre_tangential": self.tangential, "tyre_friction": self.mu, "tyre_axis": self.axis_local,
+                "tyre_friction_point": self.friction_points, "tyre_anchor": self.anchors,
+                "tyre_projector": self.projector}
 
-    def _forces(self, s: State):
-        """World forces on (c, a, b) (B, n, 9), their derivative (B, n, 9, 9), energy (B, n), and the TyreState."""
-        rot = self.rotation
-        c_m, a_m, b_m = self._vectors(s)
-        c, a, b = c_m @ rot.T + self.translation, a_m @ rot.T, b_m @ rot.T + self.translation
-        g = self._geometry(c, a)
-        k, kt, mu = self.stiffness[None, :], self.tangential[None, :], self.mu[None, :]
-        touching = g["e"] > 0.0
-        e = np.where(touching, g["e"], 0.0)
-        force = np.zeros(e.shape + (9,))
-        deriv = np.zeros(e.shape + (9, 9))
-        force[..., :6] = -(k * e)[..., None] * g["grad"]  # -dU/dx = -k e de/dx
-        deriv[..., :6, :6] = -k[..., None, None] * (g["grad"][..., :, None] * g["grad"][..., None, :]
-                                                   + e[..., None, None] * g["hess"]) * touching[..., None, None]
-        radial = k * e
-        limit = mu * radial
-        f = stick_friction(self.projector, b, self.anchors, kt, limit, touching)
-        slipping, friction = f.slipping, f.force
-        force[..., 6:] = friction
-        deriv[..., 6:, 6:] = f.stiffness
-        if np.any(slipping):
-            slip_bx = -(mu * k)[..., None, None] * f.direction[..., :, None] * g["grad"][..., None, :]  # d(-mu k e u)/d(c, a)
-            deriv[..., 6:, :6] = np.where(slipping[..., None, None], slip_bx, 0.0)
-        energy = 0.5 * k * e**2 + f.energy
-        normal_c = force[..., :3]
-        report = TyreState(g["point"], normal_c + friction, g["e"], radial, touching, slipping)
-        return force, deriv, energy, report, (c_m, a_m, b_m)
+    def core_field(self, n_nodes: int):
+        """The core's capsule of this field for a model of ``n_nodes`` nodes (built once)."""
+        if n_nodes not in self._capsules:
+            arrays = surface_arrays(self.ground, self.rotation, self.translation) | self.core_arrays()
+            self._capsules[n_nodes] = core_ground.field(n_nodes, arrays)
+        return self._capsules[n_nodes]
+
+    def _forces(self, s: State) -> tuple[np.ndarray, np.ndarray, TyreState]:
+        """World forces on (c, a, b) (B, n, 9), energy (B, n) and the TyreState (the compiled core, src/ground.c)."""
+        g = core_ground.points(self.core_field(s.rotation.shape[1]), 0, len(self.tyres), s.rotation, s.position)
+        force = g.tyre_force
+        radial = self.stiffness[None, :] * np.where(g.tyre_touching, g.tyre_compression, 0.0)
+        report = TyreState(g.tyre_point, force[..., :3] + force[..., 6:], g.tyre_compression, radial, g.tyre_touching,
+                           g.tyre_slipping)
+        return force, g.tyre_energy, report
 
     def evaluate(self, s: State) -> ContactState:
         """The tyres as contacts (points, forces, touching, slipping; world axes) for footprints and reports."""
-        _, _, energy, t, _ = self._forces(s)
+        _, energy, t = self._forces(s)
         return ContactState(t.points, t.forces, np.zeros(t.forces.shape + (3,)), energy, t.touching, t.slipping)
 
     def tyre_state(self, s: State) -> TyreState:
-        return self._forces(s)[3]
+        return self._forces(s)[2]
 
     def terms(self, model: Model, s: State) -> ForceTerms:
-        """Generalized tyre forces (B, nq), their stiffness dQ/dq (B, nq, nq) and energy (B,)."""
-        force, deriv, energy, report, vectors = self._forces(s)
-        rot = self.rotation
-        blocks = np.kron(np.eye(3), rot)  # (9, 9): world <- model for the three vectors
-        force_m = force @ blocks  # R^T f per vector
-        deriv_m = blocks.T @ deriv @ blocks
-        moves = model.subtree[model.coordinate_node][:, self.nodes].T  # (n, nq)
-        c_m, a_m, b_m = vectors
-        mask = moves[None, :, :, None]
-        jc = (cross(s.omega[:, None], c_m[:, :, None]) + s.v[:, None]) * mask  # (B, n, nq, 3)
-        ja = cross(s.omega[:, None], a_m[:, :, None]) * mask
-        jb = (cross(s.omega[:, None], b_m[:, :, None]) + s.v[:, None]) * mask
-        jac = np.concatenate([jc, ja, jb], axis=-1)  # (B, n, nq, 9)
-        q_force = np.einsum("bnkx,bnx->bk", jac, force_m)
-        stiffness = np.sum(jac @ deriv_m @ np.swapaxes(jac, 2, 3), axis=1)
-        for i in range(len(self.tyres)):
-            for part, jv in enumerate((jc, ja, jb)):
-                # jv rows are zero for coordinates that do not move the wheel; for the axis a, Ja_k = omega_k x a
-                stiffness += point_hessian(model, s, self.nodes[i], jv[:, i], force_m[:, i, 3 * part:3 * part + 3])
-        return ForceTerms(q_force, stiffness, energy.sum(axis=1), not np.any(report.slipping))
+        """Generalized tyre forces (B, nq), their stiffness dQ/dq (B, nq, nq) and energy (B,) (the compiled core)."""
+        q_force, stiffness, energy, conservative = core_ground.terms(compiled(model), self.core_field(model.n_nodes),
+                                                                     model.nq, *s.arrays)
+        return ForceTerms(q_force, stiffness, energy, bool(np.all(conservative)))
 
     def point_forces(self, model: Model, s: State) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """Each tyre's force as (node, point (B, 3), force (B, 3)), model axes: the force on the centre and on the
         friction point, and the moment of the spin axis' term as a couple (exact for any ground)."""
-        force, _, _, _, (c_m, a_m, b_m) = self._forces(s)
+        force = self._forces(s)[0]
+        c_m, a_m, b_m = self._vectors(s)
         force_m = force @ np.kron(np.eye(3), self.rotation)
         out = []
         for i, node in enumerate(self.nodes):
@@ -349,6 +301,7 @@ class OnGround:
 
     def __init__(self, contacts: ContactField, tyres: TyreField):
         self.contacts, self.tyres = contacts, tyres
+        self._capsules: dict[int, object] = {}
 
     @property
     def names(self) -> list[str]:
@@ -359,9 +312,18 @@ class OnGround:
         return ContactState(*(np.concatenate([getattr(p, name) for p in parts], axis=1)
                               for name in ("points", "forces", "stiffness", "energy", "touching", "slipping")))
 
+    def core_field(self, n_nodes: int):
+        """The core's capsule of the contacts and tyres together (one native field for the solver)."""
+        if n_nodes not in self._capsules:
+            c = self.contacts
+            arrays = surface_arrays(c.ground, c.rotation, c.translation) | c.core_arrays() | self.tyres.core_arrays()
+            self._capsules[n_nodes] = core_ground.field(n_nodes, arrays)
+        return self._capsules[n_nodes]
+
     def terms(self, model: Model, s: State) -> ForceTerms:
-        a, b = self.contacts.terms(model, s), self.tyres.terms(model, s)
-        return ForceTerms(a.Q + b.Q, a.stiffness + b.stiffness, a.energy + b.energy, a.conservative and b.conservative)
+        q_force, stiffness, energy, conservative = core_ground.terms(compiled(model), self.core_field(model.n_nodes),
+                                                                     model.nq, *s.arrays)
+        return ForceTerms(q_force, stiffness, energy, bool(np.all(conservative)))
 
     def point_forces(self, model: Model, s: State) -> list[tuple[int, np.ndarray, np.ndarray]]:
         return self.contacts.point_forces(model, s) + self.tyres.point_forces(model, s)

@@ -212,6 +212,8 @@ static void no_memory(const Model *core_model) {
     } while (0)
 
 /* ------------------------------------------------------------------ the model capsule */
+#define BUFFER_int64_t 'q' /* the buffer kind of a table's element type */
+#define BUFFER_double 'd'
 #define FIELD_INDEX(name, type) FIELD_##name,
 enum { SHIFTSIM_MODEL_FIELDS(FIELD_INDEX) };
 #undef FIELD_INDEX
@@ -323,8 +325,6 @@ static PyObject *py_model(PyObject *self, PyObject *args) {
     PyObject *arrays;
     if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &arrays)) return NULL;
     if (PyTuple_GET_SIZE(arrays) != MODEL_FIELDS) return PyErr_Format(PyExc_ValueError, "model: %d arrays expected", MODEL_FIELDS);
-#define BUFFER_int64_t 'q'
-#define BUFFER_double 'd'
 #define FIELD_KIND(name, type) BUFFER_##type,
     static const char kinds[MODEL_FIELDS] = {SHIFTSIM_MODEL_FIELDS(FIELD_KIND)};
 #undef FIELD_KIND
@@ -360,12 +360,109 @@ static PyObject *py_model(PyObject *self, PyObject *args) {
     return PyCapsule_New(m, "shiftsim.Model", model_destroy);
 }
 
+/* ------------------------------------------------------------------ the ground capsule (ground.c) */
+#define GROUND_INDEX(name, type) GROUND_##name,
+enum { SHIFTSIM_GROUND_FIELDS(GROUND_INDEX) };
+#undef GROUND_INDEX
+#define GROUND_NAME(name, type) #name,
+static const char *const ground_field_names[GROUND_FIELDS] = {SHIFTSIM_GROUND_FIELDS(GROUND_NAME)};
+#undef GROUND_NAME
+typedef struct {
+    GroundField ground;
+    Buffer buffers[GROUND_FIELDS];
+    int64_t n_nodes; /* of the model it was built for */
+} GroundCapsule;
+
+static void ground_destroy(PyObject *capsule) {
+    GroundCapsule *g = PyCapsule_GetPointer(capsule, "shiftsim.Ground");
+    if (!g) return;
+    release(g->buffers, GROUND_FIELDS);
+    free(g);
+}
+
+/* The ground field of a capsule built for a model of ``n_nodes`` nodes; NULL with an exception otherwise. */
+static const GroundField *ground_of(PyObject *capsule, int64_t n_nodes) {
+    GroundCapsule *g = PyCapsule_GetPointer(capsule, "shiftsim.Ground");
+    if (g && g->n_nodes != n_nodes) {
+        PyErr_Format(PyExc_ValueError, "ground: built for a model of %lld nodes, used with one of %lld",
+                     (long long)g->n_nodes, (long long)n_nodes);
+        return NULL;
+    }
+    return g ? &g->ground : NULL;
+}
+
+/* 1 when the ground's arrays agree in size, the grid is strictly increasing with at least two lines each way and
+ * every node index lies in the model; 0 with a ValueError naming the array. */
+static int ground_valid(const GroundCapsule *c) {
+    const GroundField *g = &c->ground;
+    int64_t nx = g->nx, ny = g->ny, nc = g->n_contacts, nt = g->n_tyres;
+    if ((nx != 0 || ny != 0) && (nx < 2 || ny < 2))
+        return PyErr_Format(PyExc_ValueError, "ground arrays grid_x, grid_y: %lld and %lld lines, expected none (a level "
+                            "plane) or at least 2 each", (long long)nx, (long long)ny), 0;
+    int64_t counts[GROUND_FIELDS] = {9, 3, 1, nx, ny, nx * ny, nc, 3 * nc, nc, nc, nc, 3 * nc, 9 * nc,
+                                     nt, nt, nt, nt, nt, 3 * nt, 3 * nt, 3 * nt, 9 * nt};
+    char what[64];
+    for (int i = 0; i < GROUND_FIELDS; i++) {
+        snprintf(what, sizeof what, "ground array %s", ground_field_names[i]);
+        if (!sized(&c->buffers[i], counts[i], what)) return 0;
+    }
+    for (int64_t i = 0; i + 1 < nx; i++)
+        if (!(g->grid_x[i] < g->grid_x[i + 1]))
+            return PyErr_Format(PyExc_ValueError, "ground array grid_x: entry %lld is not below the next (strictly "
+                                "increasing x expected)", (long long)i), 0;
+    for (int64_t i = 0; i + 1 < ny; i++)
+        if (!(g->grid_y[i] < g->grid_y[i + 1]))
+            return PyErr_Format(PyExc_ValueError, "ground array grid_y: entry %lld is not below the next (strictly "
+                                "increasing y expected)", (long long)i), 0;
+    return model_indices(&c->buffers[GROUND_contact_node], 1, c->n_nodes, ground_field_names[GROUND_contact_node])
+           && model_indices(&c->buffers[GROUND_tyre_node], 1, c->n_nodes, ground_field_names[GROUND_tyre_node]);
+}
+
+/* ground(n_nodes, arrays) -> capsule: a tuple of the arrays named by _core.GROUND_FIELDS (SHIFTSIM_GROUND_FIELDS
+ * in fields.h), in that order, for a model of n_nodes nodes; checked here, once (ground_valid). */
+static PyObject *py_ground(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *arrays;
+    int64_t n_nodes;
+    if (!PyArg_ParseTuple(args, "LO!", &n_nodes, &PyTuple_Type, &arrays)) return NULL;
+    if (PyTuple_GET_SIZE(arrays) != GROUND_FIELDS)
+        return PyErr_Format(PyExc_ValueError, "ground: %d arrays expected (_core.GROUND_FIELDS)", GROUND_FIELDS);
+#define GROUND_KIND(name, type) BUFFER_##type,
+    static const char kinds[GROUND_FIELDS] = {SHIFTSIM_GROUND_FIELDS(GROUND_KIND)};
+#undef GROUND_KIND
+    GroundCapsule *c = calloc(1, sizeof(GroundCapsule));
+    if (!c) return PyErr_NoMemory();
+    void *p[GROUND_FIELDS];
+    for (int i = 0; i < GROUND_FIELDS; i++)
+        if (!(p[i] = take(PyTuple_GET_ITEM(arrays, i), &c->buffers[i], kinds[i], 0, 0, ground_field_names[i]))) {
+            release(c->buffers, GROUND_FIELDS);
+            free(c);
+            return NULL;
+        }
+    GroundField *g = &c->ground;
+#define GROUND_POINTER(name, type) g->name = p[GROUND_##name];
+    SHIFTSIM_GROUND_FIELDS(GROUND_POINTER)
+#undef GROUND_POINTER
+    g->nx = (int64_t)(c->buffers[GROUND_grid_x].view.len / 8), g->ny = (int64_t)(c->buffers[GROUND_grid_y].view.len / 8);
+    g->n_contacts = (int64_t)(c->buffers[GROUND_contact_node].view.len / 8);
+    g->n_tyres = (int64_t)(c->buffers[GROUND_tyre_node].view.len / 8);
+    c->n_nodes = n_nodes;
+    if (!ground_valid(c)) {
+        release(c->buffers, GROUND_FIELDS);
+        free(c);
+        return NULL;
+    }
+    return PyCapsule_New(c, "shiftsim.Ground", ground_destroy);
+}
+
 /* ------------------------------------------------------------------ the problem capsule and its callbacks */
 #define PROBLEM_ARRAYS 5
 typedef struct {
     Problem problem;
     Buffer buffers[PROBLEM_ARRAYS];
     PyObject *apply, *jacobian, *terms; /* Python callables or NULL */
+    PyObject *grounds;                  /* the tuple of ground capsules (native fields) */
+    const GroundField **ground_list;    /* their fields */
     PyObject *error_type, *error_value, *error_traceback; /* the first exception a callback raised */
     int64_t nq, n_nodes;
 } ProblemCapsule;
@@ -374,7 +471,8 @@ static void problem_destroy(PyObject *capsule) {
     ProblemCapsule *c = PyCapsule_GetPointer(capsule, "shiftsim.Problem");
     if (!c) return;
     release(c->buffers, PROBLEM_ARRAYS);
-    Py_XDECREF(c->apply), Py_XDECREF(c->jacobian), Py_XDECREF(c->terms);
+    Py_XDECREF(c->apply), Py_XDECREF(c->jacobian), Py_XDECREF(c->terms), Py_XDECREF(c->grounds);
+    free(c->ground_list);
     Py_XDECREF(c->error_type), Py_XDECREF(c->error_value), Py_XDECREF(c->error_traceback);
     free(c);
 }
@@ -456,23 +554,45 @@ static int read_settings(PyObject *settings, Problem *p) {
     return 0;
 }
 
-/* problem(model, free, rows, translation, load_frame, load_follow, apply, jacobian, terms, has_rates, settings)
- * -> capsule. ``settings`` is a dict by the names of _core.SETTINGS_FIELDS (fields.h). The callables may be None:
- * apply(q, out), jacobian(q, out) (out (nq, nf) flat), terms(q, rotation, position, omega, v, q_force, stiffness,
- * extra) adding into q_force and stiffness and writing extra = (energy, conservative); every argument a flat
- * float64 memoryview valid during the call. */
+/* problem(model, free, rows, translation, load_frame, load_follow, apply, jacobian, terms, has_rates, settings[,
+ * grounds]) -> capsule. ``settings`` is a dict by the names of _core.SETTINGS_FIELDS (fields.h). The callables may
+ * be None: apply(q, out), jacobian(q, out) (out (nq, nf) flat), terms(q, rotation, position, omega, v, q_force,
+ * stiffness, extra) adding into q_force and stiffness and writing extra = (energy, conservative); every argument a
+ * flat float64 memoryview valid during the call. ``grounds`` (default none): a tuple of ground capsules (``ground``),
+ * force fields evaluated in the core. */
 static PyObject *py_problem(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *model, *arrays[PROBLEM_ARRAYS], *apply, *jacobian, *terms, *settings;
+    PyObject *model, *arrays[PROBLEM_ARRAYS], *apply, *jacobian, *terms, *grounds, *settings;
     ProblemCapsule *c = calloc(1, sizeof(ProblemCapsule));
     if (!c) return PyErr_NoMemory();
     Problem *p = &c->problem;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOLO!", &model, &arrays[0], &arrays[1], &arrays[2], &arrays[3],
-                          &arrays[4], &apply, &jacobian, &terms, &p->has_rates, &PyDict_Type, &settings)
+    grounds = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOLO!|O!", &model, &arrays[0], &arrays[1], &arrays[2], &arrays[3],
+                          &arrays[4], &apply, &jacobian, &terms, &p->has_rates, &PyDict_Type, &settings, &PyTuple_Type,
+                          &grounds)
         || read_settings(settings, p) != 0) {
         free(c);
         return NULL;
     }
+    PyObject *none = PyTuple_New(0);
+    if (!none) return free(c), NULL;
+    if (!grounds) grounds = none;
+    const Model *given_model = model_of(model);
+    Py_ssize_t n_grounds = PyTuple_GET_SIZE(grounds);
+    c->ground_list = given_model ? calloc((size_t)n_grounds + 1, sizeof(GroundField *)) : NULL;
+    for (Py_ssize_t i = 0; i < n_grounds && c->ground_list; i++)
+        if (!(c->ground_list[i] = ground_of(PyTuple_GET_ITEM(grounds, i), given_model->n_nodes))) {
+            free(c->ground_list);
+            c->ground_list = NULL;
+        }
+    if (!c->ground_list) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        Py_DECREF(none), free(c);
+        return NULL;
+    }
+    Py_INCREF(grounds), c->grounds = grounds;
+    Py_DECREF(none);
+    p->n_grounds = n_grounds, p->grounds = c->ground_list;
     const Model *core_model = model_of(model);
     void *data[PROBLEM_ARRAYS];
     for (int i = 0; i < PROBLEM_ARRAYS && core_model; i++) {
@@ -481,7 +601,7 @@ static PyObject *py_problem(PyObject *self, PyObject *args) {
     }
     if (!core_model) {
         release(c->buffers, PROBLEM_ARRAYS);
-        free(c);
+        Py_DECREF(c->grounds), free(c->ground_list), free(c);
         return NULL;
     }
     p->free = data[0], p->rows = data[1], p->translation = data[2], p->load_frame = data[3], p->load_follow = data[4];
@@ -490,7 +610,7 @@ static PyObject *py_problem(PyObject *self, PyObject *args) {
         || !indices(&c->buffers[3], core_model->n_frames, "load_frame") || !sized(&c->buffers[2], p->nf, "translation")
         || !sized(&c->buffers[4], p->n_loads, "load_follow")) {
         release(c->buffers, PROBLEM_ARRAYS);
-        free(c);
+        Py_DECREF(c->grounds), free(c->ground_list), free(c);
         return NULL;
     }
     c->nq = core_model->nq, c->n_nodes = core_model->n_nodes;
@@ -721,6 +841,84 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ground_terms(model, ground, rotation, position, omega, v, q_force (B, nq), stiffness (B, nq, nq), energy (B),
+ * conservative (B)): the ground field's generalized force, stiffness and energy at given states (ground_terms in
+ * ground.c), added into q_force, stiffness and energy; conservative set to 1 or 0 (a contact or tyre slips). */
+static PyObject *py_ground_terms(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *ground, *o[8];
+    Buffer b[8] = {0};
+    double *p[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &model, &ground, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    const Model *core_model = model_of(model);
+    const GroundField *g = core_model ? ground_of(ground, core_model->n_nodes) : NULL;
+    int64_t batch = g ? take_states(core_model, o, b, p) : -1;
+    static const char *names[4] = {"q_force", "stiffness", "energy", "conservative"};
+    int ok = batch >= 0;
+    for (int i = 4; i < 8 && ok; i++) ok = (p[i] = take(o[i], &b[i], 'd', 1, 0, names[i - 4])) != NULL;
+    if (ok && sized(&b[4], batch * core_model->nq, "q_force") && sized(&b[5], batch * core_model->nq * core_model->nq, "stiffness")
+        && sized(&b[6], batch, "energy") && sized(&b[7], batch, "conservative"))
+        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+            State s = view_of(core_model, p, k);
+            int conservative = 1;
+            p[6][k] += ground_terms(core_model, &s, g, p[4] + k * core_model->nq, p[5] + k * core_model->nq * core_model->nq,
+                                   &conservative);
+            p[7][k] = conservative;
+        });
+    release(b, 8);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ground_points(ground, rotation (B, n, 3, 3), position (B, n, 3), then per contact (B, C, ...): point, force,
+ * stiffness (3, 3), energy, touching (uint8), slipping (uint8); per tyre (B, T, ...): contact point, force (9) on
+ * centre, axis and friction point, compression, energy, touching, slipping): each written where not None, world
+ * axes (ground_points in ground.c). */
+static PyObject *py_ground_points(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *ground, *o[14];
+    Buffer b[14] = {0};
+    void *out[12] = {NULL};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOO", &ground, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13]))
+        return NULL;
+    GroundCapsule *c = PyCapsule_GetPointer(ground, "shiftsim.Ground");
+    const GroundField *g = c ? &c->ground : NULL;
+    double *rotation = g ? take(o[0], &b[0], 'd', 0, 0, "rotation") : NULL;
+    double *position = rotation ? take(o[1], &b[1], 'd', 0, 0, "position") : NULL;
+    int64_t n = c ? c->n_nodes : 0, batch = position ? (int64_t)(b[1].view.len / 8) / (3 * n) : -1;
+    int ok = position && sized(&b[0], 9 * n * batch, "rotation") && sized(&b[1], 3 * n * batch, "position");
+    static const char *names[12] = {"contact_point", "contact_force", "contact_stiffness", "contact_energy",
+                                    "contact_touching", "contact_slipping", "tyre_point", "tyre_force",
+                                    "tyre_compression", "tyre_energy", "tyre_touching", "tyre_slipping"};
+    static const char kinds[12] = {'d', 'd', 'd', 'd', 'B', 'B', 'd', 'd', 'd', 'd', 'B', 'B'};
+    if (ok) {
+        int64_t per_case[12] = {3 * g->n_contacts, 3 * g->n_contacts, 9 * g->n_contacts, g->n_contacts, g->n_contacts,
+                                g->n_contacts, 3 * g->n_tyres, 9 * g->n_tyres, g->n_tyres, g->n_tyres, g->n_tyres,
+                                g->n_tyres};
+        for (int i = 0; i < 12 && ok; i++) {
+            out[i] = take(o[2 + i], &b[2 + i], kinds[i], 1, 1, names[i]);
+            ok = !PyErr_Occurred() && sized(&b[2 + i], batch * per_case[i], names[i]);
+        }
+    }
+    if (ok) {
+        int64_t nc = g->n_contacts, nt = g->n_tyres;
+        for (int64_t k = 0; k < batch; k++) {
+            State s = {NULL, rotation + 9 * n * k, position + 3 * n * k, NULL, NULL};
+#define AT(i, type, size) (out[i] ? (type *)out[i] + k * (size) : NULL)
+            GroundPoints points = {AT(0, double, 3 * nc), AT(1, double, 3 * nc), AT(2, double, 9 * nc), AT(3, double, nc),
+                                   AT(4, uint8_t, nc), AT(5, uint8_t, nc), AT(6, double, 3 * nt), AT(7, double, 9 * nt),
+                                   AT(8, double, nt), AT(9, double, nt), AT(10, uint8_t, nt), AT(11, uint8_t, nt)};
+#undef AT
+            ground_points(&s, g, &points);
+        }
+    }
+    release(b, 14);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* pair_distance(model, rotation, position, omega, v, frame_a, frame_c, distance, x (B), grad (B, nq),
  * hess (B, nq, nq)) */
 static PyObject *py_pair_distance(PyObject *self, PyObject *args) {
@@ -908,7 +1106,7 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
         job.gravity = p[0], job.force = p[1], job.torque = p[2], job.rates = p[3], job.q_start = p[4];
         job.classify = p[5], job.q = p[6], job.multipliers = p[7], job.flags = p[8], job.neutral = p[9];
         job.unheld = p[10], job.runaway = p[11];
-        int calls_python = c->apply || c->terms;
+        int calls_python = c->apply || c->terms; /* native ground fields need no GIL */
         if (run_cases(solve_work, &job, (int64_t)(b[5].view.len / 8), threads, calls_python) != 0) no_memory(job.core_model);
     }
     release(b, 12);
@@ -1034,6 +1232,9 @@ static PyObject *py_live_allocations(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"model", py_model, METH_VARARGS, "model(arrays) -> capsule: a model for the core (see api.c)"},
     {"problem", py_problem, METH_VARARGS, "problem(...) -> capsule: a statics problem (see api.c)"},
+    {"ground", py_ground, METH_VARARGS, "ground(model, arrays) -> capsule: ground contacts and tyres (see api.c)"},
+    {"ground_terms", py_ground_terms, METH_VARARGS, "the ground field's generalized force and stiffness"},
+    {"ground_points", py_ground_points, METH_VARARGS, "each contact's and tyre's point, force and state"},
     {"state", py_state, METH_VARARGS, "node poses and coordinate twists of a batch of configurations"},
     {"forward", py_forward, METH_VARARGS, "body and frame poses of a batch of configurations"},
     {"closures", py_closures, METH_VARARGS, "closure residual and Jacobian at given states"},
@@ -1085,6 +1286,7 @@ PyMODINIT_FUNC PyInit__core(void) {
     if (!m) return NULL;
     if (export_names(m, "MODEL_FIELDS", model_field_names, MODEL_FIELDS) != 0
         || export_names(m, "SETTINGS_FIELDS", settings_field_names, SETTINGS_FIELDS) != 0
+        || export_names(m, "GROUND_FIELDS", ground_field_names, GROUND_FIELDS) != 0
         || export_names(m, "RESULT_FLAGS", result_flag_names, COUNT_OF(result_flag_names)) != 0
         || export_names(m, "EVALUATION_SCALARS", evaluation_scalar_names, COUNT_OF(evaluation_scalar_names)) != 0
         || export_names(m, "VERDICTS", verdict_names, COUNT_OF(verdict_names)) != 0

@@ -117,6 +117,26 @@ void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, 
 void null_space(int64_t m, int64_t nf, const double *g, double *z);
 int64_t pivoted_rank(int64_t rows, int64_t cols, const double *a, double tolerance, int64_t *order);
 
+/* ground contacts and tyres (ground.c): a force field with the arrays of SHIFTSIM_GROUND_FIELDS (fields.h) */
+typedef struct {
+    int64_t nx, ny, n_contacts, n_tyres; /* nx = 0: a level plane */
+#define SHIFTSIM_GROUND_MEMBER(name, type) const type *name;
+    SHIFTSIM_GROUND_FIELDS(SHIFTSIM_GROUND_MEMBER)
+#undef SHIFTSIM_GROUND_MEMBER
+} GroundField;
+
+/* Per contact and per tyre at one state, world axes (ground_points); NULL members are not written. */
+typedef struct {
+    double *contact_point, *contact_force, *contact_stiffness, *contact_energy; /* (C, 3), (C, 3), (C, 3, 3), (C) */
+    uint8_t *contact_touching, *contact_slipping;                               /* (C) */
+    double *tyre_point, *tyre_force, *tyre_compression, *tyre_energy;          /* (T, 3), (T, 9) on c, a, b, (T), (T) */
+    uint8_t *tyre_touching, *tyre_slipping;                                     /* (T) */
+} GroundPoints;
+
+double ground_terms(const Model *model, const State *s, const GroundField *ground, double *q_force, double *stiffness,
+                    int *conservative);
+void ground_points(const State *s, const GroundField *ground, const GroundPoints *out);
+
 /* statics (newton.c) */
 /* Callbacks into the caller (Python: couplings and force fields), each returning nonzero on failure. */
 typedef int (*CouplingApply)(void *context, const double *q, double *out);    /* out (nq) */
@@ -132,7 +152,9 @@ typedef struct {
     const int64_t *load_frame, *load_follow;   /* (L) */
     CouplingApply coupling_apply;          /* NULL: no couplings */
     CouplingJacobian coupling_jacobian;
-    FieldTerms field_terms;                /* NULL: no fields */
+    FieldTerms field_terms;                /* NULL: no fields called back */
+    int64_t n_grounds;                     /* native force fields: ground contacts and tyres (ground.c) */
+    const GroundField *const *grounds;     /* (n_grounds) */
     void *context;                         /* passed to the callbacks */
     int64_t has_rates;
     /* the settings (fields.h): iteration counts, tolerances, step caps; runaway_sizes: a free translation this

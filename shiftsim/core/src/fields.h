@@ -32,6 +32,21 @@
     X(force_tolerance, double) X(closure_tolerance, double) X(max_step, double) X(max_shifted_step, double)           \
     X(runaway_sizes, double) X(seek_stable, int64_t) X(finite_difference, int64_t) X(load_stepping, int64_t)
 
+/* A ground force field (ground.c; shiftsim.core.ground builds it from the ground package's contacts and tyres), in
+ * the order Python passes it: X(name, element type). World (z up) <- model frame placement_rotation (3, 3),
+ * placement_translation (3); the surface: level (1) m, or a bilinear grid grid_x (nx), grid_y (ny), grid_z (nx, ny)
+ * where nx > 0; per contact (C): node, local point (C, 3) in node coordinates, normal and tangential stiffness (N/m),
+ * friction coefficient, anchor (C, 3) world, tangent projector (C, 3, 3); per tyre (T): wheel node, unloaded radius
+ * (m), radial and tangential stiffness (N/m), friction coefficient, spin axis (T, 3) and friction point (T, 3) in
+ * node coordinates, anchor (T, 3) world, tangent projector (T, 3, 3). */
+#define SHIFTSIM_GROUND_FIELDS(X)                                                                                       \
+    X(placement_rotation, double) X(placement_translation, double) X(level, double) X(grid_x, double)                 \
+    X(grid_y, double) X(grid_z, double) X(contact_node, int64_t) X(contact_local, double) X(contact_normal, double)   \
+    X(contact_tangential, double) X(contact_friction, double) X(contact_anchor, double) X(contact_projector, double)  \
+    X(tyre_node, int64_t) X(tyre_radius, double) X(tyre_stiffness, double) X(tyre_tangential, double)                \
+    X(tyre_friction, double) X(tyre_axis, double) X(tyre_friction_point, double) X(tyre_anchor, double)              \
+    X(tyre_projector, double)
+
 /* A solved case's row of result flags (solve_case): X(name). */
 #define SHIFTSIM_RESULT_FLAGS(X)                                                                                        \
     X(converged) X(iterations) X(residual) X(stability) X(neutral_count) X(size) X(force_floor)
@@ -55,6 +70,7 @@ enum { SHIFTSIM_RESULT_FLAGS(SHIFTSIM_INDEX) RESULT_FLAGS };
 #define SHIFTSIM_INDEX(name) SCALAR_##name,
 enum { SHIFTSIM_EVALUATION_SCALARS(SHIFTSIM_INDEX) EVALUATION_SCALARS };
 #undef SHIFTSIM_INDEX
-enum { MODEL_FIELDS = 0 SHIFTSIM_MODEL_FIELDS(SHIFTSIM_COUNT), SETTINGS_FIELDS = 0 SHIFTSIM_SETTINGS_FIELDS(SHIFTSIM_COUNT) };
+enum { MODEL_FIELDS = 0 SHIFTSIM_MODEL_FIELDS(SHIFTSIM_COUNT), SETTINGS_FIELDS = 0 SHIFTSIM_SETTINGS_FIELDS(SHIFTSIM_COUNT),
+       GROUND_FIELDS = 0 SHIFTSIM_GROUND_FIELDS(SHIFTSIM_COUNT) };
 
 #endif

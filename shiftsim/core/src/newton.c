@@ -163,12 +163,16 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             energy += joint_springs(model, q, term, stiffness);
         } else if (part == 3) {
             energy += pair_springs(model, s, term, stiffness);
-        } else if (p->field_terms) {
-            double more[2] = {0.0, 1.0}; /* energy, conservative */
-            if (p->field_terms(p->context, q, s->rotation, s->position, s->omega, s->v, term, stiffness, more))
-                for (int64_t i = 0; i < nq; i++) term[i] = NAN;
-            energy += more[0];
-            conservative = conservative && more[1] != 0.0;
+        } else {
+            for (int64_t g = 0; g < p->n_grounds; g++) /* native fields: ground contacts and tyres */
+                energy += ground_terms(model, s, p->grounds[g], term, stiffness, &conservative);
+            if (p->field_terms) {
+                double more[2] = {0.0, 1.0}; /* energy, conservative */
+                if (p->field_terms(p->context, q, s->rotation, s->position, s->omega, s->v, term, stiffness, more))
+                    for (int64_t i = 0; i < nq; i++) term[i] = NAN;
+                energy += more[0];
+                conservative = conservative && more[1] != 0.0;
+            }
         }
         for (int64_t i = 0; i < nq; i++) q_force[i] += term[i], magnitude[i] += fabs(term[i]);
     }

@@ -1,0 +1,312 @@
+/* Ground contacts and tyres: a force field evaluated in the core (no Python call per evaluation).
+ *
+ * The ground is a surface in the scenario world (z up): a level plane, or a bilinear height grid whose edge cells
+ * extend beyond it. The model frame sits in the world at placement_rotation R, placement_translation t (world <-
+ * model: p_w = R p + t). Laws, world axes (docs/ground.md has the reasons, shiftsim/ground/contacts.py and tyres.py
+ * the Python side):
+ *
+ * contact at world point p: penetration pen = h(x, y) - z; normal force -k_n pen (h_x, h_y, -1) for pen > 0 (the
+ *   gradient of k_n pen^2 / 2); stick friction -k_t P (p - a) toward the anchor a in the ground's tangent plane
+ *   there (projector P), saturating at mu N, N = k_n pen sqrt(1 + h_x^2 + h_y^2), along u = P (p - a) / |P (p - a)|.
+ * tyre with centre c, spin axis a, friction point b: m = (-h_x, -h_y, 1) under c, w = m - (m.a) a, compression
+ *   e = r - (c_z - h) / |w|; energy k e^2 / 2 for e > 0 (its gradient in (c, a) is the force); stick friction on b
+ *   as for a contact, saturating at mu k e.
+ *
+ * Each law gives the force on its vectors and the derivative d force / d vector (analytic); ground_terms chains them
+ * with the vectors' Jacobians and second derivatives along the coordinates: Q_k = J_k . f, K = J^T D J plus
+ * f . d2x/dq2 (add_point_hessian; for a direction a, d2a/dq_j dq_k = omega_j x (omega_k x a)).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core.h"
+
+static inline double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+/* Height h, gradient (h_x, h_y) and twist d2h/dxdy of the surface at world (x, y). */
+static void surface(const GroundField *g, double x, double y, double *h, double *gradient, double *twist) {
+    if (g->nx == 0) {
+        *h = g->level[0], gradient[0] = gradient[1] = 0.0, *twist = 0.0;
+        return;
+    }
+    const double *gx = g->grid_x, *gy = g->grid_y, *gz = g->grid_z;
+    int64_t i = 0, j = 0, high;
+    for (high = g->nx; i < high;) { /* the count of grid_x entries <= x, as numpy's searchsorted(side="right") */
+        int64_t mid = (i + high) / 2;
+        if (gx[mid] <= x) i = mid + 1; else high = mid;
+    }
+    for (high = g->ny; j < high;) {
+        int64_t mid = (j + high) / 2;
+        if (gy[mid] <= y) j = mid + 1; else high = mid;
+    }
+    i = i - 1 < 0 ? 0 : i - 1 > g->nx - 2 ? g->nx - 2 : i - 1; /* edge cells extend beyond the grid */
+    j = j - 1 < 0 ? 0 : j - 1 > g->ny - 2 ? g->ny - 2 : j - 1;
+    double wx = gx[i + 1] - gx[i], wy = gy[j + 1] - gy[j], u = (x - gx[i]) / wx, v = (y - gy[j]) / wy;
+    double z00 = gz[i * g->ny + j], z10 = gz[(i + 1) * g->ny + j], z01 = gz[i * g->ny + j + 1];
+    double z11 = gz[(i + 1) * g->ny + j + 1], t = z00 - z10 - z01 + z11;
+    *h = z00 + (z10 - z00) * u + (z01 - z00) * v + t * u * v;
+    gradient[0] = ((z10 - z00) + t * v) / wx, gradient[1] = ((z01 - z00) + t * u) / wy;
+    *twist = t / (wx * wy);
+}
+
+typedef struct {
+    double force[3], stiffness[9]; /* d force / d point at a fixed limit */
+    double energy, direction[3];   /* u where slipping */
+    int slipping;
+} Friction;
+
+/* Stick friction of a world point toward its anchor in the tangent plane ``projector`` (3, 3), saturating at ``limit``
+ * (N); zero where not touching. The energy of a slipping point is limit |P d| - limit^2 / (2 kt). */
+static Friction stick_friction(const double *projector, const double *point, const double *anchor, double kt,
+                               double limit, int touching) {
+    Friction f;
+    memset(&f, 0, sizeof f);
+    if (!touching) return f;
+    double d[3] = {point[0] - anchor[0], point[1] - anchor[1], point[2] - anchor[2]}, dt[3];
+    for (int r = 0; r < 3; r++) dt[r] = dot3(projector + 3 * r, d);
+    double length = sqrt(dot3(dt, dt));
+    f.slipping = kt * length > limit && length > 0.0;
+    if (!f.slipping) {
+        for (int r = 0; r < 3; r++) f.force[r] = -kt * dt[r];
+        for (int r = 0; r < 9; r++) f.stiffness[r] = -kt * projector[r];
+        f.energy = 0.5 * kt * length * length;
+        return f;
+    }
+    for (int r = 0; r < 3; r++) f.direction[r] = dt[r] / length, f.force[r] = -limit * f.direction[r];
+    for (int r = 0; r < 3; r++) /* -limit (I - u u^T) P / |P d| */
+        for (int c = 0; c < 3; c++) {
+            double turning = 0.0;
+            for (int k = 0; k < 3; k++) turning += ((r == k) - f.direction[r] * f.direction[k]) * projector[3 * k + c];
+            f.stiffness[3 * r + c] = -limit * turning / length;
+        }
+    f.energy = limit * length - limit * limit / (2.0 * kt);
+    return f;
+}
+
+/* Contact i at world point p: force (3), d force / d p (9), energy; touching and slipping flags. */
+static void contact_law(const GroundField *g, int64_t i, const double *p, double *force, double *stiffness,
+                        double *energy, int *touching, int *slipping) {
+    double h, gradient[2], twist;
+    surface(g, p[0], p[1], &h, gradient, &twist);
+    double pen = h - p[2], kn = g->contact_normal[i], kt = g->contact_tangential[i];
+    *touching = pen > 0.0;
+    double on = *touching ? pen : 0.0, slope = sqrt(1.0 + gradient[0] * gradient[0] + gradient[1] * gradient[1]);
+    double dpen[3] = {gradient[0], gradient[1], -1.0}; /* d pen / d p */
+    double limit = g->contact_friction[i] * kn * on * slope;
+    Friction f = stick_friction(g->contact_projector + 9 * i, p, g->contact_anchor + 3 * i, kt, limit, *touching);
+    for (int r = 0; r < 3; r++) {
+        force[r] = -kn * on * dpen[r] + f.force[r];
+        for (int c = 0; c < 3; c++) {
+            double curvature = (r == 0 && c == 1) || (r == 1 && c == 0) ? twist : 0.0;
+            stiffness[3 * r + c] = (*touching ? -kn * (dpen[r] * dpen[c] + on * curvature) : 0.0) + f.stiffness[3 * r + c];
+        }
+    }
+    if (f.slipping) { /* the limit grows with the point: -u (d limit / d p)^T */
+        double d_slope[3] = {gradient[1] * twist / slope, gradient[0] * twist / slope, 0.0};
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++)
+                stiffness[3 * r + c] -= f.direction[r] * g->contact_friction[i] * kn * (slope * dpen[c] + on * d_slope[c]);
+    }
+    *energy = 0.5 * kn * on * on + f.energy;
+    *slipping = f.slipping;
+}
+
+/* Compression e of tyre i with world centre c and spin axis a, its gradient (6) and Hessian (6, 6) in (c, a), and the
+ * contact point (3). */
+static double tyre_compression(const GroundField *g, int64_t i, const double *c, const double *a, double *grad,
+                               double *hess, double *point) {
+    double h, gradient[2], twist;
+    surface(g, c[0], c[1], &h, gradient, &twist);
+    double m[3] = {-gradient[0], -gradient[1], 1.0}, t[9] = {0, -twist, 0, -twist, 0, 0, 0, 0, 0}; /* t = dm/dc */
+    double ma = dot3(m, a), w[3], ta[3], tw[3];
+    for (int r = 0; r < 3; r++) w[r] = m[r] - ma * a[r];
+    for (int r = 0; r < 3; r++) ta[r] = dot3(t + 3 * r, a), tw[r] = dot3(t + 3 * r, w);
+    double big_w = dot3(m, m) - ma * ma, depth = c[2] - h;
+    double grad_d[6] = {m[0], m[1], m[2], 0, 0, 0}, grad_w[6], hess_d[36] = {0}, hess_w[36];
+    for (int r = 0; r < 3; r++) grad_w[r] = 2.0 * tw[r], grad_w[3 + r] = -2.0 * ma * m[r];
+    for (int r = 0; r < 3; r++)
+        for (int col = 0; col < 3; col++) {
+            double tt = 0.0;
+            for (int k = 0; k < 3; k++) tt += t[3 * r + k] * t[3 * k + col];
+            hess_d[6 * r + col] = t[3 * r + col];
+            hess_w[6 * r + col] = 2.0 * (tt - ta[r] * ta[col]);
+            double mixed = -2.0 * ta[r] * m[col] - 2.0 * ma * t[3 * r + col];
+            hess_w[6 * r + 3 + col] = mixed, hess_w[6 * (3 + col) + r] = mixed;
+            hess_w[6 * (3 + r) + 3 + col] = -2.0 * m[r] * m[col];
+        }
+    double r12 = 1.0 / sqrt(big_w), r32 = r12 / big_w, r52 = r32 / big_w;
+    for (int r = 0; r < 6; r++) grad[r] = -grad_d[r] * r12 + 0.5 * depth * r32 * grad_w[r];
+    for (int r = 0; r < 6; r++)
+        for (int col = 0; col < 6; col++)
+            hess[6 * r + col] = -hess_d[6 * r + col] * r12
+                                + 0.5 * r32 * (grad_d[r] * grad_w[col] + grad_w[r] * grad_d[col])
+                                + 0.5 * depth * r32 * hess_w[6 * r + col] - 0.75 * depth * r52 * grad_w[r] * grad_w[col];
+    for (int r = 0; r < 3; r++) point[r] = c[r] - depth / big_w * w[r]; /* c - (depth / |w|) w / |w| */
+    return g->tyre_radius[i] - depth * r12;
+}
+
+/* Tyre i with world centre c, spin axis a and friction point b: force on (c, a, b) (9), its derivative (9, 9),
+ * energy, contact point, compression (negative: clear of the ground), touching and slipping. */
+static void tyre_law(const GroundField *g, int64_t i, const double *c, const double *a, const double *b, double *force,
+                     double *deriv, double *energy, double *point, double *compression, int *touching, int *slipping) {
+    double grad[6], hess[36];
+    double e = tyre_compression(g, i, c, a, grad, hess, point), k = g->tyre_stiffness[i], mu = g->tyre_friction[i];
+    *compression = e, *touching = e > 0.0;
+    double on = *touching ? e : 0.0;
+    Friction f = stick_friction(g->tyre_projector + 9 * i, b, g->tyre_anchor + 3 * i, g->tyre_tangential[i],
+                                mu * k * on, *touching);
+    memset(deriv, 0, sizeof(double) * 81);
+    for (int r = 0; r < 6; r++) {
+        force[r] = -k * on * grad[r];
+        if (*touching)
+            for (int col = 0; col < 6; col++) deriv[9 * r + col] = -k * (grad[r] * grad[col] + on * hess[6 * r + col]);
+    }
+    for (int r = 0; r < 3; r++) {
+        force[6 + r] = f.force[r];
+        for (int col = 0; col < 3; col++) deriv[9 * (6 + r) + 6 + col] = f.stiffness[3 * r + col];
+        if (f.slipping) /* d(-mu k e u) / d(c, a) */
+            for (int col = 0; col < 6; col++) deriv[9 * (6 + r) + col] = -mu * k * f.direction[r] * grad[col];
+    }
+    *energy = 0.5 * k * on * on + f.energy;
+    *slipping = f.slipping;
+}
+
+/* World <- model: x_w = R x (+ t for a point). */
+static void to_world(const GroundField *g, const double *x, int point, double *out) {
+    const double *r = g->placement_rotation;
+    for (int i = 0; i < 3; i++) out[i] = dot3(r + 3 * i, x) + (point ? g->placement_translation[i] : 0.0);
+}
+
+/* The model-frame vector of node ``node``'s local ``local``: R_node local (+ p_node for a point). */
+static void on_node(const State *s, int64_t node, const double *local, int point, double *out) {
+    const double *r = s->rotation + 9 * node;
+    for (int i = 0; i < 3; i++) out[i] = dot3(r + 3 * i, local) + (point ? s->position[3 * node + i] : 0.0);
+}
+
+/* Contact i's point in the model frame x (3) and the world (3). */
+static const int CONTACT_POINTS[1] = {1};
+static void contact_vectors(const State *s, const GroundField *g, int64_t i, double *x, double *world) {
+    on_node(s, g->contact_node[i], g->contact_local + 3 * i, 1, x);
+    to_world(g, x, 1, world);
+}
+
+/* Tyre i's centre, spin axis and friction point in the model frame x (9) and the world (9). */
+static const int TYRE_POINTS[3] = {1, 0, 1}; /* the axis is a direction */
+static void tyre_vectors(const State *s, const GroundField *g, int64_t i, double *x, double *world) {
+    int64_t node = g->tyre_node[i];
+    memcpy(x, s->position + 3 * node, sizeof(double) * 3);
+    on_node(s, node, g->tyre_axis + 3 * i, 0, x + 3);
+    on_node(s, node, g->tyre_friction_point + 3 * i, 1, x + 6);
+    for (int v = 0; v < 3; v++) to_world(g, x + 3 * v, TYRE_POINTS[v], world + 3 * v);
+}
+
+/* Q and K of world forces f (3 count) with derivative d (3 count, 3 count) on ``count`` model-frame vectors x
+ * (points where ``point[i]``, else directions) carried by ``node``; jac (count, nq, 3) and chain (nq) scratch. */
+static void add_vectors(const Model *model, const State *s, const GroundField *g, int64_t node, int count,
+                        const double *x, const int *point, const double *f, const double *d, double *jac,
+                        int64_t *chain, double *q_force, double *stiffness) {
+    int64_t nq = model->nq, n = 3 * count, links = moving_coordinates(model, node, chain);
+    const double *r = g->placement_rotation;
+    double f_model[9], d_model[81];
+    for (int v = 0; v < n; v++) { /* R^T f and R^T D R, block by block */
+        int block = v / 3, row = v % 3;
+        f_model[v] = r[row] * f[3 * block] + r[3 + row] * f[3 * block + 1] + r[6 + row] * f[3 * block + 2];
+    }
+    for (int v = 0; v < n; v++)
+        for (int w = 0; w < n; w++) {
+            int bv = v / 3, rv = v % 3, bw = w / 3, rw = w % 3;
+            double total = 0.0;
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) total += r[3 * i + rv] * d[n * (3 * bv + i) + 3 * bw + j] * r[3 * j + rw];
+            d_model[n * v + w] = total;
+        }
+    for (int64_t c = 0; c < links; c++) { /* dx/dq_k = omega_k x x (+ v_k for a point) */
+        int64_t k = chain[c];
+        const double *om = s->omega + 3 * k, *lin = s->v + 3 * k;
+        for (int i = 0; i < count; i++) {
+            const double *p = x + 3 * i;
+            double *jk = jac + (i * nq + k) * 3;
+            jk[0] = om[1] * p[2] - om[2] * p[1] + (point[i] ? lin[0] : 0.0);
+            jk[1] = om[2] * p[0] - om[0] * p[2] + (point[i] ? lin[1] : 0.0);
+            jk[2] = om[0] * p[1] - om[1] * p[0] + (point[i] ? lin[2] : 0.0);
+        }
+    }
+    for (int64_t c = 0; c < links; c++) {
+        int64_t k = chain[c];
+        double jd[9] = {0}; /* J_k^T D_model, over the 3 count components */
+        for (int i = 0; i < count; i++) {
+            const double *jk = jac + (i * nq + k) * 3;
+            q_force[k] += dot3(jk, f_model + 3 * i);
+            for (int w = 0; w < n; w++) jd[w] += jk[0] * d_model[n * (3 * i) + w] + jk[1] * d_model[n * (3 * i + 1) + w]
+                                                 + jk[2] * d_model[n * (3 * i + 2) + w];
+        }
+        for (int64_t e = 0; e < links; e++) {
+            int64_t j = chain[e];
+            double total = 0.0;
+            for (int i = 0; i < count; i++) total += dot3(jd + 3 * i, jac + (i * nq + j) * 3);
+            stiffness[k * nq + j] += total;
+        }
+    }
+    for (int i = 0; i < count; i++) add_point_hessian(model, s, node, jac + i * nq * 3, f_model + 3 * i, 1.0, stiffness);
+}
+
+/* The ground's generalized force on the model (added into q_force (nq)), its stiffness (added into stiffness (nq,
+ * nq)) and energy (returned); *conservative is cleared where a contact or tyre slips. */
+double ground_terms(const Model *model, const State *s, const GroundField *g, double *q_force, double *stiffness,
+                    int *conservative) {
+    int64_t nq = model->nq;
+    double *jac = core_malloc(sizeof(double) * (size_t)(9 * nq + 1));
+    int64_t *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
+    double energy = 0.0;
+    for (int64_t i = 0; i < g->n_contacts; i++) {
+        double x[3], world[3], force[3], deriv[9], e;
+        int touching, slipping;
+        contact_vectors(s, g, i, x, world);
+        contact_law(g, i, world, force, deriv, &e, &touching, &slipping);
+        energy += e;
+        if (slipping) *conservative = 0;
+        if (touching)
+            add_vectors(model, s, g, g->contact_node[i], 1, x, CONTACT_POINTS, force, deriv, jac, chain, q_force, stiffness);
+    }
+    for (int64_t i = 0; i < g->n_tyres; i++) {
+        double x[9], world[9], force[9], deriv[81], e, contact[3], compression;
+        int touching, slipping;
+        tyre_vectors(s, g, i, x, world);
+        tyre_law(g, i, world, world + 3, world + 6, force, deriv, &e, contact, &compression, &touching, &slipping);
+        energy += e;
+        if (slipping) *conservative = 0;
+        if (touching)
+            add_vectors(model, s, g, g->tyre_node[i], 3, x, TYRE_POINTS, force, deriv, jac, chain, q_force, stiffness);
+    }
+    core_free(jac), core_free(chain);
+    return energy;
+}
+
+/* Each contact's and tyre's world point, force, energy and flags at one state (its node poses; the members of ``out``
+ * not NULL). */
+void ground_points(const State *s, const GroundField *g, const GroundPoints *out) {
+    for (int64_t i = 0; i < g->n_contacts; i++) {
+        double x[3], world[3], force[3], deriv[9], e;
+        int touching, slipping;
+        contact_vectors(s, g, i, x, world);
+        contact_law(g, i, world, force, deriv, &e, &touching, &slipping);
+        if (out->contact_point) memcpy(out->contact_point + 3 * i, world, sizeof world);
+        if (out->contact_force) memcpy(out->contact_force + 3 * i, force, sizeof force);
+        if (out->contact_stiffness) memcpy(out->contact_stiffness + 9 * i, deriv, sizeof deriv);
+        if (out->contact_energy) out->contact_energy[i] = e;
+        if (out->contact_touching) out->contact_touching[i] = (uint8_t)touching;
+        if (out->contact_slipping) out->contact_slipping[i] = (uint8_t)slipping;
+    }
+    for (int64_t i = 0; i < g->n_tyres; i++) {
+        double x[9], world[9], force[9], deriv[81], e, contact[3], compression;
+        int touching, slipping;
+        tyre_vectors(s, g, i, x, world);
+        tyre_law(g, i, world, world + 3, world + 6, force, deriv, &e, contact, &compression, &touching, &slipping);
+        if (out->tyre_point) memcpy(out->tyre_point + 3 * i, contact, sizeof contact);
+        if (out->tyre_force) memcpy(out->tyre_force + 9 * i, force, sizeof force);
+        if (out->tyre_compression) out->tyre_compression[i] = compression;
+        if (out->tyre_energy) out->tyre_energy[i] = e;
+        if (out->tyre_touching) out->tyre_touching[i] = (uint8_t)touching;
+        if (out->tyre_slipping) out->tyre_slipping[i] = (uint8_t)slipping;
+    }
+}
