@@ -130,8 +130,9 @@ def test_huge_description_is_refused_naming_it(tmp_path):
 @pytest.mark.parametrize("script", [
     "local t = {} for i = 1, 1e9 do t[i] = {i} end",
     "local s = 'x' while true do s = s .. s end",
-    # fill the memory, then leave many values for the host to read back
-    "local m = mfk.topcon.nodes.base for i = 1, 1e7 do m['f' .. i] = i end",
+    # fill the value table itself: 1 KiB names reach 16 MiB in about 16,000 fields (100,000 instructions, well
+    # inside the time budget on a loaded machine; 10^7 short names used to meet the 1 s deadline first)
+    "local m = mfk.topcon.nodes.base local f = ('f'):rep(1024) for i = 1, 1e7 do m[f .. i] = i end",
     "x = string.rep('x', 15 * 2^20)",
 ])
 def test_memory_exhaustion_is_an_error_not_an_abort(tmp_path, script):
@@ -240,3 +241,61 @@ def test_a_script_and_values_over_half_a_smaller_memory_budget_are_refused_befor
         run_script(script, {}, budgets=Budgets(memory=2**19))
     assert str(caught.value) == "and its values take 300,025 bytes; at most half the memory budget of 0.5 MiB"
     assert run_script("local x = 1", {}, budgets=Budgets(memory=2**19)) == {}
+
+
+# ------------------------------------------------------- issue 25 item 10: work the budget did not see
+@pytest.mark.parametrize("script", [
+    # string -> number conversions of a 1 MiB string of digits, by the string metatable's arithmetic events,
+    # a math function and select's index: each call now costs the string's bytes / BYTES_PER_UNIT
+    "local s = string.rep('0', 2^20) .. '1'\nwhile true do local u = s + 1 end",
+    "local s = string.rep('1', 2^20)\nwhile true do local u = -s end",
+    "local s = string.rep('0', 2^20) .. '1'\nwhile true do local u = math.floor(s) end",
+    "local s = string.rep('0', 2^20) .. '1'\nwhile true do local u = select(s, 1, 2) end",
+    "local s = string.rep('0', 2^20) .. '1'\nwhile true do local u = ('x'):sub(s) end",
+])
+def test_number_conversions_of_long_strings_are_charged(script):
+    """Each loop does about 2^17 units of work per 3-4 VM instructions: with the time budget out of the way, a
+    budget of 10^7 instructions stops it after about 80 iterations (uncharged, it took 10^7 / 4 iterations)."""
+    with pytest.raises(ScriptError, match=r"instruction budget of 10,000,000 .* at apply_measurements:2"):
+        run_script(script, {}, budgets=Budgets(instructions=10**7, seconds=1e6))
+
+
+def test_string_arithmetic_still_converts_and_refuses_as_lua_does():
+    out = run_script("mfk.a.b.c.x = '2' * 3 + ('0.5' - 0)", {("a", "b", "c", "x"): 0.0})
+    assert out[("a", "b", "c", "x")].value == 6.5
+    with pytest.raises(ScriptError, match="apply_measurements:1: attempt to add a 'string' with a 'number'"):
+        run_script("local u = 'abc' + 1", {})
+
+
+class StepClock:
+    """A clock that advances ``step`` seconds each time it is read (every interval between checks looks slow)."""
+
+    def __init__(self, step: float):
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+@pytest.mark.parametrize("script", [
+    "local x = 0\nwhile true do x = x + 1 end",
+    # a `..` of megabytes and a string 'for' limit: work in one VM instruction that no wrapper sees (the 1 MiB
+    # strings are built by doubling, which no wrapper charges either)
+    "local s = 'x' for i = 1, 20 do s = s .. s end\nwhile true do local u = s .. 'y' end",
+    "local s = '0' for i = 1, 20 do s = s .. s end s = s .. '1'\nwhile true do for i = 1, s do end end",
+])
+def test_slow_intervals_bring_the_next_check_to_the_next_instruction(script):
+    """With a clock that moves 10 ms per reading, a 1 s deadline is 100 readings away. The hook checks at every
+    instruction once an interval was slow, so the deadline comes within about 100 instructions of the slow
+    start; with a fixed period of 100 instructions it would take 10,000, past the 5,000-instruction budget."""
+    with pytest.raises(ScriptError, match=r"time budget of 1 s at apply_measurements:2"):
+        run_script(script, {}, budgets=Budgets(instructions=5_000, seconds=1.0), clock=StepClock(0.01))
+
+
+def test_fast_intervals_restore_the_period():
+    """A clock that never looks slow keeps the check every HOOK_PERIOD instructions: the instruction budget, not
+    the (unreachable) deadline, stops an endless loop, with the count exact to one period."""
+    with pytest.raises(ScriptError, match="instruction budget"):
+        run_script("local x = 0\nwhile true do x = x + 1 end", {},
+                   budgets=Budgets(instructions=100_000, seconds=1.0), clock=StepClock(1e-9))

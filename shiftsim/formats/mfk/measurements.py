@@ -29,15 +29,20 @@ nothing but arithmetic:
     (SIGABRT);
   - memory: lupa's allocator limit for the whole runtime (:data:`MEMORY_BUDGET`);
   - instructions: a count hook set by the host code every
-    :data:`HOOK_PERIOD` VM instructions; whitelisted string and table functions
-    are wrapped to charge the work they do in C (bytes / :data:`BYTES_PER_UNIT`,
-    ``n log n`` for ``table.sort``, the table length for ``insert``/``remove``)
-    to the same count, so a loop of cheap-looking ``s:upper()`` calls on a
-    large string runs out of budget;
+    :data:`HOOK_PERIOD` VM instructions; whitelisted string, table and math
+    functions and the string metatable's arithmetic events are wrapped to charge
+    the work they do in C (bytes / :data:`BYTES_PER_UNIT`, ``n log n`` for
+    ``table.sort``, the table length for ``insert``/``remove``, and the bytes of
+    every string argument C converts to a number: ``s + 1``, ``-s``,
+    ``math.floor(s)``, ``select(s, ...)``) to the same count, so a loop of
+    cheap-looking ``s:upper()`` calls on a large string runs out of budget;
   - time: a wall-clock deadline (:data:`TIME_BUDGET`) checked by the same hook
-    and by every wrapped call. A single VM instruction or C call works on at
-    most the memory budget's worth of data, so the deadline is met to within
-    a few hundredths of a second;
+    and by every wrapped call. The hook's period adapts: an interval slower than
+    :data:`SLOW_INTERVAL` (single instructions whose work no wrapper sees, ``..``
+    or a string ``for`` limit on megabytes) brings the next check to the next
+    instruction, so the deadline is overrun by about one instruction (tens of
+    milliseconds at most: one instruction works on at most the memory budget's
+    worth of data);
 
   ``debug`` is never visible to the script, nor ``pcall``, so a budget error
   cannot be caught. The clock (Python's ``time.monotonic``) is the one Python
@@ -83,7 +88,13 @@ MAX_VALUES_BYTES = 2**20
 """Largest value table of a component as Lua source (bytes), checked before it enters Lua."""
 
 HOOK_PERIOD = 100
-"""VM instructions between two checks of the count and the clock."""
+"""VM instructions between two checks of the count and the clock (at most: see :data:`SLOW_INTERVAL`)."""
+
+SLOW_INTERVAL = 0.002
+"""Seconds between two hook calls above which the hook is called at every VM instruction (until intervals are
+fast again): single instructions whose work no wrapper can charge (``..`` or a string ``for`` limit on a
+string of megabytes, tens of milliseconds each) then overrun the deadline by one instruction, not by
+:data:`HOOK_PERIOD` of them."""
 
 BYTES_PER_UNIT = 8
 """Bytes a string/table library call may touch per instruction of the budget."""
@@ -105,7 +116,8 @@ BUDGET_MESSAGE = "instruction budget exceeded"
 TIME_MESSAGE = "time budget exceeded"
 
 _HOST = r"""
-local GLOBALS, LIBRARIES, FORBIDDEN, BUDGET_MESSAGE, TIME_MESSAGE, clock, BYTES_PER_UNIT, HOOK_PERIOD = ...
+local GLOBALS, LIBRARIES, FORBIDDEN, BUDGET_MESSAGE, TIME_MESSAGE, clock, BYTES_PER_UNIT, HOOK_PERIOD,
+      SLOW_INTERVAL = ...
 local sethook, getinfo, load, next, type, error = debug.sethook, debug.getinfo, load, next, type, error
 local tostring, setmetatable, ipairs, select, xpcall = tostring, setmetatable, ipairs, select, xpcall
 local format, find, sub, floor, log = string.format, string.find, string.sub, math.floor, math.log
@@ -117,6 +129,21 @@ local function spend(units)
   count = count + units
   if count > limit then error(BUDGET_MESSAGE, 0) end
   if clock() > deadline then error(TIME_MESSAGE, 0) end
+end
+
+-- the hook: charges the instructions since the last call and checks the clock. Its period adapts to what
+-- the instructions cost: an interval slower than SLOW_INTERVAL seconds (work no library wrapper can charge:
+-- a `..` or a string 'for' limit on megabytes) drops the period to one instruction; fast intervals double it
+-- again up to HOOK_PERIOD
+local period, last = HOOK_PERIOD, 0
+local function tick()
+  count = count + period
+  if count > limit then error(BUDGET_MESSAGE, 0) end
+  local now = clock()
+  if now > deadline then error(TIME_MESSAGE, 0) end
+  local next_period = now - last > SLOW_INTERVAL and 1 or math.min(2 * period, HOOK_PERIOD)
+  last = now
+  if next_period ~= period then period = next_period sethook(tick, "", period) end
 end
 
 local function size(value) return type(value) == "string" and #value or 0 end
@@ -141,20 +168,30 @@ local function wrap(name, f, before, after)
 end
 local function first_size(s) return size(s) end
 local function result_size(r) return size(r) end
+-- strings_from(k): the bytes of the string arguments from the k-th on, which C code converts to numbers
+-- (a number given as a string of megabytes costs as much as the string)
+local function strings_from(first)
+  return function(...)
+    local arguments, n = {...}, 0
+    for i = first, select("#", ...) do n = n + size(arguments[i]) end
+    return n
+  end
+end
+local all_strings = strings_from(1)
+local function plus(a, b) return function(...) return a(...) + b(...) end end
 
 local rep = string.rep
 local function piece(value) return type(value) == "string" or type(value) == "number" end
 local costed = {
   string = {
-    byte = wrap("byte", string.byte, first_size),
-    char = wrap("char", string.char, function(...) return select("#", ...) end),
-    format = wrap("format", string.format, function(fmt, ...) local n = size(fmt)
-      for i = 1, select("#", ...) do n = n + size((select(i, ...))) end return n end),
+    byte = wrap("byte", string.byte, all_strings),
+    char = wrap("char", string.char, plus(function(...) return select("#", ...) end, all_strings)),
+    format = wrap("format", string.format, all_strings),
     len = string.len,
     lower = wrap("lower", string.lower, first_size),
     upper = wrap("upper", string.upper, first_size),
     reverse = wrap("reverse", string.reverse, first_size),
-    sub = wrap("sub", string.sub, nil, result_size),
+    sub = wrap("sub", string.sub, strings_from(2), result_size),
     -- string.rep of empty pieces loops n times in C with no allocation: answer it here
     rep = function(s, n, sep)
       if not piece(s) or type(n) ~= "number" or not (sep == nil or piece(sep)) then
@@ -168,20 +205,33 @@ local costed = {
     end,
   },
   table = {
-    concat = wrap("concat", table.concat, function(t, sep, i, j) return (j or length(t)) - (i or 1) + 1 end,
-                  result_size),
-    insert = wrap("insert", table.insert, function(t) return length(t) * BYTES_PER_UNIT end),
-    remove = wrap("remove", table.remove, function(t) return length(t) * BYTES_PER_UNIT end),
+    concat = wrap("concat", table.concat, plus(function(t, sep, i, j)
+      return (tonumber(j) or length(t)) - (tonumber(i) or 1) + 1 end, strings_from(2)), result_size),
+    insert = wrap("insert", table.insert,
+                  function(t, ...) return length(t) * BYTES_PER_UNIT + (select("#", ...) > 1 and size(...) or 0) end),
+    remove = wrap("remove", table.remove, plus(function(t) return length(t) * BYTES_PER_UNIT end, strings_from(2))),
     sort = wrap("sort", table.sort, function(t) local n = length(t)
       return n > 1 and n * log(n, 2) * BYTES_PER_UNIT or 0 end),
-    unpack = wrap("unpack", table.unpack,
-                  function(t, i, j) return ((j or length(t)) - (i or 1) + 1) * BYTES_PER_UNIT end),
+    unpack = wrap("unpack", table.unpack, plus(function(t, i, j)
+      return ((tonumber(j) or length(t)) - (tonumber(i) or 1) + 1) * BYTES_PER_UNIT end, strings_from(2))),
   },
   global = {
-    tonumber = wrap("tonumber", tonumber, first_size),
+    tonumber = wrap("tonumber", tonumber, all_strings),
     tostring = wrap("tostring", tostring, nil, result_size),
+    select = wrap("select", select, first_size),
+    error = wrap("error", error, strings_from(2)),
   },
+  math = {},
 }
+-- every math function converts string arguments to numbers
+for _, key in ipairs(LIBRARIES.math) do
+  if type(math[key]) == "function" then costed.math[key] = wrap(key, math[key], all_strings) end
+end
+-- so do the string metatable's arithmetic events (`s + 1`, `-s`)
+local string_meta = getmetatable("")
+for _, event in ipairs({"__add", "__sub", "__mul", "__div", "__mod", "__pow", "__unm", "__idiv"}) do
+  string_meta[event] = wrap(event, string_meta[event], all_strings)
+end
 
 local function guarded(name, source, members)
   local copy = {}
@@ -273,8 +323,9 @@ function host.run(hook_limit, seconds)
   if not chunk then staged.status, staged.message = "syntax", message return end
   local chunk_source = "=" .. staged.chunk_name
   count, limit, deadline = 0, hook_limit, clock() + seconds
-  sethook(function() spend(HOOK_PERIOD) end, "", HOOK_PERIOD)
-  local ok, failure = xpcall(chunk, function(value) return {reason(value, chunk_source), value} end)
+  period, last = HOOK_PERIOD, clock()
+  sethook(tick, "", period)
+  local ok, failure = xpcall(chunk, function(value) sethook() return {reason(value, chunk_source), value} end)
   sethook()
   if ok then
     staged.status, staged.result = "ok", flatten(data)
@@ -324,8 +375,10 @@ class ScriptValue:
 
 
 def run_script(script: str, values: dict[ValueKey, Scalar], chunk_name: str = "apply_measurements",
-               budgets: Budgets = Budgets()) -> dict[ValueKey, ScriptValue]:
-    """Run ``script`` over the value table; return every field afterwards. Raises :class:`ScriptError`."""
+               budgets: Budgets = Budgets(), clock=time.monotonic) -> dict[ValueKey, ScriptValue]:
+    """Run ``script`` over the value table; return every field afterwards. Raises :class:`ScriptError`.
+
+    ``clock()`` gives the seconds the time budget is measured in (a monotonic wall clock)."""
     check_unicode(script, values)
     source = lua_table_source(values)
     check_sizes(script, source, budgets)
@@ -333,7 +386,8 @@ def run_script(script: str, values: dict[ValueKey, Scalar], chunk_name: str = "a
                              attribute_filter=_refuse_attributes)
     host = runtime.eval('function(source) return assert(load(source, "=measurement sandbox", "t")) end')(_HOST)
     host = host(_lua_sequence(runtime, GLOBALS), _lua_libraries(runtime), _lua_sequence(runtime, FORBIDDEN),
-                BUDGET_MESSAGE, TIME_MESSAGE, time.monotonic, BYTES_PER_UNIT, HOOK_PERIOD)
+                BUDGET_MESSAGE, TIME_MESSAGE, clock, BYTES_PER_UNIT, HOOK_PERIOD,
+                SLOW_INTERVAL)
     host.stage(script, chunk_name, source)
     del source
     runtime.set_max_memory(budgets.memory, total=True)
