@@ -164,3 +164,29 @@ def test_a_signal_stops_a_service_whose_loop_is_stuck():
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+# ----------------------------------------------- issue 25: overflowing geometry in mdx ik / serve / check
+@pytest.mark.parametrize("key, value, place", [
+    ("baseRadius", 1e308, "baseRadius"),
+    ("platformRadius", 1e200, "platformRadius"),
+    ("initialHeight", 1e308, "initialHeight"),
+    ("actuatorLen", [600, 1e308], "actuatorLen[1]"),
+])
+@pytest.mark.parametrize("command", [["mdx", "ik", "--xyzrpy", "0", "0", "0", "0", "0", "0"],
+                                     ["mdx", "serve", "--client-port", "0", "--watch-port", "0", "--geometry"],
+                                     ["check"]])
+def test_overflowing_geometry_is_refused_at_read_time_naming_the_key(tmp_path, key, value, place, command):
+    """A 1e308 radius used to reach the leg Jacobian: numpy's overflow warning, then "singular" with no key.
+    The numbers' bound (1e9 mm) is checked with the protocol's own checks, before anything is computed."""
+    data = orjson.loads(CHAIR_GEOMETRY_PATH.read_bytes())
+    data[key] = value
+    path = tmp_path / "geometry.json"
+    path.write_bytes(orjson.dumps(data))
+    done = subprocess.run([sys.executable, "-m", "shiftsim.cli", *command, str(path)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2, done.stderr
+    assert f"{path}: {place}: is " in done.stderr and "at most 1e+09 mm" in done.stderr
+    assert "RuntimeWarning" not in done.stderr and "overflow encountered" not in done.stderr
+    assert "singular" not in done.stderr
+    assert "Traceback" not in done.stderr

@@ -25,7 +25,6 @@ massless by default, so each is a two-force member. ``payloadMass`` and
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -68,11 +67,8 @@ def mdx_model_spec(path: str | Path, data: Any, *, payload_kg: float | None = No
             except Mismatch as error:
                 what = error.what if error.place else f"is {typed.shown(fields['payloadCom'])}"
                 problems.add(f"{prefix}payloadCom{error.place}", what, "[x, y, z] in mm in the platform frame")
-        _check_magnitudes(fields, prefix, problems)
     try:
-        # numbers beyond their bound are refused above; the protocol's checks on them must not overflow aloud
-        with np.errstate(over="ignore", invalid="ignore") if problems.items else nullcontext():
-            platform, warnings = platform_from_reply(data, source, extra_keys=MODEL_EXTRA_KEYS)
+        platform, warnings = platform_from_reply(data, source, extra_keys=MODEL_EXTRA_KEYS)
     except ModelError as error:
         raise ModelError([*error.problems, *problems.items]) from None
     problems.raise_if_any()
@@ -85,23 +81,6 @@ def mdx_model_spec(path: str | Path, data: Any, *, payload_kg: float | None = No
     )
     spec.warnings.extend(warnings)
     return spec
-
-
-GEOMETRY_UNITS = {"baseRadius": "mm", "platformRadius": "mm", "initialHeight": "mm", "maxTranslation": "mm",
-                  "actuatorLen": "mm", "maxRotation": "deg", "baseAngles": "deg", "platformAngles": "deg"}
-
-
-def _check_magnitudes(fields: dict[str, Any], prefix: str, problems: Problems) -> None:
-    """Geometry numbers beyond their unit's bound (:data:`~shiftsim.typed.BOUNDS`); the protocol's
-    own checks (types, signs, counts) are :func:`~shiftsim.mdx.geometry.platform_from_reply`'s."""
-    for key, unit in GEOMETRY_UNITS.items():
-        value = fields.get(key)
-        items = enumerate(value) if isinstance(value, list) else [(None, value)]
-        for i, item in items:
-            number = typed.finite_float(item)
-            if number is not None and abs(number) > typed.bound_of(unit):
-                place = f"{prefix}{key}" if i is None else f"{prefix}{key}[{i}]"
-                problems.add(place, f"is {typed.shown(item)}", f"at most {typed.bound_of(unit):g} {unit} in magnitude")
 
 
 def neutral_leg_frames(platform: Platform) -> np.ndarray:

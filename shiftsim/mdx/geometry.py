@@ -30,7 +30,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..errors import ModelError, Problems
-from ..typed import is_finite_number, shown
+from ..typed import bound_of, finite_float, is_finite_number, shown
 from .kinematics import leg_jacobian, leg_lengths_mm
 
 CHAIR_GEOMETRY_PATH = Path(__file__).resolve().parents[2] / "models" / "mdx" / "chair.json"
@@ -167,6 +167,7 @@ def platform_from_reply(
     actuator = _number_list(fields, "actuatorLen", 2, prefix, problems, "[min, max] in mm")
     if actuator is not None and not 0.0 < actuator[0] < actuator[1]:
         problems.add(f"{prefix}actuatorLen", f"is {shown(list(actuator))}", "[min, max] with 0 < min < max (mm)")
+    _check_magnitudes(fields, prefix, problems)
     problems.raise_if_any()
     assert actuator is not None
 
@@ -185,6 +186,24 @@ def platform_from_reply(
     warnings.extend(_check_neutral_pose(platform, prefix, problems))
     problems.raise_if_any()
     return platform, warnings
+
+
+GEOMETRY_UNITS = {"baseRadius": "mm", "platformRadius": "mm", "initialHeight": "mm", "maxTranslation": "mm",
+                  "actuatorLen": "mm", "maxRotation": "deg", "baseAngles": "deg", "platformAngles": "deg"}
+
+
+def _check_magnitudes(fields: dict[str, Any], prefix: str, problems: Problems) -> None:
+    """Geometry numbers beyond their unit's bound (:data:`~shiftsim.typed.BOUNDS`), refused before anything is
+    computed from them (a radius of 1e308 mm overflows the leg Jacobian); types, signs and counts are checked
+    by :func:`platform_from_reply`."""
+    for key, unit in GEOMETRY_UNITS.items():
+        value = fields.get(key)
+        items = enumerate(value) if isinstance(value, list) else [(None, value)]
+        for i, item in items:
+            number = finite_float(item)
+            if number is not None and abs(number) > bound_of(unit):
+                place = f"{prefix}{key}" if i is None else f"{prefix}{key}[{i}]"
+                problems.add(place, f"is {shown(item)}", f"at most {bound_of(unit):g} {unit} in magnitude")
 
 
 def _number_list(
