@@ -41,7 +41,7 @@ from .protocol import (
     encode_line,
     parse_line,
 )
-from .service import DEFAULT_EFFECTOR_PORT, EventLog, ServiceError, bound_port, close_writer, peer_name
+from .service import DEFAULT_EFFECTOR_PORT, Connections, EventLog, ServiceError, bound_port, close_writer, peer_name
 
 MAX_MESSAGE_BYTES = 4096
 QUEUE_SIZE = 256
@@ -71,7 +71,7 @@ class Effector:
         self._forces = forces
         self._payload_kg = payload_kg
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections = Connections()
         self._queue: asyncio.Queue[tuple[MoveEvent | ActivationRequest, bytes]] = asyncio.Queue(QUEUE_SIZE)
         self._worker: asyncio.Task[None] | None = None
         self._threads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mdx-forces")
@@ -95,20 +95,17 @@ class Effector:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        tasks = [*self._connections, *([self._worker] if self._worker else [])]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._connections.close_all()
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
         self._threads.shutdown(wait=False, cancel_futures=True)
         if self._server is not None:
             await self._server.wait_closed()
         self._log.write("stopped")
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        task.add_done_callback(self._connections.discard)
+        self._connections.track(writer)
         peer = peer_name(writer)
         self._log.write("connected", peer=peer)
         try:

@@ -61,6 +61,7 @@ from .service import (
     DEFAULT_WATCH_PORT,
     EventLog,
     LineTooLong,
+    Connections,
     ServiceError,
     bound_port,
     close_writer,
@@ -121,7 +122,7 @@ class Middleware:
         self._log = log
         self._client: asyncio.StreamWriter | None = None
         self._watchers: set[_Watcher] = set()
-        self._connections: set[asyncio.Task[Any]] = set()
+        self._connections = Connections()
         self._servers: list[asyncio.Server] = []
         self._effector: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._effector_monitor: asyncio.Task[None] | None = None
@@ -148,9 +149,7 @@ class Middleware:
     async def close(self) -> None:
         for server in self._servers:
             server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
+        await self._connections.close_all()
         if self._effector_monitor is not None:
             self._effector_monitor.cancel()
             await asyncio.gather(self._effector_monitor, return_exceptions=True)
@@ -241,7 +240,7 @@ class Middleware:
     # -- watchers ---------------------------------------------------------
 
     async def _serve_watcher(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._track_connection()
+        self._connections.track(writer)
         watcher = _Watcher(writer, self.settings.watcher_queue_size)
         self._watchers.add(watcher)
         self._log.write("watcher_connected", peer=watcher.peer)
@@ -270,7 +269,7 @@ class Middleware:
     # -- client -----------------------------------------------------------
 
     async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._track_connection()
+        self._connections.track(writer)
         peer = peer_name(writer)
         if self._client is not None:
             self._log.write("client_refused", peer=peer, reason="another client is connected")
@@ -364,9 +363,3 @@ class Middleware:
         pose = normalized_pose(self.platform, solution.xyzrpy_real)
         raw = raw_from_lengths(self.platform, lengths)
         return MoveEvent(tuple(raw.tolist()), tuple(pose.tolist()), tuple(self.platform.extents()))
-
-    def _track_connection(self) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        task.add_done_callback(self._connections.discard)

@@ -31,17 +31,71 @@ class ServiceError(ShiftsimError):
     exit_code = 1
 
 
-class EventLog:
-    """JSON-lines event log on a text stream."""
+LOG_RATE_PER_S = 10.0
+"""Events of one throttled kind (:data:`THROTTLED_EVENTS`) written per second, on average."""
 
-    def __init__(self, stream: IO[str], clock: Any = time.time):
+LOG_BURST = 100
+"""Events of one throttled kind that may be written at once before :data:`LOG_RATE_PER_S` applies."""
+
+THROTTLED_EVENTS = frozenset({"rejected", "client_refused", "effector_message"})
+"""Events a peer can cause with a few bytes each (a junk line, a connection attempt): throttled."""
+
+MAX_LOG_BYTES = 256 * 2**20
+"""Bytes an event log writes at most; then one ``log_full`` event, and only ``stopped`` after it."""
+
+
+class EventLog:
+    """JSON-lines event log on a text stream, bounded in rate and size.
+
+    Events a peer causes cheaply (:data:`THROTTLED_EVENTS`) pass a token bucket
+    per kind (:data:`LOG_BURST` at once, :data:`LOG_RATE_PER_S` per second after
+    that); the ones dropped are counted, and the count is written as
+    ``"suppressed": n`` on the next event of that kind that passes and, for all
+    kinds, on the ``stopped`` event. After :data:`MAX_LOG_BYTES` bytes the log
+    writes one ``log_full`` event and then only ``stopped``.
+    """
+
+    def __init__(self, stream: IO[str], clock: Any = time.time, monotonic: Any = time.monotonic,
+                 rate_per_s: float = LOG_RATE_PER_S, burst: int = LOG_BURST, max_bytes: int = MAX_LOG_BYTES):
         self._stream = stream
         self._clock = clock
+        self._monotonic = monotonic
+        self._rate_per_s, self._burst, self._max_bytes = rate_per_s, burst, max_bytes
+        self._tokens: dict[str, tuple[float, float]] = {}  # kind -> (tokens, monotonic time of the count)
+        self._suppressed: dict[str, int] = {}
+        self._written = 0
+        self._full = False
 
     def write(self, event: str, **fields: Any) -> None:
+        if event in THROTTLED_EVENTS and not self._take_token(event):
+            self._suppressed[event] = self._suppressed.get(event, 0) + 1
+            return
+        if event == "stopped":
+            if self._suppressed:
+                fields["suppressed"] = dict(self._suppressed)
+        elif event in self._suppressed:
+            fields["suppressed"] = self._suppressed.pop(event)
+        if self._full and event != "stopped":
+            return
         record = {"event": event, "time": round(self._clock(), 6), **fields}
-        self._stream.write(dumps(record, indent=False).decode("utf-8"))
+        text = dumps(record, indent=False).decode("utf-8")
+        if not self._full and self._written + len(text) > self._max_bytes and event != "stopped":
+            self._full = True
+            text = dumps({"event": "log_full", "time": round(self._clock(), 6), "max_bytes": self._max_bytes},
+                         indent=False).decode("utf-8")
+        self._written += len(text)
+        self._stream.write(text)
         self._stream.flush()
+
+    def _take_token(self, event: str) -> bool:
+        now = self._monotonic()
+        tokens, then = self._tokens.get(event, (float(self._burst), now))
+        tokens = min(float(self._burst), tokens + (now - then) * self._rate_per_s)
+        if tokens < 1.0:
+            self._tokens[event] = (tokens, now)
+            return False
+        self._tokens[event] = (tokens - 1.0, now)
+        return True
 
 
 class Service(Protocol):
@@ -107,11 +161,55 @@ def peer_name(writer: asyncio.StreamWriter) -> str:
     return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
 
+CLOSE_TIMEOUT_S = 1.0
+"""Seconds a closing connection may take to send what is buffered before it is aborted."""
+
+
 async def close_writer(writer: asyncio.StreamWriter) -> None:
-    """Close a connection, ignoring a peer that already went away."""
+    """Close a connection, ignoring a peer that already went away; abort it if a peer that does not read holds
+    its buffered bytes up for :data:`CLOSE_TIMEOUT_S`."""
     writer.close()
-    with contextlib.suppress(ConnectionError):
-        await writer.wait_closed()
+    try:
+        await asyncio.wait_for(writer.wait_closed(), CLOSE_TIMEOUT_S)
+    except ConnectionError:
+        pass
+    except asyncio.TimeoutError:
+        writer.transport.abort()
+
+
+class Connections:
+    """The handler tasks of a server's open connections, with their writers, so that a service can close them.
+
+    :meth:`close_all` aborts every connection's transport, so each handler sees its stream end (an empty read or
+    a ``ConnectionError``) and returns as it does when a peer leaves. Cancelling the handlers instead makes
+    asyncio's stream callback print a ``CancelledError`` traceback for each (Python 3.11).
+    """
+
+    def __init__(self) -> None:
+        self._writers: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
+
+    def track(self, writer: asyncio.StreamWriter) -> None:
+        """Register the running handler task and its connection's writer."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._writers[task] = writer
+        task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task[Any]) -> None:
+        self._writers.pop(task, None)
+
+    async def close_all(self, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+        """Abort every open connection and wait for its handler; cancel a handler still running after
+        ``timeout_s``."""
+        tasks = list(self._writers)
+        for writer in list(self._writers.values()):
+            writer.transport.abort()
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=timeout_s)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class LineTooLong(Exception):
