@@ -6,8 +6,7 @@ warnings a user gets and a 4 GiB address-space limit, and is classified as:
 
 * ``traceback``: "Traceback" on stderr;
 * ``wrong exit``: an exit code other than 0, 1, 2 (in kill trials also 130, 143 or death by the signal sent), or
-  an input the audit knows to be
-  invalid (a non-finite command-line number) not refused with 2;
+  an input the audit knows to be invalid (a non-finite command-line number) not refused with 2;
 * ``hang``: no exit within :data:`TIMEOUT_S`;
 * ``crash``: killed by a signal (negative return code) or 134/139;
 * ``data lost``: a failed ``run`` into a folder holding an earlier run's results changed or removed them, or a
