@@ -219,7 +219,6 @@ local costed = {
     tonumber = wrap("tonumber", tonumber, all_strings),
     tostring = wrap("tostring", tostring, nil, result_size),
     select = wrap("select", select, first_size),
-    error = wrap("error", error, strings_from(2)),
   },
   math = {},
 }
