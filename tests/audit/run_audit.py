@@ -1,6 +1,6 @@
 """The hostile-input audit (issues 17 and 25), rerunnable: ``python tests/audit/run_audit.py [--per-kind N]``.
 
-Not part of ``make test``: ``--per-kind 56`` gives 674 trials (the audit's 675 inputs, about 10 minutes on the
+Not part of ``make test``: ``--per-kind 56`` gives 674 trials (the audit's 675 inputs; 19 minutes on the
 loaded 2-core machine). Each trial runs the real command line in a child process (its own session), with the
 warnings a user gets and a 4 GiB address-space limit, and is classified as:
 
