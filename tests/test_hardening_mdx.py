@@ -167,16 +167,20 @@ def test_a_signal_stops_a_service_whose_loop_is_stuck():
 
 
 # ----------------------------------------------- issue 25: overflowing geometry in mdx ik / serve / check
-@pytest.mark.parametrize("key, value, place", [
-    ("baseRadius", 1e308, "baseRadius"),
-    ("platformRadius", 1e200, "platformRadius"),
-    ("initialHeight", 1e308, "initialHeight"),
-    ("actuatorLen", [600, 1e308], "actuatorLen[1]"),
+IK = ["mdx", "ik", "--xyzrpy", "0", "0", "0", "0", "0", "0"]
+SERVE = ["mdx", "serve", "--client-port", "0", "--watch-port", "0", "--geometry"]
+
+
+@pytest.mark.slow  # a process start each (about 3 s on the loaded machine)
+@pytest.mark.parametrize("command, key, value, place", [
+    (IK, "baseRadius", 1e308, "baseRadius"),
+    (IK, "platformRadius", 1e200, "platformRadius"),
+    (IK, "initialHeight", 1e308, "initialHeight"),
+    (IK, "actuatorLen", [600, 1e308], "actuatorLen[1]"),
+    (SERVE, "baseRadius", 1e308, "baseRadius"),
+    (["check"], "baseRadius", 1e308, "baseRadius"),
 ])
-@pytest.mark.parametrize("command", [["mdx", "ik", "--xyzrpy", "0", "0", "0", "0", "0", "0"],
-                                     ["mdx", "serve", "--client-port", "0", "--watch-port", "0", "--geometry"],
-                                     ["check"]])
-def test_overflowing_geometry_is_refused_at_read_time_naming_the_key(tmp_path, key, value, place, command):
+def test_overflowing_geometry_is_refused_at_read_time_naming_the_key(tmp_path, command, key, value, place):
     """A 1e308 radius used to reach the leg Jacobian: numpy's overflow warning, then "singular" with no key.
     The numbers' bound (1e9 mm) is checked with the protocol's own checks, before anything is computed."""
     data = orjson.loads(CHAIR_GEOMETRY_PATH.read_bytes())
