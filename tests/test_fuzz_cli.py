@@ -90,21 +90,26 @@ def mutate_bytes(raw: bytes, rng: random.Random) -> bytes:
     return bytes(data)
 
 
-def trial(tmp_path: Path, kind: str, rng: random.Random) -> tuple[Path, subprocess.CompletedProcess]:
+def mutated_file(folder: Path, kind: str, rng: random.Random) -> Path:
+    """A mutation of the shipped example of ``kind`` written into ``folder`` (under the example's name)."""
     seed = SEEDS[kind]
-    folder = tmp_path / f"{kind}-{rng.randrange(10**9)}"
-    folder.mkdir()
+    target = folder / seed.name
     if seed.suffix == ".json":
         text = seed.read_text()
         if kind == "scenario":
             scenario = json.loads(text)
             scenario["machines"][0]["model"] = str(ROOT / "models" / "shift" / "cantilever10.json")
             text = json.dumps(scenario)
-        target = folder / seed.name
         target.write_text(mutate_json(text, rng))
     else:
-        target = folder / seed.name
         target.write_bytes(mutate_bytes(seed.read_bytes(), rng))
+    return target
+
+
+def trial(tmp_path: Path, kind: str, rng: random.Random) -> tuple[Path, subprocess.CompletedProcess]:
+    folder = tmp_path / f"{kind}-{rng.randrange(10**9)}"
+    folder.mkdir()
+    target = mutated_file(folder, kind, rng)
     result = subprocess.run([sys.executable, "-m", "shiftsim", "check", str(target)], capture_output=True,
                             timeout=TRIAL_TIMEOUT_S, preexec_fn=_limit_memory, cwd=folder)
     return target, result

@@ -46,7 +46,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from test_fuzz_cli import ADDRESS_SPACE_BYTES, SEEDS, mutate_bytes, mutate_json  # noqa: E402
+from test_fuzz_cli import ADDRESS_SPACE_BYTES, SEEDS  # noqa: E402
+from test_fuzz_cli import mutated_file as fuzz_file  # noqa: E402
 
 TIMEOUT_S = 120.0
 CLASSES = ("traceback", "wrong exit", "hang", "crash", "data lost", "input touched")
@@ -147,18 +148,10 @@ def run_trial(trial: Trial) -> Outcome:
 
 
 def mutated_file(folder: Path, kind: str, rng: random.Random) -> Path:
-    seed = SEEDS[kind]
-    target = folder / f"{kind}-{rng.randrange(10**9)}{seed.suffix}"
-    if seed.suffix == ".json":
-        text = seed.read_text()
-        if kind == "scenario":
-            scenario = json.loads(text)
-            scenario["machines"][0]["model"] = str(ROOT / "models" / "shift" / "cantilever10.json")
-            text = json.dumps(scenario)
-        target.write_text(mutate_json(text, rng))
-    else:
-        target.write_bytes(mutate_bytes(seed.read_bytes(), rng))
-    return target
+    """A mutated example of ``kind`` in a folder of its own under ``folder``."""
+    own = folder / f"{kind}-{rng.randrange(10**9)}"
+    own.mkdir()
+    return fuzz_file(own, kind, rng)
 
 
 def plan(folder: Path, per_kind: int, rng: random.Random) -> list[Trial]:
