@@ -46,6 +46,7 @@ from .core.problem import problem as core_problem
 from .errors import InputError, Problem
 from .kinematics import State, assemble, closure_jacobian, coupling_callbacks, coupling_map, model_size, state
 from .model import PRISMATIC, Model
+from .solve_memory import tree_structured
 
 RUNAWAY_SIZES = 100.0  # a free translation this many machine sizes from its start has no equilibrium to reach
 
@@ -78,7 +79,9 @@ class SolverOptions:
     load bracketed from above). ``memory_limit`` (bytes): a solve whose estimated memory
     (:mod:`shiftsim.core.memory`) is more is refused before it starts with
     :class:`~shiftsim.core.memory.SolveTooLarge` (a ``MemoryError``); None: what this process may still take
-    (physical and available memory, the address-space limit), ``math.inf``: no limit."""
+    (physical and available memory, the address-space limit), ``math.inf``: no limit. ``structured_from``: a tree
+    without loops and with at least this many free coordinates has its stiffness factorized in tree order, in time
+    linear in its size (docs/core.md, "Big models"), the same equilibrium as the dense factorization below."""
 
     max_iterations: int = 60  # per load step
     force_tolerance: float = 1e-10
@@ -91,6 +94,7 @@ class SolverOptions:
     finite_difference_stiffness: bool = False
     load_stepping: bool = True
     memory_limit: float | None = None
+    structured_from: int = memory.STRUCTURED_FROM
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_load_halvings <= MAX_LOAD_HALVINGS:  # each halving doubles the load steps
@@ -200,7 +204,12 @@ def _solve_cases(model: Model, q_start: np.ndarray, free: np.ndarray, rows: np.n
     batch, nf, m = q_start.shape[0], len(free), len(rows)
     threads = 1 if any(not hasattr(f, "core_field") for f in fields) or model.couplings else threads
     concurrent = max(min(threads, batch), 1)
-    need = concurrent * memory.solve_bytes(model.nq, len(model.closures)) + 8 * batch * nf * (nf + 8)
+    structured = (tree_structured(model, nf, options.structured_from) and not fields
+                  and not options.finite_difference_stiffness
+                  and not any(np.any(torque[:, i]) or (load.follow and np.any(force[:, i]))
+                              for i, load in enumerate(loads)))
+    need = (concurrent * memory.solve_bytes(model.nq, len(model.closures), structured)
+            + 8 * batch * nf * (nf + 8))
     if need > SMALL_SOLVE_BYTES or options.memory_limit is not None:  # reading /proc costs more than a small solve
         memory.check_fits(need, f"a solve of {batch} case{'s' if batch > 1 else ''} ({model.nq} coordinates, "
                           f"{len(model.closures)} loops, {concurrent} at once)", options.memory_limit)

@@ -195,7 +195,7 @@ def test_the_boundary_tables_are_one_list_on_both_sides():
     from shiftsim.core import layout, problem
 
     assert core.MODEL_FIELDS == layout.MODEL_FIELDS and len(core.MODEL_FIELDS) == 32
-    assert core.SETTINGS_FIELDS == tuple(problem.SETTINGS) and len(core.SETTINGS_FIELDS) == 11
+    assert core.SETTINGS_FIELDS == tuple(problem.SETTINGS) and len(core.SETTINGS_FIELDS) == 12
     assert len(core.RESULT_FLAGS) == 7 and len(core.EVALUATION_SCALARS) == 5
     assert core.DISTANCE_TYPES == tuple(sorted(layout.DISTANCE_TYPES, key=layout.DISTANCE_TYPES.get))
     model = load_model(MODELS / "shift/four_bar.json")

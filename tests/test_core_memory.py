@@ -7,6 +7,7 @@ memory) and die in the compiled core; the library had no guard at all. Each limi
 
 from __future__ import annotations
 
+import json
 import math
 import resource
 import subprocess
@@ -23,7 +24,7 @@ from shiftsim.statics import SolverOptions, solve, solve_batch
 
 FOUR_BAR = Path(__file__).resolve().parents[1] / "models" / "shift" / "four_bar.json"
 LIMIT = 1 << 30  # RLIMIT_AS in the subprocesses: 1 GiB
-BODIES = 4000  # a flat model whose solve needs 10 x 8 x 4000 x 4001 bytes = 1.19 GiB
+BODIES = 4000  # a flat model with a loop, whose solve needs 10 x 8 x 4010 x 4011 bytes = 1.2 GiB
 
 
 def flat_claraty(path: Path, bodies: int) -> Path:
@@ -35,6 +36,21 @@ def flat_claraty(path: Path, bodies: int) -> Path:
         '<Inertia xx="0.001" yy="0.001" zz="0.001" /></Mass_Properties></ME_Body>\n'
         for i in range(bodies))
     path.write_text(f'<?xml version="1.0"?>\n<Mechanism_Model name="flat" version="1.0">\n{links}</Mechanism_Model>\n')
+    return path
+
+
+def flat_with_a_loop(path: Path, bodies: int) -> Path:
+    """The four-bar (one loop: the dense path) beside ``bodies`` one-kilogram links, each on its own revolute joint
+    to the ground (a loop-free flat model alone is factorized in tree order, in memory linear in its size)."""
+    document = json.loads(FOUR_BAR.read_text())
+    assembly = document["assemblies"][0]
+    for i in range(bodies):
+        assembly["bodies"].append({"name": f"b{i}", "mass": 1.0, "center_of_mass": [0.1, 0.0, 0.0],
+                                   "moment_of_inertia": {"Ixx": 1e-3, "Iyy": 1e-3, "Izz": 1e-3, "Ixy": 0.0,
+                                                         "Iyz": 0.0, "Izx": 0.0}})
+        assembly["joints"].append({"name": f"j{i}", "type": "Rz", "body_frame_pairs": [["fixed", "origin"],
+                                                                                         [f"b{i}", "origin"]]})
+    path.write_text(json.dumps(document))
     return path
 
 
@@ -55,8 +71,8 @@ def test_the_usable_memory_stays_under_the_address_space_limit():
 
 
 def test_the_cli_refuses_a_solve_beyond_the_address_space_limit_with_exit_1(tmp_path):
-    model = flat_claraty(tmp_path / "flat.xml", BODIES)
-    need = memory.solve_bytes(BODIES, 0)
+    model = flat_with_a_loop(tmp_path / "flat.json", BODIES)
+    need = memory.solve_bytes(BODIES + 4, 1)
     assert need > LIMIT
     done = limited(["-m", "shiftsim", "solve", str(model)])
     assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
@@ -64,8 +80,19 @@ def test_the_cli_refuses_a_solve_beyond_the_address_space_limit_with_exit_1(tmp_
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
-def test_the_library_refuses_a_solve_beyond_the_address_space_limit(tmp_path):
+def test_a_flat_model_of_as_many_bodies_without_a_loop_solves_under_the_same_limit(tmp_path):
+    """Factorized in tree order, the same 4,000 links need memory linear in their number: the guard lets the solve
+    run and it fits (it was refused, and died at 1 GiB before the guard)."""
     model = flat_claraty(tmp_path / "flat.xml", BODIES)
+    need = memory.solve_bytes(BODIES, 0, structured=True)
+    assert need < LIMIT / 2 < memory.solve_bytes(BODIES, 0)
+    done = limited(["-m", "shiftsim", "solve", str(model)])
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert "converged" in done.stdout
+
+
+def test_the_library_refuses_a_solve_beyond_the_address_space_limit(tmp_path):
+    model = flat_with_a_loop(tmp_path / "flat.json", BODIES)
     script = textwrap.dedent(f"""
         import numpy as np
         from shiftsim.loading import load_model

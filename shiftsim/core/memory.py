@@ -4,7 +4,9 @@ A solve works on dense matrices of the system's size ``n = coordinates + 6 x clo
 :func:`solve_bytes` estimates its peak as :data:`DENSE_MATRICES` float64 matrices of ``n x (n + 1)`` (measured:
 a peak of about 7.9 such matrices for flat models of 300 to 900 bodies, as the growth of the process's peak
 resident memory, which counts the compiled core's own allocations; tests/test_hardening_solve_memory.py keeps
-the estimate above the measured peak).
+the estimate above the measured peak). A loop-free tree factorized in tree order (``structured``: core/src/tree.c)
+needs :data:`TREE_BYTES_PER_COORDINATE` per coordinate, plus the dense matrices of at most
+:data:`WRITTEN_OUT_UP_TO` coordinates (its stiffness is written out only that far, for the neutral directions).
 
 :func:`usable_bytes` is what this process may still allocate: the least of the machine's physical memory, the
 memory the kernel reports available (``MemAvailable``), and the room left under the process's address-space limit
@@ -22,6 +24,9 @@ from pathlib import Path
 from ..errors import ShiftsimError
 
 DENSE_MATRICES = 10
+TREE_BYTES_PER_COORDINATE = 1024  # measured: a peak of about 250 bytes per coordinate (chains, flat models)
+STRUCTURED_FROM = 64  # free coordinates from which a loop-free tree is factorized in tree order (SolverOptions)
+WRITTEN_OUT_UP_TO = 2000  # WRITTEN_OUT_UP_TO in core/src/newton.c
 
 
 class SolveTooLarge(ShiftsimError, MemoryError):
@@ -35,10 +40,14 @@ def system_size(nq: int, n_closures: int) -> int:
     return nq + 6 * n_closures
 
 
-def solve_bytes(nq: int, n_closures: int) -> int:
-    """Estimated peak memory (bytes) of one static solve of a model of ``nq`` coordinates and ``n_closures`` loops."""
+def solve_bytes(nq: int, n_closures: int, structured: bool = False) -> int:
+    """Estimated peak memory (bytes) of one static solve of a model of ``nq`` coordinates and ``n_closures`` loops;
+    ``structured``: a loop-free tree factorized in tree order (linear in ``nq``)."""
     n = system_size(nq, n_closures)
-    return DENSE_MATRICES * 8 * n * (n + 1)
+    if not structured:
+        return DENSE_MATRICES * 8 * n * (n + 1)
+    dense = min(n, WRITTEN_OUT_UP_TO)
+    return TREE_BYTES_PER_COORDINATE * n + DENSE_MATRICES * 8 * dense * (dense + 1)
 
 
 def physical_bytes() -> int:

@@ -30,6 +30,7 @@ SETTINGS = {  # the core's settings (src/fields.h) from a shiftsim.statics.Solve
     "seek_stable": lambda o, runaway: int(o.seek_stable),
     "finite_difference": lambda o, runaway: int(o.finite_difference_stiffness),
     "load_stepping": lambda o, runaway: int(o.load_stepping),
+    "structured_from": lambda o, runaway: int(o.structured_from),
 }
 RESULT_FLAGS = ("converged", "iterations", "residual", "stability", "neutral_count", "size", "force_floor")
 """A solved case's row of flags (``core.solve``), by index."""

@@ -823,9 +823,9 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
             if (which == 0)
                 *eb += gravity_and_world_forces(core_model, &s, (double *)p[GRAVITY] + 3 * k, count, p[POINT_NODE],
                                                 (double *)p[POINT] + 3 * count * k, (double *)p[FORCE] + 3 * count * k,
-                                                fb, kb);
+                                                fb, kb, NULL);
             else if (which == 1)
-                *eb += joint_springs(core_model, (double *)p[Q] + k * nq, fb, kb);
+                *eb += joint_springs(core_model, (double *)p[Q] + k * nq, fb, kb, NULL);
             else if (which == 2)
                 *eb += pair_springs(core_model, &s, fb, kb);
             else

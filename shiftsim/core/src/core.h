@@ -36,6 +36,9 @@ void core_free(void *memory);
 void core_fail_allocation(int64_t n); /* debug: the n-th allocation from now fails (0: none) */
 int64_t core_live_blocks(void);       /* blocks allocated by the core and not yet freed */
 
+/* The larger of a and b, NaN if either is NaN (as numpy's maximum: a NaN force must never pass a test). */
+static inline double larger(double a, double b) { return (a > b || a != a) ? a : b; }
+
 /* The compiled model (see shiftsim/core/layout.py, which fills it from numpy arrays). */
 typedef struct {
     int64_t n_nodes, nq, n_bodies, n_frames, n_closures;
@@ -88,8 +91,8 @@ void piecewise_law(const Model *model, int64_t law, double x, double *f, double 
 /* forces: each adds into q_force (nq) and stiffness (nq, nq), stiffness[k][j] = dQ_k/dq_j */
 double gravity_and_world_forces(const Model *model, const State *s, const double *gravity, int64_t count,
                                 const int64_t *point_node, const double *point, const double *force,
-                                double *q_force, double *stiffness);
-double joint_springs(const Model *model, const double *q, double *q_force, double *stiffness);
+                                double *q_force, double *stiffness, double *columns);
+double joint_springs(const Model *model, const double *q, double *q_force, double *stiffness, double *diagonal);
 void add_point_hessian(const Model *model, const State *s, int64_t node, const double *jv, const double *direction,
                        double scale, double *out);
 double pair_distance(const Model *model, const State *s, int64_t frame_a, int64_t frame_c, int64_t distance,
@@ -136,6 +139,24 @@ typedef struct {
 double ground_terms(const Model *model, const State *s, const GroundField *ground, double *q_force, double *stiffness,
                     int *conservative);
 void ground_points(const State *s, const GroundField *ground, const GroundPoints *out);
+
+/* tree-ordered factorization (tree.c) of H (nf, nf) = [omega_j . X_k for j at or above k, mirrored] + diag(diagonal)
+ * + shift I over the free coordinates free (nf) of a tree: omega (nq, 3) the coordinate axes, columns (nq, 3) the
+ * X_k, diagonal (nq). tree_factor writes pivot (nf) and reach (nf, 3) and returns how many pivots are not positive
+ * (0: positive definite); tree_solve gives x (nf) with H x = b (nf) from them. */
+int64_t tree_factor(const Model *model, int64_t nf, const int64_t *free, const double *omega, const double *columns,
+                    const double *diagonal, double shift, double *pivot, double *reach);
+void tree_solve(const Model *model, int64_t nf, const int64_t *free, const double *omega, const double *pivot,
+                const double *reach, const double *b, double *x);
+/* the same H written out (nf, nf) without shift, and per free coordinate a bound on its column's largest |entry|
+ * (out (nf)): |X_k| + |diagonal_k| + |omega_k| max |X_j| over the free j below (axes are unit or zero). */
+void tree_dense(const Model *model, int64_t nf, const int64_t *free, const double *omega, const double *columns,
+                const double *diagonal, double *out);
+void tree_column_bounds(const Model *model, int64_t nf, const int64_t *free, const double *omega,
+                        const double *columns, const double *diagonal, double *out);
+/* H's largest |entry| (axes equal to 1e-12 taken as one: linear time while a path has few distinct axes). */
+double tree_largest_entry(const Model *model, int64_t nf, const int64_t *free, const double *omega,
+                          const double *columns, const double *diagonal);
 
 /* statics (newton.c) */
 /* Callbacks into the caller (Python: couplings and force fields), each returning nonzero on failure. */

@@ -30,7 +30,8 @@
 #define SHIFTSIM_SETTINGS_FIELDS(X)                                                                                     \
     X(max_iterations, int64_t) X(full_load_iterations, int64_t) X(max_load_halvings, int64_t)                         \
     X(force_tolerance, double) X(closure_tolerance, double) X(max_step, double) X(max_shifted_step, double)           \
-    X(runaway_sizes, double) X(seek_stable, int64_t) X(finite_difference, int64_t) X(load_stepping, int64_t)
+    X(runaway_sizes, double) X(seek_stable, int64_t) X(finite_difference, int64_t) X(load_stepping, int64_t)  \
+    X(structured_from, int64_t)
 
 /* A ground force field (ground.c; shiftsim.core.ground builds it from the ground package's contacts and tyres), in
  * the order Python passes it: X(name, element type). World (z up) <- model frame placement_rotation (3, 3),

@@ -21,10 +21,12 @@ static inline void cross3(const double *a, const double *b, double *out) {
 /* Gravity on every centre of mass plus ``count`` world-fixed forces force[i] (N) at world points point[i] on
  * nodes point_node[i]. Forces are aggregated per node as F = sum f and P = sum p f^T and summed over subtrees;
  * coordinate k's force is omega_k . axial(P) + v_k . F, and the stiffness between s and a coordinate d it
- * carries is omega_s . (P_d omega_d + v_d x F_d - omega_d tr P_d). Returns -sum(p . f). */
+ * carries is omega_s . (P_d omega_d + v_d x F_d - omega_d tr P_d). Returns -sum(p . f). columns (nq, 3), unless
+ * NULL, receives each coordinate d's vector in parentheses (tree.c factorizes with them); stiffness NULL: not
+ * assembled. */
 double gravity_and_world_forces(const Model *model, const State *s, const double *gravity, int64_t count,
                                 const int64_t *point_node, const double *point, const double *force,
-                                double *q_force, double *stiffness) {
+                                double *q_force, double *stiffness, double *columns) {
     int64_t n = model->n_nodes, nq = model->nq;
     double *f_node = core_calloc((size_t)(12 * n + 3 * nq + 1), sizeof(double)); /* one allocation: F, P, per_d */
     double *p_node = f_node + 3 * n, *per_d = p_node + 9 * n;
@@ -64,7 +66,8 @@ double gravity_and_world_forces(const Model *model, const State *s, const double
         for (int r = 0; r < 3; r++)
             per_d[3 * k + r] = pk[3 * r] * om[0] + pk[3 * r + 1] * om[1] + pk[3 * r + 2] * om[2] + turn[r] - om[r] * trace;
     }
-    for (int64_t d = 0; d < nq; d++) {
+    if (columns) memcpy(columns, per_d, sizeof(double) * (size_t)(3 * nq));
+    for (int64_t d = 0; stiffness && d < nq; d++) {
         int64_t chained = moving_coordinates(model, model->coordinate_node[d], chain);
         for (int64_t c = 0; c < chained; c++) {
             int64_t up = chain[c];
@@ -78,17 +81,23 @@ double gravity_and_world_forces(const Model *model, const State *s, const double
     return energy;
 }
 
-double joint_springs(const Model *model, const double *q, double *q_force, double *stiffness) {
+/* Joint springs and piecewise joint laws: Q_k = -f(q_k); their stiffness df/dq_k goes to the diagonal of stiffness
+ * (subtracted) or, unless NULL, into diagonal (nq, added). */
+double joint_springs(const Model *model, const double *q, double *q_force, double *stiffness, double *diagonal) {
     double energy = 0.0, f, df, e;
     for (int64_t i = 0; i < model->n_springs; i++) {
         int64_t k = model->spring_coordinate[i];
         polynomial_law(model->spring_coefficients + i * model->spring_degree, model->spring_degree, q[k], &f, &df, &e);
-        q_force[k] -= f, stiffness[k * model->nq + k] -= df, energy += e;
+        q_force[k] -= f, energy += e;
+        if (stiffness) stiffness[k * model->nq + k] -= df;
+        if (diagonal) diagonal[k] += df;
     }
     for (int64_t i = 0; i < model->n_joint_laws; i++) {
         int64_t k = model->law_coordinate[i];
         piecewise_law(model, model->law_index[i], q[k], &f, &df, &e);
-        q_force[k] -= f, stiffness[k * model->nq + k] -= df, energy += e;
+        q_force[k] -= f, energy += e;
+        if (stiffness) stiffness[k * model->nq + k] -= df;
+        if (diagonal) diagonal[k] += df;
     }
     return energy;
 }

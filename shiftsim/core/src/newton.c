@@ -19,41 +19,49 @@ typedef struct {
     const Model *model;
     const Problem *p;
     const Case *c;
+    int tree; /* the stiffness has tree structure: factorized in tree order (tree.c), see tree_structured */
 } Context;
 
 typedef struct {
     double *residual;        /* (nf) reduced force with closure forces */
     double *closure;         /* (m) */
     double *g_u;             /* (m, nf) */
-    double *hessian;         /* (nf, nf) = -d residual / du */
+    double *hessian;         /* (nf, nf) = -d residual / du; NULL with tree structure (see omega) */
     double energy, force_scale;
     int conservative;
     double *q_force_reduced; /* (nf) without closure forces */
     double *multipliers;     /* (m) */
+    double *omega, *columns, *springs; /* tree structure only: axes, stiffness columns (nq, 3), spring diagonal (nq) */
+    double largest_stiffness;  /* tree structure only: the hessian's largest |entry| (tree_largest_entry) */
 } Evaluation;
 
 static double *zeros(int64_t n) { return core_calloc((size_t)(n + 1), sizeof(double)); }
 
-/* The larger of a and b, NaN if either is NaN (as numpy's maximum: a NaN force must never pass a test). */
-static inline double larger(double a, double b) { return (a > b || a != a) ? a : b; }
 
-static Evaluation evaluation_new(const Problem *p) { /* one allocation for every array */
+static Evaluation evaluation_new(const Context *x) { /* one allocation for every array */
     Evaluation e;
-    int64_t nf = p->nf, m = p->m;
-    e.residual = zeros(3 * nf + 2 * m + m * nf + nf * nf);
-    e.closure = e.residual + nf, e.g_u = e.closure + m, e.hessian = e.g_u + m * nf;
-    e.q_force_reduced = e.hessian + nf * nf, e.multipliers = e.q_force_reduced + nf;
+    int64_t nf = x->p->nf, m = x->p->m, tree = x->tree ? 7 * x->model->nq : 0, dense = x->tree ? 0 : nf * nf;
+    e.residual = zeros(3 * nf + 2 * m + m * nf + dense + tree);
+    e.closure = e.residual + nf, e.g_u = e.closure + m, e.hessian = x->tree ? NULL : e.g_u + m * nf;
+    e.q_force_reduced = e.g_u + m * nf + dense, e.multipliers = e.q_force_reduced + nf;
+    e.largest_stiffness = 0.0;
+    e.omega = x->tree ? e.multipliers + m : NULL;
+    e.columns = x->tree ? e.omega + 3 * x->model->nq : NULL;
+    e.springs = x->tree ? e.columns + 3 * x->model->nq : NULL;
     e.energy = e.force_scale = 0.0, e.conservative = 1;
     return e;
 }
 
 static void evaluation_free(Evaluation *e) { core_free(e->residual); }
 
-static void evaluation_copy(const Problem *p, Evaluation *to, const Evaluation *from) {
+static void evaluation_copy(const Context *x, Evaluation *to, const Evaluation *from) {
+    const Problem *p = x->p;
+    if (x->tree) memcpy(to->omega, from->omega, sizeof(double) * (size_t)(7 * x->model->nq));
     memcpy(to->residual, from->residual, sizeof(double) * (size_t)p->nf);
     memcpy(to->closure, from->closure, sizeof(double) * (size_t)p->m);
     memcpy(to->g_u, from->g_u, sizeof(double) * (size_t)(p->m * p->nf));
-    memcpy(to->hessian, from->hessian, sizeof(double) * (size_t)(p->nf * p->nf));
+    if (!x->tree) memcpy(to->hessian, from->hessian, sizeof(double) * (size_t)(p->nf * p->nf));
+    to->largest_stiffness = from->largest_stiffness;
     memcpy(to->q_force_reduced, from->q_force_reduced, sizeof(double) * (size_t)p->nf);
     memcpy(to->multipliers, from->multipliers, sizeof(double) * (size_t)p->m);
     to->energy = from->energy, to->force_scale = from->force_scale, to->conservative = from->conservative;
@@ -134,15 +142,23 @@ static void reduce_columns(const Context *x, const double *t, int64_t rows, cons
 }
 
 /* ------------------------------------------------------------------ evaluation */
+/* The largest |entry| of the hessian (nf, nf). */
+static double stiffness_size(const Context *x, const Evaluation *e) {
+    return x->tree ? e->largest_stiffness : max_abs(x->p->nf * x->p->nf, e->hessian);
+}
+
+
 static void evaluate_analytic(const Context *x, const double *q, const State *s, const double *given_multipliers,
                               double scale, Evaluation *e) {
     const Model *model = x->model;
     const Problem *p = x->p;
     int64_t nq = model->nq, nf = p->nf, m = p->m, n_loads = p->n_loads;
-    double *block = zeros(12 * n_loads + nq * nq + 5 * nq); /* one allocation for the scratch arrays */
+    int64_t dense = x->tree ? 0 : nq * nq; /* the tree structure needs no stiffness matrix */
+    double *block = zeros(12 * n_loads + dense + 5 * nq); /* one allocation for the scratch arrays */
     double *forces = block, *torques = forces + 3 * n_loads, *point = torques + 3 * n_loads;
-    double *force = point + 3 * n_loads, *stiffness = force + 3 * n_loads, *q_force = stiffness + nq * nq;
+    double *force = point + 3 * n_loads, *stiffness = force + 3 * n_loads, *q_force = stiffness + dense;
     double *magnitude = q_force + nq, *term = magnitude + nq, *constraint_force = term + nq;
+    if (x->tree) stiffness = NULL; /* the terms write their tree structure into e instead */
     int64_t few[16], *point_node = n_loads <= 16 ? few : core_malloc(sizeof(int64_t) * (size_t)n_loads);
     int conservative = 1;
     int64_t count = 0;
@@ -158,9 +174,11 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             count = applied_loads(model, s, n_loads, p->load_frame, forces, torques, p->load_follow, point_node, point,
                                   force, term, stiffness);
         } else if (part == 1) {
-            energy += gravity_and_world_forces(model, s, gravity, count, point_node, point, force, term, stiffness);
+            energy += gravity_and_world_forces(model, s, gravity, count, point_node, point, force, term, stiffness,
+                                               e->columns);
         } else if (part == 2) {
-            energy += joint_springs(model, q, term, stiffness);
+            if (e->springs) memset(e->springs, 0, sizeof(double) * (size_t)nq);
+            energy += joint_springs(model, q, term, stiffness, e->springs);
         } else if (part == 3) {
             energy += pair_springs(model, s, term, stiffness);
         } else {
@@ -175,6 +193,10 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             }
         }
         for (int64_t i = 0; i < nq; i++) q_force[i] += term[i], magnitude[i] += fabs(term[i]);
+    }
+    if (e->omega) { /* the tree structure of the hessian, -stiffness (tree.c) */
+        memcpy(e->omega, s->omega, sizeof(double) * (size_t)(3 * nq));
+        for (int64_t i = 0; i < 3 * nq; i++) e->columns[i] = -e->columns[i];
     }
     if (p->has_rates) { /* constant generalized forces: potential -Q . q */
         for (int64_t i = 0; i < nq; i++) q_force[i] += x->c->rate_force[i], energy -= x->c->rate_force[i] * q[i];
@@ -243,14 +265,16 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
         core_free(kt);
     } else {
         for (int64_t i = 0; i < nf; i++) {
-            for (int64_t j = 0; j < nf; j++) e->hessian[i * nf + j] = -stiffness[p->free[i] * nq + p->free[j]];
+            if (!x->tree)
+                for (int64_t j = 0; j < nf; j++) e->hessian[i * nf + j] = -stiffness[p->free[i] * nq + p->free[j]];
             largest_magnitude = larger(largest_magnitude, magnitude[p->free[i]]);
         }
     }
+    if (x->tree) e->largest_stiffness = tree_largest_entry(model, nf, p->free, e->omega, e->columns, e->springs);
     /* the size of the forces in play: the largest generalized force of any term or, where the forces vanish (a
      * pendulum hanging straight down), the stiffness times 1 mrad or 1 mm, never below the model's own scale */
     e->force_scale = x->c->force_floor;
-    if (nf > 0) e->force_scale = larger(e->force_scale, larger(largest_magnitude, 1e-3 * max_abs(nf * nf, e->hessian)));
+    if (nf > 0) e->force_scale = larger(e->force_scale, larger(largest_magnitude, 1e-3 * stiffness_size(x, e)));
     e->energy = energy;
     e->conservative = conservative;
     if (point_node != few) core_free(point_node);
@@ -263,7 +287,7 @@ static void finite_difference_hessian(const Context *x, const double *q, const d
     int64_t nq = x->model->nq, nf = x->p->nf;
     double step = 1e-6, *plus = zeros(nq), *minus = zeros(nq);
     State s = state_new(x->model);
-    Evaluation e_plus = evaluation_new(x->p), e_minus = evaluation_new(x->p);
+    Evaluation e_plus = evaluation_new(x), e_minus = evaluation_new(x);
     for (int64_t column = 0; column < nf; column++) {
         memcpy(plus, q, sizeof(double) * (size_t)nq);
         memcpy(minus, q, sizeof(double) * (size_t)nq);
@@ -300,6 +324,22 @@ static double residual_norm(const Context *x, const Evaluation *e) {
 
 /* What the line search lowers: the energy, or the residual norm when the forces have no potential. */
 static double merit(const Context *x, const Evaluation *e) { return e->conservative ? e->energy : residual_norm(x, e); }
+
+/* Above this many free coordinates a tree-structured stiffness is never written out (nf x nf): its neutral
+ * directions are not given (the verdict is), and the escape from an unstable equilibrium follows the most negative
+ * pivot of the tree factorization instead of the lowest eigenvector (both directions of negative curvature). */
+#define WRITTEN_OUT_UP_TO 2000
+
+/* e with its hessian written out: e itself, or with tree structure a copy whose hessian (nf, nf) is built here (the
+ * caller frees it), for what needs the whole matrix (eigenvectors: neutral and escape directions). */
+static Evaluation written_out(const Context *x, const Evaluation *e) {
+    Evaluation dense = *e;
+    if (x->tree) {
+        dense.hessian = zeros(x->p->nf * x->p->nf);
+        tree_dense(x->model, x->p->nf, x->p->free, e->omega, e->columns, e->springs, dense.hessian);
+    }
+    return dense;
+}
 
 /* Null-space basis z (nf, r) of G_u, r = nf - m (identity without closures). */
 static double *basis(const Context *x, const Evaluation *e, int64_t *r) {
@@ -353,7 +393,7 @@ static double *reduced_stiffness(const Context *x, const Evaluation *e, const do
 /* Stiffness eigenvalues below this in magnitude count as zero: relative to the force scale and the largest
  * stiffness entry. */
 static double stiffness_floor(const Context *x, const Evaluation *e) {
-    return 1e-9 * larger(e->force_scale, max_abs(x->p->nf * x->p->nf, e->hessian));
+    return 1e-9 * larger(e->force_scale, stiffness_size(x, e));
 }
 
 /* ------------------------------------------------------------------ loop re-assembly */
@@ -416,17 +456,16 @@ static int project(const Context *x, double *q, double max_correction, State *s)
 }
 
 /* ------------------------------------------------------------------ the iteration */
-/* One damped Newton step on the closed-loop manifold, q and e updated in place. Direction: the Newton step in
- * the null space Z of G_u with Z^T K Z shifted to positive definite where it is not (the smallest shift
- * 1e-3 |K| 2^k); caps where shifted: rotations max_shifted_step (rad), translations reach times that (m);
- * elsewhere rotations a quarter turn. Length: backtracking on the merit, every trial projected back onto the
- * loops first. Returns 1 when a capped step was accepted whole. */
-static int newton_step(const Context *x, double *q, Evaluation *e, State *s, double scale, double reach) {
-    const Problem *p = x->p;
-    int64_t nq = x->model->nq, nf = p->nf, r;
+/* The stiffness level of the shift search: the largest |entry| of the reduced stiffness plus round-off. */
+static double shift_level(const Evaluation *e, double largest) { return largest + 1e-12 * e->force_scale; }
+
+/* The Newton direction du (nf) of a dense (reduced) stiffness: y with (Z^T H Z + shift I) y = Z^T residual, du = Z y.
+ * Returns the shift (see newton_step). */
+static double dense_direction(const Context *x, const Evaluation *e, double *du) {
+    int64_t nf = x->p->nf, r;
     double *z = basis(x, e, &r);
-    double *reduced = reduced_stiffness(x, e, z, r, 0), *block = zeros(r * r + 2 * r + nf + nq);
-    double *symmetric = block, *force = symmetric + r * r, *y = force + r, *du = y + r, *trial = du + nf;
+    double *reduced = reduced_stiffness(x, e, z, r, 0), *block = zeros(r * r + 2 * r);
+    double *symmetric = block, *force = symmetric + r * r, *y = force + r;
     for (int64_t i = 0; i < r; i++) {
         for (int64_t j = 0; j < r; j++) symmetric[i * r + j] = 0.5 * (reduced[i * r + j] + reduced[j * r + i]);
         double total = 0.0;
@@ -435,7 +474,7 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
     }
     /* the smallest shift of the form 1e-3 |K| 2^k that makes the reduced stiffness positive definite, none where it
      * already is beyond 1e-8 |K| (found by Cholesky factorizations, not eigenvalues) */
-    double level = max_abs(r * r, reduced) + 1e-12 * e->force_scale, base = 1e-3 * level, shift = 0.0;
+    double level = shift_level(e, max_abs(r * r, reduced)), base = 1e-3 * level, shift = 0.0;
     if (!is_positive_definite(r, symmetric, -1e-8 * level)) {
         /* positive definiteness only grows with the shift: bisect over k between 0 and an exponent whose shift
          * passes Gershgorin's bound (strictly diagonally dominant with a positive diagonal: definite) */
@@ -469,11 +508,75 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
     } else {
         for (int64_t i = 0; i < r; i++) y[i] = NAN;
     }
-    double largest_turn = 0.0, largest_move = 0.0;
     for (int64_t i = 0; i < nf; i++) {
         double total = 0.0;
         for (int64_t j = 0; j < r; j++) total += z[i * r + j] * y[j];
         du[i] = total;
+    }
+    core_free(z), core_free(reduced), core_free(block);
+    return shift;
+}
+
+/* Whether H + shift I is positive definite, H the tree-structured stiffness of e (tree.c); pivot, reach scratch. */
+static int tree_definite(const Context *x, const Evaluation *e, double shift, double *pivot, double *reach) {
+    return tree_factor(x->model, x->p->nf, x->p->free, e->omega, e->columns, e->springs, shift, pivot, reach) == 0;
+}
+
+/* tree_definite with its own scratch. */
+static int tree_positive_definite(const Context *x, const Evaluation *e, double shift) {
+    double *pivot = zeros(4 * x->p->nf);
+    int definite = tree_definite(x, e, shift, pivot, pivot + x->p->nf);
+    core_free(pivot);
+    return definite;
+}
+
+/* dense_direction for a tree-structured stiffness (no loops: Z = I), factorized in tree order: the same shift
+ * search by the same definiteness tests, in O(nf) each. */
+static double tree_direction(const Context *x, const Evaluation *e, double *du) {
+    int64_t nf = x->p->nf;
+    double *pivot = zeros(4 * nf), *reach = pivot + nf;
+    double level = shift_level(e, e->largest_stiffness), base = 1e-3 * level, shift = 0.0;
+    if (!tree_definite(x, e, -1e-8 * level, pivot, reach)) {
+        int low = 0, high = 1100;
+        while (low < high) {
+            int middle = (low + high) / 2;
+            if (tree_definite(x, e, base * pow(2.0, middle), pivot, reach)) high = middle;
+            else low = middle + 1;
+        }
+        shift = base * pow(2.0, low);
+    }
+    tree_factor(x->model, nf, x->p->free, e->omega, e->columns, e->springs, shift, pivot, reach);
+    tree_solve(x->model, nf, x->p->free, e->omega, pivot, reach, e->residual, du);
+    core_free(pivot);
+    return shift;
+}
+
+/* Whether the reduced stiffness has the structure tree.c factorizes, and the problem is large enough
+ * (structured_from free coordinates) for it to pay: a tree without loops, couplings, force fields (Python or native
+ * ground), frame-pair springs or finite differences, whose loads are world-fixed forces (torques and following
+ * loads add terms outside the structure). */
+static int tree_structured(const Model *model, const Problem *p, const Case *c) {
+    if (p->nf == 0 || p->nf < p->structured_from || p->m > 0 || model->n_closures > 0 || model->n_pairs > 0
+        || p->coupling_apply || p->coupling_jacobian || p->field_terms || p->n_grounds > 0 || p->finite_difference)
+        return 0;
+    for (int64_t i = 0; i < 3 * p->n_loads; i++)
+        if (c->torque[i] != 0.0 || (c->force[i] != 0.0 && p->load_follow[i / 3])) return 0;
+    return 1;
+}
+
+/* One damped Newton step on the closed-loop manifold, q and e updated in place. Direction: the Newton step in
+ * the null space Z of G_u with Z^T K Z shifted to positive definite where it is not (the smallest shift
+ * 1e-3 |K| 2^k); caps where shifted: rotations max_shifted_step (rad), translations reach times that (m);
+ * elsewhere rotations a quarter turn. Length: backtracking on the merit, every trial projected back onto the
+ * loops first. Returns 1 when a capped step was accepted whole. */
+static int newton_step(const Context *x, double *q, Evaluation *e, State *s, double scale, double reach) {
+    const Problem *p = x->p;
+    int64_t nq = x->model->nq, nf = p->nf;
+    double *block = zeros(nf + nq), *du = block, *trial = du + nf;
+    double shift = x->tree ? tree_direction(x, e, du) : dense_direction(x, e, du);
+    double largest_turn = 0.0, largest_move = 0.0;
+    for (int64_t i = 0; i < nf; i++) {
+        double total = du[i];
         if (p->translation[i]) largest_move = larger(largest_move, fabs(total));
         else largest_turn = larger(largest_turn, fabs(total));
         if (isnan(total)) largest_turn = NAN;
@@ -492,7 +595,7 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
     int lost = fabs(slope) < 1e-12 * (fabs(phi0) + 1.0); /* the predicted change is round-off: judge by the residual */
     double norm0 = residual_norm(x, e), largest = max_abs(nf, du), alpha = 1.0;
     State trial_state = state_new(x->model);
-    Evaluation e_trial = evaluation_new(p);
+    Evaluation e_trial = evaluation_new(x);
     int grown = 0;
     for (int attempt = 0; attempt < 40; attempt++) {
         memcpy(trial, q, sizeof(double) * (size_t)nq);
@@ -513,14 +616,51 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         if (alpha < 1e-10) break;
         alpha *= 0.5;
     }
-    core_free(z), core_free(reduced), core_free(block);
+    core_free(block);
     state_free(&trial_state), evaluation_free(&e_trial);
     return grown;
 }
 
 /* Unit direction (nf) of most negative curvature on the closed-loop motions, signed toward anchor. */
-static void escape_direction(const Context *x, const Evaluation *e, const double *q, const double *anchor,
+/* For a large tree: y = L^-T e_k for the most negative pivot d_k of H = L D L^T (tree order), y^T H y = d_k < 0. */
+static void tree_escape_direction(const Context *x, const Evaluation *e, const double *q, const double *anchor,
+                                  double *direction) {
+    const Model *model = x->model;
+    int64_t nf = x->p->nf, lowest = 0, *index = core_malloc(sizeof(int64_t) * (size_t)(model->nq + 1));
+    double *pivot = zeros(5 * nf), *reach = pivot + nf, *b = reach + 3 * nf, toward = 0.0, norm = 0.0;
+    tree_factor(model, nf, x->p->free, e->omega, e->columns, e->springs, 0.0, pivot, reach);
+    for (int64_t k = 0; k < model->nq; k++) index[k] = -1;
+    for (int64_t i = 0; i < nf; i++) {
+        index[x->p->free[i]] = i;
+        if (pivot[i] < pivot[lowest]) lowest = i;
+    }
+    /* b = L D e_k: d_k at k, omega_j . X~_k (X~_k = d_k reach_k) at the free j above k; then H^-1 b = L^-T e_k */
+    const double *w = reach + 3 * lowest;
+    b[lowest] = pivot[lowest];
+    int64_t node = model->coordinate_node[x->p->free[lowest]];
+    for (node = model->parent[node]; node > 0; node = model->parent[node]) {
+        int64_t j = model->coordinate[node];
+        if (j < 0 || index[j] < 0) continue;
+        const double *om = e->omega + 3 * j;
+        b[index[j]] = pivot[lowest] * (om[0] * w[0] + om[1] * w[1] + om[2] * w[2]);
+    }
+    tree_solve(model, nf, x->p->free, e->omega, pivot, reach, b, direction);
+    for (int64_t i = 0; i < nf; i++) {
+        norm += direction[i] * direction[i];
+        toward += direction[i] * (anchor[x->p->free[i]] - q[x->p->free[i]]);
+    }
+    norm = (toward < 0.0 ? -1.0 : 1.0) / sqrt(norm);
+    for (int64_t i = 0; i < nf; i++) direction[i] *= norm;
+    core_free(pivot), core_free(index);
+}
+
+static void escape_direction(const Context *x, const Evaluation *tree_or_dense, const double *q, const double *anchor,
                              double *direction) {
+    if (x->tree && x->p->nf > WRITTEN_OUT_UP_TO) {
+        tree_escape_direction(x, tree_or_dense, q, anchor, direction);
+        return;
+    }
+    Evaluation dense = written_out(x, tree_or_dense), *e = &dense;
     int64_t nf = x->p->nf, r;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
     double *values = zeros(r), *vectors = zeros(r * r), toward = 0.0;
@@ -534,9 +674,11 @@ static void escape_direction(const Context *x, const Evaluation *e, const double
     if (toward < 0.0)
         for (int64_t i = 0; i < nf; i++) direction[i] = -direction[i];
     core_free(z), core_free(reduced), core_free(values), core_free(vectors);
+    if (x->tree) core_free(dense.hessian);
 }
 
 static int unstable_here(const Context *x, const Evaluation *e) {
+    if (x->tree) return !tree_positive_definite(x, e, stiffness_floor(x, e)) && all_finite(3 * x->model->nq, e->columns);
     int64_t r;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
     int unstable = r > 0 && all_finite(r * r, reduced) && !is_positive_definite(r, reduced, stiffness_floor(x, e));
@@ -554,7 +696,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
     const Problem *p = x->p;
     int64_t nq = x->model->nq, nf = p->nf;
     State s = state_new(x->model);
-    Evaluation e = evaluation_new(p);
+    Evaluation e = evaluation_new(x);
     int closed = 1, done = 0, escapes = 0;
     double reach = 1.0, far = x->p->runaway_sizes * larger(x->c->size, 1.0);
     double *trial = zeros(nq), *direction = zeros(nf);
@@ -562,7 +704,7 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
     memset(runaway, 0, (size_t)nf);
     if (start) { /* the caller projected q and evaluated it (with least-squares multipliers) */
         node_state(x->model, q, &s);
-        evaluation_copy(p, &e, start);
+        evaluation_copy(x, &e, start);
     } else {
         closed = project(x, q, INFINITY, &s);
         evaluate(x, q, &s, NULL, scale, &e);
@@ -643,18 +785,23 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
 static void unheld(const Context *x, const double *q, const Evaluation *e, uint8_t *out) {
     const Problem *p = x->p;
     int64_t nf = p->nf, m = p->m, nq = x->model->nq, any = 0;
-    double scale = larger(e->force_scale, max_abs(nf * nf, e->hessian));
+    double scale = larger(e->force_scale, stiffness_size(x, e)), *bounds = NULL;
+    if (x->tree) { /* a bound on each column: zero bound, zero column */
+        bounds = zeros(nf);
+        tree_column_bounds(x->model, nf, p->free, e->omega, e->columns, e->springs, bounds);
+    }
     for (int64_t i = 0; i < nf; i++) {
-        double column = 0.0;
-        for (int64_t j = 0; j < nf; j++) column = larger(column, larger(fabs(e->hessian[j * nf + i]), fabs(e->hessian[i * nf + j])));
+        double column = bounds ? bounds[i] : 0.0;
+        for (int64_t j = 0; !bounds && j < nf; j++) column = larger(column, larger(fabs(e->hessian[j * nf + i]), fabs(e->hessian[i * nf + j])));
         for (int64_t r = 0; r < m; r++) column = larger(column, fabs(e->g_u[r * nf + i]));
         out[i] = column <= 1e-12 * scale && fabs(e->q_force_reduced[i]) > p->force_tolerance * e->force_scale;
         any = any || out[i];
     }
+    core_free(bounds);
     if (!any) return;
     double size = larger(x->c->size, 1.0), distances[2] = {1.0, 1000.0}, *trial = zeros(nq);
     State s = state_new(x->model);
-    Evaluation moved = evaluation_new(p);
+    Evaluation moved = evaluation_new(x);
     for (int d = 0; d < 2; d++) {
         memcpy(trial, q, sizeof(double) * (size_t)nq);
         for (int64_t i = 0; i < nf; i++)
@@ -671,11 +818,14 @@ static void unheld(const Context *x, const double *q, const Evaluation *e, uint8
 /* STABLE, NEUTRAL or UNSTABLE from the stiffness on the closed-loop motions; the neutral directions (unit
  * vectors in free coordinates) go to the rows of neutral (nf, nf), their count to *count. Stable: a Cholesky
  * factorization of K - floor I succeeds; unstable: an eigenvalue below -floor. */
-static int stability(const Context *x, const Evaluation *e, double *neutral, int64_t *count) {
+static int stability(const Context *x, const Evaluation *tree_or_dense, double *neutral, int64_t *count) {
     int64_t nf = x->p->nf, r;
     *count = 0;
+    double floor_ = stiffness_floor(x, tree_or_dense);
+    if (x->tree && tree_positive_definite(x, tree_or_dense, -floor_)) return STABLE; /* else written out: directions */
+    if (x->tree && nf > WRITTEN_OUT_UP_TO) return tree_positive_definite(x, tree_or_dense, floor_) ? NEUTRAL : UNSTABLE;
+    Evaluation dense = written_out(x, tree_or_dense), *e = &dense;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
-    double floor_ = stiffness_floor(x, e);
     int verdict = STABLE;
     if (r > 0) {
         if (!is_positive_definite(r, reduced, -floor_)) {
@@ -703,6 +853,7 @@ static int stability(const Context *x, const Evaluation *e, double *neutral, int
         }
     }
     core_free(z), core_free(reduced);
+    if (x->tree) core_free(dense.hessian);
     return verdict;
 }
 
@@ -712,10 +863,10 @@ static int stability(const Context *x, const Evaluation *e, double *neutral, int
 void solve_case(const Model *model, const Problem *p, const Case *c, const double *q_start, int64_t classify,
                 double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
                 uint8_t *out_runaway) {
-    Context x = {model, p, c};
+    Context x = {model, p, c, tree_structured(model, p, c)};
     int64_t nq = model->nq, nf = p->nf, iterations = 0, any_unheld = 0, any_runaway = 0;
     State s = state_new(model);
-    Evaluation e = evaluation_new(p);
+    Evaluation e = evaluation_new(&x);
     memcpy(q, q_start, sizeof(double) * (size_t)nq);
     int closed = project(&x, q, INFINITY, &s), ok = 0;
     evaluate(&x, q, &s, NULL, 1.0, &e);
@@ -755,9 +906,9 @@ void solve_case(const Model *model, const Problem *p, const Case *c, const doubl
 void evaluate_case(const Model *model, const Problem *p, const Case *c, const double *q, const double *multipliers,
                    double *residual, double *closure, double *g_u, double *hessian, double *scalars,
                    double *q_force_reduced, double *multipliers_out) {
-    Context x = {model, p, c};
+    Context x = {model, p, c, 0};
     State s = state_new(model);
-    Evaluation e = evaluation_new(p);
+    Evaluation e = evaluation_new(&x);
     node_state(model, q, &s);
     evaluate(&x, q, &s, multipliers, 1.0, &e);
     memcpy(residual, e.residual, sizeof(double) * (size_t)p->nf);
@@ -803,7 +954,7 @@ void case_scales(const Model *model, const double *q_start, int64_t n_loads, con
  * Returns the final residual norm (2-norm over all equations) and *iterations. */
 double assemble_case(const Model *model, const Problem *p, double *q, double tolerance, int64_t max_iterations,
                      int64_t *iterations) {
-    Context x = {model, p, NULL};
+    Context x = {model, p, NULL, 0};
     int64_t nq = model->nq, nf = p->nf, rows6 = 6 * model->n_closures;
     apply_couplings(&x, q);
     *iterations = 0;
