@@ -203,3 +203,13 @@ def test_a_long_chain_solves_within_the_linear_memory_estimate():
     peak = int(run.stdout.split()[-1])
     assert 0 <= peak <= memory.TREE_BYTES_PER_COORDINATE * n  # n x n doubles would be 72 MB
     assert memory.solve_bytes(n, 0, structured=True) < memory.solve_bytes(n, 0) / 2
+
+
+def test_the_tree_path_fails_cleanly_at_every_allocation():
+    # an upright chain that falls: the shift search, the escape and the stability verdict all allocate on this path
+    from test_core_allocation import fails_cleanly_at_every_allocation
+
+    model = compile_model(chain(6, 40.0, upright=True))
+    reference = solve(model, options=TREE)
+    result, failures = fails_cleanly_at_every_allocation(lambda: solve(model, options=TREE))
+    assert reference.converged and failures > 10 and np.array_equal(result.q, reference.q)
