@@ -678,7 +678,8 @@ static void escape_direction(const Context *x, const Evaluation *tree_or_dense, 
 }
 
 static int unstable_here(const Context *x, const Evaluation *e) {
-    if (x->tree) return !tree_positive_definite(x, e, stiffness_floor(x, e)) && all_finite(3 * x->model->nq, e->columns);
+    if (x->tree)
+        return !tree_positive_definite(x, e, stiffness_floor(x, e)) && all_finite(3 * x->model->nq, e->columns);
     int64_t r;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
     int unstable = r > 0 && all_finite(r * r, reduced) && !is_positive_definite(r, reduced, stiffness_floor(x, e));
@@ -792,7 +793,8 @@ static void unheld(const Context *x, const double *q, const Evaluation *e, uint8
     }
     for (int64_t i = 0; i < nf; i++) {
         double column = bounds ? bounds[i] : 0.0;
-        for (int64_t j = 0; !bounds && j < nf; j++) column = larger(column, larger(fabs(e->hessian[j * nf + i]), fabs(e->hessian[i * nf + j])));
+        for (int64_t j = 0; !bounds && j < nf; j++)
+            column = larger(column, larger(fabs(e->hessian[j * nf + i]), fabs(e->hessian[i * nf + j])));
         for (int64_t r = 0; r < m; r++) column = larger(column, fabs(e->g_u[r * nf + i]));
         out[i] = column <= 1e-12 * scale && fabs(e->q_force_reduced[i]) > p->force_tolerance * e->force_scale;
         any = any || out[i];

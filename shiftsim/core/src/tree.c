@@ -34,7 +34,8 @@ int64_t tree_factor(const Model *model, int64_t nf, const int64_t *free, const d
         if (i >= 0) {
             const double *om = omega + 3 * k, *x = columns + 3 * k;
             double column[3], d;
-            for (int a = 0; a < 3; a++) column[a] = x[a] - (r[3 * a] * om[0] + r[3 * a + 1] * om[1] + r[3 * a + 2] * om[2]);
+            for (int a = 0; a < 3; a++)
+                column[a] = x[a] - (r[3 * a] * om[0] + r[3 * a + 1] * om[1] + r[3 * a + 2] * om[2]);
             d = om[0] * column[0] + om[1] * column[1] + om[2] * column[2] + diagonal[k] + shift;
             pivot[i] = d;
             if (!(d > 0.0)) not_positive++;
