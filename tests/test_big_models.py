@@ -78,6 +78,7 @@ def _same(model, **kwargs):
     return tree, dense
 
 
+@pytest.mark.slow
 def test_a_hanging_chain_pushed_sideways_balances_by_a_moment_sum_as_the_dense_path_finds_it():
     n, k, push = 200, 2000.0, 30.0
     model = compile_model(chain(n, k))
@@ -149,6 +150,7 @@ def test_a_tree_left_by_the_solver_when_unstable_reaches_the_dense_paths_stable_
     assert abs(tree.q[0]) > 0.1  # it fell over
 
 
+@pytest.mark.slow
 def test_a_long_upright_chain_escapes_along_a_pivot_of_the_tree_factorization_and_balances():
     # beyond 2,000 free coordinates the stiffness is never written out: the unstable verdict comes from the pivots,
     # and the escape from the upright equilibrium (exact at the start: nothing else moves it) follows the
@@ -187,6 +189,7 @@ print(status_bytes("VmHWM") - before)
 """
 
 
+@pytest.mark.slow
 def test_a_long_chain_solves_within_the_linear_memory_estimate():
     """The peak resident growth of a solve of 3,000 links (beyond WRITTEN_OUT_UP_TO: nothing dense) stays under
     TREE_BYTES_PER_COORDINATE per coordinate, measured in a fresh interpreter."""
