@@ -34,8 +34,8 @@ test-fast: $(STAMP)
 # core's pool threads otherwise ("Tracer caught signal 11").
 CHECK_C := $(abspath build/check-c)
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-CORE_TESTS := tests/test_core.py tests/test_core_safety.py tests/test_core_allocation.py tests/test_core_linalg.py \
-	tests/test_kinematics.py tests/test_jacobian_loops.py tests/test_statics.py tests/test_core_ground.py
+CORE_TESTS := tests/core/test_core.py tests/core/test_core_safety.py tests/core/test_core_allocation.py tests/core/test_core_linalg.py \
+	tests/kinematics/test_kinematics.py tests/kinematics/test_jacobian_loops.py tests/statics/test_statics.py tests/core/test_core_ground.py
 
 check-c: $(STAMP)
 	rm -rf $(CHECK_C) && mkdir -p $(CHECK_C)

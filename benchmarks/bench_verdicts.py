@@ -1,6 +1,6 @@
 """How fast the solver says what it finds: no equilibrium, and closed loops started far up the slope.
 
-Cases (built in ``tests/test_statics_robust.py``, the tests that check their answers):
+Cases (built in ``tests/statics/test_statics_robust.py``, the tests that check their answers):
 
 * ``free500``: 500 free bodies under gravity, 3000 coordinates: no equilibrium, found from the
   start's stiffness and two probes (target: the verdict within 1 s);

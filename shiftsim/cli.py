@@ -22,7 +22,7 @@ import warnings
 
 from .errors import InputError, Problem, ShiftsimError, ShiftsimWarning
 
-# name -> one-line help, as each command's own parser gives it (tests/test_startup.py keeps them equal)
+# name -> one-line help, as each command's own parser gives it (tests/commands/test_startup.py keeps them equal)
 COMMANDS = {
     "check": "validate a model or a scenario and summarize it",
     "fk": "forward kinematics: world poses of every body and frame",

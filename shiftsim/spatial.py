@@ -8,7 +8,7 @@ The rotation builders the readers apply to every model (:func:`rotation_about`,
 :func:`rotation_vector` are numpy: importing ``scipy.spatial.transform`` takes
 0.19 s (it loads scipy.spatial with its KD-tree and Qhull), more than
 ``shiftsim check`` needs for a whole model. They equal scipy's ``Rotation``
-conversions to round-off (tests/test_startup.py, tests/test_spatial.py); other
+conversions to round-off (tests/commands/test_startup.py, tests/kinematics/test_spatial.py); other
 conversions use ``Rotation``, imported where they happen.
 """
 

@@ -52,6 +52,7 @@ def _environment() -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("place, code", _blocks("python"), ids=[p for p, _ in _blocks("python")])
 def test_python_snippet_runs(place, code, workspace):
     result = subprocess.run([sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True,
@@ -66,6 +67,7 @@ def _comparable(text: str) -> tuple[list[str], list[float]]:
     return NUMBER.sub("#", text).split(), numbers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("place, block", _blocks("command"), ids=[p for p, _ in _blocks("command")])
 def test_command_prints_what_is_shown(place, block, workspace):
     command, _, shown = block.partition("\n")

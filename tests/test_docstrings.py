@@ -27,6 +27,7 @@ sys.exit(0 if result.attempted > 0 and result.failed == 0 else 1)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PUBLIC)
 def test_docstring_sections_and_examples(name, tmp_path):
     text = getattr(shiftsim, name).__doc__ or ""

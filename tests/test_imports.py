@@ -151,6 +151,7 @@ def test_the_graph_reader_sees_relative_deferred_and_annotation_imports():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
+@pytest.mark.slow
 def test_no_module_imports_itself_round_a_cycle():
     assert cycles(graph(at_import_only=False)) == []
 
@@ -164,6 +165,7 @@ def test_deferred_imports_count_and_close_a_cycle_between_modules():
         ["shiftsim.plots.registry", "shiftsim.scenario.runner"]]
 
 
+@pytest.mark.slow
 def test_no_subpackage_depends_on_itself_through_another():
     assert cycles(graph(at_import_only=False, unit=subpackage, skip=PENDING)) == []
     # the collision package knows models and poses, not scenarios (collisions.png is shiftsim.scenario's)
@@ -181,6 +183,7 @@ FLOW = ("shiftsim.commands", "shiftsim.output", "shiftsim.plots", "shiftsim.anal
 """The rooms of a run, top down (docs/layout.md): each imports only rooms below it, never one above."""
 
 
+@pytest.mark.slow
 def test_the_run_flows_down_commands_output_plots_analysis_scenario():
     upward = []
     for name, path in MODULES.items():

@@ -3,7 +3,7 @@
 A solve works on dense matrices of the system's size ``n = coordinates + 6 x closures``:
 :func:`solve_bytes` estimates its peak as :data:`DENSE_MATRICES` float64 matrices of ``n x (n + 1)`` (measured:
 a peak of about 7.9 such matrices for flat models of 300 to 900 bodies, as the growth of the process's peak
-resident memory, which counts the compiled core's own allocations; tests/test_hardening_solve_memory.py keeps
+resident memory, which counts the compiled core's own allocations; tests/statics/test_hardening_solve_memory.py keeps
 the estimate above the measured peak). A loop-free tree factorized in tree order (``structured``: core/src/tree.c)
 needs :data:`TREE_BYTES_PER_COORDINATE` per coordinate, plus the dense matrices of at most
 :data:`WRITTEN_OUT_UP_TO` coordinates (its stiffness is written out only that far, for the neutral directions).

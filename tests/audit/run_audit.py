@@ -16,7 +16,7 @@ warnings a user gets and a 4 GiB address-space limit, and is classified as:
 Trial families (N = ``--per-kind``):
 
 * readers (11 N): N mutated files of each reader's shipped example (Shift, MFK, CLARAty, mirabuf, Mdx) and of
-  a scenario, mutated as tests/test_fuzz_cli.py does (a JSON value replaced by a hostile one, or bytes
+  a scenario, mutated as tests/commands/test_fuzz_cli.py does (a JSON value replaced by a hostile one, or bytes
   flipped, inserted or cut); each through ``check`` and, models, ``solve`` (Mdx: ``mdx ik``);
 * command-line values (36): ``solve --gravity``/``--load`` and ``fk --set`` given non-finite, huge and
   malformed numbers (the invalid ones must exit 2);
@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "commands"))
 from test_fuzz_cli import ADDRESS_SPACE_BYTES, SEEDS  # noqa: E402
 from test_fuzz_cli import mutated_file as fuzz_file  # noqa: E402
 

@@ -1,0 +1,70 @@
+"""Grid sweeps in the sweep plots: curves coloured by the parameter before the x axis with a colour bar, a line style
+per series, a marker per value of the earlier parameters; every label and the legend inside the figure."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from matplotlib.colors import to_hex
+from helpers.scenario import REPO
+
+from shiftsim.plots import sweep as sweep_plots
+from shiftsim.scenario import load_scenario
+from shiftsim.scenario.runner import StepResult
+
+FRAME = "ex1:front:arm:stick:bucket_pivot"
+SLEW, BOOM, STICK = "ex1:lower:slew", "ex1:front:arm:boom_cyl", "ex1:front:arm:stick_cyl"
+
+
+@pytest.fixture(scope="module")
+def capacity_grid():
+    """The shipped capacity scenario's 2 x 8 x 8 grid, with a made-up deflection per step (1 mm x step index + 1)."""
+    scenario = load_scenario(REPO / "scenarios" / "excavator_capacity.json")
+    table = scenario.sweep.table()
+    steps = [StepResult(k, dict(zip(scenario.sweep.names, map(float, row))), "converged", 3, 1e-12, True,
+                        frames={FRAME: {"position": [0.0, 0.0, 0.0], "deflection": [0.0, 0.0, -1e-3 * (k + 1)]}})
+             for k, row in enumerate(table)]
+    return scenario, steps
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    drawn = []
+    monkeypatch.setattr(sweep_plots, "png", lambda fig: drawn.append(fig) or b"")
+    return drawn
+
+
+def test_a_grid_colours_its_curves_by_one_parameter_with_a_colour_bar(capacity_grid, figures):
+    scenario, steps = capacity_grid
+    sweep_plots.deflection_plot(scenario, steps, 30)
+    figure = figures[0]
+    ax, colour_bar = figure.axes
+    assert colour_bar.get_ylabel() == f"{BOOM} (m)"
+    lines = [line for line in ax.get_lines() if line.get_marker() in ("o", "s")]
+    assert len(lines) == 16  # a curve per (slew, boom) combination, x = the stick
+    booms = sorted({s.parameters[BOOM] for s in steps})
+    colours = {}
+    for line, (slew, boom) in zip(lines, [(a, b) for a in (0.0, math.pi / 2) for b in booms]):
+        colours.setdefault(boom, set()).add(to_hex(line.get_color()))
+        assert line.get_marker() == ("o" if slew == 0.0 else "s")  # the slew by marker
+    assert all(len(c) == 1 for c in colours.values()) and len({next(iter(c)) for c in colours.values()}) == 8
+    low, high = colour_bar.get_ylim()
+    assert (low, high) == pytest.approx((min(booms), max(booms)))
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels == [f"{FRAME}, {SLEW} = 0", f"{FRAME}, {SLEW} = 1.571"]  # not 16 entries
+
+
+def test_the_grid_plot_keeps_its_texts_inside_the_figure(capacity_grid, figures):
+    scenario, steps = capacity_grid
+    sweep_plots.deflection_plot(scenario, steps, 30)
+    figure = figures[0]
+    renderer = figure.canvas.get_renderer()
+    figure.canvas.draw()
+    box = figure.bbox
+    ax, colour_bar = figure.axes
+    for artist in (ax.get_legend(), ax.title, ax.xaxis.label, ax.yaxis.label, colour_bar.yaxis.label):
+        extent = artist.get_window_extent(renderer)
+        assert np.all([box.x0 - 1 <= extent.x0, extent.x1 <= box.x1 + 1, box.y0 - 1 <= extent.y0,
+                       extent.y1 <= box.y1 + 1]), (artist, extent, box)

@@ -1,0 +1,219 @@
+"""The 3D view (shiftsim view): the results document's scene against the run's own numbers, what is drawn,
+and the viewer itself in a real (headless Chromium) browser."""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shiftsim import run_scenario
+from shiftsim.cli import main
+from shiftsim.view.drawing import ARROW_SHARE, arrow_scale, default_factor, machines_size, step_drawing
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def vehicle() -> dict:
+    """A machine standing on four tyres, five load steps: ground contacts, support polygon, forces."""
+    return run_scenario(ROOT / "scenarios" / "vehicle_on_tyres.json").document
+
+
+@pytest.fixture(scope="module")
+def two() -> dict:
+    """Two excavators with collision shapes slewing into each other: shapes and collision pairs."""
+    return run_scenario(ROOT / "scenarios" / "two_excavators.json").document
+
+
+def _scene_frame(document: dict, row: int, name: str, key: str = "frames") -> np.ndarray:
+    for machine, layout in document["scene"]["machines"].items():
+        if name in layout["frames"]:
+            return np.asarray(document["scene"]["steps"][row][machine][key][layout["frames"].index(name)])
+    raise KeyError(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fixture", ["vehicle", "two"])
+def test_scene_frames_are_the_reported_frames(fixture, request):
+    """The scene's frame positions (forward kinematics of the solved coordinates) are the runner's tracked frames;
+    its unloaded positions are the tracked positions less the reported deflections."""
+    document = request.getfixturevalue(fixture)
+    checked = 0
+    for row, step in enumerate(document["steps"]):
+        for name, frame in step["frames"].items():
+            np.testing.assert_allclose(_scene_frame(document, row, name), frame["position"], atol=1e-9)
+            np.testing.assert_allclose(_scene_frame(document, row, name, "reference"),
+                                       np.subtract(frame["position"], frame["deflection"]), atol=1e-9)
+            checked += 1
+    assert checked >= len(document["steps"])
+
+
+def test_shapes_sit_on_their_bodies(two):
+    """Each shape's world pose is its body's reported world pose times a body-fixed offset: the offset is the same
+    at every step."""
+    layout = two["scene"]["machines"]["ex1"]
+    for k, shape in enumerate(layout["shapes"]):
+        body = next(name for name in two["steps"][0]["bodies"] if name.endswith(":" + shape["body"]))
+        offsets = []
+        for row, step in enumerate(two["steps"]):
+            pose = np.asarray(two["scene"]["steps"][row]["ex1"]["shapes"][k])
+            rotation, position = np.asarray(step["bodies"][body]["rotation"]), np.asarray(step["bodies"][body]["position"])
+            offsets.append(np.column_stack([rotation.T @ pose[:, :3], rotation.T @ (pose[:, 3] - position)]))
+        np.testing.assert_allclose(offsets, np.broadcast_to(offsets[0], np.shape(offsets)), atol=1e-9)
+    assert layout["shapes"]
+
+
+def test_contact_points_carry_the_centre_of_pressure(vehicle):
+    """On flat ground the centre of pressure is the vertical-force-weighted mean of the contact points."""
+    for step in vehicle["steps"]:
+        record = step["ground"]["car1"]
+        points = np.array([record["contact_points"][n] for n in record["contact_forces"]])
+        fz = np.array([f[2] for f in record["contact_forces"].values()])
+        np.testing.assert_allclose((fz @ points[:, :2]) / fz.sum(), record["centre_of_pressure"][:2], atol=1e-9)
+
+
+def test_arrows_and_exaggeration(vehicle):
+    """Force arrows: the run's largest force is drawn ARROW_SHARE of the machine size, every arrow at its force
+    times the scale; the exaggeration factor is 1, 2 or 5 x 10^n and draws the largest deflection at most a tenth of
+    the machine size (more than a fortieth when the factor is above 1)."""
+    size, scale = machines_size(vehicle), arrow_scale(vehicle)
+    lengths = []
+    for row in range(len(vehicle["steps"])):
+        drawing = step_drawing(vehicle, row, 1.0)
+        forces = [vehicle["steps"][row]["ground"]["car1"]["contact_forces"][a.name] for a in drawing.contact_forces]
+        np.testing.assert_allclose([a.force for a in drawing.contact_forces], forces)
+        lengths += [scale * np.linalg.norm(a.force) for a in drawing.joint_forces + drawing.contact_forces]
+        assert len(drawing.support_polygons[0][1]) == len(vehicle["steps"][row]["ground"]["car1"]["support_polygon"])
+    assert max(lengths) == pytest.approx(ARROW_SHARE * size)
+    factor = default_factor(vehicle)
+    mantissa = factor / 10 ** np.floor(np.log10(factor))
+    assert mantissa == pytest.approx(1) or mantissa == pytest.approx(2) or mantissa == pytest.approx(5)
+    largest = max(np.linalg.norm(f["deflection"]) for s in vehicle["steps"] for f in s["frames"].values())
+    assert factor * largest <= 0.1 * size + 1e-12
+    if factor > 1:
+        assert factor * largest > 0.025 * size
+
+
+def test_view_without_viser_is_named(monkeypatch, capsys, tmp_path):
+    import shiftsim.commands.view as command
+
+    real = command.importlib.util.find_spec
+    monkeypatch.setattr(command.importlib.util, "find_spec", lambda name: None if name == "viser" else real(name))
+    assert main(["view", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'shiftsim[view]'" in err and "viser" in err
+
+
+def test_view_bad_source(capsys, tmp_path):
+    assert main(["view", str(tmp_path / "missing")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_capacity_points_pose_the_machine(vehicle):
+    """A capacity lift point is a node at its step's lift frame; posing there moves the step slider."""
+    from shiftsim.view.server import RunView
+
+    document = copy.deepcopy(vehicle)
+    frame = next(iter(document["steps"][0]["frames"]))
+    document["capacity"] = {"frame": frame, "points": [
+        {"step": s["index"], "rated_mass": 1000.0 + s["index"], "radius": 1.0, "height": 0.5, "governs": "tipping"}
+        for s in document["steps"]]}
+    view = RunView(document, port=0)
+    try:
+        last = len(document["steps"]) - 1
+        np.testing.assert_allclose(view.nodes[f"/capacity/{last}"].position,
+                                   document["steps"][last]["frames"][frame]["position"], atol=1e-6)
+        view.pose(last)
+        assert view.slider.value == last
+        assert f"step {document['steps'][last]['index']}" in view.info.content
+    finally:
+        view.stop()
+
+
+def _screenshot(path: Path, url: str, profile: Path, seconds: float = 600) -> str:
+    """Headless Chromium's screenshot of ``url`` into ``path``; its stderr. Chromium and the processes it started
+    are ended when it takes longer than ``seconds`` (a loaded machine renders WebGL in software slowly)."""
+    process = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={profile}", "--window-size=1200,800", "--virtual-time-budget=15000",
+         f"--screenshot={path}", url], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        _, stderr = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        _, stderr = process.communicate()
+    return stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs it with apt-get)")
+def test_viewer_in_a_browser(two, tmp_path):
+    """The viewer served on a free loopback port, opened in headless Chromium: the browser connects, the screenshot
+    is not blank, and the scene graph the server holds matches results.json."""
+    import matplotlib.image
+
+    from shiftsim.view.server import RunView
+
+    view = RunView(two, port=0)
+    try:
+        view.factor_input.value = 1.0  # draw the solved pose: node positions are results.json's numbers
+        view.factor = 1.0
+        row = next(r for r, s in enumerate(two["steps"]) if s.get("collisions"))
+        view.pose(row)
+        differs = 0.0
+        for attempt in range(2):  # software WebGL in headless Chromium now and then paints no frame: one retry
+            screenshot = tmp_path / f"view{attempt}.png"
+            stderr = _screenshot(screenshot, view.url, tmp_path / f"profile{attempt}")
+            if not screenshot.exists():
+                continue
+            pixels = matplotlib.image.imread(screenshot)[..., :3]
+            background = np.median(pixels.reshape(-1, 3), axis=0)
+            differs = np.any(np.abs(pixels - background) > 0.1, axis=-1).mean()
+            if differs > 0.1:
+                break
+        assert screenshot.exists(), f"Chromium wrote no screenshot: {stderr[-2000:]}"
+        assert view.clients, "the page did not connect to the viewer's websocket"
+        assert differs > 0.1, f"the screenshot is (nearly) one colour: {differs:.1%} of pixels differ"
+        assert len(np.unique((pixels * 255).astype(int).reshape(-1, 3), axis=0)) > 50
+
+        nodes = view.server.scene._handle_from_node_name  # the scene graph viser sends to its clients
+        step = two["steps"][row]
+        for name, frame in step["frames"].items():
+            np.testing.assert_allclose(nodes[f"/frames/{name}"].position, frame["position"], atol=1e-6)
+        for machine, layout in two["scene"]["machines"].items():
+            for k, shape in enumerate(layout["shapes"]):
+                pose = np.asarray(two["scene"]["steps"][row][machine]["shapes"][k])
+                np.testing.assert_allclose(nodes[f"/machines/{machine}/shapes/{k}"].position, pose[:, 3], atol=1e-6)
+        for k, pair in enumerate(step["collisions"]):
+            assert f"/collisions/{k}" in nodes
+            assert f"{pair['distance']:.4g} m" in nodes[f"/labels/collisions/{k}"].text
+    finally:
+        view.stop()
+
+
+def test_view_reads_a_scenario_by_running_it(capsys):
+    """``view SCENARIO`` runs it in memory: the document is what run_scenario returns, scene included."""
+    from shiftsim.commands.view import _document
+
+    document = _document(ROOT / "scenarios" / "four_bar_drive.json")
+    assert "running" in capsys.readouterr().out
+    assert len(document["scene"]["steps"]) == len(document["steps"]) == document["steps_planned"]
+
+
+def test_view_refuses_results_without_a_scene(vehicle, tmp_path, capsys):
+    import json
+
+    old = {key: value for key, value in vehicle.items() if key != "scene"}
+    (tmp_path / "results.json").write_text(json.dumps(old))
+    assert main(["view", str(tmp_path), "--no-browser", "--port", "0"]) == 2
+    assert "no 'scene'" in capsys.readouterr().err
