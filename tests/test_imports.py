@@ -174,6 +174,7 @@ def test_no_subpackage_depends_on_itself_through_another():
     assert len(seen) >= 6 and not any(t.startswith("shiftsim.scenario") for targets in seen.values() for t in targets)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if not n.endswith("__main__")))  # __main__ runs the CLI
 def test_every_module_imports(name):
     importlib.import_module(name)

@@ -45,6 +45,7 @@ def scenario_file(tmp_path: Path, **changes: Any) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_shipped_scenario_finds_the_first_contact_step_and_exits_3(capsys):
     code, out, _ = run(capsys, "collide", str(SHIPPED), "--json")
     assert code == 3
@@ -169,6 +170,7 @@ def test_kinematic_posing_closes_loops_along_the_sweep(tmp_path):
         assert np.linalg.norm(closure_residual(entry.model, state(entry.model, entry.q[None]))) < 1e-9
 
 
+@pytest.mark.slow
 def test_a_run_gets_collisions_a_summary_line_and_a_plot(tmp_path):
     """The run's solved steps: the slew joint is prescribed and the tracks hang from the fixed upper structure,
     so their distances are the kinematic ones; the arms sag under gravity but stay clear of the tracks."""

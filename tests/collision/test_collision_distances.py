@@ -179,6 +179,7 @@ def test_box_box_closed_forms_hold_under_rigid_motions(name, ha, xa, hb, xb, exp
     np.testing.assert_allclose(result.distance[:, 0], expected, atol=TOLERANCE)
 
 
+@pytest.mark.slow
 def test_random_box_pairs_match_minimisation_when_apart_and_separating_axes_when_overlapping():
     rng = np.random.default_rng(RNG_SEED)
     ha, hb = np.array([0.8, 0.3, 0.5]), np.array([0.4, 0.6, 0.2])

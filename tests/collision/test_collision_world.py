@@ -90,6 +90,7 @@ class CountingPybullet:
         return self.pybullet.getClosestPoints(*args, **kwargs)
 
 
+@pytest.mark.slow
 def test_narrow_phase_work_grows_with_the_pairs_that_are_near(excavator):
     """Far apart, the bounds leave one candidate box pair per configuration: one pybullet query. Facing each
     other with arms crossing, some configurations need several; overlapping boxes need none (their

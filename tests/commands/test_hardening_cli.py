@@ -77,6 +77,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["fk"], ["solve", "--json"], ["check"]])
 @pytest.mark.parametrize("prefix,place", [("", "line 1, column "), ("// a JSON5 comment\n", "bodies[0].name")])
 def test_a_lone_surrogate_in_a_model_name_is_refused_with_its_place(tmp_path, command, prefix, place):
@@ -185,6 +186,7 @@ def test_plot_text_escapes_dollars_so_matplotlib_draws_them_plainly():
         assert (shown, is_math) == (name, False)
 
 
+@pytest.mark.slow
 def test_a_plot_that_fails_does_not_lose_the_results(tmp_path, monkeypatch, capsys):
     from shiftsim.cli import main
     from shiftsim.plots import registry as plots

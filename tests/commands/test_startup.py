@@ -55,6 +55,7 @@ def test_help_imports_no_command_numpy_or_scipy():
     assert not [name for name in ("numpy", "scipy", *HEAVY) if loaded(modules, name)]
 
 
+@pytest.mark.slow
 def test_check_imports_its_own_command_only():
     code, modules = modules_after("check", "models/shift/excavator.json")
     assert code == 0

@@ -210,6 +210,7 @@ def test_the_boundary_tables_are_one_list_on_both_sides():
                      np.zeros(0, np.int64), np.zeros(0, np.int64), None, None, None, 0, record)
 
 
+@pytest.mark.slow
 def test_a_python_table_that_disagrees_with_the_core_fails_at_import():
     import subprocess
     import sys

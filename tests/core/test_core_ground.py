@@ -120,6 +120,7 @@ def pressed(model, rng):
 GROUNDS = [Ground(grid=GRID, friction=0.6), Ground(level=0.1, friction=0.5)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ground", GROUNDS, ids=["grid", "plane"])
 def test_the_core_laws_equal_the_reference_at_random_states(ground):
     model = car()

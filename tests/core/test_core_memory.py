@@ -81,6 +81,7 @@ def test_the_cli_refuses_a_solve_beyond_the_address_space_limit_with_exit_1(tmp_
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
+@pytest.mark.slow
 def test_a_flat_model_of_as_many_bodies_without_a_loop_solves_under_the_same_limit(tmp_path):
     """Factorized in tree order, the same 4,000 links need memory linear in their number: the guard lets the solve
     run and it fits (it was refused, and died at 1 GiB before the guard)."""

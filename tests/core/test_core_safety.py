@@ -38,6 +38,7 @@ def outcome(body: str) -> tuple[int, str]:
     return done.returncode, done.stdout.strip() + done.stderr.strip()[-2000:]
 
 
+@pytest.mark.slow
 def test_model_arrays_are_read_only():
     code, out = outcome("""
         m.node_parent[1] = 10**9
@@ -45,6 +46,7 @@ def test_model_arrays_are_read_only():
     assert code == 0 and out.startswith("ValueError") and "read-only" in out, out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("field, value, named", [
     ("node_parent", "np.array([-1] + [10**9] * (m.n_nodes - 1))", "parent"),
     ("frame_node", "np.full(len(m.frame_node), 10**9)", "frame_node"),
@@ -59,6 +61,7 @@ def test_replaced_arrays_are_refused_when_compiled(field, value, named):
     assert code == 0 and out.startswith("ValueError") and named in out, out
 
 
+@pytest.mark.slow
 def test_a_tampered_pickle_is_refused():
     code, out = outcome("""
         rebuild, arguments, state = m.__reduce_ex__(2)[:3]  # what pickle.loads does with a model's bytes
@@ -72,6 +75,7 @@ def test_a_tampered_pickle_is_refused():
     assert code == 0 and out.startswith("ValueError") and "parent" in out, out
 
 
+@pytest.mark.slow
 def test_pivoted_rank_refuses_a_short_order():
     code, out = outcome("""
         a = np.random.default_rng(1).normal(size=(40, 4000))
@@ -80,6 +84,7 @@ def test_pivoted_rank_refuses_a_short_order():
     assert code == 0 and out.startswith("ValueError") and "order" in out, out
 
 
+@pytest.mark.slow
 def test_polynomials_refuse_short_outputs():
     code, out = outcome("""
         count = 100000
@@ -88,6 +93,7 @@ def test_polynomials_refuse_short_outputs():
     assert code == 0 and out.startswith("ValueError") and "items" in out, out
 
 
+@pytest.mark.slow
 def test_terms_refuse_missing_q():
     code, out = outcome("""
         nq = m.nq
@@ -97,6 +103,7 @@ def test_terms_refuse_missing_q():
     assert code == 0 and out.startswith("ValueError") and "q" in out, out
 
 
+@pytest.mark.slow
 def test_terms_refuse_an_unknown_term():
     code, out = outcome("""
         nq = m.nq

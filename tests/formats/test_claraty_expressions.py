@@ -210,6 +210,7 @@ def _extend(children):
     return st.one_of(binary, unary)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.recursive(_leaf, _extend, max_leaves=12))
 def test_random_expressions_evaluate_like_math(case) -> None:

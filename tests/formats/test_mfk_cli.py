@@ -146,6 +146,7 @@ def test_encode_then_decode_from_file_and_stdin(capsys, tmp_path, monkeypatch):
     assert code == 0 and json.loads(out_stdin) == json.loads(out)
 
 
+@pytest.mark.slow
 def test_decode_refusals_exit_2(capsys, tmp_path):
     _, out, _ = run(capsys, "mfk", "encode", EXCAVATOR)
     message = json.loads(out)

@@ -167,6 +167,7 @@ def test_long_error_messages_are_cut():
     assert "y" * 300 not in text and "..." in text
 
 
+@pytest.mark.slow
 def test_nan_physics_mass_through_json5_is_blamed_on_the_physics_entry(tmp_path):
     physics = {"oem": "shiftsim", "name": "physics", "version": "0.1",
                "bodies": [{"id": "base_mass", "node_ref": "topcon.nodes.base", "mass": "NAN"}]}
@@ -203,6 +204,7 @@ def deep_nodes(depth: int) -> dict:
         {"oem": "topcon", "name": "nodes", "version": "0.1", "nodes": [node]}]}]}
 
 
+@pytest.mark.slow
 def test_node_tree_450_deep_is_refused_with_the_place(tmp_path):
     done = run_cli(tmp_path, deep_nodes(450))
     assert done.returncode == 2, done.stderr[-500:]

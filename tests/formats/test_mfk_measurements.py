@@ -211,6 +211,7 @@ def test_huge_string_request_is_refused():
     assert "resulting string too large" in script_error('x = ("x"):rep(2^62)')
 
 
+@pytest.mark.slow
 def test_empty_string_rep_cannot_loop_in_c():
     # string.rep("", n) loops n times inside one C call, unseen by the instruction count; the sandbox
     # answers it without calling rep. Run in a child process so that a regression fails instead of hanging.

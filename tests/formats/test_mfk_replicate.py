@@ -99,6 +99,7 @@ def test_discrete_values_are_clamped(entry, value):
     assert abs(from_wire(entry, wire) - clamped) <= d.step / 2 + 1e-9 * (abs(d.min) + abs(d.max))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.floats(-3e38, 3e38, allow_nan=False), st.floats(allow_nan=False, allow_infinity=False))
 def test_float_and_double_round_trip(single, double):

@@ -181,6 +181,7 @@ def test_model_forward_kinematics_matches_mfk_node_transforms(name):
     two_ways(name, data_of(name), np.random.default_rng(5))
 
 
+@pytest.mark.slow
 def test_node_with_several_articulated_values_and_fixed_rotations():
     data = data_of("excavator.json")
     boom = interface(data, "nodes", 1)["nodes"][0]["nodes"][0]

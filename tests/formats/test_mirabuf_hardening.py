@@ -76,6 +76,7 @@ def test_gunzip_accepts_zero_padding_and_refuses_other_trailing_data_and_damaged
         assert str(caught.value) == f"{path}: gzip stream: {what} {expected}"
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_bomb_with_exit_2(tmp_path):
     """The real cap through the command line, on a bomb that does not need 512 MiB: the cap is lowered by a
     child process that patches the module constant (the check path is the CLI's)."""

@@ -101,6 +101,7 @@ def test_json5_nested_past_the_limit(tmp_path):
     assert f"line 2: arrays and objects nested more than {MAX_DEPTH} levels deep" in message
 
 
+@pytest.mark.slow
 def test_json5_nested_within_the_limit_is_read(tmp_path):
     path = tmp_path / "deep.json"
     path.write_text("// JSON5\n" + nested(MAX_DEPTH - 1))

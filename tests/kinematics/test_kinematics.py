@@ -229,6 +229,7 @@ def fd_jacobian(model: Model, q: np.ndarray, frame: int, step: float = 1e-6) -> 
     return jac
 
 
+@pytest.mark.slow
 def test_frame_jacobians_match_finite_differences(every_joint):
     spec, model = every_joint
     rng = np.random.default_rng(3)
@@ -490,6 +491,7 @@ def total_mass_of(path: Path) -> float:
     return total
 
 
+@pytest.mark.slow
 def test_check_json_reports_the_counts():
     path = MODELS / "four_bar.json"
     run = shiftsim("check", path, "--json")
@@ -504,6 +506,7 @@ def test_check_json_reports_the_counts():
     assert isinstance(out["warnings"], list)
 
 
+@pytest.mark.slow
 def test_check_json_of_the_excavator():
     path = MODELS / "excavator.json"
     out = json.loads(shiftsim("check", path, "--json").stdout)
@@ -511,6 +514,7 @@ def test_check_json_of_the_excavator():
     assert out["total_mass"] == pytest.approx(total_mass_of(path), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_check_invalid_model_exits_2_with_every_problem_and_no_traceback(tmp_path):
     data = nested_model_json()
     site = data["assemblies"][0]
@@ -524,6 +528,7 @@ def test_check_invalid_model_exits_2_with_every_problem_and_no_traceback(tmp_pat
     assert "base" in run.stderr  # the valid name near the bad one
 
 
+@pytest.mark.slow
 def test_check_missing_file_exits_2(tmp_path):
     run = shiftsim("check", tmp_path / "nothing.json", "--json")
     assert run.returncode == 2 and "Traceback" not in run.stderr and run.stdout == ""
@@ -594,6 +599,7 @@ def test_fk_ambiguous_short_name_exits_2(tmp_path):
     assert ok.returncode == 0 and json.loads(ok.stdout)["joints"]["left:pin"] == 0.1
 
 
+@pytest.mark.slow
 def test_fk_unknown_joint_exits_2_and_suggests(tmp_path):
     run = shiftsim("fk", MODELS / "four_bar.json", "--set", "crank_pn=0.1", "--json")
     assert run.returncode == 2 and run.stdout == "" and "Traceback" not in run.stderr

@@ -386,6 +386,7 @@ def test_the_effector_geometry_replaces_the_file_geometry():
     run(scenario)
 
 
+@pytest.mark.slow
 def test_middleware_start_fails_clearly_without_a_geometry_reply():
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read()  # never answers

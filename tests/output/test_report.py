@@ -121,6 +121,7 @@ def test_the_report_embeds_every_plot_and_lists_every_step(tmp_path, capsys):
     assert "beam: 3 steps, 3 converged, 0 failed" in "".join(page.text)
 
 
+@pytest.mark.slow
 def test_the_report_of_a_collision_scenario_has_the_closest_approach(tmp_path, capsys):
     document = {"name": "pair", "description": "two excavators",
                 "machines": [{"id": "ex1", "model": EXCAVATOR}, {"id": "ex2", "model": EXCAVATOR}],
@@ -140,6 +141,7 @@ def test_the_report_of_a_collision_scenario_has_the_closest_approach(tmp_path, c
     assert 0.0 < states[1] < 0.1  # step 1 is within the margin, not in collision (summary wording)
 
 
+@pytest.mark.slow
 def test_the_report_says_which_plots_were_left_out_and_why(tmp_path, capsys):
     document = {"name": "slider", "machines": [{"id": "sc", "model": model_path("slider_crank")}],
                 "sweep": {"parameters": {"sc:slider_crank:slider_guide": [0.5, 0.6]}},

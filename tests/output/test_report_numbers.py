@@ -231,6 +231,7 @@ def check_provenance(heading, headers, rows, results):
 PROVENANCE = ("Run", "Input files", "Machines", "Loads", "Sweep", "Solver settings")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_every_number_in_the_report_is_the_results_json_number(source, tmp_path, capsys):
     scenario = small_copy(source, tmp_path)

@@ -21,6 +21,7 @@ def _beam():
                                 "bodies": ["beam:link10"]})
 
 
+@pytest.mark.slow
 def test_a_run_and_its_folder_give_the_same_results(tmp_path, capsys):
     document = _beam()
     assert run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")[0] == 0
@@ -87,6 +88,7 @@ def test_failed_steps_are_nan_and_names_are_checked():
         results.steps["sc:slider_crank:crank"]
 
 
+@pytest.mark.slow
 def test_collision_pairs_and_platform_actuators_are_arrays():
     pairs = shiftsim.run_scenario(SCENARIOS / "two_excavators.json")
     margin = json.loads((SCENARIOS / "two_excavators.json").read_text())["collision"].get("margin", 0.0)

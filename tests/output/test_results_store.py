@@ -93,6 +93,7 @@ def test_store_round_trips_results_csv_and_steps_csv(document, tmp_path):
                                                     rel=0, abs=0, nan_ok=True)
 
 
+@pytest.mark.slow
 def test_single_files_of_a_finished_run_read_as_the_streamed_store(document, tmp_path):
     for name, data in tables_bytes(document["parameters"], list(step_rows(document))[1:],
                                    list(tidy_rows(document))[1:]).items():
@@ -103,6 +104,7 @@ def test_single_files_of_a_finished_run_read_as_the_streamed_store(document, tmp
     assert len(pd.read_parquet(tmp_path / "values.parquet")) == store.values.count_rows()
 
 
+@pytest.mark.slow
 def test_selection_by_entity_and_quantity_equals_filtering_the_csv(document, tmp_path):
     stream(document, tmp_path / "store")
     store = open_store(tmp_path / "store")

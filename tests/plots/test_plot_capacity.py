@@ -49,6 +49,7 @@ def test_the_chart_names_its_panels_explains_colours_and_marks_invalid_points():
     assert labels.count("invalid") == 2 and "1.60*" in labels and "1.50" in labels  # hydraulic governs: a star
 
 
+@pytest.mark.slow
 def test_every_text_of_the_chart_lies_inside_the_figure():
     figure = capacity_figure(DOCUMENT)
     canvas = FigureCanvasAgg(figure)
@@ -63,5 +64,6 @@ def test_every_text_of_the_chart_lies_inside_the_figure():
         assert box.y0 - 1 <= extent.y0 and extent.y1 <= box.y1 + 1, artist
 
 
+@pytest.mark.slow
 def test_the_chart_is_a_png():
     assert capacity_chart(DOCUMENT, dpi=50)[:8] == b"\x89PNG\r\n\x1a\n"

@@ -56,6 +56,7 @@ def test_a_grid_colours_its_curves_by_one_parameter_with_a_colour_bar(capacity_g
     assert labels == [f"{FRAME}, {SLEW} = 0", f"{FRAME}, {SLEW} = 1.571"]  # not 16 entries
 
 
+@pytest.mark.slow
 def test_the_grid_plot_keeps_its_texts_inside_the_figure(capacity_grid, figures):
     scenario, steps = capacity_grid
     sweep_plots.deflection_plot(scenario, steps, 30)

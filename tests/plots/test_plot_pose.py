@@ -3,6 +3,8 @@ run`` prints; its title and legend lie inside the figure."""
 
 from __future__ import annotations
 
+import pytest
+
 import re
 
 import numpy as np
@@ -13,6 +15,7 @@ from shiftsim.plots import pose as pose_plots
 from shiftsim.scenario import LocalExecutor, execute, load_scenario
 
 
+@pytest.mark.slow
 def test_the_pose_plot_states_the_summary_peak_deflection(tmp_path, monkeypatch):
     drawn = []
     monkeypatch.setattr(pose_plots, "png", lambda fig: drawn.append(fig) or b"")
@@ -35,6 +38,7 @@ def test_the_pose_plot_states_the_summary_peak_deflection(tmp_path, monkeypatch)
         assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1 and extent.y1 <= box.y1 + 1, artist
 
 
+@pytest.mark.slow
 def test_the_demo_pose_title_and_legend_lie_inside_the_figure(monkeypatch):
     from helpers.scenario import REPO
 

@@ -50,6 +50,7 @@ def test_the_demo_boom_cylinder_and_its_oil_column_are_one_line():
     assert ["ex1:arm:stick_cyl"] in coinciding(forces)
 
 
+@pytest.mark.slow
 def test_empty_plots_are_not_written_and_the_summary_says_why(tmp_path, capsys):
     code, out, err = run_cli(capsys, "run", write_scenario(tmp_path, RIGID), "-o", tmp_path / "out")
     assert code == 0, err
@@ -64,6 +65,7 @@ def test_empty_plots_are_not_written_and_the_summary_says_why(tmp_path, capsys):
         assert png_size(tmp_path / "out" / f"{name}.png") == tuple(round(v * 30) for v in plots.FIGURE_SIZES[name])
 
 
+@pytest.mark.slow
 def test_a_deflecting_beam_gets_its_deflection_plot(tmp_path, capsys):
     document = beam_scenario(outputs={"csv": False, "dpi": 30, "plots": ["deflection", "pose"]})
     scenario = load_scenario(write_scenario(tmp_path, document))
@@ -90,6 +92,7 @@ def test_pin_loads_are_the_force_magnitudes_of_every_tracked_joint_loop_closing_
     assert "pin_loads" in scenario.outputs.plots and "pin_loads.png" not in skipped_plots(scenario, steps)
 
 
+@pytest.mark.slow
 def test_pin_load_components_on_request(tmp_path):
     document = beam_scenario(outputs={"csv": False, "dpi": 30, "plots": ["pin_loads"],
                                       "plot_options": {"pin_loads": {"components": True}}})

@@ -9,6 +9,7 @@ import pytest
 from helpers.scenario import SCENARIOS, run_cli
 
 
+@pytest.mark.slow
 def test_collide_quiet_prints_only_the_verdict(capsys, tmp_path):
     document = json.loads((SCENARIOS / "two_excavators.json").read_text())
     for machine in document["machines"]:
@@ -29,6 +30,7 @@ def test_collide_quiet_and_json_exclude_each_other(capsys):
     assert stopped.value.code == 2 and "not allowed with" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_verdict_tells_contact_from_the_margin_band(capsys):
     """two_excavators: the gap is 2.0 m - (1.7 m sin a + 1.5 m cos a) at a slew of a = 0, 1, ... 40 degrees
     (the scenario's closed form): within the 0.05 m margin from one step, touching from a later one."""

@@ -17,6 +17,7 @@ def _python(code: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_python_dash_m_shiftsim_runs_the_command_line():
     done = subprocess.run([sys.executable, "-m", "shiftsim", "--version"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == f"shiftsim {version('shiftsim')}\n"

@@ -31,6 +31,7 @@ def _document(collision: dict, **outputs) -> dict:
             "collision": collision, "outputs": {"csv": True, "plots": [], **outputs}}
 
 
+@pytest.mark.slow
 def test_each_step_reports_the_pair_and_the_summary_names_the_first_collision(tmp_path, capsys):
     path = write_scenario(tmp_path, _document({"margin": 0.6}, plots=["collisions"], dpi=30))
     code, out, err = run_cli(capsys, "run", path, "-o", tmp_path / "out")

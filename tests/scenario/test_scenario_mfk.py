@@ -171,6 +171,7 @@ def test_a_geometry_value_that_breaks_the_model_fails_its_step_only(tmp_path):
     assert "hex of shape 'boom' is -0.1 (expected >= 0)" in failure["message"]
 
 
+@pytest.mark.slow
 def test_joints_by_name_are_written_into_the_configuration_and_held(tmp_path):
     """An articulated joint in `joints` (full name or an unambiguous ending) is written into the configuration,
     so the stick spring's rest follows and the held stick stays there."""

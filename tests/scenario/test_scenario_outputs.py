@@ -121,6 +121,7 @@ def test_plots_are_png_of_the_stated_size(tmp_path, capsys):
     assert FIGURE_SIZES["pose"] == (14.0, 8.0)  # the size docs/scenarios.md states (1400 x 800 at 100 dpi)
 
 
+@pytest.mark.slow
 def test_a_non_empty_output_folder_needs_force(tmp_path, capsys):
     path = write_scenario(tmp_path, beam_scenario(outputs={"csv": True, "plots": ["convergence"]}))
     folder = tmp_path / "out"
@@ -189,6 +190,7 @@ def test_a_failure_while_writing_leaves_no_partial_file(tmp_path, capsys, monkey
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # old results intact, no temporaries
 
 
+@pytest.mark.slow
 def test_rendering_failure_keeps_the_results_and_drops_the_plots(tmp_path, capsys, monkeypatch):
     """Issue 25 item 6: the solved results are written, the plot failure is reported with exit 1."""
     from shiftsim.plots import registry as plots

@@ -19,6 +19,7 @@ def _outputs(folder):
     return (folder / "results.json").read_bytes(), (folder / "results.csv").read_bytes()
 
 
+@pytest.mark.slow
 def test_two_processes_give_the_bytes_of_one(tmp_path, capsys):
     path = write_scenario(tmp_path, CHAINED)
     code, _, err = run_cli(capsys, "run", path, "-o", tmp_path / "one", "--jobs", "1", "-q")
@@ -30,6 +31,7 @@ def test_two_processes_give_the_bytes_of_one(tmp_path, capsys):
     assert one[0].count(b'"index"') == 8  # 2 x 4 grid, cut into 4 chains by the segment length
 
 
+@pytest.mark.slow
 def test_dask_executor_gives_the_bytes_of_the_local_one(tmp_path, capsys):
     from dask.distributed import LocalCluster
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import numpy as np
 from helpers.scenario import beam_scenario, write_scenario
 
@@ -68,6 +70,7 @@ from shiftsim.errors import ScenarioError  # noqa: E402
 from shiftsim.scenario.sweep import MAX_STEPS, OversizedRange, check_size  # noqa: E402
 
 
+@pytest.mark.slow
 def test_a_billion_step_range_is_counted_not_built():
     values = expand({"from": 0, "to": 1, "steps": 1_000_000_000})
     assert isinstance(values, OversizedRange) and len(values) == 1_000_000_000

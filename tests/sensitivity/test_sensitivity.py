@@ -174,6 +174,7 @@ def test_four_bar_crank_angle_per_spring_rate_from_its_one_dof_energy():
 
 
 # ---------------------------------------------------------------------- modes and errors
+@pytest.mark.slow
 @pytest.mark.parametrize("model_file, hold", [("four_bar.json", ()),
                                               ("excavator.json", ("arm:boom_cyl", "arm:stick_cyl", "arm:bucket_cyl"))])
 def test_forward_and_adjoint_modes_agree(model_file, hold):
@@ -437,6 +438,7 @@ def test_a_solution_with_other_held_joints_than_given_is_refused():
         sensitivity(sol, of=["joint"], wrt=["mass"], hold=hold[:2])
 
 
+@pytest.mark.slow
 def test_pair_restraint_laws_against_finite_differences():
     """A strut (Euclidean distance) from a fixed anchor to the middle link and a two-piece law along the anchor's
     z axis to the last link."""
@@ -460,6 +462,7 @@ def test_pair_restraint_laws_against_finite_differences():
     assert abs(exact.derivative[tip, exact.parameters.index("strut.c1")]) > 1e-6  # the strut really acts
 
 
+@pytest.mark.slow
 def test_a_held_spherical_joint_and_its_frames_against_finite_differences():
     """Multi-node joints: a spherical joint (three nodes) held at a tilted pose carries a link with a spring joint;
     its efforts, its wrench and its two frames' positions."""

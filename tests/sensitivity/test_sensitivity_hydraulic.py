@@ -57,6 +57,7 @@ def richardson(value, h: float) -> float:
     return (4 * central(h / 2) - central(h)) / 3
 
 
+@pytest.mark.slow
 def test_model_parameters_against_re_solved_events(case):
     spec, bore, factor, result = case
     assert 2.0 < factor < 4.0 and force(spec, factor)[0] > 0  # a pushing boom cylinder at its limit
@@ -66,6 +67,7 @@ def test_model_parameters_against_re_solved_events(case):
         assert exact == pytest.approx(reference, rel=1e-6), name
 
 
+@pytest.mark.slow
 def test_cylinder_parameters_against_re_solved_events(case):
     spec, bore, factor, result = case
     d = dict(zip(result.parameters, result.derivative))

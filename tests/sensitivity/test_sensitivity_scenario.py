@@ -63,6 +63,7 @@ def ran(tmp_path_factory):
     return main(["run", str(path), "-o", str(folder / "out")]), folder / "out"
 
 
+@pytest.mark.slow
 def test_the_section_validates_and_its_values_are_the_steps(ran):
     code, out = ran
     assert code == 0
@@ -80,6 +81,7 @@ def test_the_section_validates_and_its_values_are_the_steps(ran):
         assert tip == pytest.approx(step["frames"]["ex1:arm:bucket:tip"]["position"][2], abs=1e-9)
 
 
+@pytest.mark.slow
 def test_mass_derivatives_against_richardson_differences_of_whole_runs(ran, tmp_path):
     section = json.loads((ran[1] / "results.json").read_text())["sensitivity"]
     for name in MASSES:
@@ -146,6 +148,7 @@ def test_a_standing_machine_is_refused_with_the_reason():
         sensitivity_spec(build_scenario(path, document))
 
 
+@pytest.mark.slow
 def test_the_command_on_a_scenario_prints_the_runs_section(ran, tmp_path, capsys):
     """``shiftsim sensitivity SCENARIO --json`` differentiates the same steps as ``shiftsim run``."""
     path = write_scenario(tmp_path, excavator(model_path("excavator_hydraulic")))

@@ -181,6 +181,7 @@ def one_dof_cases():
     yield "slider_crank", load_model(ROOT / "models" / "shift" / "slider_crank.json"), None, 0.01, np.pi
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(one_dof_cases()), ids=lambda c: c[0])
 def test_one_dof_linkage_settles_in_the_well_of_every_start(case):
     name, model, drive_name, step, span = case

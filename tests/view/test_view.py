@@ -56,6 +56,7 @@ def test_scene_frames_are_the_reported_frames(fixture, request):
     assert checked >= len(document["steps"])
 
 
+@pytest.mark.slow
 def test_shapes_sit_on_their_bodies(two):
     """Each shape's world pose is its body's reported world pose times a body-fixed offset: the offset is the same
     at every step."""
