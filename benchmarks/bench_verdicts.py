@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "statics"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_kinematics import best_time  # noqa: E402
 from test_statics_robust import bricard_linkage, brake_linkage, walk  # noqa: E402
