@@ -7,13 +7,15 @@
 >>> results.to_dataframe()                         # the tidy table of results.csv (needs pandas)
 >>> shiftsim.load_results("plots/excavator_lift")  # the same object from a results folder
 
-Both build the object from the results document (the content of results.json),
-so a run and its folder read back give equal objects. Arrays are indexed by
-step position (``index`` gives the step numbers), in SI units (angles in rad,
-whatever the scenario's ``angle_unit``); a value a step does not have (a failed
-step, a machine that did not converge) is NaN. Keys are ``(entity, quantity)``
-with the scenario's canonical names (``machine:...``); an unambiguous ending works too, with or without the
-machine in front (``results["boom_cyl", "effort"]``, ``results["ex1:boom_cyl", "effort"]``, docs/naming.md):
+Both are backed by the columnar results store (:mod:`shiftsim.output.store`): a results folder's is
+opened lazily (its part files are listed, nothing else is read until asked), and each
+``results[entity, quantity]`` reads that entity's and quantity's rows only, once; a run's is the same
+store held in memory. So a run and its folder read back give equal arrays. Arrays are indexed by
+step position (``steps.index`` gives the step numbers), in SI units (angles in rad, whatever the
+scenario's ``angle_unit``); a value a step does not have (a failed step, a machine that did not
+converge) is NaN. Keys are ``(entity, quantity)`` with the scenario's canonical names
+(``machine:...``); an unambiguous ending works too, with or without the machine in front
+(``results["boom_cyl", "effort"]``, ``results["ex1:boom_cyl", "effort"]``, docs/naming.md):
 
 ==========================  ===========================================  ==================
 entity                      quantity                                     shape
@@ -25,9 +27,12 @@ frame                       ``position``, ``deflection``                 (n, 3)
 body                        ``position``; ``rotation``                   (n, 3); (n, 3, 3)
 machine pair ``a|b``        ``distance``, ``in_collision`` (1/0)         (n,)
 Mdx machine; its legs       ``platform_pose``; ``actuator_length``, ...  (n, 6); (n,)
+machine on the ground       ``ground_reaction_force``, ...; contacts     (n, 3); ``contact_force`` (n, 3)
+machine                     ``coordinates``, ``reference_coordinates``   (n, nq)
 ==========================  ===========================================  ==================
 
-(k: coordinates of a multi-coordinate joint.)
+(k: coordinates of a multi-coordinate joint; ``coordinates``: the machine's solved coordinates, loaded
+and unloaded, in its solved model's coordinate order, m or rad.)
 """
 
 from __future__ import annotations
@@ -39,11 +44,9 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import InputError, Problem, Problems
+from .store import Key, ResultsStore, rows_tables
 
-JOINT_QUANTITIES = ("position", "deflection", "effort", "wrench_joint", "wrench_world")
-ACTUATOR_QUANTITIES = {"actuator_length": "lengths", "actuator_raw": "raw", "actuator_in_range": "in_range",
-                       "actuator_force": "forces"}
-Key = tuple[str, str]
+ROTATION_COMPONENTS = ["xx", "xy", "xz", "yx", "yy", "yz", "zx", "zy", "zz"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,62 +69,61 @@ class StepTable:
     def __len__(self) -> int:
         return len(self.index)
 
+    @classmethod
+    def from_store(cls, store: ResultsStore) -> StepTable:
+        table = store.step_table()
+        residual = table.column("residual").to_numpy(zero_copy_only=False).astype(float)  # null -> nan
+        return cls(index=table.column("step").to_numpy().astype(int),
+                   values={name: table.column(name).to_numpy(zero_copy_only=False).astype(float)
+                           for name in store.parameters},
+                   status=np.array(table.column("status").to_pylist(), dtype=str),
+                   iterations=table.column("iterations").to_numpy().astype(int),
+                   residual=residual,
+                   stable=table.column("stable").to_numpy(zero_copy_only=False).astype(bool))
+
 
 @dataclass(frozen=True, eq=False)
 class RunResults:
     """The step table and every reported quantity of a run as numpy arrays (see the module docstring).
 
-    ``document`` is the results document (results.json) it was built from; ``partial`` is true
-    for a run stopped before its last step.
+    ``document`` is the run's results document (results.json: its summary and metadata, and for a small run
+    its steps); ``store`` the :class:`~shiftsim.output.store.ResultsStore` the arrays are read from, each once;
+    ``partial`` is true for a run stopped before its last step.
     """
 
     document: dict[str, Any] = field(repr=False)
+    store: ResultsStore = field(repr=False)
     steps: StepTable = field(repr=False)
-    arrays: dict[Key, np.ndarray] = field(repr=False)
+    _arrays: dict[Key, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, document: dict[str, Any], store: ResultsStore) -> RunResults:
+        """The results of ``document`` (results.json) with their values in ``store``."""
+        return cls(document, store, StepTable.from_store(store))
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> RunResults:
+        """The results of a results document holding its steps, with a store in memory built from them."""
+        from .writers import store_step_row, store_value_rows
+
+        joint_units = document.get("units", {}).get("joints", {})
         records = document["steps"]
-        n = len(records)
-        columns: dict[Key, dict[int, Any]] = {}
+        steps, values = rows_tables(document["parameters"], [store_step_row(r, document["parameters"]) for r in records],
+                                    [row for r in records for row in store_value_rows(r, joint_units)])
+        return cls.open(document, ResultsStore.from_tables(steps, values))
 
-        def put(entity: str, quantity: str, row: int, value: Any) -> None:
-            columns.setdefault((entity, quantity), {})[row] = value
+    @classmethod
+    def from_steps(cls, document: dict[str, Any], steps: list[Any], joint_units: dict[str, list[str]]) -> RunResults:
+        """The results of a run's solved steps (:class:`~shiftsim.scenario.runner.StepResult`, their coordinates
+        included) with its results document, with a store in memory."""
+        from .writers import store_rows
 
-        for row, step in enumerate(records):
-            for name, joint in step["joints"].items():
-                for quantity in JOINT_QUANTITIES:
-                    put(name, quantity, row, joint[quantity])
-            for name, reaction in step.get("pin_reactions", {}).items():  # every loop joint and held actuator
-                put(name, "pin_force", row, reaction["force_joint"])
-                put(name, "pin_moment", row, reaction["moment_joint"])
-            for group in (step["frames"], step["bodies"]):
-                for name, item in group.items():
-                    for quantity, value in item.items():
-                        put(name, quantity, row, value)
-            for machine_id, record in step.get("actuators", {}).items():
-                put(machine_id, "platform_pose", row, record["pose"])
-                for k, leg in enumerate(record["joints"]):
-                    for quantity, key in ACTUATOR_QUANTITIES.items():
-                        put(leg, quantity, row, float(record[key][k]))
-            for pair in step.get("collisions") or []:
-                put(f"{pair['a']}|{pair['b']}", "distance", row, pair["distance"])
-                put(f"{pair['a']}|{pair['b']}", "in_collision", row, float(pair["in_collision"]))
-        arrays = {}
-        for key, values in columns.items():
-            shape = np.shape(next(iter(values.values())))
-            array = np.full((n, *shape), np.nan)
-            for row, value in values.items():
-                array[row] = value
-            arrays[key] = array
-        table = StepTable(
-            index=np.array([s["index"] for s in records], dtype=int),
-            values={name: np.array([s["parameters"][name] for s in records], float) for name in document["parameters"]},
-            status=np.array([s["status"] for s in records], dtype=str),
-            iterations=np.array([s["iterations"] for s in records], dtype=int),
-            residual=np.array([np.nan if s["residual"] is None else s["residual"] for s in records], float),
-            stable=np.array([s["stable"] for s in records], dtype=bool))
-        return cls(document, table, arrays)
+        step_rows, value_rows = [], []
+        for step in steps:
+            step_row, rows = store_rows(step, document["parameters"], joint_units)
+            step_rows.append(step_row)
+            value_rows += rows
+        return cls.open(document, ResultsStore.from_tables(*rows_tables(document["parameters"], step_rows, value_rows)))
 
     @property
     def scenario(self) -> str:
@@ -137,25 +139,43 @@ class RunResults:
         return bool(self.document.get("partial", False))
 
     def __getitem__(self, key: Key) -> np.ndarray:
-        try:
-            return self.arrays[key]
-        except (KeyError, TypeError):
-            pass
+        catalog = self.store.catalog()
+        if isinstance(key, tuple) and key in catalog:
+            return self._array(key, catalog[key])
         entity, quantity = (*key, "")[:2] if isinstance(key, tuple) else (key, "")
-        full = self.full_name(str(entity))
-        if full != entity and (full, quantity) in self.arrays:
-            return self.arrays[full, quantity]
-        entity = full
-        known = sorted({q for e, q in self.arrays if e == entity})
+        entity = self.full_name(str(entity))
+        if (entity, quantity) in catalog:
+            return self._array((entity, quantity), catalog[entity, quantity])
+        known = sorted({q for e, q in catalog if e == entity})
         if known:
             raise KeyError(f"{entity!r} has no quantity {quantity!r}; it has {', '.join(known)}")
         from ..errors import suggest
 
         raise KeyError(f"no entity {entity!r} in the results of {self.scenario!r}: "
-                       f"{suggest(str(entity), {e for e, _ in self.arrays})}")
+                       f"{suggest(str(entity), {e for e, _ in catalog})}")
+
+    def _array(self, key: Key, components: list[str]) -> np.ndarray:
+        """The (n_steps, ...) array of ``key`` read from the store (its rows only), kept for the next call."""
+        if key not in self._arrays:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            table = self.store.select(*key, columns=["step", "component", "value"])
+            rows = np.searchsorted(self.steps.index, table.column("step").to_numpy())
+            column = pc.index_in(table.column("component"), value_set=pa.array(components, pa.string()))
+            values = table.column("value").to_numpy(zero_copy_only=False).astype(float)  # null -> nan
+            array = np.full((len(self.steps), len(components)), np.nan)
+            array[rows, column.to_numpy(zero_copy_only=False).astype(int)] = values
+            if components == [""]:
+                array = array[:, 0]
+            elif components == ROTATION_COMPONENTS:
+                array = array.reshape(-1, 3, 3)
+            array.flags.writeable = False
+            self._arrays[key] = array
+        return self._arrays[key]
 
     def __contains__(self, key: object) -> bool:
-        return key in self.arrays
+        return key in self.store.catalog()
 
     def full_name(self, name: str) -> str:
         """The entity a name means: itself, or the one entity it is an unambiguous ending of, with or without its
@@ -173,37 +193,48 @@ class RunResults:
         return found[0] if found else name
 
     def __iter__(self) -> Iterator[Key]:
-        return iter(self.arrays)
+        return iter(self.store.catalog())
 
     def keys(self) -> list[Key]:
-        return list(self.arrays)
+        return list(self.store.catalog())
 
     def entities(self) -> list[str]:
-        """Every entity name (joints, frames, bodies, machine pairs, Mdx machines and legs), first seen first."""
-        return list(dict.fromkeys(entity for entity, _ in self.arrays))
+        """Every entity name (joints, frames, bodies, machine pairs, Mdx machines and legs, contacts, machines),
+        first written first."""
+        return list(dict.fromkeys(entity for entity, _ in self.store.catalog()))
 
     def to_dataframe(self):
-        """The tidy table of results.csv (``step, entity, quantity, component, value, unit``) as a
-        pandas DataFrame (pandas is imported here, only when called)."""
-        import pandas as pd
+        """The tidy table of results.csv (``step, entity, quantity, component, value, unit``, angles in the
+        scenario's ``angle_unit``) as a pandas DataFrame (pandas is imported here, only when called)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
-        from .writers import tidy_rows
+        from ..scenario.definition import angle_factor
+        from .writers import STORE_ONLY
 
-        rows = tidy_rows(self.document)
-        header = next(rows)
-        frame = pd.DataFrame(list(rows), columns=header)
-        return frame.astype({"step": "int64", "value": "float64"})
+        table = self.store.select()
+        table = table.filter(pc.invert(pc.is_in(table.column("quantity"), value_set=pa.array(STORE_ONLY))))
+        angle_unit = self.document.get("angle_unit", "rad")
+        if angle_unit != "rad":  # as results.csv shows angles: value * factor, unit the scenario's
+            radians = pc.equal(table.column("unit"), "rad")
+            table = table.set_column(4, "value", pc.if_else(radians, pc.multiply(table.column("value"),
+                                                                                 angle_factor(angle_unit)),
+                                                            table.column("value")))
+            table = table.set_column(5, "unit", pc.if_else(radians, angle_unit, table.column("unit")))
+        return table.to_pandas()
 
     def steps_dataframe(self):
         """The table of steps.csv (``step``, one column per swept parameter, ``status``, ``iterations``,
-        ``stability``) as a pandas DataFrame."""
-        import pandas as pd
+        ``stability``; swept angles in the scenario's ``angle_unit``) as a pandas DataFrame."""
+        from ..scenario.definition import angle_factor
+        from .writers import STEP_STATUS_COLUMNS
 
-        from .writers import step_rows
-
-        rows = step_rows(self.document)
-        header = next(rows)
-        return pd.DataFrame(list(rows), columns=header)
+        frame = self.store.step_table().select(["step", *self.parameters, *STEP_STATUS_COLUMNS]).to_pandas()
+        factor = angle_factor(self.document.get("angle_unit", "rad"))
+        for name, unit in self.document.get("units", {}).get("parameters", {}).items():
+            if unit == "rad" and name in frame:
+                frame[name] = frame[name] * factor
+        return frame
 
     def __str__(self) -> str:
         """A short summary: steps converged, the sweep's ranges, what was reported, capacity and collisions."""
@@ -211,7 +242,7 @@ class RunResults:
         planned = self.document.get("steps_planned", len(self.steps))
         lines = [f"results of {self.scenario!r}: {converged} of {len(self.steps)} steps converged"
                  + (f" (run stopped; {planned} planned)" if self.partial else "")]
-        units = self.document["units"]["parameters"]
+        units = self.document.get("units", {}).get("parameters", {})
         for name, values in self.steps.values.items():
             lines.append(f"  {name}: {np.nanmin(values):.4g} .. {np.nanmax(values):.4g} {units.get(name, '')}"
                          f" ({len(np.unique(values))} values)")
@@ -219,8 +250,8 @@ class RunResults:
         if failed:
             shown = ", ".join(map(str, failed[:10])) + (", ..." if len(failed) > 10 else "")
             lines.append(f"  not converged: step {shown}")
-        kinds = {}
-        for entity, quantity in self.arrays:
+        kinds: dict[str, set[str]] = {}
+        for entity, quantity in self.store.catalog():
             kinds.setdefault(quantity, set()).add(entity)
         lines.append("  reported: " + ", ".join(f"{q} of {len(e)}" for q, e in kinds.items()))
         points = (self.document.get("capacity") or {}).get("points") or []
@@ -229,16 +260,17 @@ class RunResults:
             least = min(rated, key=lambda p: p["rated_mass"])
             lines.append(f"  capacity: least rated {least['rated_mass'] / 1e3:.4g} t at step {least['step']} "
                          f"({least['governs']} governs) over {len(points)} lift points")
-        distances = [(key[0], np.nanmin(array)) for key, array in self.arrays.items()
-                     if key[1] == "distance" and np.any(np.isfinite(array))]
-        for pair, distance in distances[:5]:
+        pairs = [entity for entity, quantity in self.store.catalog() if quantity == "distance"]
+        distances = [(pair, np.nanmin(self[pair, "distance"])) for pair in pairs[:5]
+                     if np.any(np.isfinite(self[pair, "distance"]))]
+        for pair, distance in distances:
             lines.append(f"  closest {pair}: {distance:.4g} m")
         return "\n".join(lines[:30])
 
     def __repr__(self) -> str:
         partial = ", partial" if self.partial else ""
         return (f"RunResults({self.scenario!r}, {len(self.steps)} steps{partial}, "
-                f"{len(self.entities())} entities, {len(self.arrays)} arrays)")
+                f"{len(self.entities())} entities, {len(self.store.catalog())} arrays)")
 
 
 def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: str | Path | None = None,
@@ -287,7 +319,7 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
     from ..scenario import LocalExecutor, build_scenario, load_scenario, run
     from ..threads import single_blas_thread
     from .write import write_results
-    from .writers import check_folder, results_document
+    from .writers import check_folder, joint_units, results_document
 
     if not isinstance(jobs, int) or jobs < 1:
         raise InputError([Problem("run_scenario", "jobs", f"{jobs!r} is not a positive whole number",
@@ -310,12 +342,13 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
         ran = run(built, LocalExecutor(jobs), on_warning=warn)
         if output is not None:
             write_results(ran, Path(output))
-    return RunResults.from_document(results_document(built, ran.steps, capacity=ran.capacity,
-                                                     sensitivity=ran.sensitivity))
+    document = results_document(built, ran.steps, capacity=ran.capacity, sensitivity=ran.sensitivity)
+    return RunResults.from_steps(document, ran.steps, joint_units(built))
 
 
 def load_results(folder: str | Path) -> RunResults:
-    """The results of a run from its folder (its results.json), as :func:`run_scenario` returns them.
+    """The results of a run from its folder, as :func:`run_scenario` returns them: results.json read, the
+    columnar store beside it opened lazily (values are read when asked for, ``results[entity, quantity]``).
 
     Parameters
     ----------
@@ -330,7 +363,8 @@ def load_results(folder: str | Path) -> RunResults:
     Raises
     ------
     InputError
-        The file is missing, not JSON, or not a results document (the schema's complaint, with its place).
+        The file is missing, not JSON, or not a results document (the schema's complaint, with its place), or the
+        store beside it cannot be read.
 
     Examples
     --------
@@ -347,7 +381,9 @@ def load_results(folder: str | Path) -> RunResults:
     problems = Problems(str(path), InputError)
     validate(document, problems, "results")
     problems.raise_if_any()
-    return RunResults.from_document(document)
+    if not any((path.parent / name).exists() for name in ("values", "values.parquet")) and "steps" in document:
+        return RunResults.from_document(document)  # a folder written before the store: its steps are in results.json
+    return RunResults.open(document, ResultsStore(path.parent))
 
 
 __all__ = ["RunResults", "StepTable", "run_scenario", "load_results"]

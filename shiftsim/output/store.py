@@ -8,12 +8,19 @@ A store is a folder of two Parquet datasets, each a set of part files::
 or, for a finished run written as one set (:func:`tables_bytes`), two single files
 ``FOLDER/steps.parquet`` and ``FOLDER/values.parquet`` with the same columns.
 
-``steps`` has the columns of steps.csv: ``step`` (int64), one float64 column per swept parameter (by
-its name, in the units of steps.csv), ``status`` (string), ``iterations`` (int64), ``stability``
-(string). ``values`` has the columns of the tidy results.csv: ``step`` (int64), ``entity``,
-``quantity``, ``component`` (strings), ``value`` (float64; null where results.csv has no number),
-``unit`` (string). pandas (``read_parquet(FOLDER / "values")``), polars, DuckDB
-(``read_parquet('FOLDER/values/*.parquet')``) and pyarrow read either dataset directly.
+``steps``: ``step`` (int64), one float64 column per swept parameter (by its name, SI as results.json),
+``status`` (string), ``iterations`` (int64), ``stability`` (string), ``residual`` (float64, null
+without a solve), ``stable`` (bool). ``values`` has the columns of the tidy results.csv: ``step``
+(int64), ``entity``, ``quantity``, ``component`` (strings), ``value`` (float64; null where
+results.csv has no number), ``unit`` (string), with results.csv's rows in SI units (angles in rad,
+whatever the scenario's ``angle_unit``), then the rows only the store holds (pin reactions and
+solved coordinates, :data:`shiftsim.output.writers.STORE_ONLY`). pandas
+(``read_parquet(FOLDER / "values")``), polars, DuckDB (``read_parquet('FOLDER/values/*.parquet')``)
+and pyarrow read either dataset directly.
+
+Each values part carries in its schema metadata (``shiftsim.catalog``) the catalog of what the store
+holds up to it: every (entity, quantity) with its components, in the order first written; reading the
+catalog reads the part files' footers, no values.
 
 Writing (:class:`StoreWriter`): steps are buffered column by column and written as one part file
 per table once ``rows_per_part`` values are held, so memory is bounded however long the sweep. A
@@ -24,7 +31,7 @@ before its steps part: a step listed in ``steps`` always has all its values. Clo
 run keeps every step it finished. Several writers (processes, Dask workers) may write into one
 store at once, each under its own ``writer`` name.
 
-Reading (:class:`ResultsStore`): opening lists the part files and reads a schema, no values;
+Reading (:class:`ResultsStore`): opening lists the part files and reads their schemas, no values;
 :meth:`ResultsStore.select` filters by entity, quantity, component and step while it scans, batch by
 batch, so memory holds the selection, not the store; a selection of steps skips whole row groups by
 their step statistics (rows are written in step order), the other selectors read their columns.
@@ -32,6 +39,7 @@ their step statistics (rows are written in step order), the other selectors read
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -45,12 +53,15 @@ from ..errors import InputError, Problem, ShiftsimError
 
 STEPS, VALUES = "steps", "values"
 VALUE_COLUMNS = ("step", "entity", "quantity", "component", "value", "unit")
-STATUS_COLUMNS = ("status", "iterations", "stability")
+STATUS_COLUMNS = ("status", "iterations", "stability", "residual", "stable")
 VALUES_SCHEMA = pa.schema([("step", pa.int64()), ("entity", pa.string()), ("quantity", pa.string()),
                            ("component", pa.string()), ("value", pa.float64()), ("unit", pa.string())])
 ROWS_PER_PART = 262_144  # values held before a part is written (about 30 MB of Python objects)
 ROWS_PER_GROUP = 65_536  # a part's row groups: the unit a filtered read skips or reads
 WRITER_NAME = re.compile(r"[A-Za-z0-9_]+")
+CATALOG_KEY = b"shiftsim.catalog"
+Key = tuple[str, str]  # (entity, quantity)
+Catalog = dict[Key, list[str]]  # (entity, quantity) -> its components, in order
 
 
 class StoreError(ShiftsimError):
@@ -63,10 +74,36 @@ def steps_schema(parameters: Sequence[str]) -> pa.Schema:
     """The ``steps`` table's schema for a sweep of ``parameters`` (names, in order)."""
     clashes = sorted(set(parameters) & {"step", *STATUS_COLUMNS})
     if clashes or len(set(parameters)) != len(parameters):
-        raise ValueError(f"swept parameter names must be unique and differ from step/status/iterations/stability: "
+        raise ValueError(f"swept parameter names must be unique and differ from step/{'/'.join(STATUS_COLUMNS)}: "
                          f"{list(parameters)}")
     return pa.schema([("step", pa.int64()), *((name, pa.float64()) for name in parameters),
-                      ("status", pa.string()), ("iterations", pa.int64()), ("stability", pa.string())])
+                      ("status", pa.string()), ("iterations", pa.int64()), ("stability", pa.string()),
+                      ("residual", pa.float64()), ("stable", pa.bool_())])
+
+
+def extend_catalog(catalog: Catalog, value_rows: Iterable[Sequence[Any]]) -> None:
+    """Add to ``catalog`` the (entity, quantity) pairs of ``value_rows`` (one step's or several's) not in it yet,
+    with their components in the row order of the first step that has them."""
+    fresh: dict[Key, tuple[Any, list[str]]] = {}  # key -> (its first step, components)
+    for row in value_rows:
+        key = (row[1], row[2])
+        if key in catalog:
+            continue
+        step, components = fresh.setdefault(key, (row[0], []))
+        if row[0] == step:
+            components.append(row[3])
+    catalog.update({key: components for key, (_, components) in fresh.items()})
+
+
+def _with_catalog(table: pa.Table, catalog: Catalog) -> pa.Table:
+    entries = [[entity, quantity, components] for (entity, quantity), components in catalog.items()]
+    return table.replace_schema_metadata({CATALOG_KEY: json.dumps(entries).encode()})
+
+
+def read_catalog(schema: pa.Schema) -> Catalog:
+    """The catalog a values part's schema carries (empty for a part without one)."""
+    entries = json.loads((schema.metadata or {}).get(CATALOG_KEY, b"[]"))
+    return {(entity, quantity): list(components) for entity, quantity, components in entries}
 
 
 def columns_table(columns: Sequence[Sequence[Any]], schema: pa.Schema) -> pa.Table:
@@ -78,16 +115,27 @@ def columns_table(columns: Sequence[Sequence[Any]], schema: pa.Schema) -> pa.Tab
 def tables_bytes(parameters: Sequence[str], step_rows: Iterable[Sequence[Any]],
                  value_rows: Iterable[Sequence[Any]]) -> dict[str, bytes]:
     """A finished run's two tables as single Parquet files, ``{"steps.parquet": ..., "values.parquet": ...}``,
-    from steps.csv rows and results.csv rows without their headers (for a results folder written as
-    one set; :class:`ResultsStore` opens such a folder too)."""
+    from ``steps`` rows and ``values`` rows (:func:`~shiftsim.output.writers.store_step_row`,
+    :func:`~shiftsim.output.writers.store_value_rows`; for a results folder written as one set;
+    :class:`ResultsStore` opens such a folder too)."""
     files = {}
-    for name, schema, rows in ((STEPS, steps_schema(parameters), step_rows), (VALUES, VALUES_SCHEMA, value_rows)):
-        rows = list(rows)
-        table = columns_table(list(zip(*rows)) if rows else [[] for _ in schema], schema)
+    for name, table in zip((STEPS, VALUES), rows_tables(parameters, step_rows, value_rows)):
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, row_group_size=ROWS_PER_GROUP)
         files[f"{name}.parquet"] = sink.getvalue().to_pybytes()
     return files
+
+
+def rows_tables(parameters: Sequence[str], step_rows: Iterable[Sequence[Any]],
+                value_rows: Iterable[Sequence[Any]]) -> tuple[pa.Table, pa.Table]:
+    """The ``steps`` and ``values`` tables (values with its catalog) of steps rows and values rows, in memory."""
+    step_rows, value_rows = list(step_rows), list(value_rows)
+    catalog: Catalog = {}
+    extend_catalog(catalog, value_rows)
+    schema = steps_schema(parameters)
+    steps = columns_table(list(zip(*step_rows)) if step_rows else [[] for _ in schema], schema)
+    values = columns_table(list(zip(*value_rows)) if value_rows else [[] for _ in VALUES_SCHEMA], VALUES_SCHEMA)
+    return steps, _with_catalog(values, catalog)
 
 
 class StoreWriter:
@@ -124,21 +172,23 @@ class StoreWriter:
                              f"expected a new store or another writer name")
         self._step_rows: list[Sequence[Any]] = []
         self._value_columns: list[list[Any]] = [[] for _ in VALUE_COLUMNS]
+        self.catalog: Catalog = {}
 
     @property
     def buffered(self) -> int:
         """Values held in memory, not yet in a part file."""
         return len(self._value_columns[0])
 
-    def add(self, step_row: Sequence[Any], value_rows: Iterable[Sequence[Any]]) -> None:
-        """One finished step: ``step_row`` as a steps.csv row (``step, *parameters, status,
-        iterations, stability``) and its ``value_rows`` as results.csv rows (``step, entity,
-        quantity, component, value, unit``). Writes a part once ``rows_per_part`` values are held."""
+    def add(self, step_row: Sequence[Any], value_rows: Sequence[Sequence[Any]]) -> None:
+        """One finished step: ``step_row`` (``step, *parameters, status, iterations, stability, residual,
+        stable``) and its ``value_rows`` (``step, entity, quantity, component, value, unit``). Writes a
+        part once ``rows_per_part`` values are held."""
         if self._closed:
             raise ValueError(f"{self.folder}: the store writer is closed")
         if len(step_row) != self._width:
             raise ValueError(f"a steps row has {len(self._steps_schema)} columns "
                              f"({', '.join(self._steps_schema.names)}), got {list(step_row)}")
+        extend_catalog(self.catalog, value_rows)
         columns = self._value_columns
         for row in value_rows:
             for column, item in zip(columns, row, strict=True):
@@ -151,7 +201,7 @@ class StoreWriter:
         """Write the buffered steps as one part per table (values first), then empty the buffer."""
         if not self._step_rows:
             return
-        self._write_part(VALUES, columns_table(self._value_columns, VALUES_SCHEMA))
+        self._write_part(VALUES, _with_catalog(columns_table(self._value_columns, VALUES_SCHEMA), self.catalog))
         self._write_part(STEPS, columns_table(list(zip(*self._step_rows)), self._steps_schema))
         self._parts += 1
         self._step_rows = []
@@ -189,11 +239,12 @@ class ResultsStore:
     """A results store opened lazily: the part files are listed and their schemas read, no values.
 
     ``steps`` and ``values`` are the two :class:`pyarrow.dataset.Dataset` objects, for queries of
-    your own (``store.values.to_table(filter=...)``, ``store.values.to_batches()``).
+    your own (``store.values.to_table(filter=...)``, ``store.values.to_batches()``). ``folder`` is
+    None for a store held in memory (:meth:`from_tables`).
     """
 
     def __init__(self, folder: str | Path):
-        self.folder = Path(folder)
+        self.folder: Path | None = Path(folder)
         sources = {table: next((path for path in (self.folder / table, self.folder / f"{table}.parquet")
                                 if path.exists()), None) for table in (STEPS, VALUES)}
         missing = [table for table, path in sources.items() if path is None]
@@ -205,17 +256,43 @@ class ResultsStore:
         try:
             self.steps = ds.dataset(sources[STEPS], format="parquet")
             self.values = ds.dataset(sources[VALUES], format="parquet")
-        except (pa.ArrowInvalid, OSError) as error:
+            catalog: Catalog = {}
+            for path in self.values.files:
+                catalog.update({key: components for key, components in read_catalog(pq.read_schema(path)).items()
+                                if key not in catalog})
+        except (pa.ArrowInvalid, OSError, ValueError) as error:
             raise InputError([Problem(str(self.folder), "", f"a part file cannot be read: {error}",
                                       "Parquet part files written by shiftsim")]) from None
+        self._catalog = catalog
+        self._check_columns()
+
+    @classmethod
+    def from_tables(cls, steps: pa.Table, values: pa.Table) -> ResultsStore:
+        """A store over two tables in memory (:func:`rows_tables`), read as a store on disk is."""
+        store = cls.__new__(cls)
+        store.folder = None
+        store.steps, store.values = ds.dataset(steps), ds.dataset(values)
+        store._catalog = read_catalog(values.schema)
+        store._check_columns()
+        return store
+
+    def _check_columns(self) -> None:
+        where = str(self.folder / VALUES) if self.folder is not None else VALUES
         if self.values.schema.names != list(VALUE_COLUMNS):
-            raise InputError([Problem(str(self.folder / VALUES), "columns", f"are {self.values.schema.names}",
-                                      f"{list(VALUE_COLUMNS)}")])
+            raise InputError([Problem(where, "columns", f"are {self.values.schema.names}", f"{list(VALUE_COLUMNS)}")])
+        if self.steps.schema.names[-len(STATUS_COLUMNS):] != list(STATUS_COLUMNS):
+            raise InputError([Problem(where.replace(VALUES, STEPS), "columns", f"are {self.steps.schema.names}",
+                                      f"step, the swept parameters, {', '.join(STATUS_COLUMNS)}")])
 
     @property
     def parameters(self) -> list[str]:
         """The swept parameters' names, from the steps table's columns."""
         return self.steps.schema.names[1:-len(STATUS_COLUMNS)]
+
+    def catalog(self) -> Catalog:
+        """Every (entity, quantity) the store holds, with its components in order, first written first (read from
+        the part files' footers when the store was opened)."""
+        return {key: list(components) for key, components in self._catalog.items()}
 
     def step_table(self) -> pa.Table:
         """Every step's row, ordered by step."""
@@ -225,7 +302,7 @@ class ResultsStore:
                component: str | Sequence[str] | None = None, steps: Sequence[int] | None = None,
                columns: Sequence[str] | None = None) -> pa.Table:
         """The values rows matching every given selector (one name or several; ``None``: all),
-        ordered by step and, within a step, as results.csv orders them. ``columns``: those only."""
+        ordered by step and, within a step, as they were written. ``columns``: those only."""
         condition = None
         for name, wanted in (("entity", entity), ("quantity", quantity), ("component", component), ("step", steps)):
             if wanted is None:
@@ -234,12 +311,12 @@ class ResultsStore:
             term = ds.field(name).isin(wanted)
             condition = term if condition is None else condition & term
         wanted_columns = None if columns is None else list(dict.fromkeys(["step", *columns]))
-        table = self.values.to_table(columns=wanted_columns, filter=condition).sort_by("step")
+        table = self.values.to_table(columns=wanted_columns, filter=condition).sort_by("step")  # a stable sort
         return table if columns is None else table.select(list(columns))
 
     def entities(self) -> list[str]:
-        """Every entity with values, sorted (reads the entity column only)."""
-        return sorted(self.values.to_table(columns=["entity"]).column("entity").unique().to_pylist())
+        """Every entity with values, sorted (from the catalog)."""
+        return sorted({entity for entity, _ in self._catalog})
 
 
 def open_store(folder: str | Path) -> ResultsStore:
@@ -247,5 +324,5 @@ def open_store(folder: str | Path) -> ResultsStore:
     return ResultsStore(folder)
 
 
-__all__ = ["ResultsStore", "StoreError", "StoreWriter", "VALUE_COLUMNS", "columns_table", "open_store", "steps_schema",
-           "tables_bytes"]
+__all__ = ["Catalog", "ResultsStore", "StoreError", "StoreWriter", "VALUE_COLUMNS", "columns_table", "open_store",
+           "read_catalog", "rows_tables", "steps_schema", "tables_bytes"]

@@ -7,7 +7,6 @@ document); nothing is solved here.
 
 from __future__ import annotations
 
-from itertools import islice
 from pathlib import Path
 
 from ..errors import PlotError
@@ -22,8 +21,8 @@ from .provenance import run_metadata
 from .report import report_html
 from .store import tables_bytes
 from .writers import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, SENSITIVITY_CSV,
-                      SENSITIVITY_PNG, STEPS_CSV, capacity_rows, csv_bytes, results_document, step_rows, tidy_rows,
-                      write_files, writes_csv)
+                      SENSITIVITY_PNG, STEPS_CSV, capacity_rows, csv_bytes, joint_units, results_document, step_rows,
+                      store_rows, tidy_rows, write_files, writes_csv)
 
 
 def write_results(run: Run, folder: Path, csv: bool | None = None) -> list[str]:
@@ -43,9 +42,11 @@ def write_results(run: Run, folder: Path, csv: bool | None = None) -> list[str]:
     document = results_document(scenario, steps, run.planned, interrupted, capacity, run.sensitivity)
     document["metadata"] = run_metadata(scenario)  # provenance, rendered by the report (output/provenance.py)
     files = {RESULTS_JSON: dumps(document)}
-    # the columnar store (steps.parquet, values.parquet): the CSV tables' rows, for pandas / polars / DuckDB
-    files.update(tables_bytes(document["parameters"], islice(step_rows(document), 1, None),
-                              islice(tidy_rows(document), 1, None)))
+    # the columnar store (steps.parquet, values.parquet): the CSV tables' rows in SI and more, for pandas / polars / DuckDB
+    units = joint_units(scenario)
+    rows = [store_rows(step, document["parameters"], units) for step in steps]
+    files.update(tables_bytes(document["parameters"], [step_row for step_row, _ in rows],
+                              [row for _, value_rows in rows for row in value_rows]))
     solved_capacity = capacity is not None and "error" not in capacity
     asked = scenario.outputs.csv if csv is None else csv
     if writes_csv(asked, len(steps)):

@@ -39,7 +39,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ..errors import InputError, Problem, ShiftsimError
 from ..interrupts import signals_deferred
@@ -166,15 +166,19 @@ def _units(scenario: Scenario, steps: list[StepResult]) -> dict[str, Any]:
     """Units the numbers of results.json cannot tell by themselves: per swept parameter, and per
     coordinate of every reported joint (``m`` prismatic, ``rad`` revolute)."""
     reported = {name for step in steps for name in step.joints}
+    joints = {name: units for name, units in joint_units(scenario).items() if name in reported}
+    return {"parameters": {p.name: p.unit for p in scenario.sweep.parameters}, "joints": joints}
+
+
+def joint_units(scenario: Scenario) -> dict[str, list[str]]:
+    """Per joint of every machine (scenario name), the unit of each coordinate: ``m`` prismatic, ``rad`` revolute."""
     joints = {}
     for machine in scenario.machines:
         model = machine.model
         for joint in model.joints:
-            name = machine.name(joint.name)
-            if name in reported:
-                joints[name] = ["m" if model.node_kind[model.coordinate_node[c]] == PRISMATIC else "rad"
-                                for c in joint.coordinates]
-    return {"parameters": {p.name: p.unit for p in scenario.sweep.parameters}, "joints": joints}
+            joints[machine.name(joint.name)] = ["m" if model.node_kind[model.coordinate_node[c]] == PRISMATIC else "rad"
+                                                for c in joint.coordinates]
+    return joints
 
 
 # ---------------------------------------------------------------------- tables
@@ -216,39 +220,46 @@ def tidy_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
     joint_units = document.get("units", {}).get("joints", {})
     yield list(CSV_HEADER)
     for step in document["steps"]:
-        i = step["index"]
-        for name, joint in step["joints"].items():
-            units = joint_units.get(name) or ["-"] * len(joint["position"] if isinstance(joint["position"], list) else [0])
-            for quantity in ("position", "deflection", "effort", "wrench_joint", "wrench_world"):
-                for component, number, unit in _joint_components(quantity, joint[quantity], units, angle_unit):
+        yield from step_value_rows(step, joint_units, angle_unit)
+
+
+def step_value_rows(step: dict[str, Any], joint_units: dict[str, list[str]],
+                    angle_unit: str = "rad") -> Iterator[list[Any]]:
+    """The results.csv rows of one step object of results.json (:func:`tidy_rows`), angles in ``angle_unit``;
+    ``joint_units``: per joint, the unit of each coordinate (results.json ``units.joints``)."""
+    i = step["index"]
+    for name, joint in step["joints"].items():
+        units = joint_units.get(name) or ["-"] * len(joint["position"] if isinstance(joint["position"], list) else [0])
+        for quantity in ("position", "deflection", "effort", "wrench_joint", "wrench_world"):
+            for component, number, unit in _joint_components(quantity, joint[quantity], units, angle_unit):
+                yield [i, name, quantity, component, number, unit]
+    for group in (step["frames"], step["bodies"]):
+        for name, item in group.items():
+            for quantity, value in item.items():
+                for component, number, unit in _pose_components(quantity, value):
                     yield [i, name, quantity, component, number, unit]
-        for group in (step["frames"], step["bodies"]):
-            for name, item in group.items():
-                for quantity, value in item.items():
-                    for component, number, unit in _pose_components(quantity, value):
-                        yield [i, name, quantity, component, number, unit]
-        for machine_id, record in step.get("actuators", {}).items():
-            for component, number, unit in zip(POSE_COMPONENTS, record["pose"], POSE_UNITS):
-                yield [i, machine_id, "platform_pose", component, number, unit]
-            for k, leg in enumerate(record["joints"]):
-                for quantity, (key, unit) in ACTUATOR_QUANTITIES.items():
-                    yield [i, leg, quantity, "", _number(record[key][k]), unit]
-        for pair in step.get("collisions") or []:
-            entity = f"{pair['a']}|{pair['b']}"
-            yield [i, entity, "distance", "", pair["distance"], "m"]
-            yield [i, entity, "in_collision", "", _number(pair["in_collision"]), "-"]
-        for machine_id, record in step.get("ground", {}).items():
-            for contact, force in record["contact_forces"].items():
-                for component, number in zip(("fx", "fy", "fz"), force):
-                    yield [i, contact, "contact_force", component, number, "N"]
-            reaction = record["ground_reaction"]
-            for quantity, value, components, unit in (
-                    ("ground_reaction_force", reaction["force"], ("fx", "fy", "fz"), "N"),
-                    ("ground_reaction_moment", reaction["moment"], ("mx", "my", "mz"), "N m"),
-                    ("centre_of_pressure", record["centre_of_pressure"], ("x", "y", "z"), "m")):
-                for component, number in zip(components, value):
-                    yield [i, machine_id, quantity, component, number, unit]
-            yield [i, machine_id, "tipping_margin", "", record["tipping_margin"], "m"]
+    for machine_id, record in step.get("actuators", {}).items():
+        for component, number, unit in zip(POSE_COMPONENTS, record["pose"], POSE_UNITS):
+            yield [i, machine_id, "platform_pose", component, number, unit]
+        for k, leg in enumerate(record["joints"]):
+            for quantity, (key, unit) in ACTUATOR_QUANTITIES.items():
+                yield [i, leg, quantity, "", _number(record[key][k]), unit]
+    for pair in step.get("collisions") or []:
+        entity = f"{pair['a']}|{pair['b']}"
+        yield [i, entity, "distance", "", pair["distance"], "m"]
+        yield [i, entity, "in_collision", "", _number(pair["in_collision"]), "-"]
+    for machine_id, record in step.get("ground", {}).items():
+        for contact, force in record["contact_forces"].items():
+            for component, number in zip(("fx", "fy", "fz"), force):
+                yield [i, contact, "contact_force", component, number, "N"]
+        reaction = record["ground_reaction"]
+        for quantity, value, components, unit in (
+                ("ground_reaction_force", reaction["force"], ("fx", "fy", "fz"), "N"),
+                ("ground_reaction_moment", reaction["moment"], ("mx", "my", "mz"), "N m"),
+                ("centre_of_pressure", record["centre_of_pressure"], ("x", "y", "z"), "m")):
+            for component, number in zip(components, value):
+                yield [i, machine_id, quantity, component, number, unit]
+        yield [i, machine_id, "tipping_margin", "", record["tipping_margin"], "m"]
 
 
 def step_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
@@ -265,6 +276,47 @@ def step_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
         stability = step.get("stability") or ("unknown" if step["status"] != "converged"
                                                else "stable" if step["stable"] else "unstable")
         yield [step["index"], *values, step["status"], step["iterations"], stability]
+
+
+STORE_ONLY = ("pin_force", "pin_moment", "coordinates", "reference_coordinates")
+"""Quantities the columnar store holds beyond results.csv's (:func:`store_value_rows`)."""
+
+
+def store_step_row(record: dict[str, Any], parameters: list[str]) -> list[Any]:
+    """A step's row of the store's ``steps`` table from its results.json step object: ``step``, its swept values
+    (SI, as results.json), ``status``, ``iterations``, ``stability``, ``residual`` (None without a solve), ``stable``."""
+    stability = record.get("stability") or ("unknown" if record["status"] != "converged"
+                                            else "stable" if record["stable"] else "unstable")
+    return [record["index"], *(record["parameters"][name] for name in parameters), record["status"],
+            record["iterations"], stability, record["residual"], record["stable"]]
+
+
+def store_rows(step: StepResult, parameters: list[str],
+               joint_units: dict[str, list[str]]) -> tuple[list[Any], list[list[Any]]]:
+    """A solved step's ``steps`` row and ``values`` rows of the store (:func:`store_step_row`,
+    :func:`store_value_rows` with its coordinates)."""
+    record = step.as_dict()
+    return (store_step_row(record, parameters),
+            store_value_rows(record, joint_units, step.q, step.q_reference))
+
+
+def store_value_rows(record: dict[str, Any], joint_units: dict[str, list[str]],
+                     q: dict[str, Any] | None = None, q_reference: dict[str, Any] | None = None) -> list[list[Any]]:
+    """A step's rows of the store's ``values`` table: its results.csv rows in SI units (angles in rad) from its
+    results.json step object ``record``, then :data:`STORE_ONLY`: per loop joint and held actuator ``pin_force``
+    (N) and ``pin_moment`` (N m) in its joint frame (``x, y, z``), and per machine its solved coordinates
+    ``coordinates`` and ``reference_coordinates`` (the unloaded equilibrium) from ``q`` / ``q_reference``
+    (machine id -> (nq,) m or rad, in the solved model's coordinate order; components ``0 … nq-1``, unit ``-``)."""
+    rows = list(step_value_rows(record, joint_units))
+    i = record["index"]
+    for name, reaction in record.get("pin_reactions", {}).items():
+        rows += [[i, name, "pin_force", axis, value, "N"] for axis, value in zip(AXES, reaction["force_joint"])]
+        rows += [[i, name, "pin_moment", axis, value, "N m"] for axis, value in zip(AXES, reaction["moment_joint"])]
+    for quantity, coordinates in (("coordinates", q or {}), ("reference_coordinates", q_reference or {})):
+        for machine_id, values in coordinates.items():
+            if values is not None:
+                rows += [[i, machine_id, quantity, str(k), float(v), "-"] for k, v in enumerate(values)]
+    return rows
 
 
 def capacity_rows(document: dict[str, Any]) -> list[list[Any]]:

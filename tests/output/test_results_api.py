@@ -27,7 +27,8 @@ def test_a_run_and_its_folder_give_the_same_results(tmp_path, capsys):
     assert run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")[0] == 0
     ran = shiftsim.run_scenario(document, jobs=1)
     loaded = shiftsim.load_results(tmp_path / "out")
-    assert ran.keys() == loaded.keys() and len(ran.keys()) == 2 * 5 + 2 + 2  # joints, frame, body
+    # joints, frame, body, the machine's loaded and unloaded coordinates
+    assert ran.keys() == loaded.keys() and len(ran.keys()) == 2 * 5 + 2 + 2 + 2
     for key in ran:
         np.testing.assert_array_equal(ran[key], loaded[key])
     np.testing.assert_array_equal(ran.steps["load:tip"], [0.0, 0.5, 1.0])
@@ -35,6 +36,11 @@ def test_a_run_and_its_folder_give_the_same_results(tmp_path, capsys):
     assert list(ran.steps.status) == ["converged"] * 3 and ran.steps.stable.all() and not ran.partial
     raw = json.loads((tmp_path / "out" / "results.json").read_text())
     assert ran["beam:hinge1", "effort"].tolist() == [s["joints"]["beam:hinge1"]["effort"] for s in raw["steps"]]
+    # the coordinates are the joints' positions (one revolute coordinate each), loaded and unloaded apart
+    q = loaded["beam", "coordinates"]
+    assert q.shape == (3, 10) and np.array_equal(q[:, 0], loaded["beam:hinge1", "position"])
+    assert np.array_equal(q[:, 9], loaded["beam:hinge10", "position"])
+    assert np.all(np.abs(q - loaded["beam", "reference_coordinates"])[1:].max(axis=1) > 0)
 
 
 def test_arrays_have_the_documented_shapes_and_balance_the_loads():

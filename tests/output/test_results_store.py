@@ -3,7 +3,10 @@
 The oracle is today's writer: results.csv and steps.csv as ``csv_bytes(tidy_rows(document))`` and
 ``csv_bytes(step_rows(document))`` (shiftsim.output.writers) write them, parsed back with the csv module. The store is fed
 one step at a time (as a run streams them) and must give back every row, value for value and in
-the same order, through pyarrow and through pandas.
+the same order, through pyarrow and through pandas: the store holds SI (angles in rad), so its rows
+are shown as the CSV shows them (angles times the scenario's factor, as the writer multiplies) before
+they are compared; the rows only the store holds (pin reactions, coordinates) are checked against
+results.json's numbers.
 """
 
 from __future__ import annotations
@@ -20,9 +23,14 @@ from helpers.scenario import SCENARIOS
 
 from shiftsim.errors import InputError
 from shiftsim.jsonio import dumps
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from shiftsim.output.store import VALUE_COLUMNS, StoreError, StoreWriter, open_store, tables_bytes
 from shiftsim.scenario import LocalExecutor, execute, load_scenario, run_chain
-from shiftsim.output.writers import csv_bytes, results_document, step_rows, tidy_rows
+from shiftsim.scenario.definition import angle_factor
+from shiftsim.output.writers import (STORE_ONLY, csv_bytes, results_document, step_rows, store_step_row,
+                                     store_value_rows, tidy_rows)
 
 SHIPPED = sorted(path.stem for path in SCENARIOS.glob("*.json"))
 SLOW = {"excavator_capacity": 3}  # steps of its first chain solved here (all 128 take minutes)
@@ -39,9 +47,9 @@ def document(request):
     return orjson.loads(dumps(results_document(scenario, steps)))
 
 
-def one_step(document, step):
-    """The document cut down to ``step``: what a run hands the store when that step finishes."""
-    return {**{k: v for k, v in document.items() if k != "steps"}, "steps": [step]}
+def store_step(document, step):
+    """A step's steps row and values rows, as a run hands them to the store."""
+    return store_step_row(step, document["parameters"]), store_value_rows(step, document["units"]["joints"])
 
 
 def stream(document, folder, order=None, **options):
@@ -49,9 +57,25 @@ def stream(document, folder, order=None, **options):
     steps = document["steps"] if order is None else [document["steps"][i] for i in order]
     with StoreWriter(folder, document["parameters"], **options) as writer:
         for step in steps:
-            cut = one_step(document, step)
-            writer.add(list(step_rows(cut))[1], list(tidy_rows(cut))[1:])
+            writer.add(*store_step(document, step))
     return writer
+
+
+def as_csv_values(table, document):
+    """The store's values rows as results.csv shows them: its own quantities left out, angles in the
+    document's angle_unit (the value times the factor, as the writer computes it)."""
+    table = table.filter(pc.invert(pc.is_in(table.column("quantity"), value_set=pa.array(STORE_ONLY))))
+    factor, unit = angle_factor(document["angle_unit"]), document["angle_unit"]
+    return [[*row[:4], row[4] * factor if row[5] == "rad" and row[4] is not None else row[4],
+             unit if row[5] == "rad" else row[5]] for row in (list(r.values()) for r in table.to_pylist())]
+
+
+def as_csv_steps(table, document):
+    """The store's steps rows as steps.csv shows them (swept angles in the document's angle_unit)."""
+    factor = angle_factor(document["angle_unit"])
+    units = document["units"]["parameters"]
+    return [[row["step"], *(row[name] * (factor if units[name] == "rad" else 1.0) for name in document["parameters"]),
+             row["status"], row["iterations"], row["stability"]] for row in table.to_pylist()]
 
 
 def csv_table(rows):
@@ -69,11 +93,22 @@ def same_cell(text, stored):
     return text == stored
 
 
-def assert_rows_match(csv_rows, table):
-    stored = table.to_pylist()
+def assert_rows_match(csv_rows, stored):
+    """CSV rows (text) and rows of stored values (lists, or a table's rows)."""
+    stored = [list(row.values()) for row in stored.to_pylist()] if isinstance(stored, pa.Table) else stored
     assert len(stored) == len(csv_rows) > 0
     for text_row, row in zip(csv_rows, stored):
-        assert all(same_cell(t, v) for t, v in zip(text_row, row.values(), strict=True)), (text_row, row)
+        assert all(same_cell(t, v) for t, v in zip(text_row, row, strict=True)), (text_row, row)
+
+
+def assert_store_only_rows(table, document):
+    """The store's own rows: every pin reaction of results.json, in order, and nothing else."""
+    rows = table.filter(pc.is_in(table.column("quantity"), value_set=pa.array(STORE_ONLY))).to_pylist()
+    expected = [[step["index"], name, quantity, axis, value, unit] for step in document["steps"]
+                for name, reaction in step.get("pin_reactions", {}).items()
+                for quantity, key, unit in (("pin_force", "force_joint", "N"), ("pin_moment", "moment_joint", "N m"))
+                for axis, value in zip("xyz", reaction[key])]
+    assert [list(row.values()) for row in rows] == expected
 
 
 @pytest.mark.slow
@@ -83,24 +118,29 @@ def test_store_round_trips_results_csv_and_steps_csv(document, tmp_path):
     values_csv = csv_table(tidy_rows(document))
     steps_csv = csv_table(step_rows(document))
     assert tuple(values_csv[0]) == VALUE_COLUMNS and store.values.schema.names == values_csv[0]
-    assert store.steps.schema.names == steps_csv[0] and store.parameters == document["parameters"]
-    assert_rows_match(values_csv[1:], store.select())
-    assert_rows_match(steps_csv[1:], store.step_table())
-    # pandas reads the datasets directly, with the same numbers
+    assert store.steps.schema.names == [*steps_csv[0], "residual", "stable"]
+    assert store.parameters == document["parameters"]
+    assert_rows_match(values_csv[1:], as_csv_values(store.select(), document))
+    assert_rows_match(steps_csv[1:], as_csv_steps(store.step_table(), document))
+    assert_store_only_rows(store.select(), document)
+    steps = store.step_table().to_pylist()
+    assert [(s["residual"], s["stable"]) for s in steps] == [(s["residual"], s["stable"]) for s in document["steps"]]
+    # pandas reads the datasets directly, with the same numbers (SI: results.json's)
     frame = pd.read_parquet(tmp_path / "store" / "values")
-    assert list(frame.columns) == list(VALUE_COLUMNS) and len(frame) == len(values_csv) - 1
-    assert frame["value"].tolist() == pytest.approx([float(r[4]) if r[4] else math.nan for r in values_csv[1:]],
-                                                    rel=0, abs=0, nan_ok=True)
+    assert list(frame.columns) == list(VALUE_COLUMNS) and len(frame) == store.values.count_rows()
+    assert frame["value"].tolist() == pytest.approx(store.select().column("value").to_pylist(), rel=0, abs=0,
+                                                    nan_ok=True)
 
 
 @pytest.mark.slow
 def test_single_files_of_a_finished_run_read_as_the_streamed_store(document, tmp_path):
-    for name, data in tables_bytes(document["parameters"], list(step_rows(document))[1:],
-                                   list(tidy_rows(document))[1:]).items():
+    rows = [store_step(document, step) for step in document["steps"]]
+    for name, data in tables_bytes(document["parameters"], [step_row for step_row, _ in rows],
+                                   [row for _, value_rows in rows for row in value_rows]).items():
         (tmp_path / name).write_bytes(data)
     store = open_store(tmp_path)
-    assert_rows_match(csv_table(tidy_rows(document))[1:], store.select())
-    assert_rows_match(csv_table(step_rows(document))[1:], store.step_table())
+    assert_rows_match(csv_table(tidy_rows(document))[1:], as_csv_values(store.select(), document))
+    assert_rows_match(csv_table(step_rows(document))[1:], as_csv_steps(store.step_table(), document))
     assert len(pd.read_parquet(tmp_path / "values.parquet")) == store.values.count_rows()
 
 
@@ -110,15 +150,20 @@ def test_selection_by_entity_and_quantity_equals_filtering_the_csv(document, tmp
     store = open_store(tmp_path / "store")
     rows = csv_table(tidy_rows(document))[1:]
     entities = sorted({r[1] for r in rows})
-    assert store.entities() == entities
+    assert set(entities) <= set(store.entities())
+    assert {(r[1], r[2]) for r in rows} <= set(store.catalog()) and len(store.catalog()) == len(
+        store.select(columns=["entity", "quantity"]).group_by(["entity", "quantity"]).aggregate([]))
     entity, quantity = rows[len(rows) // 2][1], rows[len(rows) // 2][2]
-    assert_rows_match([r for r in rows if r[1] == entity and r[2] == quantity], store.select(entity, quantity))
+    assert_rows_match([r for r in rows if r[1] == entity and r[2] == quantity],
+                      as_csv_values(store.select(entity, quantity), document))
     picked = entities[::2]
-    assert_rows_match([r for r in rows if r[1] in picked], store.select(entity=picked))
+    assert_rows_match([r for r in rows if r[1] in picked], as_csv_values(store.select(entity=picked), document))
     last = document["steps"][-1]["index"]
-    got = store.select(steps=[last], columns=["entity", "value"])
+    got = store.select(steps=[last], quantity="effort", columns=["entity", "value"])
     assert got.column_names == ["entity", "value"]
-    assert_rows_match([[r[1], r[4]] for r in rows if r[0] == str(last)], got)
+    in_si = {r[1]: r[4] for r in as_csv_values(store.select(steps=[last], quantity="effort"), document)}
+    assert_rows_match([[r[1], r[4]] for r in rows if r[0] == str(last) and r[2] == "effort"],
+                      [[entity, in_si[entity]] for entity in got.column("entity").to_pylist()])
 
 
 def long_document():
@@ -132,13 +177,12 @@ def lift():
 
 
 def test_parts_bound_memory_and_are_readable_before_the_writer_closes(lift, tmp_path):
-    per_step = len(list(tidy_rows(one_step(lift, lift["steps"][0])))) - 1
+    per_step = len(store_step(lift, lift["steps"][0])[1])
     limit = 2 * per_step + 1  # a part every three steps
     writer = StoreWriter(tmp_path / "store", lift["parameters"], rows_per_part=limit)
     seen_parts = []
     for step in lift["steps"]:
-        cut = one_step(lift, step)
-        writer.add(list(step_rows(cut))[1], list(tidy_rows(cut))[1:])
+        writer.add(*store_step(lift, step))
         assert writer.buffered < limit
         seen_parts.append(len(list((tmp_path / "store" / "values").glob("part-*.parquet"))))
     # nothing closed yet (a run killed here): every written part is complete, and every step listed has its values
@@ -160,12 +204,11 @@ def test_an_interrupted_run_keeps_every_finished_step(lift, tmp_path):
             for k, step in enumerate(lift["steps"]):
                 if k == finished:
                     raise KeyboardInterrupt
-                cut = one_step(lift, step)
-                writer.add(list(step_rows(cut))[1], list(tidy_rows(cut))[1:])
+                writer.add(*store_step(lift, step))
     store = open_store(tmp_path / "store")
     part = {**lift, "steps": lift["steps"][:finished]}
-    assert_rows_match(csv_table(tidy_rows(part))[1:], store.select())
-    assert_rows_match(csv_table(step_rows(part))[1:], store.step_table())
+    assert_rows_match(csv_table(tidy_rows(part))[1:], as_csv_values(store.select(), part))
+    assert_rows_match(csv_table(step_rows(part))[1:], as_csv_steps(store.step_table(), part))
 
 
 def test_two_writers_into_one_store_read_as_one_process(lift, tmp_path):
@@ -174,15 +217,18 @@ def test_two_writers_into_one_store_read_as_one_process(lift, tmp_path):
     stream(lift, tmp_path / "store", order=range(1, n, 2), writer="w1", rows_per_part=50)
     stream(lift, tmp_path / "store", order=range(0, n, 2), writer="w0", rows_per_part=50)
     store = open_store(tmp_path / "store")
-    assert_rows_match(csv_table(tidy_rows(lift))[1:], store.select())
-    assert_rows_match(csv_table(step_rows(lift))[1:], store.step_table())
+    assert_rows_match(csv_table(tidy_rows(lift))[1:], as_csv_values(store.select(), lift))
+    assert_rows_match(csv_table(step_rows(lift))[1:], as_csv_steps(store.step_table(), lift))
+    stream(lift, tmp_path / "whole")  # one writer: the same catalog (entities, quantities, components)
+    assert store.catalog() == open_store(tmp_path / "whole").catalog()
 
 
 def test_an_empty_run_leaves_a_store_with_its_columns(tmp_path):
     StoreWriter(tmp_path / "store", ["load"]).close()
     store = open_store(tmp_path / "store")
     assert store.step_table().num_rows == 0 and store.select().num_rows == 0
-    assert store.parameters == ["load"] and store.steps.schema.names[-3:] == ["status", "iterations", "stability"]
+    assert store.parameters == ["load"]
+    assert store.steps.schema.names[-5:] == ["status", "iterations", "stability", "residual", "stable"]
 
 
 def test_bad_use_gets_clear_errors(lift, tmp_path):
@@ -194,7 +240,7 @@ def test_bad_use_gets_clear_errors(lift, tmp_path):
     with pytest.raises(ValueError, match="differ from step/status"):
         StoreWriter(tmp_path / "other", ["status"])
     writer = StoreWriter(tmp_path / "other", ["a"])
-    with pytest.raises(ValueError, match="a steps row has 5 columns"):
+    with pytest.raises(ValueError, match="a steps row has 7 columns"):
         writer.add([0, 1.0, "converged", 3], [])
     (tmp_path / "broken" / "steps").mkdir(parents=True)
     (tmp_path / "broken" / "values").mkdir()
@@ -212,7 +258,8 @@ def test_a_results_folder_holds_the_store_with_the_csv_values(tmp_path, jobs):
 
     run_scenario(SCENARIOS / "four_bar_drive.json", jobs=jobs, output=tmp_path / "out")
     store = open_store(tmp_path / "out")
+    document = orjson.loads((tmp_path / "out" / "results.json").read_bytes())
     with open(tmp_path / "out" / "results.csv", newline="") as values, open(tmp_path / "out" / "steps.csv",
                                                                               newline="") as steps:
-        assert_rows_match(list(csv.reader(values))[1:], store.select())
-        assert_rows_match(list(csv.reader(steps))[1:], store.step_table())
+        assert_rows_match(list(csv.reader(values))[1:], as_csv_values(store.select(), document))
+        assert_rows_match(list(csv.reader(steps))[1:], as_csv_steps(store.step_table(), document))
