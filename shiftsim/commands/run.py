@@ -10,7 +10,7 @@ from pathlib import Path
 from ..analysis.digest import step_text, summary_lines
 from ..errors import InputError, Problem
 from ..interrupts import Interrupted, signals_raise
-from ..output.write import write_results
+from ..output.write import ResultsStream, write_results
 from ..output.writers import CSV_STEP_LIMIT, check_folder, default_folder
 from ..progress import progress
 from ..scenario import DaskExecutor, LocalExecutor, load_scenario, run as run_scenario
@@ -95,7 +95,10 @@ def _run(args: argparse.Namespace, started: float) -> int:
     total = scenario.sweep.size
     bar = progress(total, sys.stderr) if not (args.quiet or args.verbose) else None
 
+    stream = ResultsStream(folder, scenario)  # the steps go to the store in the output folder as they are solved
+
     def on_step(step: StepResult) -> None:
+        stream.add(step)
         if bar is not None:
             bar.update(failed=not step.converged)
         if args.verbose:
@@ -106,16 +109,20 @@ def _run(args: argparse.Namespace, started: float) -> int:
     solving = time.perf_counter()
     try:
         ran = run_scenario(scenario, executor, on_step, on_warning=warn)
+    except BaseException:
+        stream.discard()
+        raise
     finally:
         if bar is not None:
             bar.close()
     solve_time = time.perf_counter() - solving
     stop, steps = ran.interrupted, ran.steps
     if stop is not None and not steps:
+        stream.discard()
         print(f"shiftsim run: stopped by {stop.name} before any step was solved; no results written", file=sys.stderr)
         return stop.exit_code
     try:
-        files = write_results(ran, folder, args.csv)
+        files = write_results(ran, folder, args.csv, stream)
     except Interrupted as caught:
         print(f"shiftsim run: stopped by {caught.name} while writing; {folder}/ holds a complete set of results, "
               "the earlier one if the new one was not yet in place", file=sys.stderr)

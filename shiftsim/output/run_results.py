@@ -318,7 +318,7 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
     from ..errors import ShiftsimWarning
     from ..scenario import LocalExecutor, build_scenario, load_scenario, run
     from ..threads import single_blas_thread
-    from .write import write_results
+    from .write import ResultsStream, write_results
     from .writers import check_folder, joint_units, results_document
 
     if not isinstance(jobs, int) or jobs < 1:
@@ -339,9 +339,12 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
 
         for message in built.warnings:
             warn(message)
-        ran = run(built, LocalExecutor(jobs), on_warning=warn)
-        if output is not None:
-            write_results(ran, Path(output))
+        if output is None:
+            ran = run(built, LocalExecutor(jobs), on_warning=warn)
+        else:
+            with ResultsStream(Path(output), built) as stream:  # the steps go to the store as they are solved
+                ran = run(built, LocalExecutor(jobs), stream.add, on_warning=warn)
+                write_results(ran, Path(output), stream=stream)
     document = results_document(built, ran.steps, capacity=ran.capacity, sensitivity=ran.sensitivity)
     return RunResults.from_steps(document, ran.steps, joint_units(built))
 

@@ -172,7 +172,7 @@ class StoreWriter:
                              f"expected a new store or another writer name")
         self._step_rows: list[Sequence[Any]] = []
         self._value_columns: list[list[Any]] = [[] for _ in VALUE_COLUMNS]
-        self.catalog: Catalog = {}
+        self._catalog: Catalog = {}
 
     @property
     def buffered(self) -> int:
@@ -188,12 +188,17 @@ class StoreWriter:
         if len(step_row) != self._width:
             raise ValueError(f"a steps row has {len(self._steps_schema)} columns "
                              f"({', '.join(self._steps_schema.names)}), got {list(step_row)}")
-        extend_catalog(self.catalog, value_rows)
         columns = self._value_columns
-        for row in value_rows:
-            for column, item in zip(columns, row, strict=True):
-                column.append(item)
-        self._step_rows.append(step_row)
+        held = self.buffered
+        try:  # all of the step or none of it, even when a signal's exception lands in between
+            for row in value_rows:
+                for column, item in zip(columns, row, strict=True):
+                    column.append(item)
+            self._step_rows.append(step_row)
+        except BaseException:
+            for column in columns:
+                del column[held:]
+            raise
         if self.buffered >= self.rows_per_part:
             self.flush()
 
@@ -201,7 +206,8 @@ class StoreWriter:
         """Write the buffered steps as one part per table (values first), then empty the buffer."""
         if not self._step_rows:
             return
-        self._write_part(VALUES, _with_catalog(columns_table(self._value_columns, VALUES_SCHEMA), self.catalog))
+        extend_catalog(self._catalog, zip(*self._value_columns[:4]))
+        self._write_part(VALUES, _with_catalog(columns_table(self._value_columns, VALUES_SCHEMA), self._catalog))
         self._write_part(STEPS, columns_table(list(zip(*self._step_rows)), self._steps_schema))
         self._parts += 1
         self._step_rows = []
@@ -223,6 +229,11 @@ class StoreWriter:
         staged = self.folder / table_name / f".{name}.partial"
         try:
             pq.write_table(table, staged, row_group_size=ROWS_PER_GROUP)
+            handle = os.open(staged, os.O_RDONLY)
+            try:
+                os.fsync(handle)  # on disk before it is named: a part under its final name is whole
+            finally:
+                os.close(handle)
             os.replace(staged, staged.with_name(name))
         except OSError as error:
             staged.unlink(missing_ok=True)

@@ -1,13 +1,20 @@
-"""Writing a run's results folder as one set: results.json, the tables (CSV, and Parquet for
-:func:`shiftsim.output.store.open_store`), the plots and report.html.
+"""Writing a run's results folder as one set: the columnar store (:mod:`shiftsim.output.store`, streamed
+while the run solves), results.json, the CSV tables, the plots and report.html.
 
-Everything written comes from the :class:`~shiftsim.scenario.run.Run` (its steps and its capacity
-document); nothing is solved here.
+A :class:`ResultsStream` is opened for the output folder before the run solves: each step handed to it
+goes into the store's part files in a staging folder (:func:`~shiftsim.output.writers.open_staging`) as it
+is solved, a part at a time, so what a run has solved is on disk while it runs. :func:`write_results`
+then writes the other files from the :class:`~shiftsim.scenario.run.Run` (its steps and its capacity
+document) into the same staging folder and swaps the whole set in; nothing is solved here.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from ..errors import PlotError
 from ..jsonio import dumps
@@ -19,13 +26,53 @@ from ..sensitivity.document import csv_rows as sensitivity_rows
 from ..typed import ECHO_LIMIT
 from .provenance import run_metadata
 from .report import report_html
-from .store import tables_bytes
-from .writers import (CAPACITY_CSV, CAPACITY_PNG, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, SENSITIVITY_CSV,
-                      SENSITIVITY_PNG, STEPS_CSV, capacity_rows, csv_bytes, joint_units, results_document, step_rows,
-                      store_rows, tidy_rows, write_files, writes_csv)
+from ..scenario.definition import Scenario
+from ..scenario.runner import StepResult
+from .store import ROWS_PER_PART, StoreWriter
+from .writers import (CAPACITY_CSV, CAPACITY_PNG, OUTPUT_FOLDERS, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, SENSITIVITY_CSV,
+                      SENSITIVITY_PNG, STEPS_CSV, capacity_rows, csv_bytes, joint_units, open_staging, remove_created,
+                      results_document, step_rows, store_rows, tidy_rows, write_files, writes_csv)
 
 
-def write_results(run: Run, folder: Path, csv: bool | None = None) -> list[str]:
+class ResultsStream:
+    """The columnar store of a run's results folder, written while the run solves (see the module docstring).
+
+    Opened before the run (creating ``folder`` and a staging folder in it); :meth:`add` each solved step (a
+    part file is written once ``rows_per_part`` values are held); :func:`write_results` finishes the set.
+    :meth:`discard` removes what was staged (a run that failed). Use as a context manager to discard on an
+    error that ends the run before it is written.
+    """
+
+    def __init__(self, folder: Path, scenario: Scenario, rows_per_part: int = ROWS_PER_PART):
+        self.folder = folder
+        self.parameters = scenario.sweep.names
+        self._joint_units = joint_units(scenario)
+        self.staging, self.created = open_staging(folder)
+        try:
+            self.writer = StoreWriter(self.staging, self.parameters, rows_per_part=rows_per_part)
+        except BaseException:
+            self.discard()
+            raise
+        self.added = np.zeros(scenario.sweep.size, dtype=bool)  # by step index
+
+    def add(self, step: StepResult) -> None:
+        """Stream one solved step into the store."""
+        self.writer.add(*store_rows(step, self.parameters, self._joint_units))
+        self.added[step.index] = True
+
+    def discard(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+        remove_created(self.created)
+
+    def __enter__(self) -> ResultsStream:
+        return self
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        if kind is not None:
+            self.discard()
+
+
+def write_results(run: Run, folder: Path, csv: bool | None = None, stream: ResultsStream | None = None) -> list[str]:
     """Render and write every output file of ``run`` into ``folder`` as one set; return the file names written.
 
     ``csv``: write results.csv and steps.csv (True), not (False), or as the scenario's ``outputs.csv`` says
@@ -36,17 +83,33 @@ def write_results(run: Run, folder: Path, csv: bool | None = None) -> list[str]:
     other tables) and capacity.png (with the plots), unless the analysis could not be solved. A run with a
     sensitivity section gets it in results.json ``sensitivity``, sensitivity.csv and sensitivity.png (its tornado
     charts).
+
+    ``stream``: the :class:`ResultsStream` the run's steps were streamed into (all of ``run.steps``); without
+    one, the steps are put into a store here. Either way the store's folders join the set.
     """
+    if stream is None:
+        with ResultsStream(folder, run.scenario) as stream:
+            for step in run.steps:
+                stream.add(step)
+            return write_results(run, folder, csv, stream)
+    try:
+        for step in run.steps:  # a step a signal cut short on its way to the store (the last one before it)
+            if not stream.added[step.index]:
+                stream.add(step)
+        stream.writer.close()
+        return _write_set(run, folder, csv, stream)
+    except BaseException:
+        stream.discard()
+        raise
+
+
+def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream) -> list[str]:
+    """Every file of ``run`` but the store, written into ``stream``'s staging folder and swapped in with it."""
     scenario, steps, capacity = run.scenario, run.steps, run.capacity
     interrupted = run.interrupted.name if run.interrupted else None
     document = results_document(scenario, steps, run.planned, interrupted, capacity, run.sensitivity)
     document["metadata"] = run_metadata(scenario)  # provenance, rendered by the report (output/provenance.py)
     files = {RESULTS_JSON: dumps(document)}
-    # the columnar store (steps.parquet, values.parquet): the CSV tables' rows in SI and more, for pandas / polars / DuckDB
-    units = joint_units(scenario)
-    rows = [store_rows(step, document["parameters"], units) for step in steps]
-    files.update(tables_bytes(document["parameters"], [step_row for step_row, _ in rows],
-                              [row for _, value_rows in rows for row in value_rows]))
     solved_capacity = capacity is not None and "error" not in capacity
     asked = scenario.outputs.csv if csv is None else csv
     if writes_csv(asked, len(steps)):
@@ -68,11 +131,11 @@ def write_results(run: Run, folder: Path, csv: bool | None = None) -> list[str]:
         plots, plot_failure = {}, error
     files.update(plots)
     files[REPORT_HTML] = report_html(scenario, steps, document, files)
-    write_files(folder, files)
+    write_files(folder, files, stream.staging, stream.created)
     if plot_failure is not None:
         cause = " ".join(f"{type(plot_failure).__name__}: {plot_failure}".split())[:ECHO_LIMIT]
         raise PlotError(f"{folder}/: {', '.join(files)} written without plots: a plot could not be drawn ({cause})")
-    return list(files)
+    return [*(f"{name}/" for name in OUTPUT_FOLDERS), *files]
 
 
-__all__ = ["write_results"]
+__all__ = ["ResultsStream", "write_results"]

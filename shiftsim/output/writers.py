@@ -21,8 +21,9 @@ Safety rules:
   folder is refused unless ``force``; with ``force`` only shiftsim's own output
   files (:data:`OUTPUT_FILES`) in it are replaced or removed, anything else is
   left alone; an output file that is an input file (scenario or model) is refused always;
-* the whole set is first written into a staging folder ``DIR/.staging-PID-XXXX/``
-  and only then swapped in, file by file, with SIGINT/SIGTERM held back during
+* the whole set is first written into a staging folder ``DIR/.staging-PID-XXXX/`` (the columnar
+  store's part folders :data:`OUTPUT_FOLDERS` while the run solves, the other files after it)
+  and only then swapped in, file by file and folder by folder, with SIGINT/SIGTERM held back during
   the swap, so a stopped or failed run never leaves a mixed set: a failure or a
   signal while writing leaves the old set untouched; a staging folder left by a
   killed run (its process gone) is removed by the next write into the folder.
@@ -53,9 +54,10 @@ STEPS_CSV = "steps.csv"
 REPORT_HTML = "report.html"
 CAPACITY_CSV, CAPACITY_PNG = "capacity.csv", "capacity.png"  # a scenario's analysis.capacity (docs/ground.md)
 SENSITIVITY_CSV, SENSITIVITY_PNG = "sensitivity.csv", "sensitivity.png"  # analysis.sensitivity (docs/sensitivity.md)
-STEPS_PARQUET, VALUES_PARQUET = "steps.parquet", "values.parquet"  # the columnar store's tables (output/store.py)
+STEPS_PARQUET, VALUES_PARQUET = "steps.parquet", "values.parquet"  # the store as single files (earlier versions)
 OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, STEPS_CSV, REPORT_HTML, *(f"{plot}.png" for plot in ALL_PLOTS),
                 CAPACITY_CSV, CAPACITY_PNG, SENSITIVITY_CSV, SENSITIVITY_PNG, STEPS_PARQUET, VALUES_PARQUET)
+OUTPUT_FOLDERS = ("steps", "values")  # the columnar store's part folders (output/store.py), streamed while solving
 STAGING_PREFIX = ".staging-"
 PAUSE_ENV = "SHIFTSIM_TEST_WRITE_PAUSE"
 CSV_STEP_LIMIT = 10_000  # steps up to which results.csv and steps.csv are written unless the scenario or --csv says  # test hook: seconds to pause after the first staged file
@@ -107,9 +109,21 @@ def check_folder(folder: Path, force: bool, inputs: Iterable[Path]) -> None:
                                   f"writing {targets[p.resolve()]} would overwrite input file {p}",
                                   "an output folder that holds no input file named like an output")
                           for p in clashes])
+    foreign = [folder / name for name in OUTPUT_FOLDERS if not _store_folder(folder / name)]
+    if foreign:
+        raise InputError([Problem("output folder", str(path), "is not a results store's part folder (it holds other "
+                                  "files, or is a file)", "an output folder without it, or its files moved") for path in foreign])
     if folder.is_dir() and any(not p.name.startswith(STAGING_PREFIX) for p in folder.iterdir()) and not force:
         raise InputError([Problem("output folder", str(folder), "exists and is not empty",
                                   "a new or empty folder, or --force to replace shiftsim's result files in it")])
+
+
+def _store_folder(path: Path) -> bool:
+    """Whether ``path`` is absent or a store's part folder (part files, hidden partial ones), which a run replaces."""
+    if not path.exists() and not path.is_symlink():
+        return True
+    return path.is_dir() and not path.is_symlink() and all(
+        entry.name.startswith(("part-", ".part-")) and entry.is_file() for entry in path.iterdir())
 
 
 def _unusable(folder: Path) -> str:
@@ -363,16 +377,41 @@ def csv_bytes(rows: Iterable[list[Any]]) -> bytes:
 
 
 # ---------------------------------------------------------------------- writing the set
-def write_files(folder: Path, files: dict[str, bytes]) -> None:
-    """Write ``files`` into ``folder`` as one set (see the module docstring); shiftsim's own output
-    files not in ``files`` are removed in the same swap (stale results of an earlier run)."""
+def open_staging(folder: Path) -> tuple[Path, list[Path]]:
+    """A new staging folder in ``folder`` (created, with its missing parents), for a set of results written into it
+    and then swapped in by :func:`write_files`; and the folders created for it, deepest first. Stale staging folders
+    of runs that are gone are removed first."""
     created = _missing_parents(folder)
-    staging: Path | None = None
-    written = False
     try:
         folder.mkdir(parents=True, exist_ok=True)
         remove_stale_staging(folder)
-        staging = Path(tempfile.mkdtemp(dir=folder, prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
+        return Path(tempfile.mkdtemp(dir=folder, prefix=f"{STAGING_PREFIX}{os.getpid()}-")), created
+    except OSError as error:
+        remove_created(created)
+        raise OutputError(f"cannot write the results in {folder}: {error.strerror or error}") from None
+
+
+def remove_created(created: list[Path]) -> None:
+    """Remove the folders a failed write created (deepest first), as far as they are empty."""
+    for path in created:
+        try:
+            path.rmdir()
+        except OSError:
+            break
+
+
+def write_files(folder: Path, files: dict[str, bytes], staging: Path | None = None,
+                created: list[Path] | None = None) -> None:
+    """Write ``files`` into ``folder`` as one set (see the module docstring); shiftsim's own output
+    files and folders not in the set are removed in the same swap (stale results of an earlier run).
+
+    ``staging``: a staging folder from :func:`open_staging` that already holds part of the set (the store's
+    :data:`OUTPUT_FOLDERS`), with the folders ``created`` for it; it is swapped in with ``files`` and removed.
+    """
+    written = False
+    try:
+        if staging is None:
+            staging, created = open_staging(folder)
         mode = 0o666 & ~_umask()
         for k, (name, data) in enumerate(files.items()):
             _write(staging / name, data, mode)
@@ -380,6 +419,11 @@ def write_files(folder: Path, files: dict[str, bytes]) -> None:
                 _test_pause()
         _fsync_folder(staging)
         with signals_deferred():
+            for name in OUTPUT_FOLDERS:  # the old part folder goes into the staging folder, removed with it
+                if (folder / name).is_dir():
+                    os.replace(folder / name, staging / f".old-{name}")
+                if (staging / name).is_dir():
+                    os.replace(staging / name, folder / name)
             for name in files:
                 os.replace(staging / name, folder / name)
             for name in OUTPUT_FILES:
@@ -392,11 +436,8 @@ def write_files(folder: Path, files: dict[str, bytes]) -> None:
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
-        for path in [] if written else created:  # folders made for this write, which failed
-            try:
-                path.rmdir()
-            except OSError:
-                break
+        if not written:  # folders made for this write, which failed
+            remove_created(created or [])
 
 
 def remove_stale_staging(folder: Path) -> list[Path]:

@@ -55,6 +55,13 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+def folder_bytes(folder: Path, hidden: bool = True) -> dict[str, bytes]:
+    """Every file under ``folder`` (the store's part folders included) by its path in it, with its bytes;
+    ``hidden=False`` leaves out what lies under a name starting with ``.`` (staging folders)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and (hidden or not any(part.startswith(".") for part in p.relative_to(folder).parts))}
+
+
 def png_size(path: Path) -> tuple[int, int]:
     """(width, height) from the PNG header; asserts the signature and that IHDR comes first."""
     data = path.read_bytes()[:33]

@@ -55,8 +55,8 @@ def test_empty_plots_are_not_written_and_the_summary_says_why(tmp_path, capsys):
     code, out, err = run_cli(capsys, "run", write_scenario(tmp_path, RIGID), "-o", tmp_path / "out")
     assert code == 0, err
     written = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert written == ["convergence.png", "efforts.png", "pin_loads.png", "report.html", "results.json", "steps.parquet",
-                       "values.parquet"]
+    assert written == ["convergence.png", "efforts.png", "pin_loads.png", "report.html", "results.json", "steps",
+                       "values"]
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     largest = max(np.linalg.norm(f["deflection"]) for s in results["steps"] for f in s["frames"].values())
     assert largest < 1e-9  # the rigid slider-crank: nothing to plot, independently of the plot code

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from helpers.scenario import beam_scenario, write_scenario
+from helpers.scenario import beam_scenario, folder_bytes, write_scenario
 
 import shiftsim
 from shiftsim.output.writers import PAUSE_ENV, STAGING_PREFIX
@@ -76,15 +76,16 @@ def _complete_set(tmp_path: Path, folder: Path) -> dict[str, bytes]:
     done = subprocess.run([sys.executable, "-m", "shiftsim", "run", str(first), "-o", str(folder), "-q"],
                           timeout=HANG_LIMIT_S)
     assert done.returncode == 0
-    return {p.name: p.read_bytes() for p in folder.iterdir()}
+    return folder_bytes(folder)
 
 
 def _wait_for_staging(folder: Path, process: subprocess.Popen) -> Path:
-    """The staging folder of the run, once its first file is written (the run then pauses: test hook)."""
+    """The staging folder of the run, once its first file after the store is written (the run then pauses: test
+    hook)."""
     deadline = time.monotonic() + HANG_LIMIT_S
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()
-        staged = [p for p in folder.glob(f"{STAGING_PREFIX}*") if any(p.iterdir())]
+        staged = [p for p in folder.glob(f"{STAGING_PREFIX}*") if (p / "results.json").exists()]
         if staged:
             return staged[0]
         time.sleep(0.05)
@@ -106,7 +107,7 @@ def test_sigterm_while_writing_keeps_the_old_set_whole(tmp_path):
     _, err = process.communicate(timeout=HANG_LIMIT_S)
     assert process.returncode == 143 and "stopped by SIGTERM while writing" in err
     assert not staging.exists()
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # the old set, nothing else
+    assert folder_bytes(folder) == before  # the old set, nothing else
 
 
 @pytest.mark.slow
@@ -117,13 +118,13 @@ def test_sigkill_while_writing_leaves_the_old_set_and_the_next_run_cleans_up(tmp
     staging = _wait_for_staging(folder, process)
     process.kill()
     process.communicate(timeout=HANG_LIMIT_S)
-    left = {p.name: p.read_bytes() for p in folder.iterdir() if not p.name.startswith(STAGING_PREFIX)}
+    left = folder_bytes(folder, hidden=False)
     assert left == before and staging.is_dir()  # the killed run's staging folder stays behind ...
     again = subprocess.run([sys.executable, "-m", "shiftsim", "run", str(_changed(tmp_path)), "-o", str(folder),
                             "--force", "-q"], timeout=HANG_LIMIT_S)
     assert again.returncode == 0
     assert not staging.exists() and not list(folder.glob(".*"))  # ... until the next run into the folder
-    after = {p.name: p.read_bytes() for p in folder.iterdir()}
+    after = folder_bytes(folder)
     assert set(after) == set(before) and after["results.json"] != before["results.json"]
 
 

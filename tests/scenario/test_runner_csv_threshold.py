@@ -36,7 +36,7 @@ def test_without_a_choice_the_csv_is_written_up_to_the_step_limit(tmp_path, caps
     monkeypatch.setattr(writers, "CSV_STEP_LIMIT", limit)
     _, names = _written(capsys, tmp_path, _without_csv_key())
     assert (CSV_FILES <= names) is expected and not (CSV_FILES & names and not expected)
-    assert {"steps.parquet", "values.parquet", "results.json"} <= names
+    assert {"steps", "values", "results.json"} <= names
 
 
 @pytest.mark.parametrize("scenario_csv, option, expected", [
