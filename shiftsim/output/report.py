@@ -87,13 +87,13 @@ def peak_tables(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, tu
     return tables
 
 
-def _status_rows(scenario: Scenario, document: dict[str, Any]) -> tuple[list[str], list[list[Any]], list[bool]]:
-    """The solver status table: a row per step of the results document, swept values as people read them."""
+def _status_rows(scenario: Scenario, records: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]], list[bool]]:
+    """The solver status table: a row per step (its results.json step object), swept values as people read them."""
     parameters = scenario.sweep.parameters
     headers = ["step", *(f"{p.name} ({shown_value(scenario, p, 0.0)[1] or '-'})" for p in parameters), "status",
                "iterations", "final residual (scaled, -)", "stability", "failures"]
     rows, failed = [], []
-    for step in document["steps"]:
+    for step in records:
         residual = "no solve" if step["residual"] is None else f"{step['residual']:.3g}"
         failures = "; ".join(f"{f['machine']}: {f['message']}" for f in step.get("failures", []))
         values = [number(shown_value(scenario, p, step["parameters"][p.name])[0]) for p in parameters]
@@ -105,14 +105,14 @@ def _status_rows(scenario: Scenario, document: dict[str, Any]) -> tuple[list[str
     return headers, rows, failed
 
 
-def pin_reaction_rows(document: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    """The pin-reaction table of results.json's steps: every loop joint and held actuator (``pin_reactions``), with
+def pin_reaction_rows(records: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """The pin-reaction table of a run's steps (their results.json step objects): every loop joint and held actuator (``pin_reactions``), with
     its role, its largest force and moment over the run (N, N m, in its joint frame) and the step of each, and
     whether statics determines its load (``no`` where the split between redundant parts is the minimum-norm
     assumption). A peak below :data:`CARRIES_NOTHING` of the table's largest force or moment (N and N m compared as
     at a 1 m lever) reads "0 (round-off)", as in the effort table."""
     peaks: dict[str, dict[str, Any]] = {}
-    for step in document["steps"]:
+    for step in records:
         for name, row in step.get("pin_reactions", {}).items():
             peak = peaks.setdefault(name, {"role": row["role"], "force": -1.0, "moment": -1.0, "force_step": None,
                                            "moment_step": None, "determinate": True})
@@ -139,16 +139,17 @@ def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[
     """The report page (UTF-8) of a run: ``document`` is the results.json object, ``files`` the run's output
     files by name (the ``.png`` ones are embedded, in order)."""
     steps = list(steps)
-    planned = document.get("steps_planned", len(document["steps"]))
-    converged = sum(step["status"] == "converged" for step in document["steps"])
-    solved = "" if len(document["steps"]) == planned else f" ({len(document['steps'])} solved before the stop)"
+    records = document["steps"] if "steps" in document else [step.as_dict() for step in steps]  # a long run's
+    planned = document.get("steps_planned", len(records))
+    converged = sum(step["status"] == "converged" for step in records)
+    solved = "" if len(records) == planned else f" ({len(records)} solved before the stop)"
     parts = [f"<h1>{escape(document['scenario'])}</h1>",
              f'<p class="meta">shiftsim {escape(document.get("shiftsim_version", ""))} &middot; '
              f'{converged} of {planned} steps converged{solved}</p>']
     if document.get("partial"):
         parts.append(f'<p class="partial">Partial results: the run was stopped '
                      f'({escape(document.get("interrupted", "interrupted"))}) before every step was solved.</p>')
-    failed_steps = [step for step in document["steps"] if step["status"] != "converged"]
+    failed_steps = [step for step in records if step["status"] != "converged"]
     if failed_steps:
         parts.append(f'<p class="partial">Failed steps ({len(failed_steps)}, red in the solver status table): '
                      + escape(", ".join(str(step["index"]) for step in failed_steps)) + "</p>")
@@ -162,7 +163,7 @@ def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[
         for title, (headers, rows) in tables.items():
             numeric = [i for i, h in enumerate(headers) if h.startswith(("peak", "least")) or h == "step"]
             parts += [f"<h3>{escape(title)}</h3>", table(headers, rows, numeric)]
-    headers, rows = pin_reaction_rows(document)
+    headers, rows = pin_reaction_rows(records)
     if rows:
         parts += ["<h2>Pin reactions (every loop joint and held actuator)</h2>", table(headers, rows, [2, 3, 4, 5])]
     parts += [text for text in (section(document) for section in SECTIONS) if text]
@@ -176,7 +177,7 @@ def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[
     if skipped:
         parts.append("<p>Not plotted (nothing to show):</p><ul>"
                      + "".join(f"<li>{escape(name)}: {escape(reason)}</li>" for name, reason in skipped.items()) + "</ul>")
-    headers, rows, failed = _status_rows(scenario, document)
+    headers, rows, failed = _status_rows(scenario, records)
     parts += ["<h2>Solver status per step</h2>",
               table(headers, rows, [0, *range(1, len(headers) - 5), len(headers) - 4, len(headers) - 3], failed)]
     parts.append(provenance_section(document))

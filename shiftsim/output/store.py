@@ -237,7 +237,8 @@ class StoreWriter:
             os.replace(staged, staged.with_name(name))
         except OSError as error:
             staged.unlink(missing_ok=True)
-            raise StoreError(f"{staged.with_name(name)}: cannot write: {error.strerror or error}") from None
+            raise StoreError(f"cannot write the results store's part {staged.with_name(name)}: "
+                             f"{error.strerror or error}") from None
 
     def __enter__(self) -> StoreWriter:
         return self

@@ -31,7 +31,7 @@ from ..scenario.runner import StepResult
 from .store import ROWS_PER_PART, StoreWriter
 from .writers import (CAPACITY_CSV, CAPACITY_PNG, OUTPUT_FOLDERS, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, SENSITIVITY_CSV,
                       SENSITIVITY_PNG, STEPS_CSV, capacity_rows, csv_bytes, joint_units, open_staging, remove_created,
-                      results_document, step_rows, store_rows, tidy_rows, write_files, writes_csv)
+                      keeps_steps, results_document, step_rows, store_rows, tidy_rows, write_files, writes_csv)
 
 
 class ResultsStream:
@@ -107,14 +107,17 @@ def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream) 
     """Every file of ``run`` but the store, written into ``stream``'s staging folder and swapped in with it."""
     scenario, steps, capacity = run.scenario, run.steps, run.capacity
     interrupted = run.interrupted.name if run.interrupted else None
-    document = results_document(scenario, steps, run.planned, interrupted, capacity, run.sensitivity)
+    document = results_document(scenario, steps, run.planned, interrupted, capacity, run.sensitivity,
+                                with_steps=keeps_steps(len(steps)))
     document["metadata"] = run_metadata(scenario)  # provenance, rendered by the report (output/provenance.py)
     files = {RESULTS_JSON: dumps(document)}
     solved_capacity = capacity is not None and "error" not in capacity
     asked = scenario.outputs.csv if csv is None else csv
-    if writes_csv(asked, len(steps)):
-        files[RESULTS_CSV] = csv_bytes(tidy_rows(document))
-        files[STEPS_CSV] = csv_bytes(step_rows(document))
+    if writes_csv(asked, len(steps)):  # a long run's CSV asked for: its rows from a document with the steps
+        tables = document if "steps" in document else results_document(scenario, steps)
+        files[RESULTS_CSV] = csv_bytes(tidy_rows(tables))
+        files[STEPS_CSV] = csv_bytes(step_rows(tables))
+        del tables
     if solved_capacity and asked is not False:  # one row per lift point: small whatever the sweep's length
         files[CAPACITY_CSV] = csv_bytes(capacity_rows(capacity))
     if run.sensitivity is not None and asked is not False:  # one row per step, output and parameter

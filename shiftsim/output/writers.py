@@ -59,8 +59,10 @@ OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, STEPS_CSV, REPORT_HTML, *(f"{plot}.pn
                 CAPACITY_CSV, CAPACITY_PNG, SENSITIVITY_CSV, SENSITIVITY_PNG, STEPS_PARQUET, VALUES_PARQUET)
 OUTPUT_FOLDERS = ("steps", "values")  # the columnar store's part folders (output/store.py), streamed while solving
 STAGING_PREFIX = ".staging-"
-PAUSE_ENV = "SHIFTSIM_TEST_WRITE_PAUSE"
-CSV_STEP_LIMIT = 10_000  # steps up to which results.csv and steps.csv are written unless the scenario or --csv says  # test hook: seconds to pause after the first staged file
+PAUSE_ENV = "SHIFTSIM_TEST_WRITE_PAUSE"  # test hook: seconds to pause after the first staged file
+CSV_STEP_LIMIT = 10_000  # steps up to which results.csv and steps.csv are written unless the scenario or --csv says
+JSON_STEP_LIMIT = 10_000  # steps up to which results.json holds every step (:func:`keeps_steps`)
+FAILED_LISTED = 1_000  # failed steps listed in results.json's summary
 
 CSV_HEADER = ("step", "entity", "quantity", "component", "value", "unit")
 STEP_STATUS_COLUMNS = ("status", "iterations", "stability")
@@ -150,13 +152,16 @@ def _unusable(folder: Path) -> str:
 # ---------------------------------------------------------------------- results.json
 def results_document(scenario: Scenario, steps: list[StepResult], planned: int | None = None,
                      interrupted: str | None = None, capacity: dict[str, Any] | None = None,
-                     sensitivity: dict[str, Any] | None = None) -> dict[str, Any]:
+                     sensitivity: dict[str, Any] | None = None, with_steps: bool = True) -> dict[str, Any]:
     """The results.json object (see ``shiftsim/schemas/results.schema.json``).
 
     ``planned``: the sweep's step count when ``steps`` holds only part of it (a run stopped by
     ``interrupted``, the signal's name): the document is then marked ``partial``. ``capacity``: the
     scenario's capacity analysis (:func:`shiftsim.scenario.capacity_analysis.run_analysis`), kept under ``capacity``. ``sensitivity``: its ``analysis.sensitivity`` section
     (:func:`shiftsim.scenario.sensitivity_analysis.run_analysis`), kept under ``sensitivity``.
+    ``with_steps``: hold every step (``steps``) and the viewer's poses of every step (``scene``); without,
+    the document is the run's summary (``summary``) and metadata, its size independent of the step count,
+    and the steps are in the columnar store only (:func:`keeps_steps`).
     """
     from .. import __version__
     from .scene import scene_document
@@ -167,13 +172,23 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
                 "steps_planned": len(steps) if planned is None else planned}
     if interrupted:
         document["interrupted"] = interrupted
-    document["steps"] = [step.as_dict() for step in steps]
-    document["scene"] = scene_document(scenario, steps)
+    failed = [step.index for step in steps if not step.converged]
+    document["summary"] = {"steps": len(steps), "converged": len(steps) - len(failed),
+                           "failed": failed[:FAILED_LISTED], "in_results_json": with_steps}
+    if with_steps:
+        document["steps"] = [step.as_dict() for step in steps]
+        document["scene"] = scene_document(scenario, steps)
     if capacity is not None:
         document["capacity"] = capacity
     if sensitivity is not None:
         document["sensitivity"] = sensitivity
     return document
+
+
+def keeps_steps(steps: int) -> bool:
+    """Whether results.json holds the steps of a run of ``steps`` steps: up to :data:`JSON_STEP_LIMIT` (a long
+    sweep's steps are gigabytes of JSON; the columnar store holds them, and ``shiftsim.load_results`` reads it)."""
+    return steps <= JSON_STEP_LIMIT
 
 
 def _units(scenario: Scenario, steps: list[StepResult]) -> dict[str, Any]:
