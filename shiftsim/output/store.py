@@ -45,6 +45,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -171,47 +172,78 @@ class StoreWriter:
             raise StoreError(f"{self.folder}: writer {writer!r} already has part files ({taken[0].name} ...); "
                              f"expected a new store or another writer name")
         self._step_rows: list[Sequence[Any]] = []
-        self._value_columns: list[list[Any]] = [[] for _ in VALUE_COLUMNS]
+        self._values: list[float | None] = []  # every buffered value, in order
+        self._layouts: list[tuple[tuple[str, ...], ...]] = []  # distinct names of steps: entity, quantity, component, unit
+        self._segments: list[tuple[int, int, int]] = []  # per buffered step: its number, layout, count of values
         self._catalog: Catalog = {}
 
     @property
     def buffered(self) -> int:
         """Values held in memory, not yet in a part file."""
-        return len(self._value_columns[0])
+        return len(self._values)
 
     def add(self, step_row: Sequence[Any], value_rows: Sequence[Sequence[Any]]) -> None:
         """One finished step: ``step_row`` (``step, *parameters, status, iterations, stability, residual,
         stable``) and its ``value_rows`` (``step, entity, quantity, component, value, unit``). Writes a
-        part once ``rows_per_part`` values are held."""
+        part once ``rows_per_part`` values are held.
+
+        The rows' names (entity, quantity, component, unit) are kept once per layout: a step whose names are
+        those of the step before adds only its values (the usual case: every converged step of a sweep
+        reports the same things)."""
         if self._closed:
             raise ValueError(f"{self.folder}: the store writer is closed")
         if len(step_row) != self._width:
             raise ValueError(f"a steps row has {len(self._steps_schema)} columns "
                              f"({', '.join(self._steps_schema.names)}), got {list(step_row)}")
-        columns = self._value_columns
+        if value_rows:
+            _, entity, quantity, component, values, unit = zip(*value_rows)
+            layout = (entity, quantity, component, unit)
+        else:
+            layout, values = ((), (), (), ()), ()
+        if not self._layouts or layout != self._layouts[-1]:
+            self._layouts.append(layout)
         held = self.buffered
         try:  # all of the step or none of it, even when a signal's exception lands in between
-            for row in value_rows:
-                for column, item in zip(columns, row, strict=True):
-                    column.append(item)
+            self._values.extend(values)
+            self._segments.append((step_row[0], len(self._layouts) - 1, len(values)))
             self._step_rows.append(step_row)
         except BaseException:
-            for column in columns:
-                del column[held:]
+            del self._values[held:]
+            del self._segments[len(self._step_rows):]
             raise
         if self.buffered >= self.rows_per_part:
             self.flush()
+
+    def _values_table(self) -> pa.Table:
+        """The buffered values as a ``values`` table: each step's names taken from its layout."""
+        used = sorted({layout for _, layout, _ in self._segments})
+        offsets, names, start = {}, [[] for _ in range(4)], 0
+        for layout in used:
+            offsets[layout] = start
+            for column, items in zip(names, self._layouts[layout]):
+                column.extend(items)
+            start += len(self._layouts[layout][0])
+        ranges = {layout: np.arange(offsets[layout], offsets[layout] + len(self._layouts[layout][0]))
+                  for layout in used}
+        take = np.concatenate([ranges[layout] for _, layout, _ in self._segments]) if self._segments else []
+        steps = np.repeat([step for step, _, _ in self._segments], [count for _, _, count in self._segments])
+        columns = [pa.array(steps, pa.int64()), *(pa.array(column, pa.string()).take(pa.array(take, pa.int64()))
+                                                   for column in names[:3]),
+                   pa.array(self._values, pa.float64()), pa.array(names[3], pa.string()).take(pa.array(take, pa.int64()))]
+        catalog_rows = ((offsets[layout], *row) for layout in used
+                        for row in zip(*self._layouts[layout][:3]))
+        extend_catalog(self._catalog, catalog_rows)
+        return _with_catalog(pa.Table.from_arrays(columns, schema=VALUES_SCHEMA), self._catalog)
 
     def flush(self) -> None:
         """Write the buffered steps as one part per table (values first), then empty the buffer."""
         if not self._step_rows:
             return
-        extend_catalog(self._catalog, zip(*self._value_columns[:4]))
-        self._write_part(VALUES, _with_catalog(columns_table(self._value_columns, VALUES_SCHEMA), self._catalog))
+        self._write_part(VALUES, self._values_table())
         self._write_part(STEPS, columns_table(list(zip(*self._step_rows)), self._steps_schema))
         self._parts += 1
-        self._step_rows = []
-        self._value_columns = [[] for _ in VALUE_COLUMNS]
+        self._step_rows, self._values, self._segments = [], [], []
+        self._layouts = self._layouts[-1:]
 
     def close(self) -> None:
         """Write what is buffered. A writer that wrote nothing leaves one empty part per table, so

@@ -387,7 +387,8 @@ def csv_text(cell: Any) -> Any:
 
 def csv_bytes(rows: Iterable[list[Any]]) -> bytes:
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows([csv_text(cell) for cell in row] for row in rows)
+    csv.writer(buffer, lineterminator="\n").writerows([csv_text(cell) if cell.__class__ is str else cell for cell in row]
+                                                      for row in rows)  # numbers as they are, without a call each
     return buffer.getvalue().encode("utf-8")
 
 
