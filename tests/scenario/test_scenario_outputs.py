@@ -36,7 +36,7 @@ def test_results_follow_the_issue_layout_and_validate(tmp_path, capsys):
     results = _results(tmp_path / "out")
     jsonschema.Draft202012Validator(load_schema("results")).validate(results)
     assert list(results) == ["scenario", "shiftsim_version", "parameters", "angle_unit", "units", "partial",
-                             "steps_planned", "steps", "scene", "metadata"]
+                             "steps_planned", "summary", "steps", "scene", "metadata"]
     assert results["scenario"] == "slider" and results["shiftsim_version"] == __version__
     assert results["partial"] is False and results["steps_planned"] == 3 and results["angle_unit"] == "rad"
     assert results["units"] == {"parameters": {"sc:slider_crank:slider_guide": "m"},
