@@ -24,6 +24,7 @@ from .sensitivity_analysis import sensitivity_spec
 from .sweep import check_size
 
 WarningCallback = Callable[[str], None]
+COLLISION_BATCH = 256  # solved steps whose collisions are checked at once (pybullet queries in one batch)
 
 
 @dataclass(frozen=True)
@@ -70,36 +71,66 @@ def execute(scenario: Scenario, executor: Executor, on_step: StepCallback | None
 def finish(scenario: Scenario, steps: list[StepResult], on_warning: WarningCallback | None = None) -> list[StepResult]:
     """Solved steps (all, or those solved before a run was stopped) sorted by index, with what is
     computed over steps: a scenario with ``collision`` gets each step's ``collisions`` from the
-    solved poses (:func:`shiftsim.scenario.collisions.attach_collisions`, all steps in one batch);
-    the collision world's warnings (machines without shapes, ...) go to ``on_warning``."""
-    steps = sorted(steps, key=lambda step: step.index)
-    if steps and "collision" in (scenario.document or {}):
-        from .collisions import attach_collisions
+    solved poses (:func:`attach_collisions`, the steps without them in one batch)."""
+    attach_collisions(scenario, steps, on_warning)
+    return sorted(steps, key=lambda step: step.index)
 
-        for warning in attach_collisions(scenario, steps):
-            if on_warning is not None:
-                on_warning(warning)
-    return steps
+
+def attach_collisions(scenario: Scenario, steps: list[StepResult], on_warning: WarningCallback | None = None,
+                      warned: set[str] | None = None) -> None:
+    """Check the collisions of those ``steps`` that have none yet, in one batch
+    (:func:`shiftsim.scenario.collisions.attach_collisions`; nothing without a ``collision`` section); the
+    collision world's warnings (machines without shapes, ...) go to ``on_warning``, each once if ``warned``
+    (the warnings given so far) is kept between batches."""
+    unchecked = [step for step in steps if step.collisions is None]
+    if not unchecked or "collision" not in (scenario.document or {}):
+        return
+    from .collisions import attach_collisions as attach
+
+    for warning in attach(scenario, unchecked):
+        if on_warning is not None and (warned is None or warning not in warned):
+            on_warning(warning)
+        if warned is not None:
+            warned.add(warning)
 
 
 def run(scenario: Scenario, executor: Executor, on_step: StepCallback | None = None,
         on_warning: WarningCallback | None = None) -> Run:
     """Check that the scenario fits (:func:`check_fits`), solve its steps (:func:`execute`) and run its capacity
     analysis. An :class:`~shiftsim.interrupts.Interrupted` raised while solving (under
-    :func:`~shiftsim.interrupts.signals_raise`) ends the run with the steps solved so far and no capacity."""
+    :func:`~shiftsim.interrupts.signals_raise`) ends the run with the steps solved so far and no capacity.
+
+    ``on_step`` gets every step once it is complete: a scenario that checks collisions has them checked in
+    batches of :data:`COLLISION_BATCH` solved steps before the batch goes on."""
     check_fits(scenario, executor)
     solved: list[StepResult] = []
+    pending: list[StepResult] = []  # solved, their collisions not checked yet
+    warned: set[str] = set()
+    batch = COLLISION_BATCH if "collision" in (scenario.document or {}) else 1
+
+    def hand_on() -> None:
+        attach_collisions(scenario, pending, on_warning, warned)
+        while pending:
+            step = pending.pop(0)
+            solved.append(step)
+            if on_step is not None:
+                on_step(step)
 
     def on_solved(step: StepResult) -> None:
-        solved.append(step)
-        if on_step is not None:
-            on_step(step)
+        pending.append(step)
+        if len(pending) >= batch:
+            hand_on()
 
+    analysis_spec(scenario)  # refused before any step is solved, as by execute
+    sensitivity_spec(scenario)
     try:
-        steps = execute(scenario, executor, on_solved, on_warning)
+        executor.run(scenario, scenario.sweep.chains(), on_solved)
+        hand_on()
     except Interrupted as stop:
+        solved += pending  # solved, to be written; the stream takes them from the run's steps
         return Run(scenario, finish(scenario, solved, on_warning), None, stop)
+    steps = sorted(solved, key=lambda step: step.index)
     return Run(scenario, steps, run_analysis(scenario), sensitivity=run_sensitivity(scenario, steps))
 
 
-__all__ = ["Run", "WarningCallback", "check_fits", "execute", "finish", "run"]
+__all__ = ["Run", "WarningCallback", "attach_collisions", "check_fits", "execute", "finish", "run"]

@@ -9,7 +9,7 @@ import json
 import jsonschema
 import numpy as np
 import pytest
-from helpers.scenario import beam_scenario, run_cli, write_scenario
+from helpers.scenario import SCENARIOS, beam_scenario, run_cli, write_scenario
 
 import shiftsim
 from shiftsim.output import writers
@@ -97,3 +97,30 @@ def test_a_folder_reads_lazily_one_quantity_at_a_time(tmp_path, jobs, monkeypatc
     loaded["beam:hinge1", "effort"]  # kept: not read again
     assert len(asked) == 1
     np.testing.assert_array_equal(effort, ran["beam:hinge1", "effort"])
+
+
+@pytest.mark.slow
+def test_collisions_reach_the_store_checked_in_batches(tmp_path, monkeypatch):
+    """two_excavators cut to 9 steps, collisions checked 4 steps at a time before the steps are streamed: the
+    store's pair distances are results.json's, and they close in as the closed form of the scenario says (the
+    gap 2.0 m - (1.7 m sin a + 1.5 m cos a) shrinks with the slew a)."""
+    import importlib
+
+    run_module = importlib.import_module("shiftsim.scenario.run")
+
+    monkeypatch.setattr(run_module, "COLLISION_BATCH", 4)
+    document = json.loads((SCENARIOS / "two_excavators.json").read_text())
+    for machine in document["machines"]:
+        machine["model"] = str((SCENARIOS / machine["model"]).resolve())
+    document["sweep"]["parameters"]["ex1:c1:tracks.rz"]["steps"] = 9
+    document["outputs"] = {"plots": []}
+    shiftsim.run_scenario(document, output=tmp_path / "out")
+    written = json.loads((tmp_path / "out" / "results.json").read_text())
+    loaded = shiftsim.load_results(tmp_path / "out")
+    distance = loaded["ex1|ex2", "distance"]
+    assert distance.tolist() == [step["collisions"][0]["distance"] for step in written["steps"]]
+    assert loaded["ex1|ex2", "in_collision"].tolist() == [float(s["collisions"][0]["in_collision"])
+                                                          for s in written["steps"]]
+    slew = loaded.steps["ex1:c1:tracks.rz"]
+    gap = 2.0 - (1.7 * np.sin(slew) + 1.5 * np.cos(slew))
+    assert np.all(np.diff(distance)[np.diff(gap) < 0] < 0)
