@@ -2,11 +2,13 @@
 
 The shipped ``scenarios/excavator_lift.json`` is stretched to ``--steps`` boom-cylinder lengths over
 the same range and run as a user runs it, ``shiftsim run FILE -o DIR --jobs J -q`` in a fresh
-process, 1 and 2 jobs (the sweep cut into two chains for 2). Outputs: results.json, the tidy CSV
-tables and the report; ``--plots`` adds the shipped four plots (their cost grows with the steps:
-the convergence chart draws one bar per step). Reported: wall time (process start, solving and
-writing), steps/s, CPU seconds of the run (its processes, ``wait4``: what a loaded machine does not
-distort), the peak resident memory of its largest process, the size of what it wrote.
+process, 1 and 2 jobs (the sweep cut into two chains for 2). Outputs: the columnar store (streamed
+while solving), results.json (with every step up to 10,000 steps, else the summary), the tidy CSV
+tables (up to 10,000 steps) and the report; ``--plots`` adds the shipped four plots (their cost
+grows with the steps: the convergence chart draws one bar per step). Reported: wall time (process
+start, solving and writing), steps/s, CPU seconds of the run (its processes, ``wait4``: what a
+loaded machine does not distort), the peak resident memory of its largest process, the size of what
+it wrote (the store's part files included).
 
 Beside it, the core's rate for the same steps: every step's two cases (the loaded equilibrium and its
 unloaded reference, as ``solve`` solves them) in one ``solve_batch`` call per 10,000 steps, on one
@@ -93,7 +95,7 @@ def end_to_end(steps: int, jobs: int, plots: bool) -> tuple[float, float, int, i
         process.returncode = os.waitstatus_to_exitcode(status)
         if process.returncode != 0:
             raise SystemExit(f"shiftsim run of {steps} steps, {jobs} jobs exited {process.returncode}")
-        written = sum(p.stat().st_size for p in output.iterdir())
+        written = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, written
 
 
@@ -167,7 +169,8 @@ def main() -> None:
             peaks[jobs].append((steps, peak))
             core = one if jobs == 1 else every
             print(f"  shiftsim run --jobs {jobs}: {seconds:7.1f} s, {steps / seconds:8.0f} steps/s "
-                  f"({steps / seconds / core:5.1%} of the core's {core:.0f}), {cpu:7.1f} CPU s, peak memory {peak / 1e9:.2f} GB, "
+                  f"({steps / seconds / core:5.1%} of the core's {core:.0f}), {cpu:7.1f} CPU s "
+                  f"({steps / cpu:.0f} steps per CPU s), peak memory {peak / 1e9:.2f} GB, "
                   f"{written / 1e6:.0f} MB written", flush=True)
 
 
