@@ -11,7 +11,7 @@ joints included. Numbers are printed by :func:`number`, which never prints ``-0`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -52,12 +52,14 @@ def effort_kinds(scenario: Scenario) -> dict[str, tuple[str, ...]]:
     return kinds
 
 
-def efforts(scenario: Scenario, step: StepResult) -> dict[str, list[tuple[str, float]]]:
+def efforts(scenario: Scenario, step: StepResult,
+            kinds: dict[str, tuple[str, ...]] | None = None) -> dict[str, list[tuple[str, float]]]:
     """The step's tracked efforts by kind: ``{force: [(label, N)], torque: [(label, N m)]}``.
 
-    A multi-coordinate joint gives one entry per coordinate, labelled ``name[i]``.
+    A multi-coordinate joint gives one entry per coordinate, labelled ``name[i]``. ``kinds``:
+    :func:`effort_kinds` of the scenario, when the caller has it (it is the same at every step).
     """
-    kinds = effort_kinds(scenario)
+    kinds = effort_kinds(scenario) if kinds is None else kinds
     out: dict[str, list[tuple[str, float]]] = {FORCE: [], TORQUE: []}
     for name, joint in step.joints.items():
         values = joint["effort"] if isinstance(joint["effort"], list) else [joint["effort"]]
@@ -76,32 +78,35 @@ def pin_forces(step: StepResult) -> dict[str, np.ndarray]:
     return {name: np.asarray(joint["wrench_world"][:3], float) for name, joint in step.joints.items()}
 
 
-def _peaks(entries: Sequence[tuple[str, float, StepResult]]) -> dict[str, Peak]:
-    """Per entity, the entry of largest magnitude (first on ties), in order of first appearance."""
-    best: dict[str, Peak] = {}
+def _peaks(entries: Iterable[tuple[str, float, StepResult]],
+           best: dict[str, Peak] | None = None) -> dict[str, Peak]:
+    """Per entity, the entry of largest magnitude (first on ties), in order of first appearance: a running
+    maximum over ``entries`` (consumed one at a time, never held), kept in ``best`` when given."""
+    best = {} if best is None else best
     for entity, value, step in entries:
         if entity not in best or abs(value) > abs(best[entity].value):
             best[entity] = Peak(value, entity, step)
     return best
 
 
-def deflection_peaks(steps: Sequence[StepResult]) -> dict[str, Peak]:
+def deflection_peaks(steps: Iterable[StepResult]) -> dict[str, Peak]:
     """Per tracked frame, its largest deflection magnitude (m) and where."""
-    return _peaks([(name, value, s) for s in steps for name, value in deflections(s).items()])
+    return _peaks((name, value, s) for s in steps for name, value in deflections(s).items())
 
 
-def effort_peaks(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, dict[str, Peak]]:
+def effort_peaks(scenario: Scenario, steps: Iterable[StepResult]) -> dict[str, dict[str, Peak]]:
     """Per kind (force, torque) and tracked joint coordinate, its largest |effort| (signed value, N or N m)."""
-    rows: dict[str, list] = {FORCE: [], TORQUE: []}
+    kinds = effort_kinds(scenario)
+    found: dict[str, dict[str, Peak]] = {FORCE: {}, TORQUE: {}}
     for s in steps:
-        for kind, entries in efforts(scenario, s).items():
-            rows[kind] += [(label, value, s) for label, value in entries]
-    return {kind: _peaks(entries) for kind, entries in rows.items() if entries}
+        for kind, entries in efforts(scenario, s, kinds).items():
+            _peaks(((label, value, s) for label, value in entries), found[kind])
+    return {kind: peaks for kind, peaks in found.items() if peaks}
 
 
-def pin_load_peaks(steps: Sequence[StepResult]) -> dict[str, Peak]:
+def pin_load_peaks(steps: Iterable[StepResult]) -> dict[str, Peak]:
     """Per tracked joint, its largest pin load (force magnitude, N) and where."""
-    return _peaks([(name, float(np.linalg.norm(f)), s) for s in steps for name, f in pin_forces(s).items()])
+    return _peaks((name, float(np.linalg.norm(f)), s) for s in steps for name, f in pin_forces(s).items())
 
 
 def closest_approaches(steps: Sequence[StepResult]) -> dict[str, tuple[dict[str, Any], StepResult]]:
