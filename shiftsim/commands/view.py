@@ -51,7 +51,11 @@ def _document(source: Path) -> dict:
         raise InputError([Problem(str(source), "", "no such file or folder",
                                   "a results folder (with results.json) or a scenario file")])
     document, _ = read_json(path, InputError)
-    if isinstance(document, dict) and "steps" in document and "shiftsim_version" in document:
+    if isinstance(document, dict) and "shiftsim_version" in document and "steps_planned" in document:
+        if "steps" not in document:  # a long run's results.json: its summary; the steps are in the store only
+            raise InputError([Problem(str(path), "steps", f"a run of {document['steps_planned']:,} steps keeps its "
+                                      "steps in the columnar store only, without the scene the viewer draws",
+                                      "a run of up to 10,000 steps (docs/results.md)")])
         return load_results(path).document
     print(f"running {path} (nothing is written; shiftsim run writes the results folder)")
     return run_scenario(path).document
