@@ -384,8 +384,8 @@ def load_results(folder: str | Path) -> RunResults:
     problems = Problems(str(path), InputError)
     validate(document, problems, "results")
     problems.raise_if_any()
-    if not any((path.parent / name).exists() for name in ("values", "values.parquet")) and "steps" in document:
-        return RunResults.from_document(document)  # a folder written before the store: its steps are in results.json
+    if not (path.parent / "values").is_dir() and "steps" in document:
+        return RunResults.from_document(document)  # written before the streamed store: its steps are in results.json
     return RunResults.open(document, ResultsStore(path.parent))
 
 

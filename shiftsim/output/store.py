@@ -5,8 +5,8 @@ A store is a folder of two Parquet datasets, each a set of part files::
     FOLDER/steps/part-<writer>-<nnnnn>.parquet    one row per step
     FOLDER/values/part-<writer>-<nnnnn>.parquet   one row per number
 
-or, for a finished run written as one set (:func:`tables_bytes`), two single files
-``FOLDER/steps.parquet`` and ``FOLDER/values.parquet`` with the same columns.
+or two single files ``FOLDER/steps.parquet`` and ``FOLDER/values.parquet`` with the same columns
+(read alike).
 
 ``steps``: ``step`` (int64), one float64 column per swept parameter (by its name, SI as results.json),
 ``status`` (string), ``iterations`` (int64), ``stability`` (string), ``residual`` (float64, null
@@ -111,20 +111,6 @@ def columns_table(columns: Sequence[Sequence[Any]], schema: pa.Schema) -> pa.Tab
     """A table of ``schema`` from its columns (Python values; None for null)."""
     return pa.Table.from_arrays([pa.array(list(column), type=field.type) for column, field in zip(columns, schema)],
                                 schema=schema)
-
-
-def tables_bytes(parameters: Sequence[str], step_rows: Iterable[Sequence[Any]],
-                 value_rows: Iterable[Sequence[Any]]) -> dict[str, bytes]:
-    """A finished run's two tables as single Parquet files, ``{"steps.parquet": ..., "values.parquet": ...}``,
-    from ``steps`` rows and ``values`` rows (:func:`~shiftsim.output.writers.store_step_row`,
-    :func:`~shiftsim.output.writers.store_value_rows`; for a results folder written as one set;
-    :class:`ResultsStore` opens such a folder too)."""
-    files = {}
-    for name, table in zip((STEPS, VALUES), rows_tables(parameters, step_rows, value_rows)):
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, row_group_size=ROWS_PER_GROUP)
-        files[f"{name}.parquet"] = sink.getvalue().to_pybytes()
-    return files
 
 
 def rows_tables(parameters: Sequence[str], step_rows: Iterable[Sequence[Any]],
@@ -369,4 +355,4 @@ def open_store(folder: str | Path) -> ResultsStore:
 
 
 __all__ = ["Catalog", "ResultsStore", "StoreError", "StoreWriter", "VALUE_COLUMNS", "columns_table", "open_store",
-           "read_catalog", "rows_tables", "steps_schema", "tables_bytes"]
+           "read_catalog", "rows_tables", "steps_schema"]

@@ -26,7 +26,7 @@ from shiftsim.jsonio import dumps
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from shiftsim.output.store import VALUE_COLUMNS, StoreError, StoreWriter, open_store, tables_bytes
+from shiftsim.output.store import VALUE_COLUMNS, StoreError, StoreWriter, open_store, rows_tables
 from shiftsim.scenario import LocalExecutor, execute, load_scenario, run_chain
 from shiftsim.scenario.definition import angle_factor
 from shiftsim.output.writers import (STORE_ONLY, csv_bytes, results_document, step_rows, store_step_row,
@@ -135,9 +135,10 @@ def test_store_round_trips_results_csv_and_steps_csv(document, tmp_path):
 @pytest.mark.slow
 def test_single_files_of_a_finished_run_read_as_the_streamed_store(document, tmp_path):
     rows = [store_step(document, step) for step in document["steps"]]
-    for name, data in tables_bytes(document["parameters"], [step_row for step_row, _ in rows],
-                                   [row for _, value_rows in rows for row in value_rows]).items():
-        (tmp_path / name).write_bytes(data)
+    tables = rows_tables(document["parameters"], [step_row for step_row, _ in rows],
+                         [row for _, value_rows in rows for row in value_rows])
+    for name, table in zip(("steps.parquet", "values.parquet"), tables):  # one file per table
+        pq.write_table(table, tmp_path / name)
     store = open_store(tmp_path)
     assert_rows_match(csv_table(tidy_rows(document))[1:], as_csv_values(store.select(), document))
     assert_rows_match(csv_table(step_rows(document))[1:], as_csv_steps(store.step_table(), document))

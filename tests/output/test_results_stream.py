@@ -129,3 +129,21 @@ def test_collisions_reach_the_store_checked_in_batches(tmp_path, monkeypatch):
     slew = loaded.steps["ex1:c1:tracks.rz"]
     gap = 2.0 - (1.7 * np.sin(slew) + 1.5 * np.cos(slew))
     assert np.all(np.diff(distance)[np.diff(gap) < 0] < 0)
+
+
+def test_a_folder_of_an_earlier_version_loads_from_its_results_json(tmp_path, capsys):
+    """Before the streamed store a folder held results.json with its steps and single-file Parquet tables of
+    another layout: load_results reads results.json, as then."""
+    path = write_scenario(tmp_path, beam_scenario())
+    assert run_cli(capsys, "run", path, "-o", tmp_path / "out")[0] == 0
+    loaded = shiftsim.load_results(tmp_path / "out")
+    now = {key: loaded[key] for key in loaded if key[1] not in writers.STORE_ONLY}  # read before the store goes
+    for name in ("steps", "values"):
+        for part in (tmp_path / "out" / name).iterdir():
+            part.unlink()
+        (tmp_path / "out" / name).rmdir()
+        (tmp_path / "out" / f"{name}.parquet").write_bytes(b"PAR1 of another layout")
+    earlier = shiftsim.load_results(tmp_path / "out")
+    assert list(now) == earlier.keys()
+    for key in earlier:
+        np.testing.assert_array_equal(now[key], earlier[key])
