@@ -264,3 +264,42 @@ def test_a_results_folder_holds_the_store_with_the_csv_values(tmp_path, jobs):
                                                                               newline="") as steps:
         assert_rows_match(list(csv.reader(values))[1:], as_csv_values(store.select(), document))
         assert_rows_match(list(csv.reader(steps))[1:], as_csv_steps(store.step_table(), document))
+
+
+def cut_sweep(document, line_steps=3, grid_steps=2):
+    """A copy of a shipped scenario with a short sweep (lists cut, ranges fewer steps) and no analysis."""
+    document = {key: value for key, value in document.items() if key != "analysis"}
+    sweep = document["sweep"] = dict(document["sweep"])
+    steps = grid_steps if sweep.get("mode") == "grid" else line_steps
+    sweep["parameters"] = {name: ({**values, "steps": min(values["steps"], steps)} if isinstance(values, dict)
+                                  else values[:steps]) for name, values in sweep["parameters"].items()}
+    document["outputs"] = {**document.get("outputs", {}), "csv": True, "plots": []}
+    return document
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_streamed_run_of_every_shipped_scenario_stores_its_csv_and_json_values(name, tmp_path):
+    """Each shipped scenario cut to 2-3 steps, run as shiftsim run runs it (steps streamed into the store while
+    solving, collisions checked before): the folder's store holds results.csv and steps.csv value for value,
+    its pin reactions are results.json's, and it holds the machines' coordinates."""
+    from shiftsim.output.write import ResultsStream, write_results
+    from shiftsim.scenario import build_scenario, run
+
+    path = SCENARIOS / f"{name}.json"
+    scenario = build_scenario(path, cut_sweep(orjson.loads(path.read_bytes())))  # model paths from its folder
+    with ResultsStream(tmp_path / "out", scenario) as stream:
+        write_results(run(scenario, LocalExecutor(1), stream.add), tmp_path / "out", stream=stream)
+    document = orjson.loads((tmp_path / "out" / "results.json").read_bytes())
+    store = open_store(tmp_path / "out")
+    with open(tmp_path / "out" / "results.csv", newline="") as values, open(tmp_path / "out" / "steps.csv",
+                                                                              newline="") as steps:
+        assert_rows_match(list(csv.reader(values))[1:], as_csv_values(store.select(), document))
+        assert_rows_match(list(csv.reader(steps))[1:], as_csv_steps(store.step_table(), document))
+    pins = store.select(quantity=["pin_force", "pin_moment"])
+    expected = [[step["index"], joint, quantity, axis, value, unit] for step in document["steps"]
+                for joint, reaction in step.get("pin_reactions", {}).items()
+                for quantity, key, unit in (("pin_force", "force_joint", "N"), ("pin_moment", "moment_joint", "N m"))
+                for axis, value in zip("xyz", reaction[key])]
+    assert [list(row.values()) for row in pins.to_pylist()] == expected
+    assert store.select(quantity="coordinates").num_rows > 0
