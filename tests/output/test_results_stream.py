@@ -31,6 +31,7 @@ def _assert_same_results(one, other):
     assert list(one.steps.status) == list(other.steps.status)
 
 
+@pytest.mark.slow
 def test_a_long_run_writes_a_summary_results_json_and_its_steps_in_the_store(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(writers, "JSON_STEP_LIMIT", 2)  # the beam's 3 steps count as a long run
     document = beam_scenario()  # the CSV asked for (outputs.csv): written for a long run too
@@ -55,9 +56,10 @@ def test_a_long_run_writes_a_summary_results_json_and_its_steps_in_the_store(tmp
         _document(tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_steps_reach_the_store_while_the_run_solves_and_the_buffer_stays_bounded(tmp_path):
     """The memory the store holds is at most one part's rows and one step's, however many steps."""
-    scenario = build_scenario(tmp_path / "long.json", _sweep(40))
+    scenario = build_scenario(tmp_path / "long.json", _sweep(16))
     rows_per_part = 500  # values of about 3 beam steps
     stream = ResultsStream(tmp_path / "out", scenario, rows_per_part=rows_per_part)
     seen = []
@@ -72,13 +74,14 @@ def test_steps_reach_the_store_while_the_run_solves_and_the_buffer_stays_bounded
     steps_per_part = -(-rows_per_part // per_step)  # a part once this many steps are held
     assert steps_per_part == 3  # 176 values a step: 10 bodies, 2 joints, a frame, the coordinates loaded and unloaded
     assert max(buffered for buffered, _ in seen) < rows_per_part  # a part is written as soon as one is full
-    assert [parts for _, parts in seen] == [(k + 1) // steps_per_part for k in range(40)]
+    assert [parts for _, parts in seen] == [(k + 1) // steps_per_part for k in range(16)]
     write_results(ran, tmp_path / "out", stream=stream)
     assert not stream.staging.exists()
-    assert len(list((tmp_path / "out" / "values").glob("part-*.parquet"))) == 40 // steps_per_part + 1
-    _assert_same_results(shiftsim.run_scenario(_sweep(40)), shiftsim.load_results(tmp_path / "out"))
+    assert len(list((tmp_path / "out" / "values").glob("part-*.parquet"))) == 16 // steps_per_part + 1
+    _assert_same_results(shiftsim.run_scenario(_sweep(16)), shiftsim.load_results(tmp_path / "out"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_folder_reads_lazily_one_quantity_at_a_time(tmp_path, jobs, monkeypatch):
     """load_results reads no values until asked, then only the rows of the (entity, quantity) asked for."""
@@ -131,6 +134,7 @@ def test_collisions_reach_the_store_checked_in_batches(tmp_path, monkeypatch):
     assert np.all(np.diff(distance)[np.diff(gap) < 0] < 0)
 
 
+@pytest.mark.slow
 def test_a_folder_of_an_earlier_version_loads_from_its_results_json(tmp_path, capsys):
     """Before the streamed store a folder held results.json with its steps and single-file Parquet tables of
     another layout: load_results reads results.json, as then."""
