@@ -307,11 +307,14 @@ class ResultsStore:
         return store
 
     def _check_columns(self) -> None:
-        where = str(self.folder / VALUES) if self.folder is not None else VALUES
+        def where(table: str) -> str:
+            return str(self.folder / table) if self.folder is not None else table
+
         if self.values.schema.names != list(VALUE_COLUMNS):
-            raise InputError([Problem(where, "columns", f"are {self.values.schema.names}", f"{list(VALUE_COLUMNS)}")])
+            raise InputError([Problem(where(VALUES), "columns", f"are {self.values.schema.names}",
+                                      f"{list(VALUE_COLUMNS)}")])
         if self.steps.schema.names[-len(STATUS_COLUMNS):] != list(STATUS_COLUMNS):
-            raise InputError([Problem(where.replace(VALUES, STEPS), "columns", f"are {self.steps.schema.names}",
+            raise InputError([Problem(where(STEPS), "columns", f"are {self.steps.schema.names}",
                                       f"step, the swept parameters, {', '.join(STATUS_COLUMNS)}")])
 
     @property

@@ -248,6 +248,14 @@ def test_bad_use_gets_clear_errors(lift, tmp_path):
     (tmp_path / "broken" / "values" / "part-0-00000.parquet").write_bytes(b"not parquet")
     with pytest.raises(InputError, match="a part file cannot be read"):
         open_store(tmp_path / "broken")
+    (tmp_path / "older").mkdir()  # a steps table without residual and stable
+    pq.write_table(pa.table({"step": [0], "status": ["converged"], "iterations": [1], "stability": ["stable"]}),
+                   tmp_path / "older" / "steps.parquet")
+    pq.write_table(pa.table({name: pa.array([], type) for name, type in zip(
+        VALUE_COLUMNS, [pa.int64(), pa.string(), pa.string(), pa.string(), pa.float64(), pa.string()])}),
+        tmp_path / "older" / "values.parquet")
+    with pytest.raises(InputError, match=r"older/steps.*columns.*residual, stable"):
+        open_store(tmp_path / "older")
 
 
 @pytest.mark.slow
