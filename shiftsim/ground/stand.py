@@ -142,11 +142,14 @@ class Equilibria:
 
 
 def solve_grouped(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
-                  options: st.SolverOptions, fields: tuple = ()) -> Equilibria:
+                  options: st.SolverOptions, fields: tuple = (), rows_at: np.ndarray | None = None) -> Equilibria:
     """``solve_batch`` on cases grouped by their independent closure rows (a planar linkage slewed 90 degrees
-    has other redundant rows than unslewed; one set of rows for both makes the closure system singular)."""
+    has other redundant rows than unslewed; one set of rows for both makes the closure system singular), found
+    at ``rows_at`` (B, nq; default the starts). A start predicted off the loops' manifold (a path's next step)
+    takes its rows where its loops close: off the manifold a redundant row looks independent, and its
+    multiplier then absorbs a real residual (a start reported converged that is no equilibrium)."""
     groups: dict[tuple[int, ...], list[int]] = {}
-    for b, q in enumerate(q_start):
+    for b, q in enumerate(q_start if rows_at is None else rows_at):
         groups.setdefault(tuple(st.independent_rows(model, q, free).tolist()), []).append(b)
     out = Equilibria(q_start.copy(), np.zeros((q_start.shape[0], 6 * len(model.closures))),
                      np.zeros(q_start.shape[0], dtype=bool), np.zeros(q_start.shape[0], dtype=bool))

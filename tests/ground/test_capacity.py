@@ -90,15 +90,28 @@ def test_friction_limit_on_a_slope(fraction, holds):
         assert tangential <= 0.5 * n_force
 
 
-def test_a_load_that_cannot_tip_the_machine_has_no_tipping_load_and_no_edge():
-    """An upward pull at the hook presses nothing over an edge: the rigid prediction finds no edge, the search
-    stops at once, and the tipping edge is empty (not one contact named twice)."""
+def test_an_upward_pull_at_the_hook_tips_the_machine_over_its_rear_edge():
+    """Pulled up at the hook 3 m out, the box turns about its rear edge x = -1 (the front lifts): 1200 g * 1 m =
+    P * 4 m (the old search, which only knew downward loads, called this load one that never tips)."""
     stand, q = standing(machine())
     qs, load = lift_points(stand, q, [0.0])
     upward = AppliedLoad(load.frame, -load.force, load.torque, load.follow)
     result = capacity(stand, qs, free_of(stand.model), GRAVITY, upward, [], OPTIONS)
-    assert np.isinf(result.tipping[0]) and np.isinf(result.tipped[0])
-    assert result.edge == [("", "")]
+    assert result.tipping[0] == pytest.approx(1200 * G / 4.0 / 1000.0, rel=2e-4)
+    assert result.event == ["lift-off"] and set(result.edge[0]) == {"box:c2", "box:c3"}
+
+
+def test_a_pull_at_the_centre_of_mass_lifts_the_whole_machine_off_at_its_weight():
+    """Pulled straight up over its centre of mass the box leaves the ground whole at P = 1200 g: the centre of
+    pressure stays put (no edge is reached), the ground's reaction falls to zero -- a lift-off of every contact,
+    located from the reaction's secant to 1e-6."""
+    stand, q = standing(machine(reach=0.0))
+    qs, load = lift_points(stand, q, [0.0])
+    upward = AppliedLoad(load.frame, -load.force, load.torque, load.follow)
+    result = capacity(stand, qs, free_of(stand.model), GRAVITY, upward, [], OPTIONS)
+    assert result.event == ["lift-off"] and not result.ended[0]
+    assert result.tipping[0] == pytest.approx(1200 * G / 1000.0, rel=1e-4)  # OPTIONS.tolerance
+    assert result.event_factor[0] == pytest.approx(1200 * G / 1000.0, rel=1e-9)
 
 
 def test_the_point_keeps_the_equilibrium_where_its_path_ended():
@@ -108,7 +121,7 @@ def test_the_point_keeps_the_equilibrium_where_its_path_ended():
     stand, q = standing(machine())
     qs, load = lift_points(stand, q, [0.0])
     result = capacity(stand, qs, free_of(stand.model), GRAVITY, load, [], OPTIONS)
-    assert result.event == ["tipped"]
+    assert result.event == ["lift-off"] and result.event_factor[0] == result.tipping[0]
     prints, _, forces = stand.footprints(stand.field(qs[0]), result.q_last)
     assert forces[0, :, 2].sum() == pytest.approx(1200 * G + 1000.0 * result.tipping[0], rel=1e-9)
     assert 0.0 < prints[0].margin < 1e-3

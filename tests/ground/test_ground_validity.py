@@ -13,7 +13,7 @@ from helpers.ground import GRAVITY, free_of, machine, standing
 from helpers.vehicle import CHASSIS, FRONT, REAR, BOOT, RADIUS, WHEEL, car, car_scenario
 from helpers.scenario import model_path, run_cli, write_scenario
 
-from shiftsim.ground.rating import capacity, tipping_factors, _self_check
+from shiftsim.ground.rating import capacity, tipping_paths, _self_check
 from shiftsim.ground.stand import Stand
 from shiftsim.ground.terrain import Ground
 from shiftsim.ground.tyres import read_tyres
@@ -64,10 +64,10 @@ def test_the_self_check_agrees_with_a_true_tipping_load_and_refuses_a_false_one(
     hand = 1200 * G * 1.0 / 2.0 / 1000.0
     assert result.balance[0] == pytest.approx(hand, rel=1e-3)
     assert result.invalid == [[]] and result.governs == ["tipping"]
-    search, _, _, _ = tipping_factors(stand, qs, free_of(stand.model), GRAVITY, load, OPTIONS)
+    search, _, _, _ = tipping_paths(stand, qs, free_of(stand.model), GRAVITY, load, OPTIONS)
     search.lo *= 1.05
     invalid = [[]]
-    balance = _self_check(stand, search, GRAVITY, load, [], OPTIONS, invalid, [[]])
+    balance = _self_check(stand, search, GRAVITY, load, [], OPTIONS, invalid)
     assert balance[0] == pytest.approx(hand, rel=1e-3)
     assert len(invalid[0]) == 1 and "fails its self-check" in invalid[0][0].message()
 
