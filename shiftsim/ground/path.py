@@ -15,13 +15,16 @@ their own factors). The path is followed by adaptive continuation:
   equilibrium itself (a prediction can start a stiff contact that carries
   little just off the ground, where Newton's first stiffness lacks it);
 * **step control**: a step is accepted when the solve converges, its
-  corrector distance ``|q - q_predicted|`` is at most the predictor's own
-  ``|q_predicted - q_previous|`` (plus a floor of 1e-9 machine sizes: a
-  jump into another well moves the solution by the well's distance however
-  small the step), no loaded contact lets go that was not predicted to (its
-  force extrapolated from the last two equilibria), and the case's
-  ``accept`` test holds (a physically possible equilibrium). A rejected step
-  is halved; an accepted one doubles the next (up to the bound).
+  corrector distance ``|q - q_predicted|`` (largest coordinate change) is at
+  most ``corrector`` (3) times the predictor's own ``|q_predicted - q_last|``
+  or the last step's change scaled to this step, or a quarter of how far the
+  path has come (near a fold the path bends like a square root), plus a
+  floor of 1e-9 machine sizes -- a jump into another well moves the solution
+  by the well's distance however small the step --, no loaded contact lets
+  go that was not predicted to (its force extrapolated from the last two
+  equilibria), and the case's ``accept`` test holds (a physically possible
+  equilibrium). A rejected step is halved; an accepted one doubles the next
+  (up to the bound).
 
 Events are watched as functions ``v(lambda)`` positive before the event,
 evaluated on the accepted equilibria (:class:`Events`). The next step aims
@@ -48,6 +51,7 @@ from .. import statics as st
 from ..forces import AppliedLoad
 from ..kinematics import coupling_map, model_size
 from ..model import Model
+from .stand import Equilibria, solve_grouped, take
 
 SHORT = 0.25  # a predicted crossing is aimed at this fraction of the tolerance short
 
@@ -56,18 +60,18 @@ SHORT = 0.25  # a predicted crossing is aimed at this fraction of the tolerance 
 class PathOptions:
     """``tolerance``: relative width of the final bracket on the load factor; ``max_solves``: batched solves per
     path; ``growth``: factor on the step after an accepted one; ``corrector``: largest corrector distance as a
-    fraction of the predictor's (see the module docstring)."""
+    multiple of the predictor's (see the module docstring)."""
 
     tolerance: float = 1e-6
     max_solves: int = 60
     growth: float = 2.0
-    corrector: float = 1.0
+    corrector: float = 3.0
 
 
 @dataclass
 class Reduced:
-    """At one equilibrium: the smallest eigenvalue of the reduced stiffness ``Z^T K Z`` over the largest
-    (dimensionless; ``Z`` an orthonormal basis of the closure rows' null space, ``K`` symmetrized), its
+    """At one equilibrium: the smallest eigenvalue of the reduced stiffness ``Z^T K Z`` (N m per unit of the
+    free coordinates; ``Z`` an orthonormal basis of the closure rows' null space, ``K`` symmetrized), its
     eigenvector as a change of all coordinates (nq,), and the tangent ``dq/dlambda`` (nq,) (nan: singular)."""
 
     lowest: float
@@ -96,7 +100,6 @@ def reduced(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, 
     if z.shape[1] == 0:
         return Reduced(np.inf, np.zeros(model.nq), np.zeros(model.nq))
     values, vectors = np.linalg.eigh(z.T @ k @ z)
-    scale = max(float(np.max(np.abs(values))), 1e-300)
     null = to_q @ (z @ vectors[:, 0])
     # the tangent: du = Z w with (Z^T K Z) w = Z^T dQ/dlambda, K unsymmetrized (the closure force's change has
     # no part along Z)
@@ -106,7 +109,7 @@ def reduced(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, 
             tangent = to_q @ (z @ np.linalg.solve(z.T @ e.hessian @ z, z.T @ per_factor))
         except np.linalg.LinAlgError:
             pass
-    return Reduced(float(values[0] / scale), null / max(np.linalg.norm(null), 1e-300), tangent)
+    return Reduced(float(values[0]), null / max(np.linalg.norm(null), 1e-300), tangent)
 
 
 @dataclass
@@ -202,7 +205,12 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
         trials[active] += 1
         corrector = np.max(np.abs(trial.q - predicted), axis=1)
         predictor = np.max(np.abs(predicted - q_lo[active]), axis=1)
-        near = (corrector <= options.corrector * predictor + 1e-9 * size[active]) | ~np.isfinite(predictor)
+        with np.errstate(invalid="ignore"):
+            last = np.max(np.abs(q_lo[active] - q_prev[active]), axis=1) * (target - lo[active]) \
+                / (lo[active] - prev[active])  # the last step's change, scaled to this one
+        travel = np.max(np.abs(q_lo[active] - q0[active]), axis=1)  # how far the path has come
+        reach = np.maximum(options.corrector * np.maximum(predictor, np.nan_to_num(last)), 0.25 * travel)
+        near = (corrector <= reach + 1e-9 * size[active]) | ~np.isfinite(predictor)
         let_go = _unexpected_lift(f_prev[active], f_lo[active], trial.forces, prev[active], lo[active], target)
         good = trial.converged & trial.accept & near & ~let_go
         for i, b in enumerate(active):
@@ -294,3 +302,88 @@ def _unexpected_lift(f_prev: np.ndarray, f_lo: np.ndarray, f_new: np.ndarray, pr
 def sizes(model: Model, q: np.ndarray) -> np.ndarray:
     """Each case's machine size (B,) (m), for the corrector's floor."""
     return np.array([model_size(model, row) for row in q])
+
+
+LIMIT_POINT = "limit point"
+
+
+def factored(load: AppliedLoad, others: list[AppliedLoad], cases: np.ndarray, factors: np.ndarray) -> list[AppliedLoad]:
+    """``load`` ((B, 3) arrays at factor 1) at ``factors`` (n,) and the ``others`` as they are, for ``cases`` (n,)
+    of the batch."""
+    scaled = take(load, cases)
+    return [AppliedLoad(scaled.frame, scaled.force * factors[:, None], scaled.torque * factors[:, None], scaled.follow),
+            *(take(o, cases) for o in others)]
+
+Watch = Callable[[np.ndarray, np.ndarray, Equilibria], tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]]
+"""``watch(cases, factors, result) -> (values (n, j), forces (n, c), accept (n,), why)``: a caller's own event
+functions at solved equilibria (positive before each event), the contacts' normal forces, its test of each
+equilibrium and why one fails it."""
+
+
+@dataclass
+class LoadPath:
+    """Paths of a load factor (:func:`load_path`): ``path`` (:class:`Path`; its last event function is the
+    reduced stiffness' lowest eigenvalue over the unloaded one, ``limit point``), ``null_vector`` (B, nq) at a
+    limit point (nan elsewhere), ``at_event`` (B,) the event's factor (the zero of its function where located,
+    else ``path.lo``) and ``solves`` batched solves (the paths' and one of the unloaded machine)."""
+
+    path: Path
+    null_vector: np.ndarray
+    at_event: np.ndarray
+    solves: int
+
+
+def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarray, load: AppliedLoad,
+              others: list[AppliedLoad] = (), fields: tuple = (), solver: st.SolverOptions | None = None,
+              options: PathOptions = PathOptions(), watch: Watch | None = None, first_step: np.ndarray | None = None,
+              bound: np.ndarray | None = None, stiffness: bool = True) -> LoadPath:
+    """Follow the equilibria of B cases of ``model`` from ``q0`` (B, nq) as the factor on ``load`` ((B, 3)
+    arrays at factor 1) grows from 0 (the other loads ``others`` and ``gravity`` (B, 3) as they are, ``fields``
+    the force fields), watching the limit point (the reduced stiffness' lowest eigenvalue, relative to the
+    unloaded one) after the caller's own events (``watch``). ``first_step`` (B,) default 1, ``bound`` (B,)
+    default inf (a bound is the caller's: a path with no event runs to it). ``q0`` is solved at factor 0 first
+    (``solver``, default no load stepping, no escape from unstable points); a case not stable there has no path.
+    ``stiffness`` False: no limit point is watched (one evaluation less per solve; the caller's ``watch`` then
+    tells stable equilibria apart)."""
+    batch = q0.shape[0]
+    solver = solver or st.SolverOptions(max_iterations=8, full_load_iterations=8, load_stepping=False,
+                                        seek_stable=False)
+    gravity = np.broadcast_to(np.asarray(gravity, float), (batch, 3))
+
+    def loads(cases: np.ndarray, factors: np.ndarray) -> list[AppliedLoad]:
+        return factored(load, others, cases, factors)
+
+    def reduced_at(b: int, q: np.ndarray, factor: float, tangent: bool = False) -> Reduced:
+        one = np.array([b])
+        return reduced(model, q, free, gravity[b], loads(one, np.array([factor])),
+                       loads(one, np.array([factor + 1.0])) if tangent else None, fields)
+
+    def observe(cases: np.ndarray, factors: np.ndarray, result: Equilibria) -> Trial:
+        own = watch(cases, factors, result) if watch else (np.zeros((len(cases), 0)), np.zeros((len(cases), 0)),
+                                                             np.ones(len(cases), dtype=bool), [""] * len(cases))
+        if not stiffness:
+            return Trial(result.q, result.converged, own[0], own[1], own[2], own[3])
+        lowest = np.array([reduced_at(b, result.q[i], factors[i]).lowest if result.converged[i] else np.nan
+                           for i, b in enumerate(cases)]) / lowest0[cases]
+        return Trial(result.q, result.converged, np.column_stack([own[0], lowest]), own[1], own[2], own[3])
+
+    def steps(cases: np.ndarray, factors: np.ndarray, q_start: np.ndarray, q_last: np.ndarray) -> Trial:
+        return observe(cases, factors, solve_grouped(model, q_start, free, gravity[cases], loads(cases, factors),
+                                                     solver, fields, q_last))
+
+    everyone = np.arange(batch)
+    first = solve_grouped(model, q0, free, gravity, loads(everyone, np.zeros(batch)), solver, fields)
+    at_start = [reduced_at(b, first.q[b], 0.0, True) if first.converged[b] else None for b in everyone]
+    lowest0 = np.array([r.lowest if r is not None and r.lowest > 0.0 else np.nan for r in at_start])
+    tangent0 = np.array([r.tangent if r is not None else np.full(model.nq, np.nan) for r in at_start])
+    start = observe(everyone, np.zeros(batch), first)
+    start.converged &= first.stable & (np.isfinite(lowest0) | (not stiffness))
+    own = start.values.shape[1] - int(stiffness)
+    events = Events(("",) * own + (LIMIT_POINT,) * int(stiffness), (False,) * own + (True,) * int(stiffness))
+    path = follow(steps, first.q, start, events, np.ones(batch) if first_step is None else first_step,
+                  np.full(batch, np.inf) if bound is None else bound, tangent0, sizes(model, first.q), options)
+    null = np.full((batch, model.nq), np.nan)
+    for b in np.flatnonzero(stiffness & (path.event == own)):
+        null[b] = reduced_at(b, path.q[b], path.lo[b]).null_vector
+    at_zero = np.array([where in ("extrapolated", "crossed") for where in path.located])
+    return LoadPath(path, null, np.where(at_zero, path.hi, path.lo), 1 + path.solves)

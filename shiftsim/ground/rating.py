@@ -37,7 +37,7 @@ from .. import statics as st
 from ..forces import AppliedLoad, frame_point
 from ..kinematics import state
 from ..solution import joint_loads
-from .path import Events, PathOptions, Reduced, Trial, follow, reduced, sizes
+from .path import LIMIT_POINT, PathOptions, factored, load_path
 from .selfcheck import BALANCE_TOLERANCE, balance_factors
 from .stand import Stand, solve_grouped, take
 from .validity import Limits, Violation, violations
@@ -151,19 +151,10 @@ class _Tipping:
     trials: np.ndarray
 
 
-LIFT_OFF, LIMIT_POINT, PATH_ENDS, NOT_STANDING = "lift-off", "limit point", "path ends", "not standing"
-EVENTS = (LIFT_OFF, LIMIT_POINT, LIFT_OFF)  # the standing path's event functions, in this order (path.Events):
-# the tipping margin (m), the lowest eigenvalue of the reduced stiffness over the largest, and the ground's vertical
-# reaction over the unloaded machine's (the whole machine lifted off)
-
-
-def _with_factor(load: AppliedLoad, factor: np.ndarray) -> AppliedLoad:
-    return AppliedLoad(load.frame, load.force * factor[:, None], load.torque * factor[:, None], load.follow)
-
-
-def _loads(load: AppliedLoad, others: list[AppliedLoad], cases: np.ndarray, factors: np.ndarray) -> list[AppliedLoad]:
-    """The named load at ``factors`` (n,) and the others, for ``cases`` (n,) of the batch."""
-    return [_with_factor(take(load, cases), factors), *(take(o, cases) for o in others)]
+LIFT_OFF, PATH_ENDS, NOT_STANDING = "lift-off", "path ends", "not standing"
+EVENTS = (LIFT_OFF, LIFT_OFF, LIMIT_POINT)  # the standing path's event functions, in this order (path.Events):
+# the tipping margin (m), the ground's vertical reaction over the unloaded machine's (the whole machine lifted off),
+# and the lowest eigenvalue of the reduced stiffness over the unloaded one
 
 
 def _edge_distance(points: np.ndarray, cop: np.ndarray, edge: np.ndarray) -> np.ndarray:
@@ -238,64 +229,41 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
     batch = q_start.shape[0]
     model = stand.model
     field_ = stand.field(q_start[0])
-    solver = options.solver
     grav = np.broadcast_to(np.asarray(gravity, float), (batch, 3))
-    unloaded = [_with_factor(load, np.zeros(batch)), *others]
-    settled = replace(solver, seek_stable=True)
+    unloaded = factored(load, others, np.arange(batch), np.zeros(batch))
+    settled = replace(options.solver, seek_stable=True)
     seated = stand.seat(q_start, free, grav, unloaded, settled)
     first = solve_grouped(model, seated, free, grav, unloaded, settled, (field_,))
     rigid, edge = _rigid_prediction(stand, field_, first.q, load)
     unloaded_impossible = violations(stand, field_, first.q, options.limits)
-    weight = model.total_mass * float(np.linalg.norm(gravity))
-    size = np.linalg.norm(load.force, axis=1)
-    with np.errstate(divide="ignore"):
-        bound = np.where(size > 0.0, options.bound * weight / size, 0.0)
+    bound = _bound(stand.model, gravity, load, options)
     watched = edge.copy()
+    unloaded_reaction = np.maximum(_watch(stand, field_, first.q, watched)[2].sum(axis=1), 1e-300)
 
-    def reduced_at(b: int, q: np.ndarray, factor: float, tangent: bool = False) -> Reduced:
-        one = np.array([b])
-        return reduced(model, q, free, grav[b], _loads(load, others, one, np.array([factor])),
-                       _loads(load, others, one, np.array([factor + 1.0])) if tangent else None, (field_,))
-
-    def watch(cases: np.ndarray, factors: np.ndarray, result) -> Trial:
+    def watch(cases: np.ndarray, factors: np.ndarray, result) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """The tipping margin and the ground's reaction over the unloaded one; a possible equilibrium pressing
+        on the ground."""
         distance, watched[cases], forces = _watch(stand, field_, result.q, watched[cases])
         impossible = violations(stand, field_, result.q, options.limits)
-        lowest = np.array([reduced_at(b, result.q[i], factors[i]).lowest if result.converged[i] else np.nan
-                           for i, b in enumerate(cases)])
-        carried = forces.sum(axis=1) / unloaded_reaction[cases]
-        values = np.column_stack([distance, lowest, carried])
         pressed = np.isfinite(distance) | ~result.converged  # a converged machine pressing on nothing: in the air
-        accept = np.array([not v for v in impossible]) & pressed
         why = ["; ".join(v.message() for v in vs) if vs else "" if up else "nothing presses on the ground"
                for vs, up in zip(impossible, pressed)]
-        return Trial(result.q, result.converged, values, forces, accept, why)
+        accept = np.array([not v for v in impossible]) & pressed
+        return np.column_stack([distance, forces.sum(axis=1) / unloaded_reaction[cases]]), forces, accept, why
 
-    def steps(cases: np.ndarray, factors: np.ndarray, q_start_: np.ndarray, q_last: np.ndarray) -> Trial:
-        loads = _loads(load, others, cases, factors)
-        return watch(cases, factors, solve_grouped(model, q_start_, free, grav[cases], loads, solver, (field_,),
-                                                   q_last))
-
-    everyone = np.arange(batch)
-    unloaded_reaction = np.maximum(_watch(stand, field_, first.q, watched)[2].sum(axis=1), 1e-300)
-    start = watch(everyone, np.zeros(batch), first)
-    start.converged &= first.stable
-    tangent0 = np.array([reduced_at(b, first.q[b], 0.0, True).tangent if first.converged[b] else np.full(model.nq, np.nan)
-                         for b in everyone])
-    first_step = np.where(np.isfinite(rigid), 0.5 * rigid, 0.125 * bound)
-    path = follow(steps, first.q, start, Events(EVENTS, (False, True, False)), first_step, bound, tangent0,
-                  sizes(model, first.q), PathOptions(options.tolerance, options.max_solves))
-    standing = start.converged & start.accept & np.all(start.values > 0.0, axis=1) & (bound > 0.0)
+    followed = load_path(model, first.q, free, grav, load, list(others), (field_,), options.solver,
+                         PathOptions(options.tolerance, options.max_solves), watch,
+                         np.where(np.isfinite(rigid), 0.5 * rigid, 0.125 * bound), bound)
+    path = followed.path
+    standing = path.trials > 0  # a start that is unstable, impossible or over its edge has no path
     event, ended = [], []
-    null = np.full((batch, model.nq), np.nan)
-    for b in everyone:
+    for b in range(batch):
         if not standing[b]:
             event.append(NOT_STANDING)
             ended.append([])
         elif path.event[b] >= 0:
             event.append(EVENTS[path.event[b]])
             ended.append([])
-            if event[-1] == LIMIT_POINT:
-                null[b] = reduced_at(b, path.q[b], path.lo[b]).null_vector
         elif not np.isfinite(path.hi[b]):
             event.append(PATH_ENDS)
             ended.append([Violation("", f"reaches the search bound ({options.bound:g} times the machine's weight) "
@@ -304,13 +272,20 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
             event.append(PATH_ENDS)
             ended.append([Violation("", "has no acceptable equilibrium beyond it: " + (path.why[b] or "none found"),
                                     np.nan)])
-    seats = 1 if len(stand.base) < len(free) else 0
     _, edge, _ = _watch(stand, field_, path.q, watched)  # the edge where the path ended
-    at_zero = np.array([where in ("extrapolated", "crossed") for where in path.located])
     tipping = _Tipping(np.where(standing, path.lo, 0.0), np.where(standing, path.hi, 0.0),
-                       np.where(standing & at_zero, path.hi, np.where(standing, path.lo, 0.0)), path.q, edge,
-                       event, ended, null, path.steps, path.trials)
-    return tipping, first.q, unloaded_impossible, 1 + seats + path.solves
+                       np.where(standing, followed.at_event, 0.0), path.q, edge, event, ended, followed.null_vector,
+                       path.steps, path.trials)
+    seats = 1 if len(stand.base) < len(free) else 0
+    return tipping, first.q, unloaded_impossible, 1 + seats + followed.solves
+
+
+def _bound(model, gravity: np.ndarray, load: AppliedLoad, options: CapacityOptions) -> np.ndarray:
+    """The search bound (B,): the factor at which the named load is ``options.bound`` times the machine's weight."""
+    weight = model.total_mass * float(np.linalg.norm(gravity))
+    size = np.linalg.norm(load.force, axis=1)
+    with np.errstate(divide="ignore"):
+        return np.where(size > 0.0, options.bound * weight / size, 0.0)
 
 
 def cylinder_limit(name: str) -> str:
@@ -338,37 +313,27 @@ def hydraulic_factors(stand: Stand, q_standing: np.ndarray, free: np.ndarray, gr
     push = np.array([c.push for c in cylinders])
     pull = np.array([c.pull for c in cylinders])
     names = [c.joint for c in cylinders]
-    weight = model.total_mass * float(np.linalg.norm(gravity))
-    size = np.linalg.norm(load.force, axis=1)
-    with np.errstate(divide="ignore"):
-        bound = np.where(size > 0.0, options.bound * weight / size, 0.0)
+    bound = _bound(model, gravity, load, options)
 
-    def steps(cases: np.ndarray, factors: np.ndarray, q_start: np.ndarray, q_last: np.ndarray) -> Trial:
-        loads = _loads(load, others, cases, factors)
-        result = solve_grouped(model, q_start, held, grav[cases], loads, options.solver, (), q_last)
+    def watch(cases: np.ndarray, factors: np.ndarray, result) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """Each cylinder's headroom; a stable equilibrium."""
+        loads = factored(load, others, cases, factors)
         force = np.array([[joint_loads(model, result.q[i], result.multipliers[i], grav[b],
                                        [take(l, np.array([i])) for l in loads])[j].effort[0] for j in index]
                           for i, b in enumerate(cases)]).reshape(len(cases), len(index))
-        headroom = 1.0 - np.maximum(force / push, -force / pull)
-        ok = result.converged & result.stable
         why = ["" if s else "no stable equilibrium with the base held" for s in result.stable]
-        return Trial(result.q, result.converged, headroom, np.zeros((len(cases), 0)), ok, why)
+        return 1.0 - np.maximum(force / push, -force / pull), np.zeros((len(cases), 0)), result.stable, why
 
-    everyone = np.arange(batch)
-    start = steps(everyone, np.zeros(batch), q_standing, q_standing)
-    beyond = start.converged & np.any(start.values <= 0.0, axis=1)  # the cylinders cannot hold the machine itself
-    tangent0 = np.array([reduced(model, start.q[b], held, grav[b], _loads(load, others, np.array([b]), np.zeros(1)),
-                                 _loads(load, others, np.array([b]), np.ones(1))).tangent for b in everyone])
-    steps_first = np.where(np.isfinite(first_step) & (first_step > 0.0), first_step, 0.125 * bound) \
+    first = np.where(np.isfinite(first_step) & (first_step > 0.0), first_step, 0.125 * bound) \
         if first_step is not None else 0.125 * bound
-    path = follow(steps, start.q, start, Events(tuple(names), (False,) * len(names)), steps_first, bound, tangent0,
-                  sizes(model, start.q), PathOptions(options.tolerance, options.max_solves))
+    followed = load_path(model, q_standing, held, grav, load, list(others), (), options.solver,
+                         PathOptions(options.tolerance, options.max_solves), watch, first, bound, stiffness=False)
+    path = followed.path
     found = (path.event >= 0) & np.isfinite(path.hi)
-    limiting = np.where(found, path.event, np.argmin(path.values, axis=1))
+    beyond = (path.trials == 0) & np.isfinite(path.values).all(axis=1) & np.any(path.values <= 0.0, axis=1)
     factor = np.where(beyond, 0.0, np.where(found, path.lo, np.nan))
-    factor = np.where(start.converged, factor, np.nan)
-    limiting = np.where(beyond, np.argmin(start.values, axis=1), limiting)
-    return factor, [names[i] for i in limiting], 1 + path.solves
+    limiting = np.where(found, path.event, np.argmin(np.nan_to_num(path.values, nan=np.inf), axis=1))
+    return factor, [names[i] for i in limiting], followed.solves
 
 
 def capacity(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray, load: AppliedLoad,
