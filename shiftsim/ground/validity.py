@@ -15,7 +15,11 @@ impossible, each naming its place:
   the free base alone moves: the chassis or carbody that carries the contacts)
   below the ground surface by more than ``Limits.sink``. Body origins are not
   checked (a model's origin is often a reference point on the ground), nor the
-  moving parts (a bucket digging below the ground line).
+  moving parts (a bucket digging below the ground line);
+* a collision shape of the base body (:mod:`shiftsim.collision.shapes`: box,
+  sphere, cylinder) whose lowest point is below the ground by more than
+  ``Limits.sink`` (measured vertically, at that point), named
+  ``body:shape`` with its depth.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..collision.shapes import BOX, CYLINDER, SPHERE, body_poses, shape_table
 from ..kinematics import forward, state
 from ..model import Model
+from ..spec import PATH_SEPARATOR
 from .terrain import DEFAULT_SINKAGE
 from .tyres import OnGround
 
@@ -105,4 +111,44 @@ def violations(stand, field, q: np.ndarray, limits: Limits = Limits()) -> list[l
             if depth[b, deepest] > limits.sink:
                 out[b].append(Violation(places[deepest], f"is {depth[b, deepest]:.3g} m below the ground (the "
                                         f"machine's base body passes through it)", float(depth[b, deepest])))
+    for b, (place, depth) in enumerate(_deepest_shapes(stand, q)):
+        if depth > limits.sink:
+            out[b].append(Violation(place, f"reaches {depth:.3g} m below the ground (a collision shape of the "
+                                    f"machine's base body passes through it)", depth))
     return out
+
+
+def lowest_points(kind: np.ndarray, pose: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """The lowest point (..., 3) (world z) of each shape: ``kind`` (S,) BOX/SPHERE/CYLINDER, ``pose`` (..., S, 4, 4)
+    world <- shape, ``size`` (S, 3) half extents (a sphere's radius first; a cylinder's radius first, half length
+    last, along its z axis)."""
+    rotation, centre = pose[..., :3, :3], pose[..., :3, 3]
+    up = rotation[..., 2, :]  # each shape axis' world z component, (..., S, 3)
+    box = centre - np.einsum("...ij,...j->...i", rotation, np.sign(up) * size)
+    sphere = centre - size[:, 0, None] * np.array([0.0, 0.0, 1.0])
+    axis = rotation[..., :, 2]
+    along = up[..., 2]  # the cylinder axis' world z
+    across = np.array([0.0, 0.0, 1.0]) - along[..., None] * axis  # world up, less its part along the axis
+    norm = np.linalg.norm(across, axis=-1, keepdims=True)
+    across = np.where(norm > 1e-12, across / np.maximum(norm, 1e-300), 0.0)
+    cylinder = centre - (np.sign(along) * size[:, 2])[..., None] * axis - size[:, 0, None] * across
+    return np.where((kind == BOX)[:, None], box, np.where((kind == SPHERE)[:, None], sphere, cylinder))
+
+
+def _deepest_shapes(stand, q: np.ndarray) -> list[tuple[str, float]]:
+    """Per case of ``q`` (B, nq) the base body's collision shape reaching deepest below the ground, and how deep
+    (m; -inf: the base body has no shapes)."""
+    model = stand.model
+    table, _ = shape_table((("", model),))
+    on_base = base_nodes(model, stand.base)[model.body_node[table.body]]
+    if not on_base.any():
+        return [("", -np.inf)] * q.shape[0]
+    chosen = np.flatnonzero(on_base)
+    placement = np.eye(4)
+    placement[:3, :3], placement[:3, 3] = stand.rotation, stand.translation
+    poses = body_poses(model, q, placement)[:, table.body[chosen]] @ table.local[chosen]
+    lowest = lowest_points(table.kind[chosen], poses, table.size[chosen])
+    depth = stand.ground.height(lowest[..., :2].reshape(-1, 2))[0].reshape(lowest.shape[:2]) - lowest[..., 2]
+    names = [PATH_SEPARATOR.join((model.body_names[table.body[k]], table.specs[k].name)) for k in chosen]
+    deepest = np.argmax(depth, axis=1)
+    return [(names[i], float(depth[b, i])) for b, i in enumerate(deepest)]

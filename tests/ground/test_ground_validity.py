@@ -23,15 +23,17 @@ G = 9.81
 
 
 def test_a_machine_pushed_into_the_ground_is_named_contact_by_contact_and_frame():
-    """The box lowered 0.5 m: its four corner contacts sink 0.5 m (limit 0.02 m); lowered 1.2 m, the deepest
-    point of its base body, its centre of mass 0.5 m up, is 0.7 m below the ground as well."""
+    """The box lowered 0.5 m: its four corner contacts sink 0.5 m (limit 0.02 m), and so does the bottom of its
+    pad (a collision shape); lowered 1.2 m, the deepest point of its base body, its centre of mass 0.5 m up, is
+    0.7 m below the ground as well."""
     stand, q = standing(machine())
     field = stand.field(q)
     sunk = np.repeat(q[None], 2, axis=0)
     sunk[:, stand.base[2]] -= [0.5, 1.2]
     found = violations(stand, field, sunk)
-    assert sorted(v.place for v in found[0]) == ["box:c0", "box:c1", "box:c2", "box:c3"]
-    assert [v.value for v in found[0]] == pytest.approx([0.5 + (-q[stand.base[2]])] * 4, rel=1e-9)
+    assert sorted(v.place for v in found[0]) == ["box:c0", "box:c1", "box:c2", "box:c3", "box:pad"]
+    assert [v.value for v in found[0]] == pytest.approx([0.5 + (-q[stand.base[2]])] * 5, rel=1e-9)  # the pad's
+    # bottom is on the contacts' plane
     seat = next(v for v in found[1] if not v.place.startswith("box:c"))
     assert seat.place == "the centre of mass of box"
     assert seat.value == pytest.approx(1.2 - 0.5 - q[stand.base[2]], rel=1e-9)
