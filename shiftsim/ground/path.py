@@ -51,7 +51,7 @@ from .. import statics as st
 from ..forces import AppliedLoad
 from ..kinematics import coupling_map, model_size
 from ..model import Model
-from .stand import Equilibria, solve_grouped, take
+from .stand import Equilibria, closure_rows, solve_grouped, take
 
 SHORT = 0.25  # a predicted crossing is aimed at this fraction of the tolerance short
 
@@ -126,10 +126,9 @@ class Trial:
     why: list[str]
 
 
-Steps = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], Trial]
-"""``steps(cases, factors, q_start, q_last) -> Trial``: solve cases (n,) (indices into the batch) at load
-``factors`` (n,) from ``q_start`` (n, nq), their last equilibria ``q_last`` (n, nq) on the path (where the
-loops close: the closure rows are chosen there), and watch them."""
+Steps = Callable[[np.ndarray, np.ndarray, np.ndarray], Trial]
+"""``steps(cases, factors, q_start) -> Trial``: solve cases (n,) (indices into the batch) at load ``factors`` (n,)
+from ``q_start`` (n, nq), and watch them."""
 
 
 @dataclass(frozen=True)
@@ -191,12 +190,12 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
             secant = (q_lo[active] - q_prev[active]) / (lo[active] - prev[active])[:, None]
         slope = np.where(np.isfinite(prev[active])[:, None], secant, np.nan_to_num(tangent0[active]))
         predicted = q_lo[active] + (target - lo[active])[:, None] * slope
-        trial = steps(active, target, predicted, q_lo[active])
+        trial = steps(active, target, predicted)
         solves += 1
         long_step = target - lo[active] > 100.0 * tol * np.maximum(lo[active], 1e-300)
         failed = np.flatnonzero(~trial.converged & long_step & np.any(predicted != q_lo[active], axis=1))
         if len(failed) and solves < options.max_solves:  # the prediction may start a stiff contact in the air
-            again = steps(active[failed], target[failed], q_lo[active[failed]], q_lo[active[failed]])
+            again = steps(active[failed], target[failed], q_lo[active[failed]])
             solves += 1
             for name in ("q", "converged", "values", "forces", "accept"):
                 getattr(trial, name)[failed] = getattr(again, name)
@@ -367,12 +366,13 @@ def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarra
                            for i, b in enumerate(cases)]) / lowest0[cases]
         return Trial(result.q, result.converged, np.column_stack([own[0], lowest]), own[1], own[2], own[3])
 
-    def steps(cases: np.ndarray, factors: np.ndarray, q_start: np.ndarray, q_last: np.ndarray) -> Trial:
+    def steps(cases: np.ndarray, factors: np.ndarray, q_start: np.ndarray) -> Trial:
         return observe(cases, factors, solve_grouped(model, q_start, free, gravity[cases], loads(cases, factors),
-                                                     solver, fields, q_last))
+                                                     solver, fields, [rows[b] for b in cases]))
 
     everyone = np.arange(batch)
-    first = solve_grouped(model, q0, free, gravity, loads(everyone, np.zeros(batch)), solver, fields)
+    rows = closure_rows(model, q0, free)  # where the loops close; kept along the path (see solve_grouped)
+    first = solve_grouped(model, q0, free, gravity, loads(everyone, np.zeros(batch)), solver, fields, rows)
     at_start = [reduced_at(b, first.q[b], 0.0, True) if first.converged[b] else None for b in everyone]
     lowest0 = np.array([r.lowest if r is not None and r.lowest > 0.0 else np.nan for r in at_start])
     tangent0 = np.array([r.tangent if r is not None else np.full(model.nq, np.nan) for r in at_start])

@@ -95,7 +95,7 @@ class Capacity:
 
     Where each point's path ended, for sensitivities of the tipping factor:
 
-    * ``q_last`` (B, nq): the last equilibrium on the standing path, at factor ``event_factor``;
+    * ``q_last`` (B, nq): the last equilibrium on the standing path, at factor ``tipping``;
     * ``event`` (B,): what ended the path -- ``lift-off`` (the centre of pressure reached the tipping edge:
       the tipping margin, the signed distance of the centre of pressure from that edge's line, is zero there),
       ``limit point`` (the smallest eigenvalue of the reduced stiffness, on the null space of the closure rows,
