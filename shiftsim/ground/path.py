@@ -90,10 +90,8 @@ def reduced(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, 
     k = 0.5 * (e.hessian + e.hessian.T)
     g = e.closure_jacobian
     nf, m = k.shape[0], g.shape[0]
-    if m:
-        _, sv, vt = np.linalg.svd(g)
-        rank = int(np.sum(sv > 1e-10 * max(sv.max(initial=0.0), 1e-300)))
-        z = vt[rank:].T
+    if m:  # the rows are independent (statics.independent_rows): the last nf - m columns of G^T's Q span its null space
+        z = np.linalg.qr(g.T, mode="complete")[0][:, m:]
     else:
         z = np.eye(nf)
     to_q = coupling_map(model, q)[:, free]
@@ -355,7 +353,7 @@ def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarra
     def reduced_at(b: int, q: np.ndarray, factor: float, tangent: bool = False) -> Reduced:
         one = np.array([b])
         return reduced(model, q, free, gravity[b], loads(one, np.array([factor])),
-                       loads(one, np.array([factor + 1.0])) if tangent else None, fields)
+                       loads(one, np.array([factor + 1.0])) if tangent else None, fields, np.array(rows[b], dtype=int))
 
     def observe(cases: np.ndarray, factors: np.ndarray, result: Equilibria) -> Trial:
         own = watch(cases, factors, result) if watch else (np.zeros((len(cases), 0)), np.zeros((len(cases), 0)),

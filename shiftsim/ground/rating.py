@@ -39,6 +39,7 @@ from ..kinematics import state
 from ..solution import joint_loads
 from .path import LIMIT_POINT, PathOptions, factored, load_path
 from .selfcheck import BALANCE_TOLERANCE, balance_factors
+from .footprint import centres_of_pressure, footprint, ring_margins
 from .stand import Stand, solve_grouped, take
 from .validity import Limits, Violation, violations
 
@@ -169,18 +170,29 @@ def _edge_distance(points: np.ndarray, cop: np.ndarray, edge: np.ndarray) -> np.
         return np.where(length > 0.0, cross / length, np.nan)
 
 
-def _watch(stand: Stand, field_, q: np.ndarray, edge: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _watch(stand: Stand, field_, q: np.ndarray, edge: np.ndarray, rings: dict[tuple[int, tuple[bool, ...]], tuple[int, ...]],
+           cases: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The lift-off event function at equilibria ``q`` (B, nq): the signed distance (m) of the centre of pressure
     from the nearest edge of the support polygon (the tipping margin; from the line of the kept ``edge`` (B, 2)
     while fewer than three loaded contacts span the polygon), that edge (B, 2), and the contacts' normal forces
-    (B, n) (N)."""
-    prints, points, forces = stand.footprints(field_, q)
+    (B, n) (N; nan distance: nothing presses on the ground). ``rings``: the hull of each (case, set of loaded
+    contacts) found so far, filled as new sets appear (a polygon's hull is found once, not at every step);
+    ``cases`` (B,): the lift points ``q`` belongs to."""
+    c = field_.evaluate(state(stand.model, np.atleast_2d(q)))
+    cop, loaded = centres_of_pressure(c.points, c.forces)
     edge = edge.copy()
-    for b, p in enumerate(prints):
-        if len(p.polygon) >= 3 and p.edge[0] != p.edge[1]:
-            edge[b] = p.edge
-    cop = np.array([p.centre_of_pressure[:2] for p in prints]).reshape(-1, 2)
-    return _edge_distance(points, cop, edge), edge, forces[..., 2]
+    ring = []
+    for b, case in enumerate(cases):
+        key = (int(case), tuple(loaded[b].tolist()))
+        if key not in rings:
+            rings[key] = tuple(footprint(c.points[b], c.forces[b]).polygon)
+        ring.append(rings[key])
+    spans = np.array([len(r) >= 3 for r in ring]) & np.isfinite(cop[:, 0])
+    distance = _edge_distance(c.points, cop[:, :2], edge)
+    if spans.any():
+        margin, nearest = ring_margins(c.points[spans][..., :2], cop[spans, :2], [r for r, s in zip(ring, spans) if s])
+        distance[spans], edge[spans] = margin, nearest
+    return np.where(np.isfinite(cop[:, 0]), distance, np.nan), edge, c.forces[..., 2]
 
 
 def _rigid_prediction(stand: Stand, field_, q: np.ndarray, load: AppliedLoad) -> tuple[np.ndarray, np.ndarray]:
@@ -238,12 +250,13 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
     unloaded_impossible = violations(stand, field_, first.q, options.limits)
     bound = _bound(stand.model, gravity, load, options)
     watched = edge.copy()
-    unloaded_reaction = np.maximum(_watch(stand, field_, first.q, watched)[2].sum(axis=1), 1e-300)
+    rings: dict[tuple[int, tuple[bool, ...]], tuple[int, ...]] = {}
+    unloaded_reaction = np.maximum(_watch(stand, field_, first.q, watched, rings, np.arange(batch))[2].sum(axis=1), 1e-300)
 
     def watch(cases: np.ndarray, factors: np.ndarray, result) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """The tipping margin and the ground's reaction over the unloaded one; a possible equilibrium pressing
         on the ground."""
-        distance, watched[cases], forces = _watch(stand, field_, result.q, watched[cases])
+        distance, watched[cases], forces = _watch(stand, field_, result.q, watched[cases], rings, cases)
         impossible = violations(stand, field_, result.q, options.limits)
         pressed = np.isfinite(distance) | ~result.converged  # a converged machine pressing on nothing: in the air
         why = ["; ".join(v.message() for v in vs) if vs else "" if up else "nothing presses on the ground"
@@ -272,7 +285,7 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
             event.append(PATH_ENDS)
             ended.append([Violation("", "has no acceptable equilibrium beyond it: " + (path.why[b] or "none found"),
                                     np.nan)])
-    _, edge, _ = _watch(stand, field_, path.q, watched)  # the edge where the path ended
+    _, edge, _ = _watch(stand, field_, path.q, watched, rings, np.arange(batch))  # the edge where the path ended
     tipping = _Tipping(np.where(standing, path.lo, 0.0), np.where(standing, path.hi, 0.0),
                        np.where(standing, followed.at_event, 0.0), path.q, edge, event, ended, followed.null_vector,
                        path.steps, path.trials)
