@@ -124,9 +124,10 @@ class Trial:
     why: list[str]
 
 
-Steps = Callable[[np.ndarray, np.ndarray, np.ndarray], Trial]
-"""``steps(cases, factors, q_start) -> Trial``: solve cases (n,) (indices into the batch) at load ``factors`` (n,)
-from ``q_start`` (n, nq), and watch them."""
+Steps = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], Trial]
+"""``steps(cases, factors, q_start, careful) -> Trial``: solve cases (n,) (indices into the batch) at load
+``factors`` (n,) from ``q_start`` (n, nq), and watch them; ``careful`` (n,): the case's last step was rejected
+(every event function is wanted fresh there)."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,7 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
     stuck = np.zeros(batch, dtype=int)  # Illinois: +n: lo moved n times in a row in a sign bracket; -n: hi did
     done = ~(start.accept & start.converged & np.all(start.values > 0.0, axis=1)) | ~(bound > 0.0)
     taken, trials, solves = np.zeros(batch, dtype=int), np.zeros(batch, dtype=int), 0
+    rejected = np.zeros(batch, dtype=bool)  # the last step of the case was rejected
     while solves < options.max_solves:
         active = np.flatnonzero(~done)
         if not len(active):
@@ -188,12 +190,12 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
             secant = (q_lo[active] - q_prev[active]) / (lo[active] - prev[active])[:, None]
         slope = np.where(np.isfinite(prev[active])[:, None], secant, np.nan_to_num(tangent0[active]))
         predicted = q_lo[active] + (target - lo[active])[:, None] * slope
-        trial = steps(active, target, predicted)
+        trial = steps(active, target, predicted, rejected[active])
         solves += 1
         long_step = target - lo[active] > 100.0 * tol * np.maximum(lo[active], 1e-300)
         failed = np.flatnonzero(~trial.converged & long_step & np.any(predicted != q_lo[active], axis=1))
         if len(failed) and solves < options.max_solves:  # the prediction may start a stiff contact in the air
-            again = steps(active[failed], target[failed], q_lo[active[failed]])
+            again = steps(active[failed], target[failed], q_lo[active[failed]], np.ones(len(failed), dtype=bool))
             solves += 1
             for name in ("q", "converged", "values", "forces", "accept"):
                 getattr(trial, name)[failed] = getattr(again, name)
@@ -212,7 +214,8 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
         good = trial.converged & trial.accept & near & ~let_go
         for i, b in enumerate(active):
             t = target[i]
-            if good[i] and np.all(trial.values[i] > 0.0):
+            rejected[b] = not good[i]
+            if good[i] and not np.any(trial.values[i] <= 0.0):  # nan: not evaluated there
                 prev[b], q_prev[b], v_prev[b], f_prev[b] = lo[b], q_lo[b], v_lo[b], f_lo[b]
                 lo[b], q_lo[b], v_lo[b], f_lo[b] = t, trial.q[i], trial.values[i], trial.forces[i]
                 taken[b] += 1
@@ -224,7 +227,7 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
             elif good[i]:  # an acceptable equilibrium past an event: a sign bracket
                 stuck[b] = min(stuck[b], 0) - 1 if crossed[b] else 0
                 hi[b], v_hi[b], why[b], crossed[b] = t, trial.values[i], "", True
-                event[b], located[b] = int(np.argmin(trial.values[i])), "crossed"
+                event[b], located[b] = int(np.nanargmin(trial.values[i])), "crossed"
             else:
                 reason = trial.why[i] or ("no equilibrium found" if not trial.converged[i] else
                                           "the solution jumped (another well)" if not near[i] else
@@ -246,7 +249,10 @@ def _target(lo: float, hi: float, step: float, bound: float, v_lo: np.ndarray, v
     """The next trial factor of one case."""
     closing = lo + tol * max(lo, 1e-300)
     if crossed:  # regula falsi on the first event crossed between lo and hi, Illinois-weighted, kept inside
-        e = int(np.argmin(v_hi / np.where(np.abs(v_lo) > 0, np.abs(v_lo), 1.0)))
+        known = np.isfinite(v_lo) & np.isfinite(v_hi)
+        if not np.any(known & (v_hi <= 0.0)):  # the crossed function was not evaluated at lo: bisection
+            return 0.5 * (lo + hi)
+        e = int(np.nanargmin(np.where(known, v_hi / np.where(np.abs(v_lo) > 0, np.abs(v_lo), 1.0), np.nan)))
         a, c = v_lo[e], v_hi[e]
         if stuck >= 2:  # the same end kept: weigh it down
             c *= 0.5 ** (stuck - 1)
@@ -355,18 +361,23 @@ def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarra
         return reduced(model, q, free, gravity[b], loads(one, np.array([factor])),
                        loads(one, np.array([factor + 1.0])) if tangent else None, fields, np.array(rows[b], dtype=int))
 
-    def observe(cases: np.ndarray, factors: np.ndarray, result: Equilibria) -> Trial:
+    def observe(cases: np.ndarray, factors: np.ndarray, result: Equilibria, careful: np.ndarray) -> Trial:
+        """The caller's events and the stiffness ratio: evaluated where the solver's verdict is not stable, where
+        the ratio was last below 1/2, or where the last step was rejected; else nan (not evaluated: it neither
+        predicts nor crosses an event; the solver's stable verdict says it is positive)."""
         own = watch(cases, factors, result) if watch else (np.zeros((len(cases), 0)), np.zeros((len(cases), 0)),
                                                              np.ones(len(cases), dtype=bool), [""] * len(cases))
         if not stiffness:
             return Trial(result.q, result.converged, own[0], own[1], own[2], own[3])
-        lowest = np.array([reduced_at(b, result.q[i], factors[i]).lowest if result.converged[i] else np.nan
-                           for i, b in enumerate(cases)]) / lowest0[cases]
+        lowest = np.full(len(cases), np.nan)
+        for i, b in enumerate(cases):
+            if result.converged[i] and (careful[i] or not result.stable[i] or ratio[b] < 0.5):
+                ratio[b] = lowest[i] = reduced_at(b, result.q[i], factors[i]).lowest / lowest0[b]
         return Trial(result.q, result.converged, np.column_stack([own[0], lowest]), own[1], own[2], own[3])
 
-    def steps(cases: np.ndarray, factors: np.ndarray, q_start: np.ndarray) -> Trial:
+    def steps(cases: np.ndarray, factors: np.ndarray, q_start: np.ndarray, careful: np.ndarray) -> Trial:
         return observe(cases, factors, solve_grouped(model, q_start, free, gravity[cases], loads(cases, factors),
-                                                     solver, fields, [rows[b] for b in cases]))
+                                                     solver, fields, [rows[b] for b in cases]), careful)
 
     everyone = np.arange(batch)
     rows = closure_rows(model, q0, free)  # where the loops close; kept along the path (see solve_grouped)
@@ -374,7 +385,8 @@ def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarra
     at_start = [reduced_at(b, first.q[b], 0.0, True) if first.converged[b] else None for b in everyone]
     lowest0 = np.array([r.lowest if r is not None and r.lowest > 0.0 else np.nan for r in at_start])
     tangent0 = np.array([r.tangent if r is not None else np.full(model.nq, np.nan) for r in at_start])
-    start = observe(everyone, np.zeros(batch), first)
+    ratio = np.ones(batch)  # the stiffness ratio last evaluated per case
+    start = observe(everyone, np.zeros(batch), first, np.ones(batch, dtype=bool))
     start.converged &= first.stable & (np.isfinite(lowest0) | (not stiffness))
     own = start.values.shape[1] - int(stiffness)
     events = Events(("",) * own + (LIMIT_POINT,) * int(stiffness), (False,) * own + (True,) * int(stiffness))

@@ -251,7 +251,8 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
     bound = _bound(stand.model, gravity, load, options)
     watched = edge.copy()
     rings: dict[tuple[int, tuple[bool, ...]], tuple[int, ...]] = {}
-    unloaded_reaction = np.maximum(_watch(stand, field_, first.q, watched, rings, np.arange(batch))[2].sum(axis=1), 1e-300)
+    start_margin, _, normal = _watch(stand, field_, first.q, watched, rings, np.arange(batch))
+    unloaded_reaction = np.maximum(normal.sum(axis=1), 1e-300)
 
     def watch(cases: np.ndarray, factors: np.ndarray, result) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """The tipping margin and the ground's reaction over the unloaded one; a possible equilibrium pressing
@@ -274,8 +275,9 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
         if not standing[b]:
             event.append(NOT_STANDING)
             ended.append([])
-        elif path.event[b] >= 0:
-            event.append(EVENTS[path.event[b]])
+        elif path.event[b] >= 0:  # a stiffness lost as the centre of pressure reaches the edge: a lift-off
+            edge_reached = path.values[b, 0] <= 1e-4 * abs(start_margin[b])
+            event.append(LIFT_OFF if edge_reached else EVENTS[path.event[b]])
             ended.append([])
         elif not np.isfinite(path.hi[b]):
             event.append(PATH_ENDS)
@@ -331,9 +333,10 @@ def hydraulic_factors(stand: Stand, q_standing: np.ndarray, free: np.ndarray, gr
     def watch(cases: np.ndarray, factors: np.ndarray, result) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """Each cylinder's headroom; a stable equilibrium."""
         loads = factored(load, others, cases, factors)
-        force = np.array([[joint_loads(model, result.q[i], result.multipliers[i], grav[b],
-                                       [take(l, np.array([i])) for l in loads])[j].effort[0] for j in index]
-                          for i, b in enumerate(cases)]).reshape(len(cases), len(index))
+        per_case = [joint_loads(model, result.q[i], result.multipliers[i], grav[b], [take(l, np.array([i]))
+                                                                                      for l in loads])
+                    for i, b in enumerate(cases)]
+        force = np.array([[case[j].effort[0] for j in index] for case in per_case]).reshape(len(cases), len(index))
         why = ["" if s else "no stable equilibrium with the base held" for s in result.stable]
         return 1.0 - np.maximum(force / push, -force / pull), np.zeros((len(cases), 0)), result.stable, why
 
