@@ -126,8 +126,8 @@ class Trial:
 
 Steps = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], Trial]
 """``steps(cases, factors, q_start, careful) -> Trial``: solve cases (n,) (indices into the batch) at load
-``factors`` (n,) from ``q_start`` (n, nq), and watch them; ``careful`` (n,): the case's last step was rejected
-(every event function is wanted fresh there)."""
+``factors`` (n,) from ``q_start`` (n, nq), and watch them; ``careful`` (n,): every event function is wanted
+there (a long step, or the case's last step was rejected), else the costly ones may be left out (nan)."""
 
 
 @dataclass(frozen=True)
@@ -190,10 +190,11 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
             secant = (q_lo[active] - q_prev[active]) / (lo[active] - prev[active])[:, None]
         slope = np.where(np.isfinite(prev[active])[:, None], secant, np.nan_to_num(tangent0[active]))
         predicted = q_lo[active] + (target - lo[active])[:, None] * slope
-        trial = steps(active, target, predicted, rejected[active])
+        long = target - lo[active] > 0.05 * lo[active]  # not a step locating an event
+        trial = steps(active, target, predicted, rejected[active] | long)
         solves += 1
-        long_step = target - lo[active] > 100.0 * tol * np.maximum(lo[active], 1e-300)
-        failed = np.flatnonzero(~trial.converged & long_step & np.any(predicted != q_lo[active], axis=1))
+        far = target - lo[active] > 100.0 * tol * np.maximum(lo[active], 1e-300)
+        failed = np.flatnonzero(~trial.converged & far & np.any(predicted != q_lo[active], axis=1))
         if len(failed) and solves < options.max_solves:  # the prediction may start a stiff contact in the air
             again = steps(active[failed], target[failed], q_lo[active[failed]], np.ones(len(failed), dtype=bool))
             solves += 1
@@ -363,8 +364,8 @@ def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarra
 
     def observe(cases: np.ndarray, factors: np.ndarray, result: Equilibria, careful: np.ndarray) -> Trial:
         """The caller's events and the stiffness ratio: evaluated where the solver's verdict is not stable, where
-        the ratio was last below 1/2, or where the last step was rejected; else nan (not evaluated: it neither
-        predicts nor crosses an event; the solver's stable verdict says it is positive)."""
+        the ratio was last below 1/2, and where ``careful`` (a long step, after a rejected one); else nan (not
+        evaluated: it neither predicts nor crosses an event; the solver's stable verdict says it is positive)."""
         own = watch(cases, factors, result) if watch else (np.zeros((len(cases), 0)), np.zeros((len(cases), 0)),
                                                              np.ones(len(cases), dtype=bool), [""] * len(cases))
         if not stiffness:

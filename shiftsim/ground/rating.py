@@ -41,7 +41,7 @@ from .path import LIMIT_POINT, PathOptions, factored, load_path
 from .selfcheck import BALANCE_TOLERANCE, balance_factors
 from .footprint import centres_of_pressure, footprint, ring_margins
 from .stand import Stand, solve_grouped, take
-from .validity import Limits, Violation, violations
+from .validity import Limits, Violation, assess, violations
 
 
 @dataclass(frozen=True)
@@ -153,9 +153,10 @@ class _Tipping:
 
 
 LIFT_OFF, PATH_ENDS, NOT_STANDING = "lift-off", "path ends", "not standing"
-EVENTS = (LIFT_OFF, LIFT_OFF, LIMIT_POINT)  # the standing path's event functions, in this order (path.Events):
-# the tipping margin (m), the ground's vertical reaction over the unloaded machine's (the whole machine lifted off),
-# and the lowest eigenvalue of the reduced stiffness over the unloaded one
+EVENTS = (LIFT_OFF, LIFT_OFF, PATH_ENDS, LIMIT_POINT)  # the standing path's event functions, in this order
+# (path.Events): the tipping margin (m), the ground's vertical reaction over the unloaded machine's (the whole machine
+# lifted off), the headroom to an impossible equilibrium (.validity.assess) and the lowest eigenvalue of the reduced
+# stiffness over the unloaded one
 
 
 def _edge_distance(points: np.ndarray, cop: np.ndarray, edge: np.ndarray) -> np.ndarray:
@@ -255,15 +256,15 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
     unloaded_reaction = np.maximum(normal.sum(axis=1), 1e-300)
 
     def watch(cases: np.ndarray, factors: np.ndarray, result) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-        """The tipping margin and the ground's reaction over the unloaded one; a possible equilibrium pressing
-        on the ground."""
+        """The tipping margin, the ground's reaction over the unloaded one and the headroom to an impossible
+        equilibrium (:func:`.validity.assess`); an equilibrium pressing on the ground."""
         distance, watched[cases], forces = _watch(stand, field_, result.q, watched[cases], rings, cases)
-        impossible = violations(stand, field_, result.q, options.limits)
+        impossible, headroom = assess(stand, field_, result.q, options.limits)
         pressed = np.isfinite(distance) | ~result.converged  # a converged machine pressing on nothing: in the air
         why = ["; ".join(v.message() for v in vs) if vs else "" if up else "nothing presses on the ground"
                for vs, up in zip(impossible, pressed)]
-        accept = np.array([not v for v in impossible]) & pressed
-        return np.column_stack([distance, forces.sum(axis=1) / unloaded_reaction[cases]]), forces, accept, why
+        values = np.column_stack([distance, forces.sum(axis=1) / unloaded_reaction[cases], headroom])
+        return values, forces, pressed, why
 
     followed = load_path(model, first.q, free, grav, load, list(others), (field_,), options.solver,
                          PathOptions(options.tolerance, options.max_solves), watch,
@@ -275,6 +276,11 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
         if not standing[b]:
             event.append(NOT_STANDING)
             ended.append([])
+        elif EVENTS[path.event[b]] == PATH_ENDS:  # the headroom to an impossible equilibrium ran out
+            event.append(PATH_ENDS)
+            at_limit = Limits(options.limits.sink * (1 - 1e-3), options.limits.tyre_compression * (1 - 1e-3))
+            ended.append(violations(stand, field_, path.q[b], at_limit)[0]  # what reaches its limit there
+                         or [Violation("", "reaches an impossible equilibrium", np.nan)])
         elif path.event[b] >= 0:  # a stiffness lost as the centre of pressure reaches the edge: a lift-off
             edge_reached = path.values[b, 0] <= 1e-4 * abs(start_margin[b])
             event.append(LIFT_OFF if edge_reached else EVENTS[path.event[b]])

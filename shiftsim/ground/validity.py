@@ -78,20 +78,37 @@ def base_frames(model: Model, base: list[int]) -> np.ndarray:
 def violations(stand, field, q: np.ndarray, limits: Limits = Limits()) -> list[list[Violation]]:
     """Per case of ``q`` (B, nq; coordinates of ``stand.model``) the reasons its equilibrium is impossible (see
     the module docstring); ``field``: the stand's contacts (and tyres) as :meth:`~.stand.Stand.field` makes them."""
+    return assess(stand, field, q, limits)[0]
+
+
+def assess(stand, field, q: np.ndarray, limits: Limits = Limits()) -> tuple[list[list[Violation]], np.ndarray]:
+    """:func:`violations`, and per case the headroom (B,): the smallest ``(limit - value) / limit`` over every
+    quantity checked (a depth below the ground, a tyre's compression), positive while the equilibrium is
+    possible -- an event function for a path that must stop before an impossible equilibrium."""
     q = np.atleast_2d(q)
     s = state(stand.model, q)
     contacts, tyres = (field.contacts, field.tyres) if isinstance(field, OnGround) else (field, None)
     batch = q.shape[0]
     out: list[list[Violation]] = [[] for _ in range(batch)]
+    headroom = np.full(batch, np.inf)
+
+    def room(value: np.ndarray, limit) -> None:
+        """Lower the headroom by the quantities ``value`` (B, k) against their ``limit``."""
+        nonlocal headroom
+        if value.size:
+            headroom = np.minimum(headroom, np.min((limit - value) / limit, axis=1))
+
     if contacts.contacts:
         points = contacts.world_points(s)
         depth = stand.ground.height(points[..., :2])[0] - points[..., 2]
+        room(depth, limits.sink)
         for b, i in zip(*np.nonzero(depth > limits.sink)):
             out[b].append(Violation(contacts.contacts[i].name, f"sinks {depth[b, i]:.3g} m into the ground "
                                     f"(limit {limits.sink:g} m)", float(depth[b, i])))
     if tyres is not None:
         compression = tyres.tyre_state(s).compression
         bottom = limits.tyre_compression * tyres.radius
+        room(compression, bottom[None, :])
         for b, i in zip(*np.nonzero(compression > bottom[None, :])):
             out[b].append(Violation(tyres.tyres[i].name, f"is bottomed: compressed {compression[b, i]:.3g} m of "
                                     f"its {tyres.radius[i]:g} m radius (limit {limits.tyre_compression:g} of it)",
@@ -106,16 +123,19 @@ def violations(stand, field, q: np.ndarray, limits: Limits = Limits()) -> list[l
                              np.einsum("bnij,nj->bni", s.rotation[:, massive], model.node_com[massive])
                              + s.position[:, massive]], axis=1) @ stand.rotation.T + stand.translation
         depth = stand.ground.height(at[..., :2])[0] - at[..., 2]
+        room(depth, limits.sink)
         for b in range(batch):
             deepest = int(np.argmax(depth[b]))
             if depth[b, deepest] > limits.sink:
                 out[b].append(Violation(places[deepest], f"is {depth[b, deepest]:.3g} m below the ground (the "
                                         f"machine's base body passes through it)", float(depth[b, deepest])))
-    for b, (place, depth) in enumerate(_deepest_shapes(stand, q)):
+    shapes = _deepest_shapes(stand, q)
+    room(np.array([[depth] for _, depth in shapes]), limits.sink)
+    for b, (place, depth) in enumerate(shapes):
         if depth > limits.sink:
             out[b].append(Violation(place, f"reaches {depth:.3g} m below the ground (a collision shape of the "
                                     f"machine's base body passes through it)", depth))
-    return out
+    return out, headroom
 
 
 def lowest_points(kind: np.ndarray, pose: np.ndarray, size: np.ndarray) -> np.ndarray:
