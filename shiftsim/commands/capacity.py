@@ -84,11 +84,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"{scenario.name}: {document['load']} at {document['frame']} ({document['load_size']:.0f} N at factor 1), "
               f"rated = min({document['tipping_fraction']:g} tipping, {document['hydraulic_fraction']:g} hydraulic)")
         print(f"{'step':>4} {'radius m':>9} {'height m':>9} {'tipping kN':>11} {'hydraulic kN':>13} "
-              f"{'rated kN':>9} {'rated t':>8}  governs")
+              f"{'rated kN':>9} {'rated t':>8}  {'governs':<9}  tipping event")
         for p in document["points"]:
             print(f"{p['step']:>4} {p['radius']:9.2f} {p['height']:9.2f} {_kn(p['tipping_load']):>11} "
                   f"{_kn(p['hydraulic_load']):>13} {_kn(p['rated_load']):>9} "
-                  f"{'-' if p['rated_mass'] is None else format(p['rated_mass'] / 1000, '.2f'):>8}  {p['governs']}")
+                  f"{'-' if p['rated_mass'] is None else format(p['rated_mass'] / 1000, '.2f'):>8}  "
+                  f"{p['governs']:<9}  {p['tipping_event']}")
         for p in document["points"]:
             if not p["valid"]:
                 print(f"step {p['step']}: INVALID, no rating: {'; '.join(p['invalid'])}")

@@ -35,16 +35,31 @@ class Footprint:
     edge: tuple[int, int]
 
 
+def centres_of_pressure(points: np.ndarray, forces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Centres of pressure (B, 3) (nan where nothing presses on the ground) and the loaded contacts (B, n) of a
+    batch of states' contact points and forces (B, n, 3) (see the module docstring)."""
+    force = forces.sum(axis=1)
+    moment = np.cross(points, forces).sum(axis=1)
+    loaded = forces[..., 2] > LOADED * np.maximum(np.abs(force[:, 2]), 1e-300)[:, None]
+    carried = np.where(loaded, forces[..., 2], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level = np.einsum("bn,bn->b", carried, points[..., 2]) / carried.sum(axis=1)
+        cop = np.column_stack([(level * force[:, 0] - moment[:, 1]) / force[:, 2],
+                               (moment[:, 0] + level * force[:, 1]) / force[:, 2], level])
+    pressed = (force[:, 2] > 0.0) & loaded.any(axis=1)
+    return np.where(pressed[:, None], cop, np.nan), loaded
+
+
 def footprint(points: np.ndarray, forces: np.ndarray) -> Footprint:
     """The footprint of one state (see the module docstring)."""
     points, forces = np.asarray(points, float), np.asarray(forces, float)
     force = forces.sum(axis=0)
     moment = np.cross(points, forces).sum(axis=0)
-    loaded = np.flatnonzero(forces[:, 2] > LOADED * max(abs(force[2]), 1e-300))
-    if force[2] <= 0.0 or not len(loaded):
+    centre, loaded_mask = centres_of_pressure(points[None], forces[None])
+    loaded = np.flatnonzero(loaded_mask[0])
+    if not np.isfinite(centre[0, 0]):
         return Footprint(force, moment, np.full(3, np.nan), [], -np.inf, (-1, -1))
-    level = float(forces[loaded, 2] @ points[loaded, 2] / forces[loaded, 2].sum())
-    cop = np.array([(level * force[0] - moment[1]) / force[2], (moment[0] + level * force[1]) / force[2], level])
+    cop = centre[0]
     polygon = _hull(points[loaded, :2])
     ring = [int(loaded[i]) for i in polygon]
     margin, edge = _margin(points[:, :2], ring, cop[:2])
@@ -80,3 +95,24 @@ def _margin(xy: np.ndarray, ring: list[int], point: np.ndarray) -> tuple[float, 
         if distance < best:
             best, best_edge = distance, (a, b)
     return (best if inside else -best), best_edge
+
+
+def ring_margins(xy: np.ndarray, centre: np.ndarray, rings: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """Signed distances (B,) (m, positive inside) of points ``centre`` (B, 2) from the nearest edge line of convex
+    polygons ``rings`` (per case the contact indices of its hull, counter-clockwise, three or more) through the
+    points ``xy`` (B, n, 2), and those edges (B, 2) -- :func:`footprint`'s margin and edge for a point inside,
+    batched over cases that share a ring."""
+    margin, edge = np.full(len(rings), np.nan), np.zeros((len(rings), 2), dtype=int)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for b, ring in enumerate(rings):
+        groups.setdefault(ring, []).append(b)
+    for ring, members in groups.items():
+        cases, order = np.array(members), np.array(ring)
+        a = xy[cases][:, order]  # (g, r, 2)
+        along = np.roll(a, -1, axis=1) - a
+        to = centre[cases, None, :] - a
+        distance = (along[..., 0] * to[..., 1] - along[..., 1] * to[..., 0]) / np.linalg.norm(along, axis=-1)
+        nearest = np.argmin(distance, axis=1)
+        margin[cases] = distance[np.arange(len(cases)), nearest]
+        edge[cases] = np.column_stack([order[nearest], np.roll(order, -1)[nearest]])
+    return margin, edge

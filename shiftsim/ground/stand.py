@@ -141,13 +141,22 @@ class Equilibria:
     stable: np.ndarray
 
 
+def closure_rows(model: Model, q: np.ndarray, free: np.ndarray) -> list[tuple[int, ...]]:
+    """Each case's independent closure rows at ``q`` (B, nq) (:func:`shiftsim.statics.independent_rows`)."""
+    return [tuple(st.independent_rows(model, row, free).tolist()) for row in q]
+
+
 def solve_grouped(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
-                  options: st.SolverOptions, fields: tuple = ()) -> Equilibria:
+                  options: st.SolverOptions, fields: tuple = (), rows: list[tuple[int, ...]] | None = None) -> Equilibria:
     """``solve_batch`` on cases grouped by their independent closure rows (a planar linkage slewed 90 degrees
-    has other redundant rows than unslewed; one set of rows for both makes the closure system singular)."""
+    has other redundant rows than unslewed; one set of rows for both makes the closure system singular): ``rows``
+    per case (:func:`closure_rows`), default those at the starts. A start predicted off the loops' manifold (a
+    path's next step) takes the rows of an equilibrium on the path, where its loops close: off the manifold a
+    redundant row looks independent, and its multiplier then absorbs a real residual (a start reported converged
+    that is no equilibrium)."""
     groups: dict[tuple[int, ...], list[int]] = {}
-    for b, q in enumerate(q_start):
-        groups.setdefault(tuple(st.independent_rows(model, q, free).tolist()), []).append(b)
+    for b, case_rows in enumerate(closure_rows(model, q_start, free) if rows is None else rows):
+        groups.setdefault(case_rows, []).append(b)
     out = Equilibria(q_start.copy(), np.zeros((q_start.shape[0], 6 * len(model.closures))),
                      np.zeros(q_start.shape[0], dtype=bool), np.zeros(q_start.shape[0], dtype=bool))
     for rows, members in groups.items():

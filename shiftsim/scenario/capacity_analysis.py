@@ -20,7 +20,7 @@ from .. import statics as st
 from ..errors import Problems, ScenarioError, SolveError, suggest
 from ..forces import AppliedLoad
 from ..ground.base import BASE
-from ..ground.rating import CapacityOptions, Cylinder, capacity
+from ..ground.rating import CapacityOptions, Cylinder, capacity, cylinder_limit
 from ..ground.stand import Stand
 from ..kinematics import forward
 from ..spec import PATH_SEPARATOR
@@ -174,6 +174,11 @@ def run_capacity(scenario: Any, spec: CapacitySpec) -> dict[str, Any]:
             "height": float(at[b, 2] - ground_height[b]),
             "tipping_load": None if result.ended[b] else finite_or_none(result.tipping[b] * size),
             "tips_below": None if result.ended[b] else finite_or_none(result.tipped[b] * size),
+            "tipping_event": result.event[b],
+            "event_load": None if result.ended[b] else finite_or_none(result.event_factor[b] * size),
+            "hydraulic_event": cylinder_limit(machine.name(result.cylinder[b])) if result.hydraulic_event[b] else None,
+            "path_steps": int(result.steps[b]),
+            "path_solves": int(result.trials[b]),
             "does_not_tip_below": finite_or_none(result.tipping[b] * size) if result.ended[b] else None,
             "path_ended": [v.message(machine.name) for v in result.ended[b]],
             "balance_load": finite_or_none(result.balance[b] * size),

@@ -6,7 +6,7 @@ import pytest
 from helpers.ground import GRAVITY, OPTIONS, free_of, lift_points, machine, standing
 
 from shiftsim.forces import AppliedLoad
-from shiftsim.ground.rating import Cylinder, capacity
+from shiftsim.ground.rating import CapacityOptions, Cylinder, capacity
 from shiftsim.ground.terrain import Ground
 from shiftsim.kinematics import state
 
@@ -90,15 +90,28 @@ def test_friction_limit_on_a_slope(fraction, holds):
         assert tangential <= 0.5 * n_force
 
 
-def test_a_load_that_cannot_tip_the_machine_has_no_tipping_load_and_no_edge():
-    """An upward pull at the hook presses nothing over an edge: the rigid prediction finds no edge, the search
-    stops at once, and the tipping edge is empty (not one contact named twice)."""
+def test_an_upward_pull_at_the_hook_tips_the_machine_over_its_rear_edge():
+    """Pulled up at the hook 3 m out, the box turns about its rear edge x = -1 (the front lifts): 1200 g * 1 m =
+    P * 4 m (the old search, which only knew downward loads, called this load one that never tips)."""
     stand, q = standing(machine())
     qs, load = lift_points(stand, q, [0.0])
     upward = AppliedLoad(load.frame, -load.force, load.torque, load.follow)
     result = capacity(stand, qs, free_of(stand.model), GRAVITY, upward, [], OPTIONS)
-    assert np.isinf(result.tipping[0]) and np.isinf(result.tipped[0])
-    assert result.edge == [("", "")]
+    assert result.tipping[0] == pytest.approx(1200 * G / 4.0 / 1000.0, rel=2e-4)
+    assert result.event == ["lift-off"] and set(result.edge[0]) == {"box:c2", "box:c3"}
+
+
+def test_a_pull_at_the_centre_of_mass_lifts_the_whole_machine_off_at_its_weight():
+    """Pulled straight up over its centre of mass the box leaves the ground whole at P = 1200 g: the centre of
+    pressure stays put (no edge is reached), the ground's reaction falls to zero -- a lift-off of every contact,
+    located from the reaction's secant to 1e-6."""
+    stand, q = standing(machine(reach=0.0))
+    qs, load = lift_points(stand, q, [0.0])
+    upward = AppliedLoad(load.frame, -load.force, load.torque, load.follow)
+    result = capacity(stand, qs, free_of(stand.model), GRAVITY, upward, [], OPTIONS)
+    assert result.event == ["lift-off"] and not result.ended[0]
+    assert result.tipping[0] == pytest.approx(1200 * G / 1000.0, rel=1e-4)  # OPTIONS.tolerance
+    assert result.event_factor[0] == pytest.approx(1200 * G / 1000.0, rel=1e-9)
 
 
 def test_the_point_keeps_the_equilibrium_where_its_path_ended():
@@ -108,7 +121,21 @@ def test_the_point_keeps_the_equilibrium_where_its_path_ended():
     stand, q = standing(machine())
     qs, load = lift_points(stand, q, [0.0])
     result = capacity(stand, qs, free_of(stand.model), GRAVITY, load, [], OPTIONS)
-    assert result.event == ["tipped"]
+    assert result.event == ["lift-off"] and result.event_factor[0] == result.tipping[0]
     prints, _, forces = stand.footprints(stand.field(qs[0]), result.q_last)
     assert forces[0, :, 2].sum() == pytest.approx(1200 * G + 1000.0 * result.tipping[0], rel=1e-9)
     assert 0.0 < prints[0].margin < 1e-3
+
+
+def test_each_tipping_load_is_located_to_1e_6_of_its_moment_balance():
+    """With the default tolerance the path locates the lift-off to 1e-6: every tipping load is within 2e-6 of the
+    self-check's moment balance at its equilibrium, and the path's end within 1e-6 above it (the bracketing
+    search it replaced stopped up to 1e-3 short)."""
+    stand, q = standing(machine())
+    qs, load = lift_points(stand, q, [0.0, 0.4, np.pi / 2, 2.5])
+    result = capacity(stand, qs, free_of(stand.model), GRAVITY, load, [], CapacityOptions())
+    assert result.event == ["lift-off"] * 4 and result.invalid == [[]] * 4
+    assert result.tipping == pytest.approx(result.balance, rel=2e-6)
+    assert np.all(result.tipping <= result.event_factor)
+    assert np.all(result.tipped - result.tipping <= 1.001e-6 * result.tipping)
+    assert np.all(result.trials <= 12)  # a few steps to the event, not a crawl

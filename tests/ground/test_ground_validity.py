@@ -13,7 +13,7 @@ from helpers.ground import GRAVITY, free_of, machine, standing
 from helpers.vehicle import CHASSIS, FRONT, REAR, BOOT, RADIUS, WHEEL, car, car_scenario
 from helpers.scenario import model_path, run_cli, write_scenario
 
-from shiftsim.ground.rating import capacity, tipping_factors, _self_check
+from shiftsim.ground.rating import capacity, tipping_paths, _self_check
 from shiftsim.ground.stand import Stand
 from shiftsim.ground.terrain import Ground
 from shiftsim.ground.tyres import read_tyres
@@ -23,15 +23,17 @@ G = 9.81
 
 
 def test_a_machine_pushed_into_the_ground_is_named_contact_by_contact_and_frame():
-    """The box lowered 0.5 m: its four corner contacts sink 0.5 m (limit 0.02 m); lowered 1.2 m, the deepest
-    point of its base body, its centre of mass 0.5 m up, is 0.7 m below the ground as well."""
+    """The box lowered 0.5 m: its four corner contacts sink 0.5 m (limit 0.02 m), and so does the bottom of its
+    pad (a collision shape); lowered 1.2 m, the deepest point of its base body, its centre of mass 0.5 m up, is
+    0.7 m below the ground as well."""
     stand, q = standing(machine())
     field = stand.field(q)
     sunk = np.repeat(q[None], 2, axis=0)
     sunk[:, stand.base[2]] -= [0.5, 1.2]
     found = violations(stand, field, sunk)
-    assert sorted(v.place for v in found[0]) == ["box:c0", "box:c1", "box:c2", "box:c3"]
-    assert [v.value for v in found[0]] == pytest.approx([0.5 + (-q[stand.base[2]])] * 4, rel=1e-9)
+    assert sorted(v.place for v in found[0]) == ["box:c0", "box:c1", "box:c2", "box:c3", "box:pad"]
+    assert [v.value for v in found[0]] == pytest.approx([0.5 + (-q[stand.base[2]])] * 5, rel=1e-9)  # the pad's
+    # bottom is on the contacts' plane
     seat = next(v for v in found[1] if not v.place.startswith("box:c"))
     assert seat.place == "the centre of mass of box"
     assert seat.value == pytest.approx(1.2 - 0.5 - q[stand.base[2]], rel=1e-9)
@@ -64,10 +66,10 @@ def test_the_self_check_agrees_with_a_true_tipping_load_and_refuses_a_false_one(
     hand = 1200 * G * 1.0 / 2.0 / 1000.0
     assert result.balance[0] == pytest.approx(hand, rel=1e-3)
     assert result.invalid == [[]] and result.governs == ["tipping"]
-    search, _, _, _ = tipping_factors(stand, qs, free_of(stand.model), GRAVITY, load, OPTIONS)
+    search, _, _, _ = tipping_paths(stand, qs, free_of(stand.model), GRAVITY, load, OPTIONS)
     search.lo *= 1.05
     invalid = [[]]
-    balance = _self_check(stand, search, GRAVITY, load, [], OPTIONS, invalid, [[]])
+    balance = _self_check(stand, search, GRAVITY, load, [], OPTIONS, invalid)
     assert balance[0] == pytest.approx(hand, rel=1e-3)
     assert len(invalid[0]) == 1 and "fails its self-check" in invalid[0][0].message()
 
@@ -102,7 +104,10 @@ def test_a_stiff_car_tips_about_its_rear_axle_as_the_moment_balance_says(tmp_pat
     hand = (CHASSIS * G * -REAR + 2 * WHEEL * G * (FRONT - REAR)) / (REAR - BOOT)
     assert point["valid"] and point["invalid"] == []
     assert point["tipping_load"] == pytest.approx(hand, rel=5e-3)
-    assert point["balance_load"] == pytest.approx(point["tipping_load"], rel=1e-2)
+    # the path locates the front wheels' lift-off to 1e-6 (the old bracketing search stopped at 1e-3 below)
+    assert point["tipping_event"] == "lift-off"
+    assert point["balance_load"] == pytest.approx(point["tipping_load"], rel=2e-6)
+    assert point["tipping_load"] <= point["event_load"] <= point["tipping_load"] * (1 + 1e-6)
     assert sorted(point["tipping_edge"]) == ["car1:tyre_rl", "car1:tyre_rr"]
     assert point["rated_load"] == pytest.approx(0.75 * point["tipping_load"])
 

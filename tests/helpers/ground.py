@@ -19,14 +19,16 @@ CORNERS = [(1.0, 0.75, 0.0), (1.0, -0.75, 0.0), (-1.0, -0.75, 0.0), (-1.0, 0.75,
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
 
-def machine(reach: float = 3.0, mast: bool = False):
+def machine(reach: float = 3.0, mast: bool = False, shapes=()):
     """A rigid 1000 kg box (2 m x 1.5 m footprint, centre of mass 0.5 m up) carrying a 200 kg upper body on a
     revolute slew joint (axis z, 1 m up, mass on the axis) with a hook ``reach`` m out along the upper's x.
-    With ``mast``, the hook hangs from a 100 kg mast on a prismatic joint (axis z) at the end of the reach."""
+    With ``mast``, the hook hangs from a 100 kg mast on a prismatic joint (axis z) at the end of the reach.
+    ``shapes``: more collision shapes on the box (ShapeSpec) beside its pad (bottom on the contacts' plane)."""
     frames = {f"c{i}": FrameSpec(f"c{i}", translation=np.array(p)) for i, p in enumerate(CORNERS)}
     frames["slew_seat"] = FrameSpec("slew_seat", translation=np.array([0.0, 0.0, 1.0]))
     box = BodySpec("box", 1000.0, np.array([0.0, 0.0, 0.5]), np.diag([200.0, 300.0, 400.0]), frames,
-                   shapes=[ShapeSpec("pad", "box", centre=np.array([0.0, 0.0, 0.1]), half_extents=np.array([1.0, 0.75, 0.1]))])
+                   shapes=[ShapeSpec("pad", "box", centre=np.array([0.0, 0.0, 0.1]), half_extents=np.array([1.0, 0.75, 0.1])),
+                           *shapes])
     upper = BodySpec("upper", 200.0, np.zeros(3), np.diag([20.0, 20.0, 20.0]),
                      {"hook": FrameSpec("hook", translation=np.array([reach, 0.0, 0.0])),
                       "mast_seat": FrameSpec("mast_seat", translation=np.array([reach, 0.0, 0.0]))})

@@ -1,0 +1,400 @@
+"""Following a batch of equilibrium paths as a load factor grows, and locating the events that end them.
+
+Each case b has an equilibrium ``q`` (nq,) at load factor ``lambda = 0``; the
+load is ``lambda`` times a given load (:class:`Steps` solves a batch of cases at
+their own factors). The path is followed by adaptive continuation:
+
+* **predictor**: the first step from the tangent ``dq/dlambda`` of the
+  bordered system ``[K  -G^T; G  0] [du; dmu] = [dQ/dlambda; 0]`` (``K``
+  the tangent stiffness ``-dR/du``, ``G`` the independent closure rows, the
+  load's generalized force per unit factor; :func:`tangent`), then the secant
+  of the last two equilibria (the same order, no extra evaluation);
+* **corrector**: a converged solve of the statics solver started at the
+  prediction (no load stepping, no escape from unstable points: it stays on
+  the branch it starts on); where that fails, once more from the last
+  equilibrium itself (a prediction can start a stiff contact that carries
+  little just off the ground, where Newton's first stiffness lacks it);
+* **step control**: a step is accepted when the solve converges, its
+  corrector distance ``|q - q_predicted|`` (largest coordinate change) is at
+  most ``corrector`` (3) times the predictor's own ``|q_predicted - q_last|``
+  or the last step's change scaled to this step, or a quarter of how far the
+  path has come (near a fold the path bends like a square root), plus a
+  floor of 1e-9 machine sizes -- a jump into another well moves the solution
+  by the well's distance however small the step --, no loaded contact lets
+  go that was not predicted to (its force extrapolated from the last two
+  equilibria), and the case's ``accept`` test holds (a physically possible
+  equilibrium). A rejected step is halved; an accepted one doubles the next
+  (up to the bound).
+
+Events are watched as functions ``v(lambda)`` positive before the event,
+evaluated on the accepted equilibria (:class:`Events`). The next step aims
+just short of the first predicted crossing (linear extrapolation of each
+event function from the last two equilibria; for the stiffness, of its
+square: near a fold the smallest eigenvalue of the reduced stiffness falls as
+``sqrt(lambda* - lambda)``). Once an accepted equilibrium has crossed
+(``v <= 0`` there), the crossing is bracketed and located by regula falsi with
+bisection safeguards (Illinois). Without a converged point beyond (a fold:
+no equilibrium past it), the steps close in from below. Either way a path
+ends when its bracket ``[lo, hi]`` is narrower than ``tolerance * lo``: at
+``lo`` the last accepted equilibrium, at ``hi`` the event crossed, or no
+acceptable equilibrium (a step of that size failed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .. import statics as st
+from ..forces import AppliedLoad
+from ..kinematics import coupling_map, model_size
+from ..model import Model
+from .stand import Equilibria, closure_rows, solve_grouped, take
+
+SHORT = 0.25  # a predicted crossing is aimed at this fraction of the tolerance short
+
+
+@dataclass(frozen=True)
+class PathOptions:
+    """``tolerance``: relative width of the final bracket on the load factor; ``max_solves``: batched solves per
+    path; ``growth``: factor on the step after an accepted one; ``corrector``: largest corrector distance as a
+    multiple of the predictor's (see the module docstring)."""
+
+    tolerance: float = 1e-6
+    max_solves: int = 60
+    growth: float = 2.0
+    corrector: float = 3.0
+
+
+@dataclass
+class Reduced:
+    """At one equilibrium: the smallest eigenvalue of the reduced stiffness ``Z^T K Z`` (N m per unit of the
+    free coordinates; ``Z`` an orthonormal basis of the closure rows' null space, ``K`` symmetrized), its
+    eigenvector as a change of all coordinates (nq,), and the tangent ``dq/dlambda`` (nq,) (nan: singular)."""
+
+    lowest: float
+    null_vector: np.ndarray
+    tangent: np.ndarray
+
+
+def reduced(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
+            loads_next: list[AppliedLoad] | None = None, fields: tuple = (), rows: np.ndarray | None = None) -> Reduced:
+    """:class:`Reduced` at ``q`` (nq,) under ``gravity`` (3,) and ``loads`` (one case each); ``loads_next``: the
+    same with the factor one more (their difference is the load per unit factor; None: no tangent, nan). One
+    or two evaluations of the solver's own residual and stiffness (:func:`shiftsim.statics.evaluate`)."""
+    e = st.evaluate(model, q, free, gravity, loads, rows=rows, fields=fields)
+    per_factor = None if loads_next is None else \
+        st.evaluate(model, q, free, gravity, loads_next, rows=rows, fields=fields).q_force_reduced - e.q_force_reduced
+    k = 0.5 * (e.hessian + e.hessian.T)
+    g = e.closure_jacobian
+    nf, m = k.shape[0], g.shape[0]
+    if m:  # the rows are independent (statics.independent_rows): the last nf - m columns of G^T's Q span its null space
+        z = np.linalg.qr(g.T, mode="complete")[0][:, m:]
+    else:
+        z = np.eye(nf)
+    to_q = coupling_map(model, q)[:, free]
+    if z.shape[1] == 0:
+        return Reduced(np.inf, np.zeros(model.nq), np.zeros(model.nq))
+    values, vectors = np.linalg.eigh(z.T @ k @ z)
+    null = to_q @ (z @ vectors[:, 0])
+    # the tangent: du = Z w with (Z^T K Z) w = Z^T dQ/dlambda, K unsymmetrized (the closure force's change has
+    # no part along Z)
+    tangent = np.full(model.nq, np.nan)
+    if per_factor is not None:
+        try:
+            tangent = to_q @ (z @ np.linalg.solve(z.T @ e.hessian @ z, z.T @ per_factor))
+        except np.linalg.LinAlgError:
+            pass
+    return Reduced(float(values[0]), null / max(np.linalg.norm(null), 1e-300), tangent)
+
+
+@dataclass
+class Trial:
+    """A batch of solves at trial factors (n cases): equilibria ``q`` (n, nq), ``converged`` (n,), event values
+    (n, k) (positive before each event), ``forces`` (n, c) the contacts' normal forces (N; c = 0: none),
+    ``accept`` (n,) the case's own test of the equilibrium, and per case why it is not acceptable."""
+
+    q: np.ndarray
+    converged: np.ndarray
+    values: np.ndarray
+    forces: np.ndarray
+    accept: np.ndarray
+    why: list[str]
+
+
+Steps = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], Trial]
+"""``steps(cases, factors, q_start, careful) -> Trial``: solve cases (n,) (indices into the batch) at load
+``factors`` (n,) from ``q_start`` (n, nq), and watch them; ``careful`` (n,): every event function is wanted
+there (a long step, or the case's last step was rejected), else the costly ones may be left out (nan)."""
+
+
+@dataclass(frozen=True)
+class Events:
+    """The event functions a path watches: their names (k,) and which fall like a square root near their zero
+    (``fold``: the stiffness at a limit point; the others are extrapolated linearly)."""
+
+    names: tuple[str, ...]
+    fold: tuple[bool, ...]
+
+
+@dataclass
+class Path:
+    """Where each case's path ended (B,): ``lo`` the last accepted factor (its equilibrium ``q`` (B, nq) and event
+    values ``values`` (B, k)), ``hi`` the end: the event's zero, located within ``tolerance`` above ``lo`` (inf:
+    the bound was reached first), ``event`` (B,) the index of the event function that ended the path (-1: none;
+    then ``why`` says what was wrong past ``lo``: no equilibrium, a jump, an unacceptable one), ``located`` (B,)
+    how: ``crossed`` (an accepted equilibrium past the event at ``hi``), ``extrapolated`` (the secant of the last
+    two equilibria reaches zero within the tolerance) or ``failed`` (no acceptable equilibrium at ``hi``);
+    ``solves`` the batched solves taken, ``steps`` (B,) the accepted steps and ``trials`` (B,) each case's
+    solves."""
+
+    lo: np.ndarray
+    q: np.ndarray
+    values: np.ndarray
+    hi: np.ndarray
+    event: np.ndarray
+    located: list[str]
+    why: list[str]
+    solves: int
+    steps: np.ndarray
+    trials: np.ndarray
+
+
+def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_step: np.ndarray, bound: np.ndarray,
+           tangent0: np.ndarray, size: np.ndarray, options: PathOptions = PathOptions()) -> Path:
+    """Follow every case's path from its equilibrium ``q0`` (B, nq) at factor 0 (watched: ``start``) with first
+    steps ``first_step`` (B,) up to ``bound`` (B,), ``tangent0`` (B, nq) the tangent dq/dlambda at factor 0 (nan:
+    none) and ``size`` (B,) each machine's size (m: the floor of the corrector distance). See the module
+    docstring."""
+    batch, k = q0.shape[0], len(events.names)
+    tol = options.tolerance
+    lo, q_lo, v_lo, f_lo = np.zeros(batch), q0.copy(), start.values.copy(), start.forces.copy()
+    prev, q_prev, v_prev, f_prev = np.full(batch, np.nan), q0.copy(), np.full((batch, k), np.nan), start.forces.copy()
+    hi, v_hi = np.full(batch, np.inf), np.full((batch, k), np.nan)
+    event, located, why = np.full(batch, -1), [""] * batch, [""] * batch
+    step = np.minimum(np.asarray(first_step, float), bound)
+    crossed = np.zeros(batch, dtype=bool)  # hi holds an accepted equilibrium past an event (a sign bracket)
+    stuck = np.zeros(batch, dtype=int)  # Illinois: +n: lo moved n times in a row in a sign bracket; -n: hi did
+    done = ~(start.accept & start.converged & np.all(start.values > 0.0, axis=1)) | ~(bound > 0.0)
+    taken, trials, solves = np.zeros(batch, dtype=int), np.zeros(batch, dtype=int), 0
+    rejected = np.zeros(batch, dtype=bool)  # the last step of the case was rejected
+    while solves < options.max_solves:
+        active = np.flatnonzero(~done)
+        if not len(active):
+            break
+        target = np.array([_target(lo[b], hi[b], step[b], bound[b], v_lo[b], v_hi[b], prev[b], v_prev[b],
+                                   events.fold, crossed[b], stuck[b], tol) for b in active])
+        with np.errstate(invalid="ignore"):
+            secant = (q_lo[active] - q_prev[active]) / (lo[active] - prev[active])[:, None]
+        slope = np.where(np.isfinite(prev[active])[:, None], secant, np.nan_to_num(tangent0[active]))
+        predicted = q_lo[active] + (target - lo[active])[:, None] * slope
+        long = target - lo[active] > 0.05 * lo[active]  # not a step locating an event
+        trial = steps(active, target, predicted, rejected[active] | long)
+        solves += 1
+        far = target - lo[active] > 100.0 * tol * np.maximum(lo[active], 1e-300)
+        failed = np.flatnonzero(~trial.converged & far & np.any(predicted != q_lo[active], axis=1))
+        if len(failed) and solves < options.max_solves:  # the prediction may start a stiff contact in the air
+            again = steps(active[failed], target[failed], q_lo[active[failed]], np.ones(len(failed), dtype=bool))
+            solves += 1
+            for name in ("q", "converged", "values", "forces", "accept"):
+                getattr(trial, name)[failed] = getattr(again, name)
+            for i, j in enumerate(failed):
+                trial.why[j] = again.why[i]
+        trials[active] += 1
+        corrector = np.max(np.abs(trial.q - predicted), axis=1)
+        predictor = np.max(np.abs(predicted - q_lo[active]), axis=1)
+        with np.errstate(invalid="ignore"):
+            last = np.max(np.abs(q_lo[active] - q_prev[active]), axis=1) * (target - lo[active]) \
+                / (lo[active] - prev[active])  # the last step's change, scaled to this one
+        travel = np.max(np.abs(q_lo[active] - q0[active]), axis=1)  # how far the path has come
+        reach = np.maximum(options.corrector * np.maximum(predictor, np.nan_to_num(last)), 0.25 * travel)
+        near = (corrector <= reach + 1e-9 * size[active]) | ~np.isfinite(predictor)
+        let_go = _unexpected_lift(f_prev[active], f_lo[active], trial.forces, prev[active], lo[active], target)
+        good = trial.converged & trial.accept & near & ~let_go
+        for i, b in enumerate(active):
+            t = target[i]
+            rejected[b] = not good[i]
+            if good[i] and not np.any(trial.values[i] <= 0.0):  # nan: not evaluated there
+                prev[b], q_prev[b], v_prev[b], f_prev[b] = lo[b], q_lo[b], v_lo[b], f_lo[b]
+                lo[b], q_lo[b], v_lo[b], f_lo[b] = t, trial.q[i], trial.values[i], trial.forces[i]
+                taken[b] += 1
+                stuck[b] = max(stuck[b], 0) + 1 if crossed[b] else 0
+                step[b] = min(options.growth * (t - prev[b]), bound[b] - t) if not crossed[b] else step[b]
+                zero, first = _predicted(lo[b], v_lo[b], prev[b], v_prev[b], events.fold)
+                if not crossed[b] and zero - lo[b] <= 0.5 * tol * max(lo[b], 1e-300):  # the secant has converged
+                    hi[b], event[b], located[b], why[b] = max(zero, lo[b]), first, "extrapolated", ""
+            elif good[i]:  # an acceptable equilibrium past an event: a sign bracket
+                stuck[b] = min(stuck[b], 0) - 1 if crossed[b] else 0
+                hi[b], v_hi[b], why[b], crossed[b] = t, trial.values[i], "", True
+                event[b], located[b] = int(np.nanargmin(trial.values[i])), "crossed"
+            else:
+                reason = trial.why[i] or ("no equilibrium found" if not trial.converged[i] else
+                                          "the solution jumped (another well)" if not near[i] else
+                                          "a loaded contact let go unexpectedly" if let_go[i] else "")
+                if crossed[b] or t - lo[b] <= tol * max(lo[b], 1e-300):
+                    hi[b], why[b], located[b] = min(hi[b], t), reason, "failed"
+                    zero, first = _predicted(lo[b], v_lo[b], prev[b], v_prev[b], events.fold)
+                    event[b] = first if zero - lo[b] <= 100.0 * tol * max(lo[b], 1e-300) else -1
+                    crossed[b] = False  # an unacceptable point inside a sign bracket: close in from below
+                else:
+                    why[b] = reason
+                    step[b] = 0.5 * (t - lo[b])
+            done[b] = (hi[b] - lo[b] <= tol * max(lo[b], 1e-300)) or lo[b] >= bound[b]
+    return Path(lo, q_lo, v_lo, hi, event, located, why, solves, taken, trials)
+
+
+def _target(lo: float, hi: float, step: float, bound: float, v_lo: np.ndarray, v_hi: np.ndarray, prev: float,
+            v_prev: np.ndarray, fold: tuple[bool, ...], crossed: bool, stuck: int, tol: float) -> float:
+    """The next trial factor of one case."""
+    closing = lo + tol * max(lo, 1e-300)
+    if crossed:  # regula falsi on the first event crossed between lo and hi, Illinois-weighted, kept inside
+        known = np.isfinite(v_lo) & np.isfinite(v_hi)
+        if not np.any(known & (v_hi <= 0.0)):  # the crossed function was not evaluated at lo: bisection
+            return 0.5 * (lo + hi)
+        e = int(np.nanargmin(np.where(known, v_hi / np.where(np.abs(v_lo) > 0, np.abs(v_lo), 1.0), np.nan)))
+        a, c = v_lo[e], v_hi[e]
+        if stuck >= 2:  # the same end kept: weigh it down
+            c *= 0.5 ** (stuck - 1)
+        elif stuck <= -2:
+            a *= 0.5 ** (-stuck - 1)
+        t = lo + (hi - lo) * a / (a - c) if a - c > 0.0 else 0.5 * (lo + hi)
+        margin = 0.5 * tol * max(lo, 1e-300)
+        return float(min(max(t, lo + margin), hi - margin)) if hi - lo > 2 * margin else 0.5 * (lo + hi)
+    t = lo + step
+    predicted, _ = _predicted(lo, v_lo, prev, v_prev, fold)
+    if np.isfinite(predicted):
+        if predicted - lo <= 0.5 * tol * max(lo, 1e-300):
+            t = min(t, closing)
+        elif predicted < t:
+            t = max(predicted * (1.0 - SHORT * tol), closing)
+    if np.isfinite(hi) and t >= hi:
+        t = 0.5 * (lo + hi)
+    return float(min(t, bound))
+
+
+def _predicted(lo: float, v_lo: np.ndarray, prev: float, v_prev: np.ndarray,
+               fold: tuple[bool, ...]) -> tuple[float, int]:
+    """The first factor past ``lo`` where an event function reaches zero, extrapolated from (prev, v_prev) and
+    (lo, v_lo) (a fold's function squared), and that function's index; (inf, -1) when none falls."""
+    best, which = np.inf, -1
+    if not np.isfinite(prev):
+        return best, which
+    for e, is_fold in enumerate(fold):
+        a, b = (v_prev[e] ** 2, v_lo[e] ** 2) if is_fold else (v_prev[e], v_lo[e])
+        if np.isfinite(a) and np.isfinite(b) and b < a and lo + b * (lo - prev) / (a - b) < best:
+            best, which = lo + b * (lo - prev) / (a - b), e
+    return best, which
+
+
+def _unexpected_lift(f_prev: np.ndarray, f_lo: np.ndarray, f_new: np.ndarray, prev: np.ndarray, lo: np.ndarray,
+                     target: np.ndarray) -> np.ndarray:
+    """(n,) a contact loaded at ``lo`` carries nothing at ``target`` though the line through its forces at
+    ``prev`` and ``lo`` stays above a quarter of its force at ``lo`` there (no two points yet: any lift)."""
+    if f_new.shape[1] == 0:
+        return np.zeros(len(target), dtype=bool)
+    loaded = f_lo > 1e-9 * np.maximum(f_lo.sum(axis=1, keepdims=True), 1e-300)
+    lifted = loaded & (f_new <= 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = (f_lo - f_prev) / (lo - prev)[:, None]
+        expected = f_lo + rate * (target - lo)[:, None]
+    expected = np.where(np.isfinite(expected), expected, np.inf)
+    return np.any(lifted & (expected > 0.25 * f_lo), axis=1)
+
+
+def sizes(model: Model, q: np.ndarray) -> np.ndarray:
+    """Each case's machine size (B,) (m), for the corrector's floor."""
+    return np.array([model_size(model, row) for row in q])
+
+
+LIMIT_POINT = "limit point"
+
+
+def factored(load: AppliedLoad, others: list[AppliedLoad], cases: np.ndarray, factors: np.ndarray) -> list[AppliedLoad]:
+    """``load`` ((B, 3) arrays at factor 1) at ``factors`` (n,) and the ``others`` as they are, for ``cases`` (n,)
+    of the batch."""
+    scaled = take(load, cases)
+    return [AppliedLoad(scaled.frame, scaled.force * factors[:, None], scaled.torque * factors[:, None], scaled.follow),
+            *(take(o, cases) for o in others)]
+
+Watch = Callable[[np.ndarray, np.ndarray, Equilibria], tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]]
+"""``watch(cases, factors, result) -> (values (n, j), forces (n, c), accept (n,), why)``: a caller's own event
+functions at solved equilibria (positive before each event), the contacts' normal forces, its test of each
+equilibrium and why one fails it."""
+
+
+@dataclass
+class LoadPath:
+    """Paths of a load factor (:func:`load_path`): ``path`` (:class:`Path`; its last event function is the
+    reduced stiffness' lowest eigenvalue over the unloaded one, ``limit point``), ``null_vector`` (B, nq) at a
+    limit point (nan elsewhere), ``at_event`` (B,) the event's factor (the zero of its function where located,
+    else ``path.lo``) and ``solves`` batched solves (the paths' and one of the unloaded machine)."""
+
+    path: Path
+    null_vector: np.ndarray
+    at_event: np.ndarray
+    solves: int
+
+
+def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarray, load: AppliedLoad,
+              others: list[AppliedLoad] = (), fields: tuple = (), solver: st.SolverOptions | None = None,
+              options: PathOptions = PathOptions(), watch: Watch | None = None, first_step: np.ndarray | None = None,
+              bound: np.ndarray | None = None, stiffness: bool = True) -> LoadPath:
+    """Follow the equilibria of B cases of ``model`` from ``q0`` (B, nq) as the factor on ``load`` ((B, 3)
+    arrays at factor 1) grows from 0 (the other loads ``others`` and ``gravity`` (B, 3) as they are, ``fields``
+    the force fields), watching the limit point (the reduced stiffness' lowest eigenvalue, relative to the
+    unloaded one) after the caller's own events (``watch``). ``first_step`` (B,) default 1, ``bound`` (B,)
+    default inf (a bound is the caller's: a path with no event runs to it). ``q0`` is solved at factor 0 first
+    (``solver``, default no load stepping, no escape from unstable points); a case not stable there has no path.
+    ``stiffness`` False: no limit point is watched (one evaluation less per solve; the caller's ``watch`` then
+    tells stable equilibria apart)."""
+    batch = q0.shape[0]
+    solver = solver or st.SolverOptions(max_iterations=8, full_load_iterations=8, load_stepping=False,
+                                        seek_stable=False)
+    gravity = np.broadcast_to(np.asarray(gravity, float), (batch, 3))
+
+    def loads(cases: np.ndarray, factors: np.ndarray) -> list[AppliedLoad]:
+        return factored(load, others, cases, factors)
+
+    def reduced_at(b: int, q: np.ndarray, factor: float, tangent: bool = False) -> Reduced:
+        one = np.array([b])
+        return reduced(model, q, free, gravity[b], loads(one, np.array([factor])),
+                       loads(one, np.array([factor + 1.0])) if tangent else None, fields, np.array(rows[b], dtype=int))
+
+    def observe(cases: np.ndarray, factors: np.ndarray, result: Equilibria, careful: np.ndarray) -> Trial:
+        """The caller's events and the stiffness ratio: evaluated where the solver's verdict is not stable, where
+        the ratio was last below 1/2, and where ``careful`` (a long step, after a rejected one); else nan (not
+        evaluated: it neither predicts nor crosses an event; the solver's stable verdict says it is positive)."""
+        own = watch(cases, factors, result) if watch else (np.zeros((len(cases), 0)), np.zeros((len(cases), 0)),
+                                                             np.ones(len(cases), dtype=bool), [""] * len(cases))
+        if not stiffness:
+            return Trial(result.q, result.converged, own[0], own[1], own[2], own[3])
+        lowest = np.full(len(cases), np.nan)
+        for i, b in enumerate(cases):
+            if result.converged[i] and (careful[i] or not result.stable[i] or ratio[b] < 0.5):
+                ratio[b] = lowest[i] = reduced_at(b, result.q[i], factors[i]).lowest / lowest0[b]
+        return Trial(result.q, result.converged, np.column_stack([own[0], lowest]), own[1], own[2], own[3])
+
+    def steps(cases: np.ndarray, factors: np.ndarray, q_start: np.ndarray, careful: np.ndarray) -> Trial:
+        return observe(cases, factors, solve_grouped(model, q_start, free, gravity[cases], loads(cases, factors),
+                                                     solver, fields, [rows[b] for b in cases]), careful)
+
+    everyone = np.arange(batch)
+    rows = closure_rows(model, q0, free)  # where the loops close; kept along the path (see solve_grouped)
+    first = solve_grouped(model, q0, free, gravity, loads(everyone, np.zeros(batch)), solver, fields, rows)
+    at_start = [reduced_at(b, first.q[b], 0.0, True) if first.converged[b] else None for b in everyone]
+    lowest0 = np.array([r.lowest if r is not None and r.lowest > 0.0 else np.nan for r in at_start])
+    tangent0 = np.array([r.tangent if r is not None else np.full(model.nq, np.nan) for r in at_start])
+    ratio = np.ones(batch)  # the stiffness ratio last evaluated per case
+    start = observe(everyone, np.zeros(batch), first, np.ones(batch, dtype=bool))
+    start.converged &= first.stable & (np.isfinite(lowest0) | (not stiffness))
+    own = start.values.shape[1] - int(stiffness)
+    events = Events(("",) * own + (LIMIT_POINT,) * int(stiffness), (False,) * own + (True,) * int(stiffness))
+    path = follow(steps, first.q, start, events, np.ones(batch) if first_step is None else first_step,
+                  np.full(batch, np.inf) if bound is None else bound, tangent0, sizes(model, first.q), options)
+    null = np.full((batch, model.nq), np.nan)
+    for b in np.flatnonzero(stiffness & (path.event == own)):
+        null[b] = reduced_at(b, path.q[b], path.lo[b]).null_vector
+    at_zero = np.array([where in ("extrapolated", "crossed") for where in path.located])
+    return LoadPath(path, null, np.where(at_zero, path.hi, path.lo), 1 + path.solves)
