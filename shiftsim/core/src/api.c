@@ -77,8 +77,9 @@ static void release(Buffer *buffers, int count) {
 /* ------------------------------------------------------------------ threads
  * A pool of worker threads started on first use and kept: a batch is handed to them (and the calling thread)
  * case by case, so a small batch does not pay for starting threads. One batch at a time (``serial``); after a
- * fork the child starts with no workers. */
-typedef void (*CaseWork)(void *job, int64_t b);
+ * fork the child starts with no workers. Each thread opens one workspace (core.h) of the batch's size and reuses it
+ * over the cases it takes. */
+typedef void (*CaseWork)(void *job, int64_t b, Workspace *w);
 
 #define MAX_WORKERS 256
 static struct {
@@ -88,35 +89,63 @@ static struct {
     uint64_t generation;
     CaseWork work;
     void *job;
+    size_t doubles; /* each thread's workspace */
     int64_t batch, next;
     int failed; /* a case ran out of memory */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          0, 0, 0, 0, NULL, NULL, 0, 0, 0};
+          0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0};
 
-/* work(job, b) in its own memory scope (workspace.c); 0 = ok, -1 = an allocation failed (nothing left allocated). */
-static int run_case(CaseWork work, void *job, int64_t b) {
+/* work(job, b, w) in its own memory scope (workspace.c); 0 = ok, -1 = an allocation failed (w empty again, nothing
+ * the case took left allocated). */
+static int run_case(CaseWork work, void *job, int64_t b, Workspace *w) {
     CoreScope scope;
     core_scope_open(&scope);
     if (setjmp(scope.jump) == 0) {
-        work(job, b);
+        work(job, b, w);
         core_scope_close(&scope);
         return 0;
     }
     core_scope_unwind(&scope);
+    workspace_forget(w);
     return -1;
 }
 
-static void take_cases(void) {
-    for (;;) {
-        pthread_mutex_lock(&pool.lock);
-        int64_t b = pool.next++;
-        CaseWork work = pool.work;
-        void *job = pool.job;
-        int64_t batch = pool.batch;
-        pthread_mutex_unlock(&pool.lock);
-        if (b >= batch) return;
-        if (run_case(work, job, b) != 0) __atomic_store_n(&pool.failed, 1, __ATOMIC_RELAXED);
+/* The next case of a batch for this thread, -1 when none is left. */
+typedef int64_t (*NextCase)(void *source);
+
+/* Cases from next(source) until none is left, on this thread, over one workspace of ``doubles`` opened here; 0 = ok,
+ * -1 = an allocation failed (the workspace: this thread took no case; or a case: its outputs are not all written). */
+static int run_thread(CaseWork work, void *job, size_t doubles, NextCase next, void *source) {
+    CoreScope scope;
+    Workspace w;
+    core_scope_open(&scope);
+    if (setjmp(scope.jump) != 0) {
+        core_scope_unwind(&scope);
+        return -1;
     }
+    workspace_open(&w, doubles <= SIZE_MAX / sizeof(double) ? doubles * sizeof(double) : SIZE_MAX);
+    int failed = 0;
+    for (int64_t b = next(source); b >= 0; b = next(source)) failed |= run_case(work, job, b, &w) != 0;
+    workspace_close(&w);
+    core_scope_close(&scope);
+    return failed ? -1 : 0;
+}
+
+static int64_t pool_next(void *source) {
+    (void)source;
+    pthread_mutex_lock(&pool.lock);
+    int64_t b = pool.next < pool.batch ? pool.next++ : -1;
+    pthread_mutex_unlock(&pool.lock);
+    return b;
+}
+
+static void take_cases(void) {
+    pthread_mutex_lock(&pool.lock);
+    CaseWork work = pool.work;
+    void *job = pool.job;
+    size_t doubles = pool.doubles;
+    pthread_mutex_unlock(&pool.lock);
+    if (run_thread(work, job, doubles, pool_next, NULL) != 0) __atomic_store_n(&pool.failed, 1, __ATOMIC_RELAXED);
 }
 
 static void *pool_worker(void *argument) {
@@ -145,7 +174,7 @@ static void pool_after_fork(void) {
     pool.workers = pool.wanted = pool.running = 0;
 }
 
-static int run_parallel(CaseWork work, void *job, int64_t batch, int64_t threads) {
+static int run_parallel(CaseWork work, void *job, size_t doubles, int64_t batch, int64_t threads) {
     pthread_mutex_lock(&pool.serial);
     static int registered = 0;
     if (!registered) registered = 1, pthread_atfork(NULL, NULL, pool_after_fork);
@@ -156,7 +185,7 @@ static int run_parallel(CaseWork work, void *job, int64_t batch, int64_t threads
         pool.workers++;
     }
     pthread_mutex_lock(&pool.lock);
-    pool.work = work, pool.job = job, pool.batch = batch, pool.next = 0, pool.failed = 0;
+    pool.work = work, pool.job = job, pool.doubles = doubles, pool.batch = batch, pool.next = 0, pool.failed = 0;
     pool.wanted = threads - 1 < pool.workers ? threads - 1 : pool.workers;
     pool.running = pool.wanted;
     pool.generation++;
@@ -171,43 +200,55 @@ static int run_parallel(CaseWork work, void *job, int64_t batch, int64_t threads
     return failed ? -1 : 0;
 }
 
-/* work(job, b) for b in [0, batch) on ``threads`` threads; the GIL is released unless ``keep_gil`` (the work
- * calls Python back, or is too short to be worth it: then the calling thread alone). 0 = ok; -1 when a case ran
- * out of memory (the other cases still ran). */
-static int run_cases(CaseWork work, void *job, int64_t batch, int64_t threads, int keep_gil) {
+typedef struct {
+    int64_t next, batch;
+} Counter;
+
+static int64_t counter_next(void *source) {
+    Counter *c = source;
+    return c->next < c->batch ? c->next++ : -1;
+}
+
+/* work(job, b, w) for b in [0, batch) on ``threads`` threads, each with a workspace of ``doubles``; the GIL is
+ * released unless ``keep_gil`` (the work calls Python back, or is too short to be worth it: then the calling thread
+ * alone). 0 = ok; -1 when an allocation failed (the other cases still ran). */
+static int run_cases(CaseWork work, void *job, size_t doubles, int64_t batch, int64_t threads, int keep_gil) {
     int failed = 0;
+    Counter counter = {0, batch};
     if (threads > batch) threads = batch;
-    if (keep_gil) {
-        for (int64_t b = 0; b < batch; b++) failed |= run_case(work, job, b) != 0;
-        return failed ? -1 : 0;
-    }
+    if (keep_gil) return run_thread(work, job, doubles, counter_next, &counter);
     Py_BEGIN_ALLOW_THREADS
     if (threads <= 1)
-        for (int64_t b = 0; b < batch; b++) failed |= run_case(work, job, b) != 0;
+        failed = run_thread(work, job, doubles, counter_next, &counter) != 0;
     else
-        failed = run_parallel(work, job, batch, threads) != 0;
+        failed = run_parallel(work, job, doubles, batch, threads) != 0;
     Py_END_ALLOW_THREADS
     return failed ? -1 : 0;
 }
 
-/* Set MemoryError naming the model's size (the core could not allocate a case's working memory). */
-static void no_memory(const Model *core_model) {
-    PyErr_Format(PyExc_MemoryError, "the compiled core could not allocate its working memory for a model of %lld "
-                 "nodes, %lld coordinates and %lld loops", (long long)core_model->n_nodes, (long long)core_model->nq,
-                 (long long)core_model->n_closures);
+/* Set MemoryError naming the model's size and the workspace's (the core could not allocate a case's memory). */
+static void no_memory(const Model *core_model, size_t doubles) {
+    PyErr_Format(PyExc_MemoryError, "the compiled core could not allocate its working memory (a workspace of %llu MiB) "
+                 "for a model of %lld nodes, %lld coordinates and %lld loops", (unsigned long long)(doubles / 131072 + 1),
+                 (long long)core_model->n_nodes, (long long)core_model->nq, (long long)core_model->n_closures);
 }
 
-/* Run the statements in their own memory scope; MemoryError naming model's size when an allocation fails. */
-#define GUARDED(model, ...)                                                                                         \
+/* Run the statements with a workspace ``w`` of ``doubles`` in their own memory scope; MemoryError naming the model's
+ * size when an allocation fails. */
+#define GUARDED(model, doubles, ...)                                                                                \
     do {                                                                                                            \
         CoreScope scope_;                                                                                           \
+        Workspace w;                                                                                                \
+        size_t doubles_ = (doubles);                                                                                \
         core_scope_open(&scope_);                                                                                   \
         if (setjmp(scope_.jump) == 0) {                                                                             \
+            workspace_open(&w, doubles_ <= SIZE_MAX / sizeof(double) ? doubles_ * sizeof(double) : SIZE_MAX);       \
             __VA_ARGS__;                                                                                            \
+            workspace_close(&w);                                                                                    \
             core_scope_close(&scope_);                                                                              \
         } else {                                                                                                    \
             core_scope_unwind(&scope_);                                                                             \
-            no_memory(model);                                                                                       \
+            no_memory(model, doubles_);                                                                             \
         }                                                                                                           \
     } while (0)
 
@@ -628,22 +669,24 @@ typedef struct {
     double *rotation, *position, *omega, *v, *bodies, *frames;
 } KinematicsJob;
 
-static void state_work(void *job, int64_t b) {
+static void state_work(void *job, int64_t b, Workspace *w) {
     KinematicsJob *k = job;
     const Model *core_model = k->core_model;
-    State s = {core_malloc(sizeof(double) * (size_t)(12 * core_model->n_nodes)), k->rotation + b * 9 * core_model->n_nodes,
+    size_t mark = ws_mark(w);
+    State s = {ws_doubles(w, 12 * core_model->n_nodes), k->rotation + b * 9 * core_model->n_nodes,
                k->position + b * 3 * core_model->n_nodes, k->omega + b * 3 * core_model->nq, k->v + b * 3 * core_model->nq};
     node_state(core_model, k->q + b * core_model->nq, &s);
-    core_free(s.world);
+    ws_release(w, mark);
 }
 
-static void forward_work(void *job, int64_t b) {
+static void forward_work(void *job, int64_t b, Workspace *w) {
     KinematicsJob *k = job;
     const Model *core_model = k->core_model;
-    State s = state_new(core_model);
+    size_t mark = ws_mark(w);
+    State s = state_new(w, core_model);
     forward_poses(core_model, k->q + b * core_model->nq, &s, k->bodies ? k->bodies + b * 16 * core_model->n_bodies : NULL,
                   k->frames ? k->frames + b * 16 * core_model->n_frames : NULL);
-    state_free(&s);
+    ws_release(w, mark);
 }
 
 /* state(model, q (B, nq), rotation (B, n, 3, 3), position (B, n, 3), omega (B, nq, 3), v (B, nq, 3), threads) */
@@ -660,8 +703,9 @@ static PyObject *py_state(PyObject *self, PyObject *args) {
         && sized(&b[1], batch_of(&b[0]) * 9 * job.core_model->n_nodes, "rotation")
         && sized(&b[2], batch_of(&b[0]) * 3 * job.core_model->n_nodes, "position")
         && sized(&b[3], batch_of(&b[0]) * 3 * job.core_model->nq, "omega") && sized(&b[4], batch_of(&b[0]) * 3 * job.core_model->nq, "v"))
-        if (run_cases(state_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1) != 0) /* one: GIL kept */
-            no_memory(job.core_model);
+        if (run_cases(state_work, &job, kernel_workspace_doubles(job.core_model), batch_of(&b[0]), threads,
+                      batch_of(&b[0]) == 1) != 0) /* one: GIL kept */
+            no_memory(job.core_model, kernel_workspace_doubles(job.core_model));
     release(b, 5);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -681,7 +725,9 @@ static PyObject *py_forward(PyObject *self, PyObject *args) {
         int64_t batch = batch_of(&b[0]);
         if (!PyErr_Occurred() && sized(&b[0], batch * job.core_model->nq, "q") && sized(&b[1], batch * 16 * job.core_model->n_bodies, "bodies")
             && sized(&b[2], batch * 16 * job.core_model->n_frames, "frames"))
-            if (run_cases(forward_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1) != 0) no_memory(job.core_model);
+            if (run_cases(forward_work, &job, kernel_workspace_doubles(job.core_model), batch_of(&b[0]), threads,
+                          batch_of(&b[0]) == 1) != 0)
+                no_memory(job.core_model, kernel_workspace_doubles(job.core_model));
     }
     release(b, 3);
     if (PyErr_Occurred()) return NULL;
@@ -718,7 +764,7 @@ static PyObject *py_closures(PyObject *self, PyObject *args) {
     if (batch >= 0 && !PyErr_Occurred()) jac = take(o[5], &b[5], 'd', 1, 1, "jac");
     if (batch >= 0 && !PyErr_Occurred() && sized(&b[4], batch * 6 * core_model->n_closures, "g")
         && sized(&b[5], batch * 6 * core_model->n_closures * core_model->nq, "jac"))
-        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+        GUARDED(core_model, kernel_workspace_doubles(core_model), for (int64_t k = 0; k < batch; k++) {
             State s = view_of(core_model, p, k);
             if (g) closure_residual(core_model, &s, g + k * 6 * core_model->n_closures);
             if (jac) closure_jacobian(core_model, &s, jac + k * 6 * core_model->n_closures * core_model->nq);
@@ -744,9 +790,9 @@ static PyObject *py_point_hessian(PyObject *self, PyObject *args) {
         && (out = take(o[6], &b[6], 'd', 1, 0, "out")) && sized(&b[4], batch * 3 * core_model->nq, "jv")
         && sized(&b[5], batch * 3, "direction") && sized(&b[6], batch * core_model->nq * core_model->nq, "out")
         && (node >= 0 && node < core_model->n_nodes ? 1 : (PyErr_SetString(PyExc_ValueError, "point_hessian: node out of range"), 0)))
-        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+        GUARDED(core_model, kernel_workspace_doubles(core_model), for (int64_t k = 0; k < batch; k++) {
             State s = view_of(core_model, p, k);
-            add_point_hessian(core_model, &s, node, jv + k * 3 * core_model->nq, direction + 3 * k, 1.0, out + k * core_model->nq * core_model->nq);
+            add_point_hessian(&w, core_model, &s, node, jv + k * 3 * core_model->nq, direction + 3 * k, 1.0, out + k * core_model->nq * core_model->nq);
         });
     release(b, 7);
     if (PyErr_Occurred()) return NULL;
@@ -811,9 +857,9 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
         }
     }
     if (core_model) {
-        GUARDED(core_model, {
-        int64_t nq = core_model->nq, *scratch_node = core_calloc((size_t)(n_loads + 1), sizeof(int64_t));
-        double *scratch = core_calloc((size_t)(6 * n_loads + 1), sizeof(double));
+        GUARDED(core_model, kernel_workspace_doubles(core_model) + 7 * (size_t)n_loads + 8, {
+        int64_t nq = core_model->nq, *scratch_node = ws_indices(&w, n_loads);
+        double *scratch = ws_doubles(&w, 6 * n_loads);
         double *st[4] = {p[ROTATION], p[POSITION], p[OMEGA], p[V]};
         for (int64_t k = 0; k < batch; k++) {
             State s = {NULL, NULL, NULL, NULL, NULL};
@@ -821,19 +867,18 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
             double *fb = (double *)p[Q_FORCE] + k * nq, *kb = (double *)p[STIFFNESS] + k * nq * nq;
             double *eb = (double *)p[ENERGY] + k;
             if (which == 0)
-                *eb += gravity_and_world_forces(core_model, &s, (double *)p[GRAVITY] + 3 * k, count, p[POINT_NODE],
+                *eb += gravity_and_world_forces(&w, core_model, &s, (double *)p[GRAVITY] + 3 * k, count, p[POINT_NODE],
                                                 (double *)p[POINT] + 3 * count * k, (double *)p[FORCE] + 3 * count * k,
                                                 fb, kb, NULL);
             else if (which == 1)
                 *eb += joint_springs(core_model, (double *)p[Q] + k * nq, fb, kb, NULL);
             else if (which == 2)
-                *eb += pair_springs(core_model, &s, fb, kb);
+                *eb += pair_springs(&w, core_model, &s, fb, kb);
             else
-                applied_loads(core_model, &s, n_loads, p[FRAMES], (double *)p[FORCES] + 3 * n_loads * k,
+                applied_loads(&w, core_model, &s, n_loads, p[FRAMES], (double *)p[FORCES] + 3 * n_loads * k,
                               (double *)p[TORQUES] + 3 * n_loads * k, p[FOLLOW], scratch_node, scratch,
                               scratch + 3 * n_loads, fb, kb);
         }
-        core_free(scratch_node), core_free(scratch);
         });
     }
     release(b, TERM_ARRAYS);
@@ -859,10 +904,10 @@ static PyObject *py_ground_terms(PyObject *self, PyObject *args) {
     for (int i = 4; i < 8 && ok; i++) ok = (p[i] = take(o[i], &b[i], 'd', 1, 0, names[i - 4])) != NULL;
     if (ok && sized(&b[4], batch * core_model->nq, "q_force") && sized(&b[5], batch * core_model->nq * core_model->nq, "stiffness")
         && sized(&b[6], batch, "energy") && sized(&b[7], batch, "conservative"))
-        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+        GUARDED(core_model, kernel_workspace_doubles(core_model), for (int64_t k = 0; k < batch; k++) {
             State s = view_of(core_model, p, k);
             int conservative = 1;
-            p[6][k] += ground_terms(core_model, &s, g, p[4] + k * core_model->nq, p[5] + k * core_model->nq * core_model->nq,
+            p[6][k] += ground_terms(&w, core_model, &s, g, p[4] + k * core_model->nq, p[5] + k * core_model->nq * core_model->nq,
                                    &conservative);
             p[7][k] = conservative;
         });
@@ -939,9 +984,9 @@ static PyObject *py_pair_distance(PyObject *self, PyObject *args) {
     if (batch >= 0 && frames_ok && (x = take(o[4], &b[4], 'd', 1, 0, "x")) && (grad = take(o[5], &b[5], 'd', 1, 0, "grad"))
         && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")) && sized(&b[4], batch, "x") && sized(&b[5], batch * core_model->nq, "grad")
         && sized(&b[6], batch * core_model->nq * core_model->nq, "hess"))
-        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+        GUARDED(core_model, kernel_workspace_doubles(core_model), for (int64_t k = 0; k < batch; k++) {
             State s = view_of(core_model, p, k);
-            x[k] = pair_distance(core_model, &s, frame_a, frame_c, distance, grad + k * core_model->nq, hess + k * core_model->nq * core_model->nq);
+            x[k] = pair_distance(&w, core_model, &s, frame_a, frame_c, distance, grad + k * core_model->nq, hess + k * core_model->nq * core_model->nq);
         });
     release(b, 7);
     if (PyErr_Occurred()) return NULL;
@@ -993,10 +1038,10 @@ static PyObject *py_joint_loads(PyObject *self, PyObject *args) {
         ok = ok && indices(&b[3], core_model->n_frames, "frames") && indices(&b[7], core_model->n_nodes, "point_node");
     }
     if (ok) {
-        GUARDED(core_model, State s = state_new(core_model); node_state(core_model, p[0], &s);
-                joint_loads(core_model, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7],
-                            p[8], p[9], p[10], p[11], p[12]);
-                state_free(&s));
+        GUARDED(core_model, kernel_workspace_doubles(core_model), State s = state_new(&w, core_model);
+                node_state(core_model, p[0], &s);
+                joint_loads(&w, core_model, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7],
+                            p[8], p[9], p[10], p[11], p[12]));
     }
     release(b, 13);
     if (PyErr_Occurred()) return NULL;
@@ -1016,7 +1061,8 @@ static PyObject *py_assemble(PyObject *self, PyObject *args) {
     ProblemCapsule *c = problem_of(problem);
     double *q = core_model && c ? take(o, &b, 'd', 1, 0, "q") : NULL, norm = 0.0;
     if (q && !sized(&b, core_model->nq, "q")) q = NULL;
-    if (q) GUARDED(core_model, norm = assemble_case(core_model, &c->problem, q, tolerance, max_iterations, &iterations));
+    if (q) GUARDED(core_model, workspace_doubles(core_model, &c->problem, 0, FOR_ASSEMBLE),
+                   norm = assemble_case(&w, core_model, &c->problem, q, tolerance, max_iterations, &iterations));
     release(&b, 1);
     if (c && raise_kept(c)) return NULL;
     if (PyErr_Occurred()) return NULL;
@@ -1038,15 +1084,19 @@ static PyObject *py_pivoted_rank(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "pivoted_rank: a 2-d array is needed");
     else if (order && sized(&b[1], b[0].view.shape[1], "pivoted_rank: order (one entry per column of a)"))
     {
+        int64_t rows = b[0].view.shape[0], cols = b[0].view.shape[1];
         CoreScope scope;
+        Workspace w;
         core_scope_open(&scope);
         if (setjmp(scope.jump) == 0) {
-            rank = pivoted_rank(b[0].view.shape[0], b[0].view.shape[1], a, tolerance, order);
+            workspace_open(&w, sizeof(double) * (size_t)(rows * cols + rows + cols + 8));
+            rank = pivoted_rank(&w, rows, cols, a, tolerance, order);
+            workspace_close(&w);
             core_scope_close(&scope);
         } else {
             core_scope_unwind(&scope);
             PyErr_Format(PyExc_MemoryError, "pivoted_rank: the compiled core could not allocate its working memory "
-                         "for a %lld x %lld matrix", (long long)b[0].view.shape[0], (long long)b[0].view.shape[1]);
+                         "for a %lld x %lld matrix", (long long)rows, (long long)cols);
         }
     }
     release(b, 2);
@@ -1064,14 +1114,14 @@ typedef struct {
     uint8_t *unheld, *runaway;
 } SolveJob;
 
-static void solve_work(void *job, int64_t b) {
+static void solve_work(void *job, int64_t b, Workspace *w) {
     SolveJob *j = job;
     const Model *core_model = j->core_model;
     const Problem *p = j->p;
     int64_t nq = core_model->nq, nf = p->nf, loads = 3 * p->n_loads;
     Case c = {j->gravity + 3 * b, j->force + loads * b, j->torque + loads * b, j->rates + nq * b, 0.0, 0.0};
-    case_scales(core_model, j->q_start + nq * b, p->n_loads, c.gravity, c.force, c.torque, &c.force_floor, &c.size);
-    solve_case(core_model, p, &c, j->q_start + nq * b, j->classify[b], j->q + nq * b, j->multipliers + p->m * b,
+    case_scales(w, core_model, j->q_start + nq * b, p->n_loads, c.gravity, c.force, c.torque, &c.force_floor, &c.size);
+    solve_case(w, core_model, p, &c, j->q_start + nq * b, j->classify[b], j->q + nq * b, j->multipliers + p->m * b,
                j->flags + RESULT_FLAGS * b, j->neutral + nf * nf * b, j->unheld + nf * b, j->runaway + nf * b);
     j->flags[RESULT_FLAGS * b + FLAG_size] = c.size, j->flags[RESULT_FLAGS * b + FLAG_force_floor] = c.force_floor;
 }
@@ -1107,7 +1157,13 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
         job.classify = p[5], job.q = p[6], job.multipliers = p[7], job.flags = p[8], job.neutral = p[9];
         job.unheld = p[10], job.runaway = p[11];
         int calls_python = c->apply || c->terms; /* native ground fields need no GIL */
-        if (run_cases(solve_work, &job, (int64_t)(b[5].view.len / 8), threads, calls_python) != 0) no_memory(job.core_model);
+        int64_t batch = (int64_t)(b[5].view.len / 8), loads = 3 * job.p->n_loads, tree = 1;
+        for (int64_t k = 0; k < batch && tree; k++) { /* the dense size unless every case has tree structure */
+            Case one = {job.gravity + 3 * k, job.force + loads * k, job.torque + loads * k, NULL, 0.0, 0.0};
+            tree = tree_structured(job.core_model, job.p, &one);
+        }
+        size_t doubles = workspace_doubles(job.core_model, job.p, tree, FOR_SOLVE);
+        if (run_cases(solve_work, &job, doubles, batch, threads, calls_python) != 0) no_memory(job.core_model, doubles);
     }
     release(b, 12);
     if (c && raise_kept(c)) return NULL;
@@ -1143,13 +1199,12 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
         for (int i = 0; i < 12 && ok; i++) ok = sized(&b[i], counts[i], names[i]);
     }
     if (ok) {
-        GUARDED(core_model, {
-        double *zeros = core_calloc((size_t)(core_model->nq + 1), sizeof(double)), *scalars = p[9];
+        GUARDED(core_model, workspace_doubles(core_model, &c->problem, 0, FOR_EVALUATE) + (size_t)core_model->nq + 2, {
+        double *zeros = ws_doubles(&w, core_model->nq), *scalars = p[9];
         Case k = {p[0], p[1], p[2], zeros, 0.0, 0.0};
-        case_scales(core_model, p[3], c->problem.n_loads, k.gravity, k.force, k.torque, &k.force_floor, &k.size);
-        evaluate_case(core_model, &c->problem, &k, p[3], p[4], p[5], p[6], p[7], p[8], scalars, p[10], p[11]);
+        case_scales(&w, core_model, p[3], c->problem.n_loads, k.gravity, k.force, k.torque, &k.force_floor, &k.size);
+        evaluate_case(&w, core_model, &c->problem, &k, p[3], p[4], p[5], p[6], p[7], p[8], scalars, p[10], p[11]);
         scalars[SCALAR_size] = k.size, scalars[SCALAR_force_floor] = k.force_floor;
-        core_free(zeros);
         });
     }
     release(b, 12);
@@ -1195,13 +1250,16 @@ static PyObject *py_linear_algebra(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "linear_algebra: shapes do not fit the kernel");
         else if (ok) {
             CoreScope scope;
+            Workspace w;
             core_scope_open(&scope);
             if (setjmp(scope.jump) == 0) {
-                if (!strcmp(name, "cholesky_solve")) status = cholesky_solve(rows, a, parameter, rhs, out);
-                else if (!strcmp(name, "lu_solve")) status = lu_solve(rows, a, rhs, out);
-                else if (!strcmp(name, "pseudo_solve")) pseudo_solve(rows, cols, a, rhs, parameter, out);
-                else if (!strcmp(name, "null_space")) null_space(rows, cols, a, out);
-                else symmetric_eigen(rows, a, rhs, out);
+                workspace_open(&w, sizeof(double) * (size_t)(2 * (rows + cols + 2) * (rows + cols + 2)));
+                if (!strcmp(name, "cholesky_solve")) status = cholesky_solve(&w, rows, a, parameter, rhs, out);
+                else if (!strcmp(name, "lu_solve")) status = lu_solve(&w, rows, a, rhs, out);
+                else if (!strcmp(name, "pseudo_solve")) pseudo_solve(&w, rows, cols, a, rhs, parameter, out);
+                else if (!strcmp(name, "null_space")) null_space(&w, rows, cols, a, out);
+                else symmetric_eigen(&w, rows, a, rhs, out);
+                workspace_close(&w);
                 core_scope_close(&scope);
             } else {
                 core_scope_unwind(&scope);
@@ -1229,6 +1287,23 @@ static PyObject *py_live_allocations(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong(core_live_blocks());
 }
 
+/* cap_workspaces(bytes): debug hook, every workspace opened from now holds at most this many bytes (0: as sized), so
+ * that tests can make the kernels' requests overflow it. */
+static PyObject *py_cap_workspaces(PyObject *self, PyObject *args) {
+    (void)self;
+    int64_t bytes;
+    if (!PyArg_ParseTuple(args, "L", &bytes)) return NULL;
+    core_cap_workspaces(bytes > 0 ? (size_t)bytes : 0);
+    Py_RETURN_NONE;
+}
+
+/* allocations() -> (allocations made, workspace requests beyond a workspace's size), both since the module was
+ * loaded: a solve makes one allocation per thread (its workspace), however many iterations it takes. */
+static PyObject *py_allocations(PyObject *self, PyObject *args) {
+    (void)self, (void)args;
+    return Py_BuildValue("LL", (long long)core_allocations(), (long long)core_workspace_overflows());
+}
+
 static PyMethodDef methods[] = {
     {"model", py_model, METH_VARARGS, "model(arrays) -> capsule: a model for the core (see api.c)"},
     {"problem", py_problem, METH_VARARGS, "problem(...) -> capsule: a statics problem (see api.c)"},
@@ -1250,6 +1325,8 @@ static PyMethodDef methods[] = {
     {"linear_algebra", py_linear_algebra, METH_VARARGS, "a dense kernel of linalg.c on its own (for tests)"},
     {"fail_allocation", py_fail_allocation, METH_VARARGS, "debug: the n-th allocation from now fails (0: none)"},
     {"live_allocations", py_live_allocations, METH_NOARGS, "blocks the core has allocated and not yet freed"},
+    {"allocations", py_allocations, METH_NOARGS, "allocations made and workspace overflows since loading"},
+    {"cap_workspaces", py_cap_workspaces, METH_VARARGS, "debug: workspaces of at most this many bytes (0: as sized)"},
     {NULL, NULL, 0, NULL},
 };
 

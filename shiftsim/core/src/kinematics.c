@@ -9,17 +9,15 @@
 
 #include "core.h"
 
-State state_new(const Model *model) { /* one allocation: world, rotation, position, omega, v in a row */
+State state_new(Workspace *w, const Model *model) { /* world, rotation, position, omega, v in a row */
     State s;
-    s.world = core_malloc(sizeof(double) * (size_t)(24 * model->n_nodes + 6 * model->nq + 2));
+    s.world = ws_doubles(w, 24 * model->n_nodes + 6 * model->nq + 2);
     s.rotation = s.world + 12 * model->n_nodes;
     s.position = s.rotation + 9 * model->n_nodes;
     s.omega = s.position + 3 * model->n_nodes;
     s.v = s.omega + 3 * model->nq + 1;
     return s;
 }
-
-void state_free(State *s) { core_free(s->world); }
 
 void state_copy(const Model *model, State *to, const State *from) {
     memcpy(to->world, from->world, sizeof(double) * (size_t)(model->n_nodes * 12));
