@@ -272,6 +272,24 @@ int64_t applied_loads(Workspace *w, const Model *model, const State *s, int64_t 
     return count;
 }
 
+/* x_k += (Jv_b,k - Jv_a,k) x lambda_p and t_k += ([k moves b] - [k moves a]) lambda_r for one closure (points p_a, p_b,
+ * multipliers lambda (6)) and a coordinate k moving its a side, its b side or both (closure_force_stiffness). */
+static void add_closure_lever(const State *s, int64_t k, int on_a, int on_b, const double *p_a, const double *p_b,
+                              const double *lambda, double *x, double *t) {
+    double jv[3] = {0.0, 0.0, 0.0}, lever[3], turned[3];
+    if (on_b) {
+        cross3(s->omega + 3 * k, p_b, lever);
+        for (int i = 0; i < 3; i++) jv[i] += lever[i] + s->v[3 * k + i];
+    }
+    if (on_a) {
+        cross3(s->omega + 3 * k, p_a, lever);
+        for (int i = 0; i < 3; i++) jv[i] -= lever[i] + s->v[3 * k + i];
+    }
+    cross3(jv, lambda, turned);
+    double side = (double)on_b - (double)on_a;
+    for (int i = 0; i < 3; i++) x[3 * k + i] += turned[i], t[3 * k + i] += side * lambda[3 + i];
+}
+
 /* stiffness += d(G^T lambda)/dq as [k][j] for fixed multipliers (6 K): the closure wrenches (force lambda_p at
  * the child-side origin, torque lambda_r on the child side, the opposite on the parent-side chain)
  * differentiated with the points and axes they act through. The force terms add up to omega_j . X_k with
@@ -286,23 +304,16 @@ void closure_force_stiffness(Workspace *w, const Model *model, const State *s, c
     double *x = ws_doubles(w, 3 * nq), *t = ws_doubles(w, 3 * nq);
     int64_t *chain = ws_indices(w, nq);
     closure_points(model, s, p_a, p_b);
-    for (int64_t c = 0; c < k_count; c++) {
-        const double *lam_p = multipliers + 6 * c, *lam_r = multipliers + 6 * c + 3;
-        for (int64_t k = 0; k < nq; k++) {
-            int on_a = moves(model, k, model->closure_a[c]), on_b = moves(model, k, model->closure_b[c]);
-            if (!on_a && !on_b) continue;
-            double jv[3] = {0.0, 0.0, 0.0}, lever[3], turned[3];
-            if (on_b) {
-                cross3(s->omega + 3 * k, p_b + 3 * c, lever);
-                for (int i = 0; i < 3; i++) jv[i] += lever[i] + s->v[3 * k + i];
-            }
-            if (on_a) {
-                cross3(s->omega + 3 * k, p_a + 3 * c, lever);
-                for (int i = 0; i < 3; i++) jv[i] -= lever[i] + s->v[3 * k + i];
-            }
-            cross3(jv, lam_p, turned);
-            double side = (double)on_b - (double)on_a;
-            for (int i = 0; i < 3; i++) x[3 * k + i] += turned[i], t[3 * k + i] += side * lam_r[i];
+    for (int64_t c = 0; c < k_count; c++) { /* the coordinates on b's path to the root, then the rest of a's */
+        int64_t a = model->closure_a[c], b = model->closure_b[c];
+        const double *at_a = p_a + 3 * c, *at_b = p_b + 3 * c, *lambda = multipliers + 6 * c;
+        for (int64_t node = b; node > 0; node = model->parent[node]) {
+            int64_t k = model->coordinate[node];
+            if (k >= 0) add_closure_lever(s, k, moves(model, k, a), 1, at_a, at_b, lambda, x, t);
+        }
+        for (int64_t node = a; node > 0; node = model->parent[node]) {
+            int64_t k = model->coordinate[node];
+            if (k >= 0 && !moves(model, k, b)) add_closure_lever(s, k, 1, 0, at_a, at_b, lambda, x, t);
         }
     }
     for (int64_t k = 0; k < nq; k++) {

@@ -94,6 +94,17 @@ static void solve_or_least_squares(Workspace *w, int64_t n, const double *a, con
     if (lu_solve(w, n, a, b, x)) pseudo_solve(w, n, n, a, b, rcond, x);
 }
 
+/* gram (m, m) = g g^T of g (m, nf), each entry summed over k in order (the upper triangle mirrors the lower one:
+ * the same products, so the same bits). */
+static void gram_matrix(int64_t m, int64_t nf, const double *g, double *gram) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j <= i; j++) {
+            double total = 0.0;
+            for (int64_t k = 0; k < nf; k++) total += g[i * nf + k] * g[j * nf + k];
+            gram[i * m + j] = gram[j * m + i] = total;
+        }
+}
+
 /* ------------------------------------------------------------------ couplings */
 static void apply_couplings(const Context *x, double *q) {
     if (!x->p->coupling_apply) return;
@@ -221,12 +232,8 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             memcpy(e->multipliers, given_multipliers, sizeof(double) * (size_t)m);
         } else { /* least squares: lambda minimizing |Q + G_u^T lambda| */
             double *gram = zeros(x, m * m), *rhs = zeros(x, m);
+            gram_matrix(m, nf, e->g_u, gram);
             for (int64_t i = 0; i < m; i++) {
-                for (int64_t j = 0; j < m; j++) {
-                    double total = 0.0;
-                    for (int64_t k = 0; k < nf; k++) total += e->g_u[i * nf + k] * e->g_u[j * nf + k];
-                    gram[i * m + j] = total;
-                }
                 double total = 0.0;
                 for (int64_t k = 0; k < nf; k++) total += e->g_u[i * nf + k] * e->q_force_reduced[k];
                 rhs[i] = -total;
@@ -431,12 +438,7 @@ static int project(const Context *x, double *q, double max_correction, State *s)
         double *t = coupling_map(x, q);
         reduce_columns(x, t, m, jac, g_u);
         ws_release(x->w, before);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < m; j++) {
-                double total = 0.0;
-                for (int64_t k = 0; k < nf; k++) total += g_u[i * nf + k] * g_u[j * nf + k];
-                gram[i * m + j] = total;
-            }
+        gram_matrix(m, nf, g_u, gram);
         solve_or_least_squares(x->w, m, gram, g, 1e-12, y);
         for (int64_t k = 0; k < nf; k++) {
             double total = 0.0;
