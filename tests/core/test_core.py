@@ -14,7 +14,7 @@ import pytest
 import scipy.linalg
 
 from shiftsim.core.layout import compiled
-from shiftsim.core.library import core
+from shiftsim.core.library import STATUSES, core
 from shiftsim.core.problem import settings
 from shiftsim.forces import ForceTerms
 from shiftsim.kinematics import forward
@@ -198,6 +198,7 @@ def test_the_boundary_tables_are_one_list_on_both_sides():
     assert core.SETTINGS_FIELDS == tuple(problem.SETTINGS) and len(core.SETTINGS_FIELDS) == 12
     assert len(core.RESULT_FLAGS) == 7 and len(core.EVALUATION_SCALARS) == 5
     assert core.DISTANCE_TYPES == tuple(sorted(layout.DISTANCE_TYPES, key=layout.DISTANCE_TYPES.get))
+    assert core.STATUSES == STATUSES and core.STATUSES[0] == "ok" and len(core.STATUS_MESSAGES) == len(STATUSES)
     model = load_model(MODELS / "shift/four_bar.json")
     record = settings(SolverOptions())
     del record["max_step"]

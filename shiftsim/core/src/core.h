@@ -9,6 +9,7 @@
 #define SHIFTSIM_CORE_H
 
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -100,7 +101,7 @@ void state_copy(const Model *model, State *to, const State *from);
 void node_state(const Model *model, const double *q, State *s);
 void forward_poses(const Model *model, const double *q, State *s, double *bodies, double *frames);
 int64_t moving_coordinates(const Model *model, int64_t node, int64_t *out);
-int moves(const Model *model, int64_t k, int64_t node);
+bool moves(const Model *model, int64_t k, int64_t node); /* coordinate k moves node */
 void frame_pose(const Model *model, const State *s, int64_t frame, double *r, double *p);
 void point_jacobian(const Model *model, const State *s, int64_t node, const double *point, double *jac);
 
@@ -139,9 +140,10 @@ void joint_loads(Workspace *w, const Model *model, const State *s, const double 
                  double *wrench_world, double *rotation, double *effort);
 
 /* linear algebra on small dense matrices (linalg.c) */
-int is_positive_definite(Workspace *w, int64_t n, const double *a, double shift); /* a predicate: 1 = yes */
-int lu_solve(Workspace *w, int64_t n, const double *a, const double *b, double *x);
-int cholesky_solve(Workspace *w, int64_t n, const double *a, double shift, const double *b, double *x);
+bool is_positive_definite(Workspace *w, int64_t n, const double *a, double shift);
+Status lu_solve(Workspace *w, int64_t n, const double *a, const double *b, double *x); /* CORE_SINGULAR */
+Status cholesky_solve(Workspace *w, int64_t n, const double *a, double shift, const double *b,
+                      double *x); /* CORE_NOT_DEFINITE */
 void symmetric_eigen(Workspace *w, int64_t n, const double *a, double *values, double *vectors);
 void pseudo_solve(Workspace *w, int64_t rows, int64_t cols, const double *a, const double *b, double rcond,
                   double *x);
@@ -187,10 +189,10 @@ double tree_largest_entry(Workspace *w, const Model *model, int64_t nf, const in
                           const double *columns, const double *diagonal);
 
 /* statics (newton.c) */
-/* Callbacks into the caller (Python: couplings and force fields), each returning nonzero on failure. */
-typedef int (*CouplingApply)(void *context, const double *q, double *out);    /* out (nq) */
-typedef int (*CouplingJacobian)(void *context, const double *q, double *out); /* out (nq, nf) */
-typedef int (*FieldTerms)(void *context, const double *q, const double *rotation, const double *position,
+/* Callbacks into the caller (Python: couplings and force fields), each returning CORE_OK or CORE_CALLBACK_FAILED. */
+typedef Status (*CouplingApply)(void *context, const double *q, double *out);    /* out (nq) */
+typedef Status (*CouplingJacobian)(void *context, const double *q, double *out); /* out (nq, nf) */
+typedef Status (*FieldTerms)(void *context, const double *q, const double *rotation, const double *position,
                           const double *omega, const double *v, double *q_force, double *stiffness,
                           double *energy_and_conservative);
 
@@ -228,7 +230,7 @@ void case_scales(Workspace *w, const Model *model, const double *q_start, int64_
  * the tree structure of tree.c; otherwise dense). */
 enum { FOR_SOLVE, FOR_EVALUATE, FOR_ASSEMBLE };
 size_t workspace_doubles(const Model *model, const Problem *p, int tree, int purpose);
-int tree_structured(const Model *model, const Problem *p, const Case *c);
+bool is_tree_structured(const Model *model, const Problem *p, const Case *c);
 void solve_case(Workspace *w, const Model *model, const Problem *p, const Case *c, const double *q_start,
                 int64_t classify, double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
                 uint8_t *out_runaway);

@@ -129,13 +129,13 @@ int64_t moving_coordinates(const Model *model, int64_t node, int64_t *out) {
     return count;
 }
 
-int moves(const Model *model, int64_t k, int64_t node) {
+bool moves(const Model *model, int64_t k, int64_t node) {
     int64_t target = model->coordinate_node[k];
     while (node >= target) {
-        if (node == target) return 1;
+        if (node == target) return true;
         node = model->parent[node];
     }
-    return 0;
+    return false;
 }
 
 void frame_pose(const Model *model, const State *s, int64_t frame, double *r, double *p) {

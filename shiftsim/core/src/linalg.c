@@ -6,9 +6,9 @@
 
 #include "core.h"
 
-/* Cholesky factor low (n, n, lower triangle) of the symmetric a + shift I (its lower triangle read); returns 0
- * when every pivot is finite and positive (a + shift I positive definite), 1 at the first that is not. */
-static int cholesky(int64_t n, const double *a, double shift, double *low) {
+/* Cholesky factor low (n, n, lower triangle) of the symmetric a + shift I (its lower triangle read): CORE_OK when
+ * every pivot is finite and positive (a + shift I positive definite), CORE_NOT_DEFINITE at the first that is not. */
+static Status cholesky(int64_t n, const double *a, double shift, double *low) {
     for (int64_t i = 0; i < n; i++) {
         for (int64_t j = 0; j <= i; j++) {
             double total = a[i * n + j] + (i == j ? shift : 0.0);
@@ -18,17 +18,17 @@ static int cholesky(int64_t n, const double *a, double shift, double *low) {
             } else if (total > 0.0 && isfinite(total)) {
                 low[i * n + i] = sqrt(total);
             } else {
-                return 1;
+                return CORE_NOT_DEFINITE;
             }
         }
     }
-    return 0;
+    return CORE_OK;
 }
 
-/* 1 when the symmetric a (n, n) + shift I is positive definite: at once where it is strictly diagonally
+/* Whether the symmetric a (n, n) + shift I is positive definite: at once where it is strictly diagonally
  * dominant with a positive diagonal (Gershgorin: O(n^2), the common case of decoupled or free coordinates),
  * otherwise when a Cholesky factorization succeeds. */
-int is_positive_definite(Workspace *w, int64_t n, const double *a, double shift) {
+bool is_positive_definite(Workspace *w, int64_t n, const double *a, double shift) {
     int dominant = 1;
     for (int64_t i = 0; i < n && dominant; i++) {
         double row = a[i * n + i] + shift;
@@ -36,20 +36,20 @@ int is_positive_definite(Workspace *w, int64_t n, const double *a, double shift)
             if (j != i) row -= fabs(a[i * n + j]);
         dominant = row > 0.0;
     }
-    if (dominant) return 1;
+    if (dominant) return true;
     size_t mark = ws_mark(w);
-    int ok = cholesky(n, a, shift, ws_doubles(w, n * n)) == 0;
+    bool definite = cholesky(n, a, shift, ws_doubles(w, n * n)) == CORE_OK;
     ws_release(w, mark);
-    return ok;
+    return definite;
 }
 
-/* x with (a + shift I) x = b for a symmetric a by a Cholesky factorization; returns 1 (x untouched) when
+/* x with (a + shift I) x = b for a symmetric a by a Cholesky factorization; CORE_NOT_DEFINITE (x untouched) when
  * a + shift I is not positive definite. */
-int cholesky_solve(Workspace *w, int64_t n, const double *a, double shift, const double *b, double *x) {
+Status cholesky_solve(Workspace *w, int64_t n, const double *a, double shift, const double *b, double *x) {
     size_t mark = ws_mark(w);
     double *low = ws_doubles(w, n * n), *y = ws_doubles(w, n);
-    int ok = cholesky(n, a, shift, low) == 0;
-    if (ok) {
+    Status status = cholesky(n, a, shift, low);
+    if (status == CORE_OK) {
         for (int64_t i = 0; i < n; i++) { /* L y = b */
             double total = b[i];
             for (int64_t k = 0; k < i; k++) total -= low[i * n + k] * y[k];
@@ -62,21 +62,24 @@ int cholesky_solve(Workspace *w, int64_t n, const double *a, double shift, const
         }
     }
     ws_release(w, mark);
-    return !ok;
+    return status;
 }
 
-/* x with a x = b by LU with partial pivoting; returns 1 (x untouched) when a pivot is exactly zero. */
-int lu_solve(Workspace *w, int64_t n, const double *a, const double *b, double *x) {
+/* x with a x = b by LU with partial pivoting; CORE_SINGULAR (x untouched) when a pivot is exactly zero. */
+Status lu_solve(Workspace *w, int64_t n, const double *a, const double *b, double *x) {
     size_t mark = ws_mark(w);
     double *lu = ws_doubles(w, n * n), *y = ws_doubles(w, n);
     memcpy(lu, a, sizeof(double) * (size_t)(n * n));
     memcpy(y, b, sizeof(double) * (size_t)n);
-    int singular = 0;
+    bool singular = false;
     for (int64_t k = 0; k < n; k++) {
         int64_t pivot = k;
         for (int64_t i = k + 1; i < n; i++)
             if (fabs(lu[i * n + k]) > fabs(lu[pivot * n + k])) pivot = i;
-        if (lu[pivot * n + k] == 0.0) { singular = 1; break; }
+        if (lu[pivot * n + k] == 0.0) {
+            singular = true;
+            break;
+        }
         if (pivot != k) {
             for (int64_t j = 0; j < n; j++) {
                 double swap = lu[k * n + j];
@@ -100,7 +103,7 @@ int lu_solve(Workspace *w, int64_t n, const double *a, const double *b, double *
         }
     }
     ws_release(w, mark);
-    return singular;
+    return singular ? CORE_SINGULAR : CORE_OK;
 }
 
 /* Eigenvalues (ascending) and eigenvectors (columns of vectors (n, n)) of the symmetric a by cyclic Jacobi

@@ -20,7 +20,7 @@ typedef struct {
     const Problem *p;
     const Case *c;
     Workspace *w; /* the case's working memory: every array below is taken from it (core.h) */
-    int tree; /* the stiffness has tree structure: factorized in tree order (tree.c), see tree_structured */
+    bool tree; /* the stiffness has tree structure: factorized in tree order (tree.c), see is_tree_structured */
 } Context;
 
 typedef struct {
@@ -77,10 +77,10 @@ static double max_abs(int64_t n, const double *x) {
     return largest;
 }
 
-static int all_finite(int64_t n, const double *x) {
+static bool all_finite(int64_t n, const double *x) {
     for (int64_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return 0;
-    return 1;
+        if (!isfinite(x[i])) return false;
+    return true;
 }
 
 /* x with a x = b; the minimum-norm least-squares x (rcond) where a is exactly singular; NaN if not finite. */
@@ -91,7 +91,7 @@ static void solve_or_least_squares(Workspace *w, int64_t n, const double *a, con
         for (int64_t i = 0; i < n; i++) x[i] = NAN;
         return;
     }
-    if (lu_solve(w, n, a, b, x)) pseudo_solve(w, n, n, a, b, rcond, x);
+    if (lu_solve(w, n, a, b, x) != CORE_OK) pseudo_solve(w, n, n, a, b, rcond, x);
 }
 
 /* gram (m, m) = g g^T of g (m, nf), each entry summed over k in order (the upper triangle mirrors the lower one:
@@ -110,7 +110,7 @@ static void apply_couplings(const Context *x, double *q) {
     if (!x->p->coupling_apply) return;
     size_t mark = ws_mark(x->w);
     double *out = zeros(x, x->model->nq);
-    if (x->p->coupling_apply(x->p->context, q, out))
+    if (x->p->coupling_apply(x->p->context, q, out) != CORE_OK)
         for (int64_t i = 0; i < x->model->nq; i++) out[i] = NAN;
     memcpy(q, out, sizeof(double) * (size_t)x->model->nq);
     ws_release(x->w, mark);
@@ -120,7 +120,7 @@ static void apply_couplings(const Context *x, double *q) {
 static double *coupling_map(const Context *x, const double *q) {
     if (!x->p->coupling_jacobian) return NULL;
     double *t = zeros(x, x->model->nq * x->p->nf);
-    if (x->p->coupling_jacobian(x->p->context, q, t))
+    if (x->p->coupling_jacobian(x->p->context, q, t) != CORE_OK)
         for (int64_t i = 0; i < x->model->nq * x->p->nf; i++) t[i] = NAN;
     return t;
 }
@@ -201,7 +201,8 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
                 energy += ground_terms(x->w, model, s, p->grounds[g], term, stiffness, &conservative);
             if (p->field_terms) {
                 double more[2] = {0.0, 1.0}; /* energy, conservative */
-                if (p->field_terms(p->context, q, s->rotation, s->position, s->omega, s->v, term, stiffness, more))
+                if (p->field_terms(p->context, q, s->rotation, s->position, s->omega, s->v, term, stiffness, more)
+                    != CORE_OK)
                     for (int64_t i = 0; i < nq; i++) term[i] = NAN;
                 energy += more[0];
                 conservative = conservative && more[1] != 0.0;
@@ -318,7 +319,7 @@ static void evaluate(const Context *x, const double *q, const State *s, const do
     if (x->p->finite_difference) finite_difference_hessian(x, q, e->multipliers, scale, e->hessian);
 }
 
-static int converged(const Context *x, const Evaluation *e) {
+static bool is_converged(const Context *x, const Evaluation *e) {
     return max_abs(x->p->nf, e->residual) <= x->p->force_tolerance * e->force_scale
            && max_abs(x->p->m, e->closure) <= x->p->closure_tolerance;
 }
@@ -408,15 +409,15 @@ static double stiffness_floor(const Context *x, const Evaluation *e) {
 
 /* ------------------------------------------------------------------ loop re-assembly */
 /* Close the loops from q (nq, in place) by moving the free coordinates: Gauss-Newton with minimum-norm steps.
- * Returns whether all 6 K equations closed to the tolerance with a correction no larger than max_correction
- * (rad or m: a trial whose projection lands far away may have jumped to another assembly branch); s holds the
- * kinematic state at the returned q. */
-static int project(const Context *x, double *q, double max_correction, State *s) {
+ * CORE_OK when all 6 K equations closed to the tolerance with a correction no larger than max_correction (rad or m:
+ * a trial whose projection lands far away may have jumped to another assembly branch), CORE_NOT_CLOSED otherwise;
+ * s holds the kinematic state at the returned q. */
+static Status project(const Context *x, double *q, double max_correction, State *s) {
     const Model *model = x->model;
     const Problem *p = x->p;
     int64_t nq = model->nq, nf = p->nf, m = p->m, rows6 = 6 * model->n_closures;
     node_state(model, q, s);
-    if (model->n_closures == 0) return 1;
+    if (model->n_closures == 0) return CORE_OK;
     size_t mark = ws_mark(x->w);
     double *start = zeros(x, nq), *g_full = zeros(x, rows6), *jac_full = zeros(x, rows6 * nq), *jac = zeros(x, m * nq);
     double *g_u = zeros(x, m * nf), *gram = zeros(x, m * m), *g = zeros(x, m), *y = zeros(x, m);
@@ -452,14 +453,14 @@ static int project(const Context *x, double *q, double max_correction, State *s)
         closure_residual(model, s, g_full);
         norm = all_finite(rows6, g_full) ? max_abs(rows6, g_full) : NAN;
     }
-    int closed = isfinite(norm) && norm <= p->closure_tolerance;
+    bool closed = isfinite(norm) && norm <= p->closure_tolerance;
     if (closed) {
         double moved = 0.0;
         for (int64_t i = 0; i < nq; i++) moved = larger(moved, fabs(q[i] - start[i]));
         closed = moved <= max_correction;
     }
     ws_release(x->w, mark);
-    return closed;
+    return closed ? CORE_OK : CORE_NOT_CLOSED;
 }
 
 /* ------------------------------------------------------------------ the iteration */
@@ -511,8 +512,8 @@ static double dense_direction(const Context *x, const Evaluation *e, double *du)
             }
     for (int64_t i = 0; i < r; i++) reduced[i * r + i] += shift;
     if (r > 0 && all_finite(r * r, reduced) && all_finite(r, force)) {
-        if ((!symmetric_system || cholesky_solve(x->w, r, reduced, 0.0, force, y))
-            && lu_solve(x->w, r, reduced, force, y))
+        if ((!symmetric_system || cholesky_solve(x->w, r, reduced, 0.0, force, y) != CORE_OK)
+            && lu_solve(x->w, r, reduced, force, y) != CORE_OK)
             pseudo_solve(x->w, r, r, reduced, force, 1e-15, y);
     } else {
         for (int64_t i = 0; i < r; i++) y[i] = NAN;
@@ -527,16 +528,16 @@ static double dense_direction(const Context *x, const Evaluation *e, double *du)
 }
 
 /* Whether H + shift I is positive definite, H the tree-structured stiffness of e (tree.c); pivot, reach scratch. */
-static int tree_definite(const Context *x, const Evaluation *e, double shift, double *pivot, double *reach) {
+static bool is_tree_definite(const Context *x, const Evaluation *e, double shift, double *pivot, double *reach) {
     return tree_factor(x->w, x->model, x->p->nf, x->p->free, e->omega, e->columns, e->springs, shift, pivot,
                        reach) == 0;
 }
 
-/* tree_definite with its own scratch. */
-static int tree_positive_definite(const Context *x, const Evaluation *e, double shift) {
+/* is_tree_definite with its own scratch. */
+static bool is_tree_positive_definite(const Context *x, const Evaluation *e, double shift) {
     size_t mark = ws_mark(x->w);
     double *pivot = zeros(x, 4 * x->p->nf);
-    int definite = tree_definite(x, e, shift, pivot, pivot + x->p->nf);
+    bool definite = is_tree_definite(x, e, shift, pivot, pivot + x->p->nf);
     ws_release(x->w, mark);
     return definite;
 }
@@ -548,11 +549,11 @@ static double tree_direction(const Context *x, const Evaluation *e, double *du) 
     size_t mark = ws_mark(x->w);
     double *pivot = zeros(x, 4 * nf), *reach = pivot + nf;
     double level = shift_level(e, e->largest_stiffness), base = 1e-3 * level, shift = 0.0;
-    if (!tree_definite(x, e, -1e-8 * level, pivot, reach)) {
+    if (!is_tree_definite(x, e, -1e-8 * level, pivot, reach)) {
         int low = 0, high = 1100;
         while (low < high) {
             int middle = (low + high) / 2;
-            if (tree_definite(x, e, base * pow(2.0, middle), pivot, reach)) high = middle;
+            if (is_tree_definite(x, e, base * pow(2.0, middle), pivot, reach)) high = middle;
             else low = middle + 1;
         }
         shift = base * pow(2.0, low);
@@ -567,13 +568,13 @@ static double tree_direction(const Context *x, const Evaluation *e, double *du) 
  * (structured_from free coordinates) for it to pay: a tree without loops, couplings, force fields (Python or native
  * ground), frame-pair springs or finite differences, whose loads are world-fixed forces (torques and following
  * loads add terms outside the structure). */
-int tree_structured(const Model *model, const Problem *p, const Case *c) {
+bool is_tree_structured(const Model *model, const Problem *p, const Case *c) {
     if (p->nf == 0 || p->nf < p->structured_from || p->m > 0 || model->n_closures > 0 || model->n_pairs > 0
         || p->coupling_apply || p->coupling_jacobian || p->field_terms || p->n_grounds > 0 || p->finite_difference)
-        return 0;
+        return false;
     for (int64_t i = 0; i < 3 * p->n_loads; i++)
-        if (c->torque[i] != 0.0 || (c->force[i] != 0.0 && p->load_follow[i / 3])) return 0;
-    return 1;
+        if (c->torque[i] != 0.0 || (c->force[i] != 0.0 && p->load_follow[i / 3])) return false;
+    return true;
 }
 
 /* One damped Newton step on the closed-loop manifold, q, e and s updated in place (e_trial, s_trial: the trials'
@@ -581,8 +582,8 @@ int tree_structured(const Model *model, const Problem *p, const Case *c) {
  * the null space Z of G_u with Z^T K Z shifted to positive definite where it is not (the smallest shift
  * 1e-3 |K| 2^k); caps where shifted: rotations max_shifted_step (rad), translations reach times that (m);
  * elsewhere rotations a quarter turn. Length: backtracking on the merit, every trial projected back onto the
- * loops first. Returns 1 when a capped step was accepted whole. */
-static int newton_step(const Context *x, double *q, Evaluation *e, State *s, Evaluation *e_trial, State *s_trial,
+ * loops first. Returns whether a capped step was accepted whole. */
+static bool newton_step(const Context *x, double *q, Evaluation *e, State *s, Evaluation *e_trial, State *s_trial,
                        double scale, double reach) {
     const Problem *p = x->p;
     int64_t nq = x->model->nq, nf = p->nf;
@@ -609,13 +610,13 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, Eva
         slope = -phi0;
     int lost = fabs(slope) < 1e-12 * (fabs(phi0) + 1.0); /* the predicted change is round-off: judge by the residual */
     double norm0 = residual_norm(x, e), largest = max_abs(nf, du), alpha = 1.0;
-    int grown = 0;
+    bool grown = false;
     for (int attempt = 0; attempt < 40; attempt++) {
         memcpy(trial, q, sizeof(double) * (size_t)nq);
         for (int64_t i = 0; i < nf; i++) trial[p->free[i]] += alpha * du[i];
         apply_couplings(x, trial);
         /* the correction back onto the loops is second order in the step: one as large as half the step is a jump */
-        int closed = project(x, trial, 0.5 * alpha * largest + 1e-6, s_trial);
+        bool closed = project(x, trial, 0.5 * alpha * largest + 1e-6, s_trial) == CORE_OK;
         evaluate(x, trial, s_trial, NULL, scale, e_trial);
         int accept = merit(x, e_trial) <= phi0 + 1e-4 * alpha * fmin(slope, 0.0);
         if (lost && shift == 0.0 && residual_norm(x, e_trial) < (1.0 - 1e-4 * alpha) * norm0) accept = 1;
@@ -691,23 +692,24 @@ static void escape_direction(const Context *x, const Evaluation *tree_or_dense, 
     ws_release(x->w, mark);
 }
 
-static int unstable_here(const Context *x, const Evaluation *e) {
+static bool is_unstable(const Context *x, const Evaluation *e) {
     if (x->tree)
-        return !tree_positive_definite(x, e, stiffness_floor(x, e)) && all_finite(3 * x->model->nq, e->columns);
+        return !is_tree_positive_definite(x, e, stiffness_floor(x, e)) && all_finite(3 * x->model->nq, e->columns);
     int64_t r;
     size_t mark = ws_mark(x->w);
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
-    int unstable = r > 0 && all_finite(r * r, reduced)
+    bool unstable = r > 0 && all_finite(r * r, reduced)
                    && !is_positive_definite(x->w, r, reduced, stiffness_floor(x, e));
     ws_release(x->w, mark);
     return unstable;
 }
 
 /* Newton iterations from q (in place) under the load factor ``scale``, every iterate on the closed-loop
- * manifold; multipliers (m) out. Returns converged; *iterations; runaway (nf): the free translations that ran
- * runaway_sizes machine sizes from anchor while the energy kept falling. A capped step accepted whole lets the
- * next be four times longer (a partial one halves the growth). */
-static int newton(const Context *x, double *q, double scale, int64_t max_iterations, const double *anchor,
+ * manifold; multipliers (m) out. CORE_OK when converged, CORE_NOT_CLOSED when the start's loops did not close,
+ * CORE_NOT_CONVERGED otherwise; *iterations; runaway (nf): the free translations that ran runaway_sizes machine sizes
+ * from anchor while the energy kept falling. A capped step accepted whole lets the next be four times longer (a
+ * partial one halves the growth). */
+static Status newton(const Context *x, double *q, double scale, int64_t max_iterations, const double *anchor,
                   double *multipliers, int64_t *iterations, uint8_t *runaway, const Evaluation *start,
                   Evaluation *finish) {
     const Problem *p = x->p;
@@ -715,7 +717,8 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
     size_t mark = ws_mark(x->w);
     State s = state_new(x->w, x->model), s_trial = state_new(x->w, x->model);
     Evaluation e = evaluation_new(x), e_trial = evaluation_new(x);
-    int closed = 1, done = 0, escapes = 0;
+    bool closed = true;
+    int done = 0, escapes = 0; /* done: 1 converged, -1 ran away, 0 not yet */
     double reach = 1.0, far = x->p->runaway_sizes * larger(x->c->size, 1.0);
     double *trial = zeros(x, nq), *direction = zeros(x, nf);
     *iterations = 0;
@@ -724,32 +727,32 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
         node_state(x->model, q, &s);
         evaluation_copy(x, &e, start);
     } else {
-        closed = project(x, q, INFINITY, &s);
+        closed = project(x, q, INFINITY, &s) == CORE_OK;
         evaluate(x, q, &s, NULL, scale, &e);
     }
     if (closed) {
         for (int64_t it = 0; it < max_iterations; it++) {
-            done = converged(x, &e);
-            if (p->seek_stable && done && escapes < 3 && unstable_here(x, &e)) {
+            done = is_converged(x, &e);
+            if (p->seek_stable && done && escapes < 3 && is_unstable(x, &e)) {
                 /* leave the unstable equilibrium along its direction of negative curvature, toward the start */
                 escape_direction(x, &e, q, anchor, direction);
                 memcpy(trial, q, sizeof(double) * (size_t)nq);
                 for (int64_t i = 0; i < nf; i++) trial[p->free[i]] += 0.05 * direction[i];
                 apply_couplings(x, trial);
-                if (project(x, trial, INFINITY, &s)) {
+                if (project(x, trial, INFINITY, &s) == CORE_OK) {
                     memcpy(q, trial, sizeof(double) * (size_t)nq);
                     escapes++;
                     evaluate(x, q, &s, NULL, scale, &e);
-                    done = converged(x, &e);
+                    done = is_converged(x, &e);
                 } else {
                     node_state(x->model, q, &s);
                 }
             }
             if (done) break;
             (*iterations)++;
-            int grown = newton_step(x, q, &e, &s, &e_trial, &s_trial, scale, reach);
+            bool grown = newton_step(x, q, &e, &s, &e_trial, &s_trial, scale, reach);
             reach = grown ? 4.0 * reach : larger(1.0, 0.5 * reach);
-            int ran = 0;
+            bool ran = false;
             for (int64_t i = 0; i < nf; i++) {
                 runaway[i] = p->translation[i] && fabs(q[p->free[i]] - anchor[p->free[i]]) > far;
                 ran = ran || runaway[i];
@@ -759,17 +762,17 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
                 break;
             }
         }
-        if (done == 0) done = converged(x, &e);
+        if (done == 0) done = is_converged(x, &e);
     }
     memcpy(multipliers, e.multipliers, sizeof(double) * (size_t)p->m);
     if (finish) evaluation_copy(x, finish, &e);
     ws_release(x->w, mark);
-    return closed && done == 1;
+    return !closed ? CORE_NOT_CLOSED : done == 1 ? CORE_OK : CORE_NOT_CONVERGED;
 }
 
 /* Continuation in the load factor from 0 to 1 from q_start (q out), the increment doubled after a success and
- * halved after a failure. Returns converged; *iterations. */
-static int load_stepping(const Context *x, const double *q_start, double *q, double *multipliers,
+ * halved after a failure. CORE_OK when it reached the full load, else newton's status; *iterations. */
+static Status load_stepping(const Context *x, const double *q_start, double *q, double *multipliers,
                          int64_t *iterations) {
     const Problem *p = x->p;
     int64_t nq = x->model->nq, its;
@@ -777,15 +780,15 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
     double *q_try = zeros(x, nq), *lam_try = zeros(x, p->m);
     uint8_t *runaway = (uint8_t *)zeros(x, p->nf / 8 + 1);
     memcpy(q, q_start, sizeof(double) * (size_t)nq);
-    int ok = newton(x, q, 0.0, p->max_iterations, q_start, multipliers, iterations, runaway, NULL, NULL);
+    Status status = newton(x, q, 0.0, p->max_iterations, q_start, multipliers, iterations, runaway, NULL, NULL);
     double level = 0.0, increment = 0.25, smallest = 0.25 / pow(2.0, (double)p->max_load_halvings);
-    int going = ok;
+    bool going = status == CORE_OK;
     while (going) {
         double target = fmin(1.0, level + increment);
         memcpy(q_try, q, sizeof(double) * (size_t)nq);
-        int done = newton(x, q_try, target, p->max_iterations, q_start, lam_try, &its, runaway, NULL, NULL);
+        status = newton(x, q_try, target, p->max_iterations, q_start, lam_try, &its, runaway, NULL, NULL);
         *iterations += its;
-        if (done) {
+        if (status == CORE_OK) {
             memcpy(q, q_try, sizeof(double) * (size_t)nq);
             memcpy(multipliers, lam_try, sizeof(double) * (size_t)p->m);
             level = target, increment *= 2.0;
@@ -795,7 +798,7 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
         going = level < 1.0 && increment >= smallest;
     }
     ws_release(x->w, mark);
-    return ok && level >= 1.0;
+    return level >= 1.0 ? CORE_OK : status;
 }
 
 /* Free coordinates nothing holds against the load (out (nf)): a generalized force beyond the tolerance and no
@@ -845,8 +848,8 @@ static int stability(const Context *x, const Evaluation *tree_or_dense, double *
     int64_t nf = x->p->nf, r;
     *count = 0;
     double floor_ = stiffness_floor(x, tree_or_dense);
-    if (x->tree && tree_positive_definite(x, tree_or_dense, -floor_)) return STABLE; /* else written out: directions */
-    if (x->tree && nf > WRITTEN_OUT_UP_TO) return tree_positive_definite(x, tree_or_dense, floor_) ? NEUTRAL : UNSTABLE;
+    if (x->tree && is_tree_positive_definite(x, tree_or_dense, -floor_)) return STABLE; /* else written out: directions */
+    if (x->tree && nf > WRITTEN_OUT_UP_TO) return is_tree_positive_definite(x, tree_or_dense, floor_) ? NEUTRAL : UNSTABLE;
     size_t mark = ws_mark(x->w);
     Evaluation dense = written_out(x, tree_or_dense), *e = &dense;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
@@ -885,13 +888,13 @@ static int stability(const Context *x, const Evaluation *tree_or_dense, double *
 void solve_case(Workspace *w, const Model *model, const Problem *p, const Case *c, const double *q_start,
                 int64_t classify, double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
                 uint8_t *out_runaway) {
-    Context x = {model, p, c, w, tree_structured(model, p, c)};
+    Context x = {model, p, c, w, is_tree_structured(model, p, c)};
     int64_t nq = model->nq, nf = p->nf, iterations = 0, any_unheld = 0, any_runaway = 0;
     size_t mark = ws_mark(w);
     State s = state_new(w, model);
     Evaluation e = evaluation_new(&x);
     memcpy(q, q_start, sizeof(double) * (size_t)nq);
-    int closed = project(&x, q, INFINITY, &s), ok = 0;
+    bool closed = project(&x, q, INFINITY, &s) == CORE_OK, ok = false;
     evaluate(&x, q, &s, NULL, 1.0, &e);
     memset(out_unheld, 0, (size_t)nf);
     memset(out_runaway, 0, (size_t)nf);
@@ -902,11 +905,11 @@ void solve_case(Workspace *w, const Model *model, const Problem *p, const Case *
         double *anchor = zeros(&x, nq);
         memcpy(anchor, q, sizeof(double) * (size_t)nq);
         int64_t first = p->max_iterations < p->full_load_iterations ? p->max_iterations : p->full_load_iterations;
-        ok = newton(&x, q, 1.0, first, anchor, multipliers, &iterations, out_runaway, &e, &e);
+        ok = newton(&x, q, 1.0, first, anchor, multipliers, &iterations, out_runaway, &e, &e) == CORE_OK;
         for (int64_t i = 0; i < nf; i++) any_runaway = any_runaway || out_runaway[i];
         if (!ok && !any_runaway && p->load_stepping) {
             int64_t more = 0;
-            ok = load_stepping(&x, q_start, q, multipliers, &more);
+            ok = load_stepping(&x, q_start, q, multipliers, &more) == CORE_OK;
             iterations += more;
             node_state(model, q, &s);
             evaluate(&x, q, &s, multipliers, 1.0, &e);
@@ -928,7 +931,7 @@ void solve_case(Workspace *w, const Model *model, const Problem *p, const Case *
 void evaluate_case(Workspace *w, const Model *model, const Problem *p, const Case *c, const double *q,
                    const double *multipliers, double *residual, double *closure, double *g_u, double *hessian,
                    double *scalars, double *q_force_reduced, double *multipliers_out) {
-    Context x = {model, p, c, w, 0};
+    Context x = {model, p, c, w, false};
     size_t mark = ws_mark(w);
     State s = state_new(w, model);
     Evaluation e = evaluation_new(&x);
@@ -978,7 +981,7 @@ void case_scales(Workspace *w, const Model *model, const double *q_start, int64_
  * Returns the final residual norm (2-norm over all equations) and *iterations. */
 double assemble_case(Workspace *w, const Model *model, const Problem *p, double *q, double tolerance,
                      int64_t max_iterations, int64_t *iterations) {
-    Context x = {model, p, NULL, w, 0};
+    Context x = {model, p, NULL, w, false};
     int64_t nq = model->nq, nf = p->nf, rows6 = 6 * model->n_closures;
     apply_couplings(&x, q);
     *iterations = 0;
