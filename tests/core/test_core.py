@@ -222,3 +222,19 @@ def test_a_python_table_that_disagrees_with_the_core_fails_at_import():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode != 0 and "ImportError" in done.stderr and "RESULT_FLAGS" in done.stderr
     assert "'converged', 'iterations'" in done.stderr and "'force_floor', 'size'" in done.stderr
+
+
+def test_the_model_is_written_only_through_its_declared_cache():
+    """The frozen Model keeps derived data in one declared place (``Model.cache``, its keys in ``ModelCache``): after
+    solving, kinematics and the derived tables, nothing else was written on it, and a pickle leaves the cache out."""
+    import dataclasses
+    import pickle
+
+    from shiftsim.model import ModelCache
+
+    model = load_model(MODELS / "shift/excavator_hydraulic.json")
+    assert solve(model).converged and forward(model, model.q0).frames.shape[0] == len(model.frame_names)
+    assert model.subtree[0].all() and model.joint_names and model.frame_index(model.frame_names[-1]) >= 0
+    assert set(vars(model)) == {f.name for f in dataclasses.fields(model)}
+    assert {"subtree", "joint_names", "core_model"} <= set(model.cache) <= set(ModelCache.__annotations__)
+    assert pickle.loads(pickle.dumps(model)).cache == {}
