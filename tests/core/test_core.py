@@ -238,3 +238,20 @@ def test_the_model_is_written_only_through_its_declared_cache():
     assert set(vars(model)) == {f.name for f in dataclasses.fields(model)}
     assert {"subtree", "joint_names", "core_model"} <= set(model.cache) <= set(ModelCache.__annotations__)
     assert pickle.loads(pickle.dumps(model)).cache == {}
+
+
+def test_an_iteration_that_is_stuck_stops_where_every_further_one_would_repeat_it():
+    """A machine pulled far past tipping: the line search finds no step that lowers the energy, so q and the
+    evaluation stay as they are and every further iteration would be the same one. The iteration stops there: any
+    iteration limit beyond that point gives the same iterate, bit for bit, and the same count."""
+    from helpers.ground import GRAVITY, free_of, machine, standing
+
+    from shiftsim.forces import AppliedLoad
+
+    stand, q = standing(machine())
+    hook = [AppliedLoad(stand.model.frame_index("upper:hook"), np.array([0.0, 0.0, -5e4]), np.zeros(3), False)]
+    runs = [stand.solve(q, free_of(stand.model), GRAVITY, hook,
+                        options=SolverOptions(max_iterations=n, full_load_iterations=n, load_stepping=False))[0]
+            for n in (25, 60)]
+    assert not runs[0].converged and not runs[1].converged
+    assert runs[0].iterations == runs[1].iterations < 25 and np.array_equal(runs[0].q, runs[1].q)

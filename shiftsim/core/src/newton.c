@@ -582,9 +582,10 @@ bool is_tree_structured(const Model *model, const Problem *p, const Case *c) {
  * the null space Z of G_u with Z^T K Z shifted to positive definite where it is not (the smallest shift
  * 1e-3 |K| 2^k); caps where shifted: rotations max_shifted_step (rad), translations reach times that (m);
  * elsewhere rotations a quarter turn. Length: backtracking on the merit, every trial projected back onto the
- * loops first. Returns whether a capped step was accepted whole. */
+ * loops first. Returns whether a capped step was accepted whole; *again: no trial was accepted and the next step from
+ * here would be this one again (the same direction and caps: unshifted, or shifted with reach 1). */
 static bool newton_step(const Context *x, double *q, Evaluation *e, State *s, Evaluation *e_trial, State *s_trial,
-                       double scale, double reach) {
+                       double scale, double reach, bool *again) {
     const Problem *p = x->p;
     int64_t nq = x->model->nq, nf = p->nf;
     size_t mark = ws_mark(x->w);
@@ -611,6 +612,7 @@ static bool newton_step(const Context *x, double *q, Evaluation *e, State *s, Ev
     int lost = fabs(slope) < 1e-12 * (fabs(phi0) + 1.0); /* the predicted change is round-off: judge by the residual */
     double norm0 = residual_norm(x, e), largest = max_abs(nf, du), alpha = 1.0;
     bool grown = false;
+    *again = shift == 0.0 || reach <= 1.0;
     for (int attempt = 0; attempt < 40; attempt++) {
         memcpy(trial, q, sizeof(double) * (size_t)nq);
         for (int64_t i = 0; i < nf; i++) trial[p->free[i]] += alpha * du[i];
@@ -626,6 +628,7 @@ static bool newton_step(const Context *x, double *q, Evaluation *e, State *s, Ev
             State accepted = *s_trial;
             *s_trial = *s, *s = accepted;
             grown = alpha == 1.0 && shifted && cap < 1.0;
+            *again = false;
             break;
         }
         if (alpha < 1e-10) break;
@@ -750,7 +753,9 @@ static Status newton(const Context *x, double *q, double scale, int64_t max_iter
             }
             if (done) break;
             (*iterations)++;
-            bool grown = newton_step(x, q, &e, &s, &e_trial, &s_trial, scale, reach);
+            bool again;
+            bool grown = newton_step(x, q, &e, &s, &e_trial, &s_trial, scale, reach, &again);
+            if (again) break; /* stuck: every further iteration would repeat this one, q and e unchanged */
             reach = grown ? 4.0 * reach : larger(1.0, 0.5 * reach);
             bool ran = false;
             for (int64_t i = 0; i < nf; i++) {
