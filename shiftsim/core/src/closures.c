@@ -84,7 +84,8 @@ static void closure_column(const State *s, int64_t nq, int64_t c, int64_t k, int
 
 /* G (6 K, nq): d(p_b - p_a)/dq_k = (omega_k x p_b + v_k)[k moves b] - (omega_k x p_a + v_k)[k moves a], and
  * omega_k ([k moves b] - [k moves a]) for the rotation rows (exact where the loop is closed). Only the coordinates on
- * the two sides' paths to the root have a column that is not zero: those paths are walked, b's side first. */
+ * the two sides' paths to the root have a column that is not zero: b's path is walked to the root (the coordinates
+ * from the two sides' common ancestor up move both), then a's up to that ancestor. */
 void closure_jacobian(const Model *model, const State *s, double *jac) {
     int64_t nq = model->nq;
     memset(jac, 0, sizeof(double) * (size_t)(6 * model->n_closures * nq));
@@ -93,13 +94,16 @@ void closure_jacobian(const Model *model, const State *s, double *jac) {
         double p_a[3], p_b[3];
         side(s, a, model->closure_offset_a + 16 * c, NULL, p_a);
         side(s, b, model->closure_offset_b + 16 * c, NULL, p_b);
+        int64_t both = common_ancestor(model, a, b);
+        bool moves_a = false;
         for (int64_t node = b; node > 0; node = model->parent[node]) {
             int64_t k = model->coordinate[node];
-            if (k >= 0) closure_column(s, nq, c, k, moves(model, k, a), 1, p_a, p_b, jac);
+            moves_a = moves_a || node == both;
+            if (k >= 0) closure_column(s, nq, c, k, moves_a, 1, p_a, p_b, jac);
         }
-        for (int64_t node = a; node > 0; node = model->parent[node]) {
+        for (int64_t node = a; node > 0 && node != both; node = model->parent[node]) {
             int64_t k = model->coordinate[node];
-            if (k >= 0 && !moves(model, k, b)) closure_column(s, nq, c, k, 1, 0, p_a, p_b, jac);
+            if (k >= 0) closure_column(s, nq, c, k, 1, 0, p_a, p_b, jac);
         }
     }
 }

@@ -101,7 +101,7 @@ void state_copy(const Model *model, State *to, const State *from);
 void node_state(const Model *model, const double *q, State *s);
 void forward_poses(const Model *model, const double *q, State *s, double *bodies, double *frames);
 int64_t moving_coordinates(const Model *model, int64_t node, int64_t *out);
-bool moves(const Model *model, int64_t k, int64_t node); /* coordinate k moves node */
+int64_t common_ancestor(const Model *model, int64_t a, int64_t b); /* the lowest node at or above both (0: the world) */
 void frame_pose(const Model *model, const State *s, int64_t frame, double *r, double *p);
 void point_jacobian(const Model *model, const State *s, int64_t node, const double *point, double *jac);
 

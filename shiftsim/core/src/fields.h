@@ -57,7 +57,7 @@
 
 /* What a core function that can fail returns: 0 (CORE_OK) when it did what it says, otherwise the code of what went
  * wrong, with the message the Python side raises it with: X(C name, Python name, message). A question answered yes or
- * no is a predicate instead (bool, named is_... or as a question: is_positive_definite, moves). */
+ * no is a predicate instead (bool, named is_... or as a question: is_positive_definite, all_finite). */
 #define SHIFTSIM_STATUSES(X)                                                                                            \
     X(CORE_OK, ok, "done")                                                                                            \
     X(CORE_NO_MEMORY, no_memory, "the compiled core could not allocate its working memory")                          \

@@ -305,15 +305,17 @@ void closure_force_stiffness(Workspace *w, const Model *model, const State *s, c
     int64_t *chain = ws_indices(w, nq);
     closure_points(model, s, p_a, p_b);
     for (int64_t c = 0; c < k_count; c++) { /* the coordinates on b's path to the root, then the rest of a's */
-        int64_t a = model->closure_a[c], b = model->closure_b[c];
+        int64_t a = model->closure_a[c], b = model->closure_b[c], both = common_ancestor(model, a, b);
         const double *at_a = p_a + 3 * c, *at_b = p_b + 3 * c, *lambda = multipliers + 6 * c;
+        bool moves_a = false; /* from the common ancestor up, a coordinate moves both sides */
         for (int64_t node = b; node > 0; node = model->parent[node]) {
             int64_t k = model->coordinate[node];
-            if (k >= 0) add_closure_lever(s, k, moves(model, k, a), 1, at_a, at_b, lambda, x, t);
+            moves_a = moves_a || node == both;
+            if (k >= 0) add_closure_lever(s, k, moves_a, 1, at_a, at_b, lambda, x, t);
         }
-        for (int64_t node = a; node > 0; node = model->parent[node]) {
+        for (int64_t node = a; node > 0 && node != both; node = model->parent[node]) {
             int64_t k = model->coordinate[node];
-            if (k >= 0 && !moves(model, k, b)) add_closure_lever(s, k, 1, 0, at_a, at_b, lambda, x, t);
+            if (k >= 0) add_closure_lever(s, k, 1, 0, at_a, at_b, lambda, x, t);
         }
     }
     for (int64_t k = 0; k < nq; k++) {

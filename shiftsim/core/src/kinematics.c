@@ -129,13 +129,11 @@ int64_t moving_coordinates(const Model *model, int64_t node, int64_t *out) {
     return count;
 }
 
-bool moves(const Model *model, int64_t k, int64_t node) {
-    int64_t target = model->coordinate_node[k];
-    while (node >= target) {
-        if (node == target) return true;
-        node = model->parent[node];
-    }
-    return false;
+int64_t common_ancestor(const Model *model, int64_t a, int64_t b) {
+    while (a != b) /* parents come first: the later node is not above the other */
+        if (a > b) a = model->parent[a];
+        else b = model->parent[b];
+    return a;
 }
 
 void frame_pose(const Model *model, const State *s, int64_t frame, double *r, double *p) {
