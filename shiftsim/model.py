@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, TypedDict
 
 import numpy as np
@@ -153,6 +152,8 @@ class ModelCache(TypedDict, total=False):
     ik_frames: dict  # ik.frames: FrameTable by frame index
     ik_limits: dict  # ik.problem: coordinate bounds by whether joint limits are respected
     frame_motions: dict  # sensitivity.parameters: per attached frame, what moving it moves
+    subtree: np.ndarray  # Model.subtree
+    joint_names: tuple  # Model.joint_names
 
 
 @dataclass(frozen=True)
@@ -225,18 +226,22 @@ class Model:
         self.__dict__.update(state, cache={})
         _freeze_arrays(self.__dict__)
 
-    @cached_property
+    @property
     def subtree(self) -> np.ndarray:
         """(n_nodes, n_nodes) bool: ``subtree[i, j]`` = node j is i or a descendant of i.
 
-        Built on first use (n_nodes² bytes), so that compiling and checking stay linear in model size.
+        Built on first use (n_nodes² bytes) into :attr:`cache`, so that compiling and checking stay linear in model
+        size and pickles stay small.
         """
-        ancestors = np.zeros((self.n_nodes, self.n_nodes), dtype=bool)  # ancestors[j, i]: i is j or above j
-        for j, parent in enumerate(self.node_parent):  # a node comes after its parent
-            if parent >= 0:
-                ancestors[j] = ancestors[parent]
-            ancestors[j, j] = True
-        return ancestors.T
+        if "subtree" not in self.cache:
+            ancestors = np.zeros((self.n_nodes, self.n_nodes), dtype=bool)  # ancestors[j, i]: i is j or above j
+            for j, parent in enumerate(self.node_parent):  # a node comes after its parent
+                if parent >= 0:
+                    ancestors[j] = ancestors[parent]
+                ancestors[j, j] = True
+            ancestors.flags.writeable = False
+            self.cache["subtree"] = ancestors.T
+        return self.cache["subtree"]
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -247,9 +252,11 @@ class Model:
     def n_nodes(self) -> int:
         return len(self.node_names)
 
-    @cached_property
+    @property
     def joint_names(self) -> tuple[str, ...]:
-        return tuple(j.name for j in self.joints)
+        if "joint_names" not in self.cache:
+            self.cache["joint_names"] = tuple(j.name for j in self.joints)
+        return self.cache["joint_names"]
 
     @property
     def total_mass(self) -> float:

@@ -29,9 +29,19 @@ def check_names(table: str, names: tuple[str, ...]) -> None:
                           "(docs/core.md: how to add a field) and rebuild")
 
 
+STATUSES = ("ok", "no_memory", "callback_failed", "singular", "not_definite", "not_closed", "not_converged")
+"""What a core function that can fail returns (``_core.STATUSES``, src/fields.h), by code: 0 = ok. The entry points
+raise with the status's message (``_core.STATUS_MESSAGES``): MemoryError for ``no_memory``, a callback's own
+exception for ``callback_failed``; the others are carried in results (``converged``) or returned by the test entry
+``_core.linear_algebra``."""
+
+
 def threads() -> int:
     """Threads for batches: every core this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+check_names("STATUSES", STATUSES)

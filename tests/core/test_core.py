@@ -14,7 +14,7 @@ import pytest
 import scipy.linalg
 
 from shiftsim.core.layout import compiled
-from shiftsim.core.library import core
+from shiftsim.core.library import STATUSES, core
 from shiftsim.core.problem import settings
 from shiftsim.forces import ForceTerms
 from shiftsim.kinematics import forward
@@ -198,6 +198,7 @@ def test_the_boundary_tables_are_one_list_on_both_sides():
     assert core.SETTINGS_FIELDS == tuple(problem.SETTINGS) and len(core.SETTINGS_FIELDS) == 12
     assert len(core.RESULT_FLAGS) == 7 and len(core.EVALUATION_SCALARS) == 5
     assert core.DISTANCE_TYPES == tuple(sorted(layout.DISTANCE_TYPES, key=layout.DISTANCE_TYPES.get))
+    assert core.STATUSES == STATUSES and core.STATUSES[0] == "ok" and len(core.STATUS_MESSAGES) == len(STATUSES)
     model = load_model(MODELS / "shift/four_bar.json")
     record = settings(SolverOptions())
     del record["max_step"]
@@ -221,3 +222,36 @@ def test_a_python_table_that_disagrees_with_the_core_fails_at_import():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode != 0 and "ImportError" in done.stderr and "RESULT_FLAGS" in done.stderr
     assert "'converged', 'iterations'" in done.stderr and "'force_floor', 'size'" in done.stderr
+
+
+def test_the_model_is_written_only_through_its_declared_cache():
+    """The frozen Model keeps derived data in one declared place (``Model.cache``, its keys in ``ModelCache``): after
+    solving, kinematics and the derived tables, nothing else was written on it, and a pickle leaves the cache out."""
+    import dataclasses
+    import pickle
+
+    from shiftsim.model import ModelCache
+
+    model = load_model(MODELS / "shift/excavator_hydraulic.json")
+    assert solve(model).converged and forward(model, model.q0).frames.shape[0] == len(model.frame_names)
+    assert model.subtree[0].all() and model.joint_names and model.frame_index(model.frame_names[-1]) >= 0
+    assert set(vars(model)) == {f.name for f in dataclasses.fields(model)}
+    assert {"subtree", "joint_names", "core_model"} <= set(model.cache) <= set(ModelCache.__annotations__)
+    assert pickle.loads(pickle.dumps(model)).cache == {}
+
+
+def test_an_iteration_that_is_stuck_stops_where_every_further_one_would_repeat_it():
+    """A machine pulled far past tipping: the line search finds no step that lowers the energy, so q and the
+    evaluation stay as they are and every further iteration would be the same one. The iteration stops there: any
+    iteration limit beyond that point gives the same iterate, bit for bit, and the same count."""
+    from helpers.ground import GRAVITY, free_of, machine, standing
+
+    from shiftsim.forces import AppliedLoad
+
+    stand, q = standing(machine())
+    hook = [AppliedLoad(stand.model.frame_index("upper:hook"), np.array([0.0, 0.0, -5e4]), np.zeros(3), False)]
+    runs = [stand.solve(q, free_of(stand.model), GRAVITY, hook,
+                        options=SolverOptions(max_iterations=n, full_load_iterations=n, load_stepping=False))[0]
+            for n in (25, 60)]
+    assert not runs[0].converged and not runs[1].converged
+    assert runs[0].iterations == runs[1].iterations < 25 and np.array_equal(runs[0].q, runs[1].q)

@@ -209,10 +209,11 @@ def test_a_long_chain_solves_within_the_linear_memory_estimate():
 
 
 def test_the_tree_path_fails_cleanly_at_every_allocation():
-    # an upright chain that falls: the shift search, the escape and the stability verdict all allocate on this path
+    # an upright chain that falls: the shift search, the escape and the stability verdict all run on this path, from
+    # workspaces allocated before they start (tests/core/test_core_workspace.py)
     from helpers.core import fails_cleanly_at_every_allocation
 
     model = compile_model(chain(6, 40.0, upright=True))
     reference = solve(model, options=TREE)
     result, failures = fails_cleanly_at_every_allocation(lambda: solve(model, options=TREE))
-    assert reference.converged and failures > 10 and np.array_equal(result.q, reference.q)
+    assert reference.converged and failures >= 1 and np.array_equal(result.q, reference.q)  # its workspace

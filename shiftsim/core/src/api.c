@@ -44,26 +44,26 @@ static void *take(PyObject *object, Buffer *b, char kind, int writable, int opti
     return b->view.buf;
 }
 
-/* 1 when the buffer holds ``count`` items; 0 with a ValueError naming it otherwise (the core reads exactly that
+/* Whether the buffer holds ``count`` items; false with a ValueError naming it otherwise (the core reads exactly that
  * many: a wrong shape must not reach it). */
-static int sized(const Buffer *b, int64_t count, const char *name) {
-    if (!b->held) return 1; /* an optional array left out */
+static bool has_items(const Buffer *b, int64_t count, const char *name) {
+    if (!b->held) return true; /* an optional array left out */
     int64_t items = (int64_t)(b->view.len / (b->view.itemsize ? b->view.itemsize : 1));
-    if (items == count) return 1;
+    if (items == count) return true;
     PyErr_Format(PyExc_ValueError, "%s: %lld items, expected %lld for this model", name, (long long)items,
                  (long long)count);
-    return 0;
+    return false;
 }
 
-/* 1 when every entry of an int64 buffer lies in [0, limit); 0 with a ValueError naming it otherwise. */
-static int indices(const Buffer *b, int64_t limit, const char *name) {
+/* Whether every entry of an int64 buffer lies in [0, limit); false with a ValueError naming it otherwise. */
+static bool has_indices_below(const Buffer *b, int64_t limit, const char *name) {
     const int64_t *v = b->view.buf;
     for (int64_t i = 0; i < (int64_t)(b->view.len / 8); i++)
         if (v[i] < 0 || v[i] >= limit) {
             PyErr_Format(PyExc_ValueError, "%s: index %lld outside [0, %lld)", name, (long long)v[i], (long long)limit);
-            return 0;
+            return false;
         }
-    return 1;
+    return true;
 }
 
 /* The batch size of configurations q: (B, nq), or one for (nq,). */
@@ -77,8 +77,9 @@ static void release(Buffer *buffers, int count) {
 /* ------------------------------------------------------------------ threads
  * A pool of worker threads started on first use and kept: a batch is handed to them (and the calling thread)
  * case by case, so a small batch does not pay for starting threads. One batch at a time (``serial``); after a
- * fork the child starts with no workers. */
-typedef void (*CaseWork)(void *job, int64_t b);
+ * fork the child starts with no workers. Each thread opens one workspace (core.h) of the batch's size and reuses it
+ * over the cases it takes. */
+typedef void (*CaseWork)(void *job, int64_t b, Workspace *w);
 
 #define MAX_WORKERS 256
 static struct {
@@ -88,35 +89,65 @@ static struct {
     uint64_t generation;
     CaseWork work;
     void *job;
+    size_t doubles; /* each thread's workspace */
     int64_t batch, next;
     int failed; /* a case ran out of memory */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          0, 0, 0, 0, NULL, NULL, 0, 0, 0};
+          0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0};
 
-/* work(job, b) in its own memory scope (workspace.c); 0 = ok, -1 = an allocation failed (nothing left allocated). */
-static int run_case(CaseWork work, void *job, int64_t b) {
+/* work(job, b, w) in its own memory scope (workspace.c): CORE_OK, or CORE_NO_MEMORY when an allocation failed (w
+ * empty again, nothing the case took left allocated). */
+static Status run_case(CaseWork work, void *job, int64_t b, Workspace *w) {
     CoreScope scope;
     core_scope_open(&scope);
     if (setjmp(scope.jump) == 0) {
-        work(job, b);
+        work(job, b, w);
         core_scope_close(&scope);
-        return 0;
+        return CORE_OK;
     }
     core_scope_unwind(&scope);
-    return -1;
+    workspace_forget(w);
+    return CORE_NO_MEMORY;
+}
+
+/* The next case of a batch for this thread, -1 when none is left. */
+typedef int64_t (*NextCase)(void *source);
+
+/* Cases from next(source) until none is left, on this thread, over one workspace of ``doubles`` opened here: CORE_OK,
+ * or CORE_NO_MEMORY when an allocation failed (the workspace: this thread took no case; or a case: its outputs are
+ * not all written). */
+static Status run_thread(CaseWork work, void *job, size_t doubles, NextCase next, void *source) {
+    CoreScope scope;
+    Workspace w;
+    core_scope_open(&scope);
+    if (setjmp(scope.jump) != 0) {
+        core_scope_unwind(&scope);
+        return CORE_NO_MEMORY;
+    }
+    workspace_open(&w, doubles <= SIZE_MAX / sizeof(double) ? doubles * sizeof(double) : SIZE_MAX);
+    Status status = CORE_OK;
+    for (int64_t b = next(source); b >= 0; b = next(source))
+        if (run_case(work, job, b, &w) != CORE_OK) status = CORE_NO_MEMORY;
+    workspace_close(&w);
+    core_scope_close(&scope);
+    return status;
+}
+
+static int64_t pool_next(void *source) {
+    (void)source;
+    pthread_mutex_lock(&pool.lock);
+    int64_t b = pool.next < pool.batch ? pool.next++ : -1;
+    pthread_mutex_unlock(&pool.lock);
+    return b;
 }
 
 static void take_cases(void) {
-    for (;;) {
-        pthread_mutex_lock(&pool.lock);
-        int64_t b = pool.next++;
-        CaseWork work = pool.work;
-        void *job = pool.job;
-        int64_t batch = pool.batch;
-        pthread_mutex_unlock(&pool.lock);
-        if (b >= batch) return;
-        if (run_case(work, job, b) != 0) __atomic_store_n(&pool.failed, 1, __ATOMIC_RELAXED);
-    }
+    pthread_mutex_lock(&pool.lock);
+    CaseWork work = pool.work;
+    void *job = pool.job;
+    size_t doubles = pool.doubles;
+    pthread_mutex_unlock(&pool.lock);
+    if (run_thread(work, job, doubles, pool_next, NULL) != CORE_OK) __atomic_store_n(&pool.failed, 1, __ATOMIC_RELAXED);
 }
 
 static void *pool_worker(void *argument) {
@@ -145,7 +176,7 @@ static void pool_after_fork(void) {
     pool.workers = pool.wanted = pool.running = 0;
 }
 
-static int run_parallel(CaseWork work, void *job, int64_t batch, int64_t threads) {
+static Status run_parallel(CaseWork work, void *job, size_t doubles, int64_t batch, int64_t threads) {
     pthread_mutex_lock(&pool.serial);
     static int registered = 0;
     if (!registered) registered = 1, pthread_atfork(NULL, NULL, pool_after_fork);
@@ -156,7 +187,7 @@ static int run_parallel(CaseWork work, void *job, int64_t batch, int64_t threads
         pool.workers++;
     }
     pthread_mutex_lock(&pool.lock);
-    pool.work = work, pool.job = job, pool.batch = batch, pool.next = 0, pool.failed = 0;
+    pool.work = work, pool.job = job, pool.doubles = doubles, pool.batch = batch, pool.next = 0, pool.failed = 0;
     pool.wanted = threads - 1 < pool.workers ? threads - 1 : pool.workers;
     pool.running = pool.wanted;
     pool.generation++;
@@ -168,46 +199,66 @@ static int run_parallel(CaseWork work, void *job, int64_t batch, int64_t threads
     int failed = pool.failed;
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.serial);
-    return failed ? -1 : 0;
+    return failed ? CORE_NO_MEMORY : CORE_OK;
 }
 
-/* work(job, b) for b in [0, batch) on ``threads`` threads; the GIL is released unless ``keep_gil`` (the work
- * calls Python back, or is too short to be worth it: then the calling thread alone). 0 = ok; -1 when a case ran
- * out of memory (the other cases still ran). */
-static int run_cases(CaseWork work, void *job, int64_t batch, int64_t threads, int keep_gil) {
-    int failed = 0;
+typedef struct {
+    int64_t next, batch;
+} Counter;
+
+static int64_t counter_next(void *source) {
+    Counter *c = source;
+    return c->next < c->batch ? c->next++ : -1;
+}
+
+/* work(job, b, w) for b in [0, batch) on ``threads`` threads, each with a workspace of ``doubles``; the GIL is
+ * released unless ``keep_gil`` (the work calls Python back, or is too short to be worth it: then the calling thread
+ * alone). CORE_OK, or CORE_NO_MEMORY when an allocation failed (the other cases still ran). */
+static Status run_cases(CaseWork work, void *job, size_t doubles, int64_t batch, int64_t threads, bool keep_gil) {
+    Status status;
+    Counter counter = {0, batch};
     if (threads > batch) threads = batch;
-    if (keep_gil) {
-        for (int64_t b = 0; b < batch; b++) failed |= run_case(work, job, b) != 0;
-        return failed ? -1 : 0;
-    }
+    if (keep_gil) return run_thread(work, job, doubles, counter_next, &counter);
     Py_BEGIN_ALLOW_THREADS
     if (threads <= 1)
-        for (int64_t b = 0; b < batch; b++) failed |= run_case(work, job, b) != 0;
+        status = run_thread(work, job, doubles, counter_next, &counter);
     else
-        failed = run_parallel(work, job, batch, threads) != 0;
+        status = run_parallel(work, job, doubles, batch, threads);
     Py_END_ALLOW_THREADS
-    return failed ? -1 : 0;
+    return status;
 }
 
-/* Set MemoryError naming the model's size (the core could not allocate a case's working memory). */
-static void no_memory(const Model *core_model) {
-    PyErr_Format(PyExc_MemoryError, "the compiled core could not allocate its working memory for a model of %lld "
-                 "nodes, %lld coordinates and %lld loops", (long long)core_model->n_nodes, (long long)core_model->nq,
-                 (long long)core_model->n_closures);
+/* The statuses' names and messages (SHIFTSIM_STATUSES in fields.h), indexed by the code. */
+#define STATUS_NAME(c_name, python_name, message) #python_name,
+#define STATUS_MESSAGE(c_name, python_name, message) message,
+static const char *const status_names[] = {SHIFTSIM_STATUSES(STATUS_NAME)};
+static const char *const status_messages[] = {SHIFTSIM_STATUSES(STATUS_MESSAGE)};
+#undef STATUS_NAME
+#undef STATUS_MESSAGE
+
+/* Set MemoryError with CORE_NO_MEMORY's message, naming the model's size and the workspace's. */
+static void no_memory(const Model *core_model, size_t doubles) {
+    PyErr_Format(PyExc_MemoryError, "%s (a workspace of %llu MiB) for a model of %lld nodes, %lld coordinates and "
+                 "%lld loops", status_messages[CORE_NO_MEMORY], (unsigned long long)(doubles / 131072 + 1),
+                 (long long)core_model->n_nodes, (long long)core_model->nq, (long long)core_model->n_closures);
 }
 
-/* Run the statements in their own memory scope; MemoryError naming model's size when an allocation fails. */
-#define GUARDED(model, ...)                                                                                         \
+/* Run the statements with a workspace ``w`` of ``doubles`` in their own memory scope; MemoryError naming the model's
+ * size when an allocation fails. */
+#define GUARDED(model, doubles, ...)                                                                                \
     do {                                                                                                            \
         CoreScope scope_;                                                                                           \
+        Workspace w;                                                                                                \
+        size_t doubles_ = (doubles);                                                                                \
         core_scope_open(&scope_);                                                                                   \
         if (setjmp(scope_.jump) == 0) {                                                                             \
+            workspace_open(&w, doubles_ <= SIZE_MAX / sizeof(double) ? doubles_ * sizeof(double) : SIZE_MAX);       \
             __VA_ARGS__;                                                                                            \
+            workspace_close(&w);                                                                                    \
             core_scope_close(&scope_);                                                                              \
         } else {                                                                                                    \
             core_scope_unwind(&scope_);                                                                             \
-            no_memory(model);                                                                                       \
+            no_memory(model, doubles_);                                                                             \
         }                                                                                                           \
     } while (0)
 
@@ -240,40 +291,40 @@ static const Model *model_of(PyObject *capsule) {
 /* The leading dimension of a buffer (-1 for a 0-d one: no model array is 0-d, and model_valid refuses it). */
 static int64_t leading(const Buffer *b) { return b->view.ndim >= 1 ? (int64_t)b->view.shape[0] : -1; }
 
-/* 1 when every entry of an int64 buffer lies in [low, high); 0 with a ValueError naming the model array. */
-static int model_indices(const Buffer *b, int64_t low, int64_t high, const char *name) {
+/* Whether every entry of an int64 buffer lies in [low, high); false with a ValueError naming the model array. */
+static bool has_indices_within(const Buffer *b, int64_t low, int64_t high, const char *name) {
     const int64_t *v = b->view.buf;
     for (int64_t i = 0; i < (int64_t)(b->view.len / 8); i++)
         if (v[i] < low || v[i] >= high) {
             PyErr_Format(PyExc_ValueError, "model array %s: entry %lld is %lld, expected an index in [%lld, %lld)", name,
                          (long long)i, (long long)v[i], (long long)low, (long long)high);
-            return 0;
+            return false;
         }
-    return 1;
+    return true;
 }
 
-/* 1 when every tree joint (no closure) names its first node; a loop-closing joint may have none (-1: a rigid joint
+/* Whether every tree joint (no closure) names its first node; a loop-closing joint may have none (-1: a rigid joint
  * that closes a loop moves no node, and the core reads a closing joint's load from its multipliers). */
-static int tree_joints_have_nodes(const Model *model) {
+static bool tree_joints_have_nodes(const Model *model) {
     for (int64_t j = 0; j < model->n_joints; j++)
         if (model->joint_closure[j] < 0 && model->joint_first_node[j] < 0)
             return PyErr_Format(PyExc_ValueError, "model arrays joint_first_node, joint_closure: joint %lld closes no "
                                 "loop and has no first node, expected a node in [0, %lld)", (long long)j,
-                                (long long)model->n_nodes), 0;
-    return 1;
+                                (long long)model->n_nodes), false;
+    return true;
 }
 
-/* 1 when the model's arrays agree in size with each other and every index they hold points inside the arrays it
- * indexes (so no kernel can read out of range, whatever arrays Python passed); 0 with a ValueError naming the array
- * otherwise. Run once, when the model is compiled into its capsule. */
-static int model_valid(const ModelCapsule *m) {
+/* Whether the model's arrays agree in size with each other and every index they hold points inside the arrays it
+ * indexes (so no kernel can read out of range, whatever arrays Python passed); false with a ValueError naming the
+ * array otherwise. Run once, when the model is compiled into its capsule. */
+static bool is_valid_model(const ModelCapsule *m) {
     const Model *model = &m->model;
     const Buffer *b = m->buffers;
     int64_t n = model->n_nodes, nq = model->nq, frames = model->n_frames, closures = model->n_closures;
     int64_t laws = (int64_t)(b[FIELD_law_count].view.len / 8), intervals = model->law_intervals, joints = model->n_joints;
-    if (n < 1) return PyErr_SetString(PyExc_ValueError, "model array parent: no nodes (node 0 is the world)"), 0;
+    if (n < 1) return PyErr_SetString(PyExc_ValueError, "model array parent: no nodes (node 0 is the world)"), false;
     if (b[FIELD_law_coefficients].view.ndim != 4)
-        return PyErr_SetString(PyExc_ValueError, "model array law_coefficients: a 4-d array (L, 3, M, D) is needed"), 0;
+        return PyErr_SetString(PyExc_ValueError, "model array law_coefficients: a 4-d array (L, 3, M, D) is needed"), false;
     int64_t counts[MODEL_FIELDS] = {
         n, n, n, n, 16 * n, 16 * n, n, 3 * n, nq, model->n_bodies, frames, 16 * frames, closures, closures,
         16 * closures, 16 * closures, model->n_springs, model->n_springs * model->spring_degree,
@@ -282,39 +333,39 @@ static int model_valid(const ModelCapsule *m) {
     char what[64];
     for (int i = 0; i < MODEL_FIELDS; i++) {
         snprintf(what, sizeof what, "model array %s", model_field_names[i]);
-        if (!sized(&b[i], counts[i], what)) return 0;
+        if (!has_items(&b[i], counts[i], what)) return false;
     }
     if (b[FIELD_law_coefficients].view.shape[1] != 3)
-        return PyErr_SetString(PyExc_ValueError, "model array law_coefficients: (L, 3, M, D) is needed"), 0;
+        return PyErr_SetString(PyExc_ValueError, "model array law_coefficients: (L, 3, M, D) is needed"), false;
     const int64_t *parent = model->parent, *coordinate = model->coordinate;
     if (parent[0] != -1)
         return PyErr_Format(PyExc_ValueError, "model array parent: node 0 (the world) has parent %lld, expected -1",
-                            (long long)parent[0]), 0;
+                            (long long)parent[0]), false;
     for (int64_t i = 1; i < n; i++)
         if (parent[i] < 0 || parent[i] >= i)
             return PyErr_Format(PyExc_ValueError, "model array parent: node %lld has parent %lld, expected a node in "
-                                "[0, %lld) (parents first)", (long long)i, (long long)parent[i], (long long)i), 0;
-    if (!model_indices(&b[FIELD_kind], FIXED_MOTION, PRISMATIC + 1, model_field_names[FIELD_kind]) || !model_indices(&b[FIELD_coordinate], -1, nq, model_field_names[FIELD_coordinate])
-        || !model_indices(&b[FIELD_coordinate_node], 0, n, model_field_names[FIELD_coordinate_node]))
-        return 0;
+                                "[0, %lld) (parents first)", (long long)i, (long long)parent[i], (long long)i), false;
+    if (!has_indices_within(&b[FIELD_kind], FIXED_MOTION, PRISMATIC + 1, model_field_names[FIELD_kind]) || !has_indices_within(&b[FIELD_coordinate], -1, nq, model_field_names[FIELD_coordinate])
+        || !has_indices_within(&b[FIELD_coordinate_node], 0, n, model_field_names[FIELD_coordinate_node]))
+        return false;
     for (int64_t i = 0; i < n; i++)
         if ((model->kind[i] != FIXED_MOTION) != (coordinate[i] >= 0) || (coordinate[i] >= 0 && i == 0))
             return PyErr_Format(PyExc_ValueError, "model arrays kind, coordinate: node %lld has kind %lld and coordinate "
                                 "%lld, expected a coordinate exactly where the node moves (not the world)", (long long)i,
-                                (long long)model->kind[i], (long long)coordinate[i]), 0;
+                                (long long)model->kind[i], (long long)coordinate[i]), false;
     for (int64_t k = 0; k < nq; k++)
         if (coordinate[model->coordinate_node[k]] != k)
             return PyErr_Format(PyExc_ValueError, "model array coordinate_node: coordinate %lld is on node %lld, which "
                                 "moves by coordinate %lld", (long long)k, (long long)model->coordinate_node[k],
-                                (long long)coordinate[model->coordinate_node[k]]), 0;
-    return model_indices(&b[FIELD_body_node], 0, n, model_field_names[FIELD_body_node]) && model_indices(&b[FIELD_frame_node], 0, n, model_field_names[FIELD_frame_node])
-           && model_indices(&b[FIELD_closure_a], 0, n, model_field_names[FIELD_closure_a]) && model_indices(&b[FIELD_closure_b], 0, n, model_field_names[FIELD_closure_b])
-           && model_indices(&b[FIELD_spring_coordinate], 0, nq, model_field_names[FIELD_spring_coordinate]) && model_indices(&b[FIELD_law_coordinate], 0, nq, model_field_names[FIELD_law_coordinate])
-           && model_indices(&b[FIELD_law_index], 0, laws, model_field_names[FIELD_law_index]) && model_indices(&b[FIELD_pair_frame_a], 0, frames, model_field_names[FIELD_pair_frame_a])
-           && model_indices(&b[FIELD_pair_frame_c], 0, frames, model_field_names[FIELD_pair_frame_c]) && model_indices(&b[FIELD_pair_distance], 0, 4, model_field_names[FIELD_pair_distance])
-           && model_indices(&b[FIELD_pair_law], 0, laws, model_field_names[FIELD_pair_law]) && model_indices(&b[FIELD_joint_first_node], -1, n, model_field_names[FIELD_joint_first_node])
-           && model_indices(&b[FIELD_joint_reversed], 0, 2, model_field_names[FIELD_joint_reversed]) && model_indices(&b[FIELD_joint_closure], -1, closures, model_field_names[FIELD_joint_closure])
-           && model_indices(&b[FIELD_joint_child_frame], 0, frames, model_field_names[FIELD_joint_child_frame]) && model_indices(&b[FIELD_law_count], 0, intervals + 1, model_field_names[FIELD_law_count])
+                                (long long)coordinate[model->coordinate_node[k]]), false;
+    return has_indices_within(&b[FIELD_body_node], 0, n, model_field_names[FIELD_body_node]) && has_indices_within(&b[FIELD_frame_node], 0, n, model_field_names[FIELD_frame_node])
+           && has_indices_within(&b[FIELD_closure_a], 0, n, model_field_names[FIELD_closure_a]) && has_indices_within(&b[FIELD_closure_b], 0, n, model_field_names[FIELD_closure_b])
+           && has_indices_within(&b[FIELD_spring_coordinate], 0, nq, model_field_names[FIELD_spring_coordinate]) && has_indices_within(&b[FIELD_law_coordinate], 0, nq, model_field_names[FIELD_law_coordinate])
+           && has_indices_within(&b[FIELD_law_index], 0, laws, model_field_names[FIELD_law_index]) && has_indices_within(&b[FIELD_pair_frame_a], 0, frames, model_field_names[FIELD_pair_frame_a])
+           && has_indices_within(&b[FIELD_pair_frame_c], 0, frames, model_field_names[FIELD_pair_frame_c]) && has_indices_within(&b[FIELD_pair_distance], 0, 4, model_field_names[FIELD_pair_distance])
+           && has_indices_within(&b[FIELD_pair_law], 0, laws, model_field_names[FIELD_pair_law]) && has_indices_within(&b[FIELD_joint_first_node], -1, n, model_field_names[FIELD_joint_first_node])
+           && has_indices_within(&b[FIELD_joint_reversed], 0, 2, model_field_names[FIELD_joint_reversed]) && has_indices_within(&b[FIELD_joint_closure], -1, closures, model_field_names[FIELD_joint_closure])
+           && has_indices_within(&b[FIELD_joint_child_frame], 0, frames, model_field_names[FIELD_joint_child_frame]) && has_indices_within(&b[FIELD_law_count], 0, intervals + 1, model_field_names[FIELD_law_count])
            && tree_joints_have_nodes(model);
 }
 
@@ -352,7 +403,7 @@ static PyObject *py_model(PyObject *self, PyObject *args) {
     core_model->n_joint_laws = leading(&m->buffers[FIELD_law_coordinate]), core_model->n_pairs = leading(&m->buffers[FIELD_pair_law]);
     core_model->law_intervals = m->buffers[FIELD_law_coefficients].view.ndim == 4 ? shape_laws[2] : 0;
     core_model->law_degree = m->buffers[FIELD_law_coefficients].view.ndim == 4 ? shape_laws[3] : 0;
-    if (!model_valid(m)) {
+    if (!is_valid_model(m)) {
         release(m->buffers, MODEL_FIELDS);
         free(m);
         return NULL;
@@ -391,31 +442,31 @@ static const GroundField *ground_of(PyObject *capsule, int64_t n_nodes) {
     return g ? &g->ground : NULL;
 }
 
-/* 1 when the ground's arrays agree in size, the grid is strictly increasing with at least two lines each way and
- * every node index lies in the model; 0 with a ValueError naming the array. */
-static int ground_valid(const GroundCapsule *c) {
+/* Whether the ground's arrays agree in size, the grid is strictly increasing with at least two lines each way and
+ * every node index lies in the model; false with a ValueError naming the array. */
+static bool is_valid_ground(const GroundCapsule *c) {
     const GroundField *g = &c->ground;
     int64_t nx = g->nx, ny = g->ny, nc = g->n_contacts, nt = g->n_tyres;
     if ((nx != 0 || ny != 0) && (nx < 2 || ny < 2))
         return PyErr_Format(PyExc_ValueError, "ground arrays grid_x, grid_y: %lld and %lld lines, expected none (a level "
-                            "plane) or at least 2 each", (long long)nx, (long long)ny), 0;
+                            "plane) or at least 2 each", (long long)nx, (long long)ny), false;
     int64_t counts[GROUND_FIELDS] = {9, 3, 1, nx, ny, nx * ny, nc, 3 * nc, nc, nc, nc, 3 * nc, 9 * nc,
                                      nt, nt, nt, nt, nt, 3 * nt, 3 * nt, 3 * nt, 9 * nt};
     char what[64];
     for (int i = 0; i < GROUND_FIELDS; i++) {
         snprintf(what, sizeof what, "ground array %s", ground_field_names[i]);
-        if (!sized(&c->buffers[i], counts[i], what)) return 0;
+        if (!has_items(&c->buffers[i], counts[i], what)) return false;
     }
     for (int64_t i = 0; i + 1 < nx; i++)
         if (!(g->grid_x[i] < g->grid_x[i + 1]))
             return PyErr_Format(PyExc_ValueError, "ground array grid_x: entry %lld is not below the next (strictly "
-                                "increasing x expected)", (long long)i), 0;
+                                "increasing x expected)", (long long)i), false;
     for (int64_t i = 0; i + 1 < ny; i++)
         if (!(g->grid_y[i] < g->grid_y[i + 1]))
             return PyErr_Format(PyExc_ValueError, "ground array grid_y: entry %lld is not below the next (strictly "
-                                "increasing y expected)", (long long)i), 0;
-    return model_indices(&c->buffers[GROUND_contact_node], 1, c->n_nodes, ground_field_names[GROUND_contact_node])
-           && model_indices(&c->buffers[GROUND_tyre_node], 1, c->n_nodes, ground_field_names[GROUND_tyre_node]);
+                                "increasing y expected)", (long long)i), false;
+    return has_indices_within(&c->buffers[GROUND_contact_node], 1, c->n_nodes, ground_field_names[GROUND_contact_node])
+           && has_indices_within(&c->buffers[GROUND_tyre_node], 1, c->n_nodes, ground_field_names[GROUND_tyre_node]);
 }
 
 /* ground(n_nodes, arrays) -> capsule: a tuple of the arrays named by _core.GROUND_FIELDS (SHIFTSIM_GROUND_FIELDS
@@ -447,7 +498,7 @@ static PyObject *py_ground(PyObject *self, PyObject *args) {
     g->n_contacts = (int64_t)(c->buffers[GROUND_contact_node].view.len / 8);
     g->n_tyres = (int64_t)(c->buffers[GROUND_tyre_node].view.len / 8);
     c->n_nodes = n_nodes;
-    if (!ground_valid(c)) {
+    if (!is_valid_ground(c)) {
         release(c->buffers, GROUND_FIELDS);
         free(c);
         return NULL;
@@ -482,35 +533,39 @@ static PyObject *memory(const double *data, int64_t count, int writable) {
                                    writable ? PyBUF_WRITE : PyBUF_READ);
 }
 
-/* Call ``function`` with memoryviews; a raised exception is kept (later callbacks fail at once). */
-static int call_back(ProblemCapsule *c, PyObject *function, PyObject *arguments) {
-    if (!arguments) return 1;
+/* Call ``function`` with memoryviews: CORE_OK, or CORE_CALLBACK_FAILED with the raised exception kept (later
+ * callbacks fail at once; the entry point raises it). */
+static Status call_back(ProblemCapsule *c, PyObject *function, PyObject *arguments) {
+    if (!arguments) {
+        if (!c->error_type) PyErr_Fetch(&c->error_type, &c->error_value, &c->error_traceback);
+        return CORE_CALLBACK_FAILED;
+    }
     if (c->error_type) {
         Py_DECREF(arguments);
-        return 1;
+        return CORE_CALLBACK_FAILED;
     }
     PyObject *result = PyObject_CallObject(function, arguments);
     Py_DECREF(arguments);
     if (!result) {
         PyErr_Fetch(&c->error_type, &c->error_value, &c->error_traceback);
-        return 1;
+        return CORE_CALLBACK_FAILED;
     }
     Py_DECREF(result);
-    return 0;
+    return CORE_OK;
 }
 
-static int apply_trampoline(void *context, const double *q, double *out) {
+static Status apply_trampoline(void *context, const double *q, double *out) {
     ProblemCapsule *c = context;
     return call_back(c, c->apply, Py_BuildValue("(NN)", memory(q, c->nq, 0), memory(out, c->nq, 1)));
 }
 
-static int jacobian_trampoline(void *context, const double *q, double *out) {
+static Status jacobian_trampoline(void *context, const double *q, double *out) {
     ProblemCapsule *c = context;
     return call_back(c, c->jacobian, Py_BuildValue("(NN)", memory(q, c->nq, 0),
                                                    memory(out, c->nq * c->problem.nf, 1)));
 }
 
-static int terms_trampoline(void *context, const double *q, const double *rotation, const double *position,
+static Status terms_trampoline(void *context, const double *q, const double *rotation, const double *position,
                             const double *omega, const double *v, double *q_force, double *stiffness, double *extra) {
     ProblemCapsule *c = context;
     int64_t nq = c->nq, n = c->n_nodes;
@@ -522,12 +577,12 @@ static int terms_trampoline(void *context, const double *q, const double *rotati
 
 static ProblemCapsule *problem_of(PyObject *capsule) { return PyCapsule_GetPointer(capsule, "shiftsim.Problem"); }
 
-/* Raise (and clear) the exception a callback kept; 1 when there was one. */
-static int raise_kept(ProblemCapsule *c) {
-    if (!c->error_type) return 0;
+/* Raise (and clear) the exception a callback kept; whether there was one. */
+static bool raise_kept(ProblemCapsule *c) {
+    if (!c->error_type) return false;
     PyErr_Restore(c->error_type, c->error_value, c->error_traceback);
     c->error_type = c->error_value = c->error_traceback = NULL;
-    return 1;
+    return true;
 }
 
 #define SETTING_NAME(name, type) #name,
@@ -606,9 +661,9 @@ static PyObject *py_problem(PyObject *self, PyObject *args) {
     }
     p->free = data[0], p->rows = data[1], p->translation = data[2], p->load_frame = data[3], p->load_follow = data[4];
     p->nf = c->buffers[0].view.shape[0], p->m = c->buffers[1].view.shape[0], p->n_loads = c->buffers[3].view.shape[0];
-    if (!indices(&c->buffers[0], core_model->nq, "free") || !indices(&c->buffers[1], 6 * core_model->n_closures, "rows")
-        || !indices(&c->buffers[3], core_model->n_frames, "load_frame") || !sized(&c->buffers[2], p->nf, "translation")
-        || !sized(&c->buffers[4], p->n_loads, "load_follow")) {
+    if (!has_indices_below(&c->buffers[0], core_model->nq, "free") || !has_indices_below(&c->buffers[1], 6 * core_model->n_closures, "rows")
+        || !has_indices_below(&c->buffers[3], core_model->n_frames, "load_frame") || !has_items(&c->buffers[2], p->nf, "translation")
+        || !has_items(&c->buffers[4], p->n_loads, "load_follow")) {
         release(c->buffers, PROBLEM_ARRAYS);
         Py_DECREF(c->grounds), free(c->ground_list), free(c);
         return NULL;
@@ -628,22 +683,24 @@ typedef struct {
     double *rotation, *position, *omega, *v, *bodies, *frames;
 } KinematicsJob;
 
-static void state_work(void *job, int64_t b) {
+static void state_work(void *job, int64_t b, Workspace *w) {
     KinematicsJob *k = job;
     const Model *core_model = k->core_model;
-    State s = {core_malloc(sizeof(double) * (size_t)(12 * core_model->n_nodes)), k->rotation + b * 9 * core_model->n_nodes,
+    size_t mark = ws_mark(w);
+    State s = {ws_doubles(w, 12 * core_model->n_nodes), k->rotation + b * 9 * core_model->n_nodes,
                k->position + b * 3 * core_model->n_nodes, k->omega + b * 3 * core_model->nq, k->v + b * 3 * core_model->nq};
     node_state(core_model, k->q + b * core_model->nq, &s);
-    core_free(s.world);
+    ws_release(w, mark);
 }
 
-static void forward_work(void *job, int64_t b) {
+static void forward_work(void *job, int64_t b, Workspace *w) {
     KinematicsJob *k = job;
     const Model *core_model = k->core_model;
-    State s = state_new(core_model);
+    size_t mark = ws_mark(w);
+    State s = state_new(w, core_model);
     forward_poses(core_model, k->q + b * core_model->nq, &s, k->bodies ? k->bodies + b * 16 * core_model->n_bodies : NULL,
                   k->frames ? k->frames + b * 16 * core_model->n_frames : NULL);
-    state_free(&s);
+    ws_release(w, mark);
 }
 
 /* state(model, q (B, nq), rotation (B, n, 3, 3), position (B, n, 3), omega (B, nq, 3), v (B, nq, 3), threads) */
@@ -656,12 +713,13 @@ static PyObject *py_state(PyObject *self, PyObject *args) {
     KinematicsJob job = {model_of(model), NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     if (job.core_model && (job.q = take(o[0], &b[0], 'd', 0, 0, "q")) && (job.rotation = take(o[1], &b[1], 'd', 1, 0, "rotation"))
         && (job.position = take(o[2], &b[2], 'd', 1, 0, "position")) && (job.omega = take(o[3], &b[3], 'd', 1, 0, "omega"))
-        && (job.v = take(o[4], &b[4], 'd', 1, 0, "v")) && sized(&b[0], batch_of(&b[0]) * job.core_model->nq, "q")
-        && sized(&b[1], batch_of(&b[0]) * 9 * job.core_model->n_nodes, "rotation")
-        && sized(&b[2], batch_of(&b[0]) * 3 * job.core_model->n_nodes, "position")
-        && sized(&b[3], batch_of(&b[0]) * 3 * job.core_model->nq, "omega") && sized(&b[4], batch_of(&b[0]) * 3 * job.core_model->nq, "v"))
-        if (run_cases(state_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1) != 0) /* one: GIL kept */
-            no_memory(job.core_model);
+        && (job.v = take(o[4], &b[4], 'd', 1, 0, "v")) && has_items(&b[0], batch_of(&b[0]) * job.core_model->nq, "q")
+        && has_items(&b[1], batch_of(&b[0]) * 9 * job.core_model->n_nodes, "rotation")
+        && has_items(&b[2], batch_of(&b[0]) * 3 * job.core_model->n_nodes, "position")
+        && has_items(&b[3], batch_of(&b[0]) * 3 * job.core_model->nq, "omega") && has_items(&b[4], batch_of(&b[0]) * 3 * job.core_model->nq, "v"))
+        if (run_cases(state_work, &job, kernel_workspace_doubles(job.core_model), batch_of(&b[0]), threads,
+                      batch_of(&b[0]) == 1) != CORE_OK) /* one: GIL kept */
+            no_memory(job.core_model, kernel_workspace_doubles(job.core_model));
     release(b, 5);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -679,9 +737,11 @@ static PyObject *py_forward(PyObject *self, PyObject *args) {
         job.bodies = take(o[1], &b[1], 'd', 1, 1, "bodies");
         if (!PyErr_Occurred()) job.frames = take(o[2], &b[2], 'd', 1, 1, "frames");
         int64_t batch = batch_of(&b[0]);
-        if (!PyErr_Occurred() && sized(&b[0], batch * job.core_model->nq, "q") && sized(&b[1], batch * 16 * job.core_model->n_bodies, "bodies")
-            && sized(&b[2], batch * 16 * job.core_model->n_frames, "frames"))
-            if (run_cases(forward_work, &job, batch_of(&b[0]), threads, batch_of(&b[0]) == 1) != 0) no_memory(job.core_model);
+        if (!PyErr_Occurred() && has_items(&b[0], batch * job.core_model->nq, "q") && has_items(&b[1], batch * 16 * job.core_model->n_bodies, "bodies")
+            && has_items(&b[2], batch * 16 * job.core_model->n_frames, "frames"))
+            if (run_cases(forward_work, &job, kernel_workspace_doubles(job.core_model), batch_of(&b[0]), threads,
+                          batch_of(&b[0]) == 1) != CORE_OK)
+                no_memory(job.core_model, kernel_workspace_doubles(job.core_model));
     }
     release(b, 3);
     if (PyErr_Occurred()) return NULL;
@@ -694,8 +754,8 @@ static int64_t take_states(const Model *core_model, PyObject **o, Buffer *b, dou
     for (int i = 0; i < 4; i++)
         if (!(p[i] = take(o[i], &b[i], 'd', 0, 0, names[i]))) return -1;
     int64_t batch = (int64_t)(b[0].view.len / 8 / (9 * core_model->n_nodes));
-    if (!sized(&b[0], batch * 9 * core_model->n_nodes, "rotation") || !sized(&b[1], batch * 3 * core_model->n_nodes, "position")
-        || !sized(&b[2], batch * 3 * core_model->nq, "omega") || !sized(&b[3], batch * 3 * core_model->nq, "v"))
+    if (!has_items(&b[0], batch * 9 * core_model->n_nodes, "rotation") || !has_items(&b[1], batch * 3 * core_model->n_nodes, "position")
+        || !has_items(&b[2], batch * 3 * core_model->nq, "omega") || !has_items(&b[3], batch * 3 * core_model->nq, "v"))
         return -1;
     return batch;
 }
@@ -716,9 +776,9 @@ static PyObject *py_closures(PyObject *self, PyObject *args) {
     int64_t batch = core_model ? take_states(core_model, o, b, p) : -1;
     if (batch >= 0 && !PyErr_Occurred()) g = take(o[4], &b[4], 'd', 1, 1, "g");
     if (batch >= 0 && !PyErr_Occurred()) jac = take(o[5], &b[5], 'd', 1, 1, "jac");
-    if (batch >= 0 && !PyErr_Occurred() && sized(&b[4], batch * 6 * core_model->n_closures, "g")
-        && sized(&b[5], batch * 6 * core_model->n_closures * core_model->nq, "jac"))
-        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+    if (batch >= 0 && !PyErr_Occurred() && has_items(&b[4], batch * 6 * core_model->n_closures, "g")
+        && has_items(&b[5], batch * 6 * core_model->n_closures * core_model->nq, "jac"))
+        GUARDED(core_model, kernel_workspace_doubles(core_model), for (int64_t k = 0; k < batch; k++) {
             State s = view_of(core_model, p, k);
             if (g) closure_residual(core_model, &s, g + k * 6 * core_model->n_closures);
             if (jac) closure_jacobian(core_model, &s, jac + k * 6 * core_model->n_closures * core_model->nq);
@@ -741,12 +801,12 @@ static PyObject *py_point_hessian(PyObject *self, PyObject *args) {
     const Model *core_model = model_of(model);
     int64_t batch = core_model ? take_states(core_model, o, b, p) : -1;
     if (batch >= 0 && (jv = take(o[4], &b[4], 'd', 0, 0, "jv")) && (direction = take(o[5], &b[5], 'd', 0, 0, "direction"))
-        && (out = take(o[6], &b[6], 'd', 1, 0, "out")) && sized(&b[4], batch * 3 * core_model->nq, "jv")
-        && sized(&b[5], batch * 3, "direction") && sized(&b[6], batch * core_model->nq * core_model->nq, "out")
+        && (out = take(o[6], &b[6], 'd', 1, 0, "out")) && has_items(&b[4], batch * 3 * core_model->nq, "jv")
+        && has_items(&b[5], batch * 3, "direction") && has_items(&b[6], batch * core_model->nq * core_model->nq, "out")
         && (node >= 0 && node < core_model->n_nodes ? 1 : (PyErr_SetString(PyExc_ValueError, "point_hessian: node out of range"), 0)))
-        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+        GUARDED(core_model, kernel_workspace_doubles(core_model), for (int64_t k = 0; k < batch; k++) {
             State s = view_of(core_model, p, k);
-            add_point_hessian(core_model, &s, node, jv + k * 3 * core_model->nq, direction + 3 * k, 1.0, out + k * core_model->nq * core_model->nq);
+            add_point_hessian(&w, core_model, &s, node, jv + k * 3 * core_model->nq, direction + 3 * k, 1.0, out + k * core_model->nq * core_model->nq);
         });
     release(b, 7);
     if (PyErr_Occurred()) return NULL;
@@ -789,31 +849,31 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
     int64_t count = b[POINT_NODE].held ? b[POINT_NODE].view.shape[0] : 0;
     int64_t n_loads = b[FRAMES].held ? b[FRAMES].view.shape[0] : 0;
     if (core_model) {
-        int state_ok = b[ROTATION].held ? sized(&b[ROTATION], batch * 9 * core_model->n_nodes, "rotation")
-                                          && sized(&b[POSITION], batch * 3 * core_model->n_nodes, "position")
-                                          && sized(&b[OMEGA], batch * 3 * core_model->nq, "omega")
-                                          && sized(&b[V], batch * 3 * core_model->nq, "v")
+        int state_ok = b[ROTATION].held ? has_items(&b[ROTATION], batch * 9 * core_model->n_nodes, "rotation")
+                                          && has_items(&b[POSITION], batch * 3 * core_model->n_nodes, "position")
+                                          && has_items(&b[OMEGA], batch * 3 * core_model->nq, "omega")
+                                          && has_items(&b[V], batch * 3 * core_model->nq, "v")
                                         : which == 1;
-        int ok = state_ok && sized(&b[Q_FORCE], batch * core_model->nq, "q_force")
-                 && sized(&b[STIFFNESS], batch * core_model->nq * core_model->nq, "stiffness") && sized(&b[Q], batch * core_model->nq, "q");
+        int ok = state_ok && has_items(&b[Q_FORCE], batch * core_model->nq, "q_force")
+                 && has_items(&b[STIFFNESS], batch * core_model->nq * core_model->nq, "stiffness") && has_items(&b[Q], batch * core_model->nq, "q");
         if (ok && which == 1 && !b[Q].held)
             ok = (PyErr_SetString(PyExc_ValueError, "terms: joint springs (which=1) need q"), 0);
         if (ok && which == 0)
-            ok = b[GRAVITY].held && sized(&b[GRAVITY], 3 * batch, "gravity")
-                 && sized(&b[POINT], 3 * count * batch, "point") && sized(&b[FORCE], 3 * count * batch, "force")
-                 && indices(&b[POINT_NODE], core_model->n_nodes, "point_node");
+            ok = b[GRAVITY].held && has_items(&b[GRAVITY], 3 * batch, "gravity")
+                 && has_items(&b[POINT], 3 * count * batch, "point") && has_items(&b[FORCE], 3 * count * batch, "force")
+                 && has_indices_below(&b[POINT_NODE], core_model->n_nodes, "point_node");
         if (ok && which == 3)
-            ok = indices(&b[FRAMES], core_model->n_frames, "frames") && sized(&b[FORCES], 3 * n_loads * batch, "forces")
-                 && sized(&b[TORQUES], 3 * n_loads * batch, "torques") && sized(&b[FOLLOW], n_loads, "follow");
+            ok = has_indices_below(&b[FRAMES], core_model->n_frames, "frames") && has_items(&b[FORCES], 3 * n_loads * batch, "forces")
+                 && has_items(&b[TORQUES], 3 * n_loads * batch, "torques") && has_items(&b[FOLLOW], n_loads, "follow");
         if (!ok) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "terms: the arrays this term needs are missing");
             core_model = NULL;
         }
     }
     if (core_model) {
-        GUARDED(core_model, {
-        int64_t nq = core_model->nq, *scratch_node = core_calloc((size_t)(n_loads + 1), sizeof(int64_t));
-        double *scratch = core_calloc((size_t)(6 * n_loads + 1), sizeof(double));
+        GUARDED(core_model, kernel_workspace_doubles(core_model) + 7 * (size_t)n_loads + 8, {
+        int64_t nq = core_model->nq, *scratch_node = ws_indices(&w, n_loads);
+        double *scratch = ws_doubles(&w, 6 * n_loads);
         double *st[4] = {p[ROTATION], p[POSITION], p[OMEGA], p[V]};
         for (int64_t k = 0; k < batch; k++) {
             State s = {NULL, NULL, NULL, NULL, NULL};
@@ -821,19 +881,18 @@ static PyObject *py_terms(PyObject *self, PyObject *args) {
             double *fb = (double *)p[Q_FORCE] + k * nq, *kb = (double *)p[STIFFNESS] + k * nq * nq;
             double *eb = (double *)p[ENERGY] + k;
             if (which == 0)
-                *eb += gravity_and_world_forces(core_model, &s, (double *)p[GRAVITY] + 3 * k, count, p[POINT_NODE],
+                *eb += gravity_and_world_forces(&w, core_model, &s, (double *)p[GRAVITY] + 3 * k, count, p[POINT_NODE],
                                                 (double *)p[POINT] + 3 * count * k, (double *)p[FORCE] + 3 * count * k,
                                                 fb, kb, NULL);
             else if (which == 1)
                 *eb += joint_springs(core_model, (double *)p[Q] + k * nq, fb, kb, NULL);
             else if (which == 2)
-                *eb += pair_springs(core_model, &s, fb, kb);
+                *eb += pair_springs(&w, core_model, &s, fb, kb);
             else
-                applied_loads(core_model, &s, n_loads, p[FRAMES], (double *)p[FORCES] + 3 * n_loads * k,
+                applied_loads(&w, core_model, &s, n_loads, p[FRAMES], (double *)p[FORCES] + 3 * n_loads * k,
                               (double *)p[TORQUES] + 3 * n_loads * k, p[FOLLOW], scratch_node, scratch,
                               scratch + 3 * n_loads, fb, kb);
         }
-        core_free(scratch_node), core_free(scratch);
         });
     }
     release(b, TERM_ARRAYS);
@@ -857,12 +916,12 @@ static PyObject *py_ground_terms(PyObject *self, PyObject *args) {
     static const char *names[4] = {"q_force", "stiffness", "energy", "conservative"};
     int ok = batch >= 0;
     for (int i = 4; i < 8 && ok; i++) ok = (p[i] = take(o[i], &b[i], 'd', 1, 0, names[i - 4])) != NULL;
-    if (ok && sized(&b[4], batch * core_model->nq, "q_force") && sized(&b[5], batch * core_model->nq * core_model->nq, "stiffness")
-        && sized(&b[6], batch, "energy") && sized(&b[7], batch, "conservative"))
-        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+    if (ok && has_items(&b[4], batch * core_model->nq, "q_force") && has_items(&b[5], batch * core_model->nq * core_model->nq, "stiffness")
+        && has_items(&b[6], batch, "energy") && has_items(&b[7], batch, "conservative"))
+        GUARDED(core_model, kernel_workspace_doubles(core_model), for (int64_t k = 0; k < batch; k++) {
             State s = view_of(core_model, p, k);
             int conservative = 1;
-            p[6][k] += ground_terms(core_model, &s, g, p[4] + k * core_model->nq, p[5] + k * core_model->nq * core_model->nq,
+            p[6][k] += ground_terms(&w, core_model, &s, g, p[4] + k * core_model->nq, p[5] + k * core_model->nq * core_model->nq,
                                    &conservative);
             p[7][k] = conservative;
         });
@@ -888,7 +947,7 @@ static PyObject *py_ground_points(PyObject *self, PyObject *args) {
     double *rotation = g ? take(o[0], &b[0], 'd', 0, 0, "rotation") : NULL;
     double *position = rotation ? take(o[1], &b[1], 'd', 0, 0, "position") : NULL;
     int64_t n = c ? c->n_nodes : 0, batch = position ? (int64_t)(b[1].view.len / 8) / (3 * n) : -1;
-    int ok = position && sized(&b[0], 9 * n * batch, "rotation") && sized(&b[1], 3 * n * batch, "position");
+    int ok = position && has_items(&b[0], 9 * n * batch, "rotation") && has_items(&b[1], 3 * n * batch, "position");
     static const char *names[12] = {"contact_point", "contact_force", "contact_stiffness", "contact_energy",
                                     "contact_touching", "contact_slipping", "tyre_point", "tyre_force",
                                     "tyre_compression", "tyre_energy", "tyre_touching", "tyre_slipping"};
@@ -899,7 +958,7 @@ static PyObject *py_ground_points(PyObject *self, PyObject *args) {
                                 g->n_tyres};
         for (int i = 0; i < 12 && ok; i++) {
             out[i] = take(o[2 + i], &b[2 + i], kinds[i], 1, 1, names[i]);
-            ok = !PyErr_Occurred() && sized(&b[2 + i], batch * per_case[i], names[i]);
+            ok = !PyErr_Occurred() && has_items(&b[2 + i], batch * per_case[i], names[i]);
         }
     }
     if (ok) {
@@ -937,11 +996,11 @@ static PyObject *py_pair_distance(PyObject *self, PyObject *args) {
     if (batch >= 0 && !frames_ok)
         PyErr_SetString(PyExc_ValueError, "pair_distance: frame out of range or distance type not in 0..3");
     if (batch >= 0 && frames_ok && (x = take(o[4], &b[4], 'd', 1, 0, "x")) && (grad = take(o[5], &b[5], 'd', 1, 0, "grad"))
-        && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")) && sized(&b[4], batch, "x") && sized(&b[5], batch * core_model->nq, "grad")
-        && sized(&b[6], batch * core_model->nq * core_model->nq, "hess"))
-        GUARDED(core_model, for (int64_t k = 0; k < batch; k++) {
+        && (hess = take(o[6], &b[6], 'd', 1, 0, "hess")) && has_items(&b[4], batch, "x") && has_items(&b[5], batch * core_model->nq, "grad")
+        && has_items(&b[6], batch * core_model->nq * core_model->nq, "hess"))
+        GUARDED(core_model, kernel_workspace_doubles(core_model), for (int64_t k = 0; k < batch; k++) {
             State s = view_of(core_model, p, k);
-            x[k] = pair_distance(core_model, &s, frame_a, frame_c, distance, grad + k * core_model->nq, hess + k * core_model->nq * core_model->nq);
+            x[k] = pair_distance(&w, core_model, &s, frame_a, frame_c, distance, grad + k * core_model->nq, hess + k * core_model->nq * core_model->nq);
         });
     release(b, 7);
     if (PyErr_Occurred()) return NULL;
@@ -959,7 +1018,7 @@ static PyObject *py_polynomials(PyObject *self, PyObject *args) {
     for (int i = 0; i < 5 && ok; i++) ok = (p[i] = take(o[i], &b[i], 'd', i >= 2, 0, "polynomial array")) != NULL;
     int64_t count = ok ? (int64_t)(b[1].view.len / 8) : 0, degree = count ? (int64_t)(b[0].view.len / 8) / count : 0;
     static const char *names[5] = {"polynomials: coefficients (count, degree)", "x", "f", "df", "energy"};
-    for (int i = 0; i < 5 && ok; i++) ok = sized(&b[i], i == 0 ? count * degree : count, names[i]);
+    for (int i = 0; i < 5 && ok; i++) ok = has_items(&b[i], i == 0 ? count * degree : count, names[i]);
     if (ok) {
         for (int64_t i = 0; i < count; i++) polynomial_law(p[0] + i * degree, degree, p[1][i], p[2] + i, p[3] + i, p[4] + i);
     }
@@ -989,14 +1048,14 @@ static PyObject *py_joint_loads(PyObject *self, PyObject *args) {
                                         "point", "force", "wrench_world", "rotation", "effort"};
         int64_t counts[13] = {core_model->nq, 6 * core_model->n_closures, 3, loads, 3 * loads, 3 * loads, loads, points, 3 * points,
                               3 * points, 6 * core_model->n_joints, 9 * core_model->n_joints, core_model->nq};
-        for (int i = 0; i < 13 && ok; i++) ok = sized(&b[i], counts[i], names[i]);
-        ok = ok && indices(&b[3], core_model->n_frames, "frames") && indices(&b[7], core_model->n_nodes, "point_node");
+        for (int i = 0; i < 13 && ok; i++) ok = has_items(&b[i], counts[i], names[i]);
+        ok = ok && has_indices_below(&b[3], core_model->n_frames, "frames") && has_indices_below(&b[7], core_model->n_nodes, "point_node");
     }
     if (ok) {
-        GUARDED(core_model, State s = state_new(core_model); node_state(core_model, p[0], &s);
-                joint_loads(core_model, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7],
-                            p[8], p[9], p[10], p[11], p[12]);
-                state_free(&s));
+        GUARDED(core_model, kernel_workspace_doubles(core_model), State s = state_new(&w, core_model);
+                node_state(core_model, p[0], &s);
+                joint_loads(&w, core_model, &s, p[1], p[2], b[3].view.shape[0], p[3], p[4], p[5], p[6], b[7].view.shape[0], p[7],
+                            p[8], p[9], p[10], p[11], p[12]));
     }
     release(b, 13);
     if (PyErr_Occurred()) return NULL;
@@ -1015,8 +1074,9 @@ static PyObject *py_assemble(PyObject *self, PyObject *args) {
     const Model *core_model = model_of(model);
     ProblemCapsule *c = problem_of(problem);
     double *q = core_model && c ? take(o, &b, 'd', 1, 0, "q") : NULL, norm = 0.0;
-    if (q && !sized(&b, core_model->nq, "q")) q = NULL;
-    if (q) GUARDED(core_model, norm = assemble_case(core_model, &c->problem, q, tolerance, max_iterations, &iterations));
+    if (q && !has_items(&b, core_model->nq, "q")) q = NULL;
+    if (q) GUARDED(core_model, workspace_doubles(core_model, &c->problem, 0, FOR_ASSEMBLE),
+                   norm = assemble_case(&w, core_model, &c->problem, q, tolerance, max_iterations, &iterations));
     release(&b, 1);
     if (c && raise_kept(c)) return NULL;
     if (PyErr_Occurred()) return NULL;
@@ -1036,17 +1096,21 @@ static PyObject *py_pivoted_rank(PyObject *self, PyObject *args) {
     int64_t *order = a ? take(o[1], &b[1], 'q', 1, 0, "order") : NULL;
     if (order && b[0].view.ndim != 2)
         PyErr_SetString(PyExc_ValueError, "pivoted_rank: a 2-d array is needed");
-    else if (order && sized(&b[1], b[0].view.shape[1], "pivoted_rank: order (one entry per column of a)"))
+    else if (order && has_items(&b[1], b[0].view.shape[1], "pivoted_rank: order (one entry per column of a)"))
     {
+        int64_t rows = b[0].view.shape[0], cols = b[0].view.shape[1];
         CoreScope scope;
+        Workspace w;
         core_scope_open(&scope);
         if (setjmp(scope.jump) == 0) {
-            rank = pivoted_rank(b[0].view.shape[0], b[0].view.shape[1], a, tolerance, order);
+            workspace_open(&w, sizeof(double) * (size_t)(rows * cols + rows + cols + 8));
+            rank = pivoted_rank(&w, rows, cols, a, tolerance, order);
+            workspace_close(&w);
             core_scope_close(&scope);
         } else {
             core_scope_unwind(&scope);
-            PyErr_Format(PyExc_MemoryError, "pivoted_rank: the compiled core could not allocate its working memory "
-                         "for a %lld x %lld matrix", (long long)b[0].view.shape[0], (long long)b[0].view.shape[1]);
+            PyErr_Format(PyExc_MemoryError, "pivoted_rank: %s for a %lld x %lld matrix", status_messages[CORE_NO_MEMORY],
+                         (long long)rows, (long long)cols);
         }
     }
     release(b, 2);
@@ -1064,14 +1128,14 @@ typedef struct {
     uint8_t *unheld, *runaway;
 } SolveJob;
 
-static void solve_work(void *job, int64_t b) {
+static void solve_work(void *job, int64_t b, Workspace *w) {
     SolveJob *j = job;
     const Model *core_model = j->core_model;
     const Problem *p = j->p;
     int64_t nq = core_model->nq, nf = p->nf, loads = 3 * p->n_loads;
     Case c = {j->gravity + 3 * b, j->force + loads * b, j->torque + loads * b, j->rates + nq * b, 0.0, 0.0};
-    case_scales(core_model, j->q_start + nq * b, p->n_loads, c.gravity, c.force, c.torque, &c.force_floor, &c.size);
-    solve_case(core_model, p, &c, j->q_start + nq * b, j->classify[b], j->q + nq * b, j->multipliers + p->m * b,
+    case_scales(w, core_model, j->q_start + nq * b, p->n_loads, c.gravity, c.force, c.torque, &c.force_floor, &c.size);
+    solve_case(w, core_model, p, &c, j->q_start + nq * b, j->classify[b], j->q + nq * b, j->multipliers + p->m * b,
                j->flags + RESULT_FLAGS * b, j->neutral + nf * nf * b, j->unheld + nf * b, j->runaway + nf * b);
     j->flags[RESULT_FLAGS * b + FLAG_size] = c.size, j->flags[RESULT_FLAGS * b + FLAG_force_floor] = c.force_floor;
 }
@@ -1100,14 +1164,21 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
         static const char *names[12] = {"gravity", "force", "torque", "rates", "q_start", "classify", "q",
                                         "multipliers", "flags", "neutral", "unheld", "runaway"};
         int64_t per_case[12] = {3, loads, loads, nq, nq, 1, nq, job.p->m, RESULT_FLAGS, nf * nf, nf, nf};
-        for (int i = 0; i < 12 && ok; i++) ok = sized(&b[i], batch * per_case[i], names[i]);
+        for (int i = 0; i < 12 && ok; i++) ok = has_items(&b[i], batch * per_case[i], names[i]);
     }
     if (ok) {
         job.gravity = p[0], job.force = p[1], job.torque = p[2], job.rates = p[3], job.q_start = p[4];
         job.classify = p[5], job.q = p[6], job.multipliers = p[7], job.flags = p[8], job.neutral = p[9];
         job.unheld = p[10], job.runaway = p[11];
         int calls_python = c->apply || c->terms; /* native ground fields need no GIL */
-        if (run_cases(solve_work, &job, (int64_t)(b[5].view.len / 8), threads, calls_python) != 0) no_memory(job.core_model);
+        int64_t batch = (int64_t)(b[5].view.len / 8), loads = 3 * job.p->n_loads, tree = 1;
+        for (int64_t k = 0; k < batch && tree; k++) { /* the dense size unless every case has tree structure */
+            Case one = {job.gravity + 3 * k, job.force + loads * k, job.torque + loads * k, NULL, 0.0, 0.0};
+            tree = is_tree_structured(job.core_model, job.p, &one);
+        }
+        size_t doubles = workspace_doubles(job.core_model, job.p, tree, FOR_SOLVE);
+        if (run_cases(solve_work, &job, doubles, batch, threads, calls_python) != CORE_OK)
+            no_memory(job.core_model, doubles);
     }
     release(b, 12);
     if (c && raise_kept(c)) return NULL;
@@ -1140,16 +1211,15 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
                                         "hessian", "scalars", "q_force_reduced", "multipliers_out"};
         int64_t counts[12] = {3, 3 * pr->n_loads, 3 * pr->n_loads, core_model->nq, pr->m, pr->nf, pr->m, pr->m * pr->nf,
                               pr->nf * pr->nf, EVALUATION_SCALARS, pr->nf, pr->m};
-        for (int i = 0; i < 12 && ok; i++) ok = sized(&b[i], counts[i], names[i]);
+        for (int i = 0; i < 12 && ok; i++) ok = has_items(&b[i], counts[i], names[i]);
     }
     if (ok) {
-        GUARDED(core_model, {
-        double *zeros = core_calloc((size_t)(core_model->nq + 1), sizeof(double)), *scalars = p[9];
+        GUARDED(core_model, workspace_doubles(core_model, &c->problem, 0, FOR_EVALUATE) + (size_t)core_model->nq + 2, {
+        double *zeros = ws_doubles(&w, core_model->nq), *scalars = p[9];
         Case k = {p[0], p[1], p[2], zeros, 0.0, 0.0};
-        case_scales(core_model, p[3], c->problem.n_loads, k.gravity, k.force, k.torque, &k.force_floor, &k.size);
-        evaluate_case(core_model, &c->problem, &k, p[3], p[4], p[5], p[6], p[7], p[8], scalars, p[10], p[11]);
+        case_scales(&w, core_model, p[3], c->problem.n_loads, k.gravity, k.force, k.torque, &k.force_floor, &k.size);
+        evaluate_case(&w, core_model, &c->problem, &k, p[3], p[4], p[5], p[6], p[7], p[8], scalars, p[10], p[11]);
         scalars[SCALAR_size] = k.size, scalars[SCALAR_force_floor] = k.force_floor;
-        core_free(zeros);
         });
     }
     release(b, 12);
@@ -1161,14 +1231,15 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
 /* linear_algebra(name, a (rows, cols), b, out, shift_or_rcond) -> status: the dense kernels of linalg.c on their own,
  * for tests against numpy and scipy. name: "cholesky_solve" (a square, out = x, shift), "lu_solve" (out = x),
  * "pseudo_solve" (b (rows), out = x (cols), rcond), "null_space" (out (cols, cols - rows)), "symmetric_eigen"
- * (b = values out (n), out = vectors (n, n)). Returns the kernel's status (0 = ok) or 0. */
+ * (b = values out (n), out = vectors (n, n)). Returns the kernel's status (_core.STATUSES: 0 = ok, "singular" from
+ * lu_solve, "not_definite" from cholesky_solve), 0 for the kernels that cannot fail. */
 static PyObject *py_linear_algebra(PyObject *self, PyObject *args) {
     (void)self;
     const char *name;
     PyObject *o[3];
     double parameter;
     Buffer b[3] = {0};
-    volatile int status = 0; /* set inside a memory scope (setjmp) */
+    volatile Status status = CORE_OK; /* set inside a memory scope (setjmp) */
     if (!PyArg_ParseTuple(args, "sOOOd", &name, &o[0], &o[1], &o[2], &parameter)) return NULL;
     double *a = take(o[0], &b[0], 'd', 0, 0, "a"), *rhs = NULL, *out = NULL;
     int eigen = strcmp(name, "symmetric_eigen") == 0;
@@ -1179,13 +1250,13 @@ static PyObject *py_linear_algebra(PyObject *self, PyObject *args) {
         int64_t rows = b[0].view.shape[0], cols = b[0].view.shape[1];
         int square = rows == cols, known = 1, ok = 1;
         if (!strcmp(name, "cholesky_solve") || !strcmp(name, "lu_solve"))
-            ok = square && b[1].held && sized(&b[1], rows, "b") && sized(&b[2], rows, "out");
+            ok = square && b[1].held && has_items(&b[1], rows, "b") && has_items(&b[2], rows, "out");
         else if (!strcmp(name, "pseudo_solve"))
-            ok = b[1].held && sized(&b[1], rows, "b") && sized(&b[2], cols, "out");
+            ok = b[1].held && has_items(&b[1], rows, "b") && has_items(&b[2], cols, "out");
         else if (!strcmp(name, "null_space"))
-            ok = rows <= cols && sized(&b[2], cols * (cols - rows), "out");
+            ok = rows <= cols && has_items(&b[2], cols * (cols - rows), "out");
         else if (eigen)
-            ok = square && b[1].held && sized(&b[1], rows, "b") && sized(&b[2], rows * rows, "out");
+            ok = square && b[1].held && has_items(&b[1], rows, "b") && has_items(&b[2], rows * rows, "out");
         else
             known = 0;
         if (!known)
@@ -1195,17 +1266,20 @@ static PyObject *py_linear_algebra(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "linear_algebra: shapes do not fit the kernel");
         else if (ok) {
             CoreScope scope;
+            Workspace w;
             core_scope_open(&scope);
             if (setjmp(scope.jump) == 0) {
-                if (!strcmp(name, "cholesky_solve")) status = cholesky_solve(rows, a, parameter, rhs, out);
-                else if (!strcmp(name, "lu_solve")) status = lu_solve(rows, a, rhs, out);
-                else if (!strcmp(name, "pseudo_solve")) pseudo_solve(rows, cols, a, rhs, parameter, out);
-                else if (!strcmp(name, "null_space")) null_space(rows, cols, a, out);
-                else symmetric_eigen(rows, a, rhs, out);
+                workspace_open(&w, sizeof(double) * (size_t)(2 * (rows + cols + 2) * (rows + cols + 2)));
+                if (!strcmp(name, "cholesky_solve")) status = cholesky_solve(&w, rows, a, parameter, rhs, out);
+                else if (!strcmp(name, "lu_solve")) status = lu_solve(&w, rows, a, rhs, out);
+                else if (!strcmp(name, "pseudo_solve")) pseudo_solve(&w, rows, cols, a, rhs, parameter, out);
+                else if (!strcmp(name, "null_space")) null_space(&w, rows, cols, a, out);
+                else symmetric_eigen(&w, rows, a, rhs, out);
+                workspace_close(&w);
                 core_scope_close(&scope);
             } else {
                 core_scope_unwind(&scope);
-                PyErr_SetString(PyExc_MemoryError, "linear_algebra: the compiled core could not allocate its memory");
+                PyErr_Format(PyExc_MemoryError, "linear_algebra: %s", status_messages[CORE_NO_MEMORY]);
             }
         }
     }
@@ -1229,6 +1303,23 @@ static PyObject *py_live_allocations(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong(core_live_blocks());
 }
 
+/* cap_workspaces(bytes): debug hook, every workspace opened from now holds at most this many bytes (0: as sized), so
+ * that tests can make the kernels' requests overflow it. */
+static PyObject *py_cap_workspaces(PyObject *self, PyObject *args) {
+    (void)self;
+    int64_t bytes;
+    if (!PyArg_ParseTuple(args, "L", &bytes)) return NULL;
+    core_cap_workspaces(bytes > 0 ? (size_t)bytes : 0);
+    Py_RETURN_NONE;
+}
+
+/* allocations() -> (allocations made, workspace requests beyond a workspace's size), both since the module was
+ * loaded: a solve makes one allocation per thread (its workspace), however many iterations it takes. */
+static PyObject *py_allocations(PyObject *self, PyObject *args) {
+    (void)self, (void)args;
+    return Py_BuildValue("LL", (long long)core_allocations(), (long long)core_workspace_overflows());
+}
+
 static PyMethodDef methods[] = {
     {"model", py_model, METH_VARARGS, "model(arrays) -> capsule: a model for the core (see api.c)"},
     {"problem", py_problem, METH_VARARGS, "problem(...) -> capsule: a statics problem (see api.c)"},
@@ -1250,6 +1341,8 @@ static PyMethodDef methods[] = {
     {"linear_algebra", py_linear_algebra, METH_VARARGS, "a dense kernel of linalg.c on its own (for tests)"},
     {"fail_allocation", py_fail_allocation, METH_VARARGS, "debug: the n-th allocation from now fails (0: none)"},
     {"live_allocations", py_live_allocations, METH_NOARGS, "blocks the core has allocated and not yet freed"},
+    {"allocations", py_allocations, METH_NOARGS, "allocations made and workspace overflows since loading"},
+    {"cap_workspaces", py_cap_workspaces, METH_VARARGS, "debug: workspaces of at most this many bytes (0: as sized)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1280,7 +1373,8 @@ static const char *const distance_type_names[] = {SHIFTSIM_DISTANCE_TYPES(CODE_N
 #define COUNT_OF(array) ((int)(sizeof(array) / sizeof((array)[0])))
 
 /* The module, with the tables of fields.h as name tuples (MODEL_FIELDS, SETTINGS_FIELDS, RESULT_FLAGS,
- * EVALUATION_SCALARS, VERDICTS, NODE_KINDS, DISTANCE_TYPES; a code is its name's index). */
+ * EVALUATION_SCALARS, VERDICTS, NODE_KINDS, DISTANCE_TYPES, STATUSES and their STATUS_MESSAGES; a code is its name's
+ * index). */
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
@@ -1291,7 +1385,9 @@ PyMODINIT_FUNC PyInit__core(void) {
         || export_names(m, "EVALUATION_SCALARS", evaluation_scalar_names, COUNT_OF(evaluation_scalar_names)) != 0
         || export_names(m, "VERDICTS", verdict_names, COUNT_OF(verdict_names)) != 0
         || export_names(m, "NODE_KINDS", node_kind_names, COUNT_OF(node_kind_names)) != 0
-        || export_names(m, "DISTANCE_TYPES", distance_type_names, COUNT_OF(distance_type_names)) != 0) {
+        || export_names(m, "DISTANCE_TYPES", distance_type_names, COUNT_OF(distance_type_names)) != 0
+        || export_names(m, "STATUSES", status_names, COUNT_OF(status_names)) != 0
+        || export_names(m, "STATUS_MESSAGES", status_messages, COUNT_OF(status_messages)) != 0) {
         Py_DECREF(m);
         return NULL;
     }

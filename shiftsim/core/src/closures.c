@@ -68,27 +68,42 @@ void closure_residual(const Model *model, const State *s, double *g) {
     }
 }
 
+/* Column k of closure c's six rows of G (nq columns) at the closure points p_a, p_b: see closure_jacobian. */
+static void closure_column(const State *s, int64_t nq, int64_t c, int64_t k, int on_a, int on_b, const double *p_a,
+                           const double *p_b, double *jac) {
+    const double *om = s->omega + 3 * k, *v = s->v + 3 * k;
+    for (int i = 0; i < 3; i++) {
+        int j = (i + 1) % 3, l = (i + 2) % 3;
+        double linear = 0.0;
+        if (on_b) linear += om[j] * p_b[l] - om[l] * p_b[j] + v[i];
+        if (on_a) linear -= om[j] * p_a[l] - om[l] * p_a[j] + v[i];
+        jac[(6 * c + i) * nq + k] = linear;
+        jac[(6 * c + 3 + i) * nq + k] = om[i] * ((double)on_b - (double)on_a);
+    }
+}
+
 /* G (6 K, nq): d(p_b - p_a)/dq_k = (omega_k x p_b + v_k)[k moves b] - (omega_k x p_a + v_k)[k moves a], and
- * omega_k ([k moves b] - [k moves a]) for the rotation rows (exact where the loop is closed). */
+ * omega_k ([k moves b] - [k moves a]) for the rotation rows (exact where the loop is closed). Only the coordinates on
+ * the two sides' paths to the root have a column that is not zero: b's path is walked to the root (the coordinates
+ * from the two sides' common ancestor up move both), then a's up to that ancestor. */
 void closure_jacobian(const Model *model, const State *s, double *jac) {
     int64_t nq = model->nq;
     memset(jac, 0, sizeof(double) * (size_t)(6 * model->n_closures * nq));
     for (int64_t c = 0; c < model->n_closures; c++) {
+        int64_t a = model->closure_a[c], b = model->closure_b[c];
         double p_a[3], p_b[3];
-        side(s, model->closure_a[c], model->closure_offset_a + 16 * c, NULL, p_a);
-        side(s, model->closure_b[c], model->closure_offset_b + 16 * c, NULL, p_b);
-        for (int64_t k = 0; k < nq; k++) {
-            int on_a = moves(model, k, model->closure_a[c]), on_b = moves(model, k, model->closure_b[c]);
-            if (!on_a && !on_b) continue;
-            const double *om = s->omega + 3 * k, *v = s->v + 3 * k;
-            for (int i = 0; i < 3; i++) {
-                int j = (i + 1) % 3, l = (i + 2) % 3;
-                double linear = 0.0;
-                if (on_b) linear += om[j] * p_b[l] - om[l] * p_b[j] + v[i];
-                if (on_a) linear -= om[j] * p_a[l] - om[l] * p_a[j] + v[i];
-                jac[(6 * c + i) * nq + k] = linear;
-                jac[(6 * c + 3 + i) * nq + k] = om[i] * ((double)on_b - (double)on_a);
-            }
+        side(s, a, model->closure_offset_a + 16 * c, NULL, p_a);
+        side(s, b, model->closure_offset_b + 16 * c, NULL, p_b);
+        int64_t both = common_ancestor(model, a, b);
+        bool moves_a = false;
+        for (int64_t node = b; node > 0; node = model->parent[node]) {
+            int64_t k = model->coordinate[node];
+            moves_a = moves_a || node == both;
+            if (k >= 0) closure_column(s, nq, c, k, moves_a, 1, p_a, p_b, jac);
+        }
+        for (int64_t node = a; node > 0 && node != both; node = model->parent[node]) {
+            int64_t k = model->coordinate[node];
+            if (k >= 0) closure_column(s, nq, c, k, 1, 0, p_a, p_b, jac);
         }
     }
 }

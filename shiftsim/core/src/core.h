@@ -9,6 +9,7 @@
 #define SHIFTSIM_CORE_H
 
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,29 @@ void *core_calloc(size_t count, size_t size);
 void core_free(void *memory);
 void core_fail_allocation(int64_t n); /* debug: the n-th allocation from now fails (0: none) */
 int64_t core_live_blocks(void);       /* blocks allocated by the core and not yet freed */
+int64_t core_allocations(void);       /* allocations made since the module was loaded */
+
+/* One case's working memory (workspace.c), as MuJoCo's stack or Pinocchio's Data: one checked block sized from the
+ * model and problem once (workspace_open), from which the kernels take their arrays in last-in first-out order:
+ * ``size_t mark = ws_mark(w); double *a = ws_doubles(w, n); ...; ws_release(w, mark);``. Taking an array moves a
+ * pointer: nothing is allocated while a case is computed. A request beyond the size (a sizing bug: the tests assert
+ * it never happens) takes a further checked block, kept until released, and is counted (core_workspace_overflows).
+ * A batch opens one workspace per thread and reuses it over that thread's cases. */
+typedef struct WorkspaceOverflow WorkspaceOverflow;
+typedef struct {
+    char *memory;
+    size_t size, used;             /* bytes */
+    WorkspaceOverflow *overflow;   /* blocks taken beyond size, newest first */
+} Workspace;
+void workspace_open(Workspace *w, size_t bytes);
+void workspace_close(Workspace *w);
+void workspace_forget(Workspace *w);  /* after a failed case whose scope freed its overflow blocks: empty again */
+size_t ws_mark(const Workspace *w);
+void ws_release(Workspace *w, size_t mark);
+double *ws_doubles(Workspace *w, int64_t n);  /* n doubles, zero */
+int64_t *ws_indices(Workspace *w, int64_t n); /* n int64, not initialized */
+int64_t core_workspace_overflows(void);       /* requests beyond a workspace's size since the module was loaded */
+void core_cap_workspaces(size_t bytes);       /* debug: workspaces of at most this many bytes (0: as sized) */
 
 /* The larger of a and b, NaN if either is NaN (as numpy's maximum: a NaN force must never pass a test). */
 static inline double larger(double a, double b) { return (a > b || a != a) ? a : b; }
@@ -59,6 +83,10 @@ typedef struct {
 #undef SHIFTSIM_MODEL_MEMBER
 } Model;
 
+/* Doubles a workspace needs for the kernels outside the statics iteration (kinematics, force terms, joint loads, the
+ * ground's terms) at a model of this size; workspace_doubles (newton.c) for the statics. */
+size_t kernel_workspace_doubles(const Model *model);
+
 /* Kinematic state of one configuration. */
 typedef struct {
     double *world;     /* (n, 3, 4) motion frames W (top rows) */
@@ -68,13 +96,12 @@ typedef struct {
     double *v;         /* (nq, 3) */
 } State;
 
-State state_new(const Model *model);
-void state_free(State *s);
+State state_new(Workspace *w, const Model *model); /* its arrays taken from w */
 void state_copy(const Model *model, State *to, const State *from);
 void node_state(const Model *model, const double *q, State *s);
 void forward_poses(const Model *model, const double *q, State *s, double *bodies, double *frames);
 int64_t moving_coordinates(const Model *model, int64_t node, int64_t *out);
-int moves(const Model *model, int64_t k, int64_t node);
+int64_t common_ancestor(const Model *model, int64_t a, int64_t b); /* the lowest node at or above both (0: the world) */
 void frame_pose(const Model *model, const State *s, int64_t frame, double *r, double *p);
 void point_jacobian(const Model *model, const State *s, int64_t node, const double *point, double *jac);
 
@@ -89,36 +116,39 @@ void polynomial_law(const double *coefficients, int64_t degree, double x, double
 void piecewise_law(const Model *model, int64_t law, double x, double *f, double *df, double *energy);
 
 /* forces: each adds into q_force (nq) and stiffness (nq, nq), stiffness[k][j] = dQ_k/dq_j */
-double gravity_and_world_forces(const Model *model, const State *s, const double *gravity, int64_t count,
-                                const int64_t *point_node, const double *point, const double *force,
+double gravity_and_world_forces(Workspace *w, const Model *model, const State *s, const double *gravity,
+                                int64_t count, const int64_t *point_node, const double *point, const double *force,
                                 double *q_force, double *stiffness, double *columns);
 double joint_springs(const Model *model, const double *q, double *q_force, double *stiffness, double *diagonal);
-void add_point_hessian(const Model *model, const State *s, int64_t node, const double *jv, const double *direction,
-                       double scale, double *out);
-double pair_distance(const Model *model, const State *s, int64_t frame_a, int64_t frame_c, int64_t distance,
-                     double *grad, double *hess);
-double pair_springs(const Model *model, const State *s, double *q_force, double *stiffness);
-int64_t applied_loads(const Model *model, const State *s, int64_t n_loads, const int64_t *frames, const double *forces,
-                      const double *torques, const int64_t *follow, int64_t *point_node, double *point,
-                      double *force, double *q_force, double *stiffness);
-void closure_force_stiffness(const Model *model, const State *s, const double *multipliers, double *stiffness);
+void add_point_hessian(Workspace *w, const Model *model, const State *s, int64_t node, const double *jv,
+                       const double *direction, double scale, double *out);
+double pair_distance(Workspace *w, const Model *model, const State *s, int64_t frame_a, int64_t frame_c,
+                     int64_t distance, double *grad, double *hess);
+double pair_springs(Workspace *w, const Model *model, const State *s, double *q_force, double *stiffness);
+int64_t applied_loads(Workspace *w, const Model *model, const State *s, int64_t n_loads, const int64_t *frames,
+                      const double *forces, const double *torques, const int64_t *follow, int64_t *point_node,
+                      double *point, double *force, double *q_force, double *stiffness);
+void closure_force_stiffness(Workspace *w, const Model *model, const State *s, const double *multipliers,
+                             double *stiffness);
 
 /* joint loads (loads.c): wrench_world (J, 6) about each child-side joint frame origin, that frame's rotation
  * (J, 3, 3), effort (nq); loads as in applied_loads (following ones in frame axes), extra world point forces
  * (count) such as ground contacts, closure multipliers (6 K). */
-void joint_loads(const Model *model, const State *s, const double *multipliers, const double *gravity, int64_t n_loads,
-                 const int64_t *frames, const double *forces, const double *torques, const int64_t *follow,
+void joint_loads(Workspace *w, const Model *model, const State *s, const double *multipliers, const double *gravity,
+                 int64_t n_loads, const int64_t *frames, const double *forces, const double *torques, const int64_t *follow,
                  int64_t count, const int64_t *point_node, const double *point, const double *force,
                  double *wrench_world, double *rotation, double *effort);
 
 /* linear algebra on small dense matrices (linalg.c) */
-int is_positive_definite(int64_t n, const double *a, double shift); /* a predicate: 1 = yes */
-int lu_solve(int64_t n, const double *a, const double *b, double *x);
-int cholesky_solve(int64_t n, const double *a, double shift, const double *b, double *x);
-void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors);
-void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, double rcond, double *x);
-void null_space(int64_t m, int64_t nf, const double *g, double *z);
-int64_t pivoted_rank(int64_t rows, int64_t cols, const double *a, double tolerance, int64_t *order);
+bool is_positive_definite(Workspace *w, int64_t n, const double *a, double shift);
+Status lu_solve(Workspace *w, int64_t n, const double *a, const double *b, double *x); /* CORE_SINGULAR */
+Status cholesky_solve(Workspace *w, int64_t n, const double *a, double shift, const double *b,
+                      double *x); /* CORE_NOT_DEFINITE */
+void symmetric_eigen(Workspace *w, int64_t n, const double *a, double *values, double *vectors);
+void pseudo_solve(Workspace *w, int64_t rows, int64_t cols, const double *a, const double *b, double rcond,
+                  double *x);
+void null_space(Workspace *w, int64_t m, int64_t nf, const double *g, double *z);
+int64_t pivoted_rank(Workspace *w, int64_t rows, int64_t cols, const double *a, double tolerance, int64_t *order);
 
 /* ground contacts and tyres (ground.c): a force field with the arrays of SHIFTSIM_GROUND_FIELDS (fields.h) */
 typedef struct {
@@ -136,33 +166,33 @@ typedef struct {
     uint8_t *tyre_touching, *tyre_slipping;                                     /* (T) */
 } GroundPoints;
 
-double ground_terms(const Model *model, const State *s, const GroundField *ground, double *q_force, double *stiffness,
-                    int *conservative);
+double ground_terms(Workspace *w, const Model *model, const State *s, const GroundField *ground, double *q_force,
+                    double *stiffness, int *conservative);
 void ground_points(const State *s, const GroundField *ground, const GroundPoints *out);
 
 /* tree-ordered factorization (tree.c) of H (nf, nf) = [omega_j . X_k for j at or above k, mirrored] + diag(diagonal)
  * + shift I over the free coordinates free (nf) of a tree: omega (nq, 3) the coordinate axes, columns (nq, 3) the
  * X_k, diagonal (nq). tree_factor writes pivot (nf) and reach (nf, 3) and returns how many pivots are not positive
  * (0: positive definite); tree_solve gives x (nf) with H x = b (nf) from them. */
-int64_t tree_factor(const Model *model, int64_t nf, const int64_t *free, const double *omega, const double *columns,
-                    const double *diagonal, double shift, double *pivot, double *reach);
-void tree_solve(const Model *model, int64_t nf, const int64_t *free, const double *omega, const double *pivot,
-                const double *reach, const double *b, double *x);
+int64_t tree_factor(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
+                    const double *columns, const double *diagonal, double shift, double *pivot, double *reach);
+void tree_solve(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
+                const double *pivot, const double *reach, const double *b, double *x);
 /* the same H written out (nf, nf) without shift, and per free coordinate a bound on its column's largest |entry|
  * (out (nf)): |X_k| + |diagonal_k| + |omega_k| max |X_j| over the free j below (axes are unit or zero). */
-void tree_dense(const Model *model, int64_t nf, const int64_t *free, const double *omega, const double *columns,
-                const double *diagonal, double *out);
-void tree_column_bounds(const Model *model, int64_t nf, const int64_t *free, const double *omega,
+void tree_dense(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
+                const double *columns, const double *diagonal, double *out);
+void tree_column_bounds(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
                         const double *columns, const double *diagonal, double *out);
 /* H's largest |entry| (axes equal to 1e-12 taken as one: linear time while a path has few distinct axes). */
-double tree_largest_entry(const Model *model, int64_t nf, const int64_t *free, const double *omega,
+double tree_largest_entry(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
                           const double *columns, const double *diagonal);
 
 /* statics (newton.c) */
-/* Callbacks into the caller (Python: couplings and force fields), each returning nonzero on failure. */
-typedef int (*CouplingApply)(void *context, const double *q, double *out);    /* out (nq) */
-typedef int (*CouplingJacobian)(void *context, const double *q, double *out); /* out (nq, nf) */
-typedef int (*FieldTerms)(void *context, const double *q, const double *rotation, const double *position,
+/* Callbacks into the caller (Python: couplings and force fields), each returning CORE_OK or CORE_CALLBACK_FAILED. */
+typedef Status (*CouplingApply)(void *context, const double *q, double *out);    /* out (nq) */
+typedef Status (*CouplingJacobian)(void *context, const double *q, double *out); /* out (nq, nf) */
+typedef Status (*FieldTerms)(void *context, const double *q, const double *rotation, const double *position,
                           const double *omega, const double *v, double *q_force, double *stiffness,
                           double *energy_and_conservative);
 
@@ -194,15 +224,20 @@ typedef struct {
     double size;               /* m: the machine's size at the start */
 } Case;
 
-void case_scales(const Model *model, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
-                 const double *torque, double *force_floor, double *size);
-void solve_case(const Model *model, const Problem *p, const Case *c, const double *q_start, int64_t classify,
-                double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
+void case_scales(Workspace *w, const Model *model, const double *q_start, int64_t n_loads, const double *gravity,
+                 const double *force, const double *torque, double *force_floor, double *size);
+/* Doubles a workspace needs for solve_case, evaluate_case or assemble_case (purpose) of problem p (tree: a case with
+ * the tree structure of tree.c; otherwise dense). */
+enum { FOR_SOLVE, FOR_EVALUATE, FOR_ASSEMBLE };
+size_t workspace_doubles(const Model *model, const Problem *p, int tree, int purpose);
+bool is_tree_structured(const Model *model, const Problem *p, const Case *c);
+void solve_case(Workspace *w, const Model *model, const Problem *p, const Case *c, const double *q_start,
+                int64_t classify, double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
                 uint8_t *out_runaway);
-double assemble_case(const Model *model, const Problem *p, double *q, double tolerance, int64_t max_iterations,
-                     int64_t *iterations);
-void evaluate_case(const Model *model, const Problem *p, const Case *c, const double *q, const double *multipliers,
-                   double *residual, double *closure, double *g_u, double *hessian, double *scalars,
-                   double *q_force_reduced, double *multipliers_out);
+double assemble_case(Workspace *w, const Model *model, const Problem *p, double *q, double tolerance,
+                     int64_t max_iterations, int64_t *iterations);
+void evaluate_case(Workspace *w, const Model *model, const Problem *p, const Case *c, const double *q,
+                   const double *multipliers, double *residual, double *closure, double *g_u, double *hessian,
+                   double *scalars, double *q_force_reduced, double *multipliers_out);
 
 #endif

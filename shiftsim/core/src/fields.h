@@ -55,6 +55,18 @@
 /* An evaluation's scalars (evaluate_case): X(name). */
 #define SHIFTSIM_EVALUATION_SCALARS(X) X(energy) X(force_scale) X(conservative) X(size) X(force_floor)
 
+/* What a core function that can fail returns: 0 (CORE_OK) when it did what it says, otherwise the code of what went
+ * wrong, with the message the Python side raises it with: X(C name, Python name, message). A question answered yes or
+ * no is a predicate instead (bool, named is_... or as a question: is_positive_definite, all_finite). */
+#define SHIFTSIM_STATUSES(X)                                                                                            \
+    X(CORE_OK, ok, "done")                                                                                            \
+    X(CORE_NO_MEMORY, no_memory, "the compiled core could not allocate its working memory")                          \
+    X(CORE_CALLBACK_FAILED, callback_failed, "a Python callback (a coupling or a force field) raised")               \
+    X(CORE_SINGULAR, singular, "the matrix is singular (a pivot is exactly zero)")                                   \
+    X(CORE_NOT_DEFINITE, not_definite, "the matrix is not positive definite")                                        \
+    X(CORE_NOT_CLOSED, not_closed, "the loops did not close within the allowed correction")                          \
+    X(CORE_NOT_CONVERGED, not_converged, "no equilibrium within the iterations")
+
 /* Codes: X(C name, Python name), numbered from 0 in this order. */
 #define SHIFTSIM_VERDICTS(X) X(STABLE, stable) X(NEUTRAL, neutral) X(UNSTABLE, unstable)
 #define SHIFTSIM_NODE_KINDS(X) X(FIXED_MOTION, fixed) X(REVOLUTE, revolute) X(PRISMATIC, prismatic)
@@ -63,6 +75,9 @@
 #define SHIFTSIM_CODE(c_name, python_name) c_name,
 #define SHIFTSIM_COUNT(...) +1
 #define SHIFTSIM_INDEX(name) FLAG_##name,
+#define SHIFTSIM_STATUS_CODE(c_name, python_name, message) c_name,
+typedef enum { SHIFTSIM_STATUSES(SHIFTSIM_STATUS_CODE) } Status;
+#undef SHIFTSIM_STATUS_CODE
 enum { SHIFTSIM_VERDICTS(SHIFTSIM_CODE) };
 enum { SHIFTSIM_NODE_KINDS(SHIFTSIM_CODE) };
 enum { SHIFTSIM_DISTANCE_TYPES(SHIFTSIM_CODE) };

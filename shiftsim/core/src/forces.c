@@ -24,13 +24,14 @@ static inline void cross3(const double *a, const double *b, double *out) {
  * carries is omega_s . (P_d omega_d + v_d x F_d - omega_d tr P_d). Returns -sum(p . f). columns (nq, 3), unless
  * NULL, receives each coordinate d's vector in parentheses (tree.c factorizes with them); stiffness NULL: not
  * assembled. */
-double gravity_and_world_forces(const Model *model, const State *s, const double *gravity, int64_t count,
-                                const int64_t *point_node, const double *point, const double *force,
+double gravity_and_world_forces(Workspace *w, const Model *model, const State *s, const double *gravity,
+                                int64_t count, const int64_t *point_node, const double *point, const double *force,
                                 double *q_force, double *stiffness, double *columns) {
     int64_t n = model->n_nodes, nq = model->nq;
-    double *f_node = core_calloc((size_t)(12 * n + 3 * nq + 1), sizeof(double)); /* one allocation: F, P, per_d */
+    size_t mark = ws_mark(w);
+    double *f_node = ws_doubles(w, 12 * n + 3 * nq); /* F, P, per_d */
     double *p_node = f_node + 3 * n, *per_d = p_node + 9 * n;
-    int64_t few[64], *chain = nq <= 64 ? few : core_malloc(sizeof(int64_t) * (size_t)nq);
+    int64_t *chain = ws_indices(w, nq);
     for (int64_t i = 0; i < n; i++) {
         double m = model->mass[i];
         if (m == 0.0) continue;
@@ -76,8 +77,7 @@ double gravity_and_world_forces(const Model *model, const State *s, const double
             if (up != d) stiffness[d * nq + up] += value;
         }
     }
-    if (chain != few) core_free(chain);
-    core_free(f_node);
+    ws_release(w, mark);
     return energy;
 }
 
@@ -105,9 +105,10 @@ double joint_springs(const Model *model, const double *q, double *q_force, doubl
 /* out += scale * direction . d2p/dq_j dq_k for a point on ``node`` with Jacobian jv (nq, 3): for j nearer the
  * root than (or equal to) k, omega_j x Jv_k (kept where the point lies on j's own axis: Jv_j = 0 there, yet j
  * turns k's motion). */
-void add_point_hessian(const Model *model, const State *s, int64_t node, const double *jv, const double *direction,
-                       double scale, double *out) {
-    int64_t nq = model->nq, *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
+void add_point_hessian(Workspace *w, const Model *model, const State *s, int64_t node, const double *jv,
+                       const double *direction, double scale, double *out) {
+    size_t mark = ws_mark(w);
+    int64_t nq = model->nq, *chain = ws_indices(w, nq);
     int64_t count = moving_coordinates(model, node, chain);
     for (int64_t lower = 0; lower < count; lower++) {
         int64_t k = chain[lower];
@@ -120,19 +121,19 @@ void add_point_hessian(const Model *model, const State *s, int64_t node, const d
             if (j != k) out[k * nq + j] += value;
         }
     }
-    core_free(chain);
+    ws_release(w, mark);
 }
 
 /* Distance x (m) between the origins of two frames, dx/dq (nq) and d2x/dq2 (nq, nq) into grad and hess
  * (overwritten): euclidean, or along axis distance - 1 of frame a. */
-double pair_distance(const Model *model, const State *s, int64_t frame_a, int64_t frame_c, int64_t distance,
-                     double *grad, double *hess) {
+double pair_distance(Workspace *w, const Model *model, const State *s, int64_t frame_a, int64_t frame_c,
+                     int64_t distance, double *grad, double *hess) {
+    size_t mark = ws_mark(w);
     int64_t nq = model->nq, node_a = model->frame_node[frame_a], node_c = model->frame_node[frame_c];
     double r_a[9], p_a[3], p_c[3], d[3];
     frame_pose(model, s, frame_a, r_a, p_a);
     frame_pose(model, s, frame_c, NULL, p_c);
-    double *jv_a = core_malloc(sizeof(double) * (size_t)(3 * nq + 1)), *jv_c = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
-    double *jd = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
+    double *jv_a = ws_doubles(w, 3 * nq), *jv_c = ws_doubles(w, 3 * nq), *jd = ws_doubles(w, 3 * nq);
     point_jacobian(model, s, node_a, p_a, jv_a);
     point_jacobian(model, s, node_c, p_c, jv_c);
     for (int i = 0; i < 3; i++) d[i] = p_c[i] - p_a[i];
@@ -142,29 +143,28 @@ double pair_distance(const Model *model, const State *s, int64_t frame_a, int64_
     if (distance == EUCLIDEAN) {
         x = sqrt(dot3(d, d));
         double guarded = x > 1e-300 ? x : 1e-300, u[3] = {d[0] / guarded, d[1] / guarded, d[2] / guarded};
-        double *projected = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
+        double *projected = ws_doubles(w, 3 * nq);
         for (int64_t k = 0; k < nq; k++) {
             grad[k] = dot3(jd + 3 * k, u);
             for (int i = 0; i < 3; i++) projected[3 * k + i] = jd[3 * k + i] - grad[k] * u[i];
         }
         for (int64_t j = 0; j < nq; j++)
             for (int64_t k = 0; k < nq; k++) hess[j * nq + k] = dot3(projected + 3 * j, projected + 3 * k) / guarded;
-        add_point_hessian(model, s, node_c, jv_c, u, 1.0, hess);
-        add_point_hessian(model, s, node_a, jv_a, u, -1.0, hess);
-        core_free(projected);
+        add_point_hessian(w, model, s, node_c, jv_c, u, 1.0, hess);
+        add_point_hessian(w, model, s, node_a, jv_a, u, -1.0, hess);
     } else {
         int axis = (int)distance - 1;
         double e[3] = {r_a[axis], r_a[3 + axis], r_a[6 + axis]};
         x = dot3(e, d);
-        double *de = core_calloc((size_t)(3 * nq + 1), sizeof(double)); /* d e / dq_j for coordinates turning frame a */
-        int64_t *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
+        double *de = ws_doubles(w, 3 * nq); /* d e / dq_j for coordinates turning frame a */
+        int64_t *chain = ws_indices(w, nq);
         int64_t count = moving_coordinates(model, node_a, chain);
         for (int64_t c = 0; c < count; c++) cross3(s->omega + 3 * chain[c], e, de + 3 * chain[c]);
         for (int64_t k = 0; k < nq; k++) grad[k] = dot3(jd + 3 * k, e) + dot3(de + 3 * k, d);
         for (int64_t j = 0; j < nq; j++)
             for (int64_t k = 0; k < nq; k++) hess[j * nq + k] = dot3(de + 3 * j, jd + 3 * k) + dot3(de + 3 * k, jd + 3 * j);
-        add_point_hessian(model, s, node_c, jv_c, e, 1.0, hess);
-        add_point_hessian(model, s, node_a, jv_a, e, -1.0, hess);
+        add_point_hessian(w, model, s, node_c, jv_c, e, 1.0, hess);
+        add_point_hessian(w, model, s, node_a, jv_a, e, -1.0, hess);
         for (int64_t lower = 0; lower < count; lower++) { /* d . d2e/dq_j dq_k = (d x omega_j) . (omega_k x e) */
             int64_t k = chain[lower];
             for (int64_t upper = lower; upper < count; upper++) {
@@ -176,20 +176,20 @@ double pair_distance(const Model *model, const State *s, int64_t frame_a, int64_
                 if (j != k) hess[k * nq + j] += value;
             }
         }
-        core_free(de), core_free(chain);
     }
-    core_free(jv_a), core_free(jv_c), core_free(jd);
+    ws_release(w, mark);
     return x;
 }
 
 /* Springs between frame pairs: Q = -f(x) dx/dq (the child frame pulled toward the parent frame when f > 0). */
-double pair_springs(const Model *model, const State *s, double *q_force, double *stiffness) {
+double pair_springs(Workspace *w, const Model *model, const State *s, double *q_force, double *stiffness) {
     if (model->n_pairs == 0) return 0.0;
     int64_t nq = model->nq;
-    double energy = 0.0, f, df, e;
-    double *grad = core_malloc(sizeof(double) * (size_t)(nq + 1)), *hess = core_malloc(sizeof(double) * (size_t)(nq * nq + 1));
+    size_t mark = ws_mark(w);
+    double energy = 0.0, f, df, e, *grad = ws_doubles(w, nq), *hess = ws_doubles(w, nq * nq);
     for (int64_t i = 0; i < model->n_pairs; i++) {
-        double x = pair_distance(model, s, model->pair_frame_a[i], model->pair_frame_c[i], model->pair_distance[i], grad, hess);
+        double x = pair_distance(w, model, s, model->pair_frame_a[i], model->pair_frame_c[i], model->pair_distance[i],
+                                 grad, hess);
         piecewise_law(model, model->pair_law[i], x, &f, &df, &e);
         for (int64_t j = 0; j < nq; j++) {
             q_force[j] -= f * grad[j];
@@ -197,7 +197,7 @@ double pair_springs(const Model *model, const State *s, double *q_force, double 
         }
         energy += e;
     }
-    core_free(grad), core_free(hess);
+    ws_release(w, mark);
     return energy;
 }
 
@@ -219,12 +219,13 @@ static void add_torque_stiffness(const Model *model, const State *s, const int64
 /* Loads at frames: forces, torques (L, 3) in world axes (world-fixed) or frame axes (follow). World-fixed
  * forces are written to point_node, point, force for gravity_and_world_forces (their count returned);
  * torques and following loads add their generalized force and stiffness here (no potential). */
-int64_t applied_loads(const Model *model, const State *s, int64_t n_loads, const int64_t *frames, const double *forces,
-                      const double *torques, const int64_t *follow, int64_t *point_node, double *point,
-                      double *force, double *q_force, double *stiffness) {
+int64_t applied_loads(Workspace *w, const Model *model, const State *s, int64_t n_loads, const int64_t *frames,
+                      const double *forces, const double *torques, const int64_t *follow, int64_t *point_node,
+                      double *point, double *force, double *q_force, double *stiffness) {
     if (n_loads == 0) return 0;
-    int64_t nq = model->nq, count = 0, *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
-    double *jv = core_malloc(sizeof(double) * (size_t)(3 * nq + 1));
+    size_t mark = ws_mark(w);
+    int64_t nq = model->nq, count = 0, *chain = ws_indices(w, nq);
+    double *jv = ws_doubles(w, 3 * nq);
     for (int64_t i = 0; i < n_loads; i++) {
         int64_t node = model->frame_node[frames[i]];
         double r[9], p[3];
@@ -254,7 +255,7 @@ int64_t applied_loads(const Model *model, const State *s, int64_t n_loads, const
             int64_t k = chain[c];
             q_force[k] += dot3(jv + 3 * k, f) + dot3(s->omega + 3 * k, t);
         }
-        add_point_hessian(model, s, node, jv, f, 1.0, stiffness);
+        add_point_hessian(w, model, s, node, jv, f, 1.0, stiffness);
         add_torque_stiffness(model, s, chain, moving, t, stiffness);
         for (int64_t cj = 0; cj < moving; cj++) { /* the load turns with the frame: d f / dq_j = omega_j x f */
             int64_t j = chain[cj];
@@ -267,8 +268,26 @@ int64_t applied_loads(const Model *model, const State *s, int64_t n_loads, const
             }
         }
     }
-    core_free(chain), core_free(jv);
+    ws_release(w, mark);
     return count;
+}
+
+/* x_k += (Jv_b,k - Jv_a,k) x lambda_p and t_k += ([k moves b] - [k moves a]) lambda_r for one closure (points p_a, p_b,
+ * multipliers lambda (6)) and a coordinate k moving its a side, its b side or both (closure_force_stiffness). */
+static void add_closure_lever(const State *s, int64_t k, int on_a, int on_b, const double *p_a, const double *p_b,
+                              const double *lambda, double *x, double *t) {
+    double jv[3] = {0.0, 0.0, 0.0}, lever[3], turned[3];
+    if (on_b) {
+        cross3(s->omega + 3 * k, p_b, lever);
+        for (int i = 0; i < 3; i++) jv[i] += lever[i] + s->v[3 * k + i];
+    }
+    if (on_a) {
+        cross3(s->omega + 3 * k, p_a, lever);
+        for (int i = 0; i < 3; i++) jv[i] -= lever[i] + s->v[3 * k + i];
+    }
+    cross3(jv, lambda, turned);
+    double side = (double)on_b - (double)on_a;
+    for (int i = 0; i < 3; i++) x[3 * k + i] += turned[i], t[3 * k + i] += side * lambda[3 + i];
 }
 
 /* stiffness += d(G^T lambda)/dq as [k][j] for fixed multipliers (6 K): the closure wrenches (force lambda_p at
@@ -276,30 +295,27 @@ int64_t applied_loads(const Model *model, const State *s, int64_t n_loads, const
  * differentiated with the points and axes they act through. The force terms add up to omega_j . X_k with
  * X_k = sum over closures of (Jv_b,k - Jv_a,k) x lambda_p, the torque terms to (omega_j x omega_k) . T_k with
  * T_k the net closure torque on what k moves. */
-void closure_force_stiffness(const Model *model, const State *s, const double *multipliers, double *stiffness) {
+void closure_force_stiffness(Workspace *w, const Model *model, const State *s, const double *multipliers,
+                             double *stiffness) {
     int64_t nq = model->nq, k_count = model->n_closures;
     if (k_count == 0) return;
-    double *p_a = core_malloc(sizeof(double) * (size_t)(3 * k_count)), *p_b = core_malloc(sizeof(double) * (size_t)(3 * k_count));
-    double *x = core_calloc((size_t)(3 * nq + 1), sizeof(double)), *t = core_calloc((size_t)(3 * nq + 1), sizeof(double));
-    int64_t *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
+    size_t mark = ws_mark(w);
+    double *p_a = ws_doubles(w, 3 * k_count), *p_b = ws_doubles(w, 3 * k_count);
+    double *x = ws_doubles(w, 3 * nq), *t = ws_doubles(w, 3 * nq);
+    int64_t *chain = ws_indices(w, nq);
     closure_points(model, s, p_a, p_b);
-    for (int64_t c = 0; c < k_count; c++) {
-        const double *lam_p = multipliers + 6 * c, *lam_r = multipliers + 6 * c + 3;
-        for (int64_t k = 0; k < nq; k++) {
-            int on_a = moves(model, k, model->closure_a[c]), on_b = moves(model, k, model->closure_b[c]);
-            if (!on_a && !on_b) continue;
-            double jv[3] = {0.0, 0.0, 0.0}, lever[3], turned[3];
-            if (on_b) {
-                cross3(s->omega + 3 * k, p_b + 3 * c, lever);
-                for (int i = 0; i < 3; i++) jv[i] += lever[i] + s->v[3 * k + i];
-            }
-            if (on_a) {
-                cross3(s->omega + 3 * k, p_a + 3 * c, lever);
-                for (int i = 0; i < 3; i++) jv[i] -= lever[i] + s->v[3 * k + i];
-            }
-            cross3(jv, lam_p, turned);
-            double side = (double)on_b - (double)on_a;
-            for (int i = 0; i < 3; i++) x[3 * k + i] += turned[i], t[3 * k + i] += side * lam_r[i];
+    for (int64_t c = 0; c < k_count; c++) { /* the coordinates on b's path to the root, then the rest of a's */
+        int64_t a = model->closure_a[c], b = model->closure_b[c], both = common_ancestor(model, a, b);
+        const double *at_a = p_a + 3 * c, *at_b = p_b + 3 * c, *lambda = multipliers + 6 * c;
+        bool moves_a = false; /* from the common ancestor up, a coordinate moves both sides */
+        for (int64_t node = b; node > 0; node = model->parent[node]) {
+            int64_t k = model->coordinate[node];
+            moves_a = moves_a || node == both;
+            if (k >= 0) add_closure_lever(s, k, moves_a, 1, at_a, at_b, lambda, x, t);
+        }
+        for (int64_t node = a; node > 0 && node != both; node = model->parent[node]) {
+            int64_t k = model->coordinate[node];
+            if (k >= 0) add_closure_lever(s, k, 1, 0, at_a, at_b, lambda, x, t);
         }
     }
     for (int64_t k = 0; k < nq; k++) {
@@ -313,5 +329,5 @@ void closure_force_stiffness(const Model *model, const State *s, const double *m
             if (j != k) stiffness[k * nq + j] += value + dot3(s->omega + 3 * j, turned);
         }
     }
-    core_free(p_a), core_free(p_b), core_free(x), core_free(t), core_free(chain);
+    ws_release(w, mark);
 }

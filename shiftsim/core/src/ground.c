@@ -202,8 +202,8 @@ static void tyre_vectors(const State *s, const GroundField *g, int64_t i, double
 
 /* Q and K of world forces f (3 count) with derivative d (3 count, 3 count) on ``count`` model-frame vectors x
  * (points where ``point[i]``, else directions) carried by ``node``; jac (count, nq, 3) and chain (nq) scratch. */
-static void add_vectors(const Model *model, const State *s, const GroundField *g, int64_t node, int count,
-                        const double *x, const int *point, const double *f, const double *d, double *jac,
+static void add_vectors(Workspace *work, const Model *model, const State *s, const GroundField *g, int64_t node,
+                        int count, const double *x, const int *point, const double *f, const double *d, double *jac,
                         int64_t *chain, double *q_force, double *stiffness) {
     int64_t nq = model->nq, n = 3 * count, links = moving_coordinates(model, node, chain);
     const double *r = g->placement_rotation;
@@ -247,16 +247,18 @@ static void add_vectors(const Model *model, const State *s, const GroundField *g
             stiffness[k * nq + j] += total;
         }
     }
-    for (int i = 0; i < count; i++) add_point_hessian(model, s, node, jac + i * nq * 3, f_model + 3 * i, 1.0, stiffness);
+    for (int i = 0; i < count; i++)
+        add_point_hessian(work, model, s, node, jac + i * nq * 3, f_model + 3 * i, 1.0, stiffness);
 }
 
 /* The ground's generalized force on the model (added into q_force (nq)), its stiffness (added into stiffness (nq,
  * nq)) and energy (returned); *conservative is cleared where a contact or tyre slips. */
-double ground_terms(const Model *model, const State *s, const GroundField *g, double *q_force, double *stiffness,
-                    int *conservative) {
+double ground_terms(Workspace *w, const Model *model, const State *s, const GroundField *g, double *q_force,
+                    double *stiffness, int *conservative) {
     int64_t nq = model->nq;
-    double *jac = core_malloc(sizeof(double) * (size_t)(9 * nq + 1));
-    int64_t *chain = core_malloc(sizeof(int64_t) * (size_t)(nq + 1));
+    size_t mark = ws_mark(w);
+    double *jac = ws_doubles(w, 9 * nq);
+    int64_t *chain = ws_indices(w, nq);
     double energy = 0.0;
     for (int64_t i = 0; i < g->n_contacts; i++) {
         double x[3], world[3], force[3], deriv[9], e;
@@ -266,7 +268,8 @@ double ground_terms(const Model *model, const State *s, const GroundField *g, do
         energy += e;
         if (slipping) *conservative = 0;
         if (touching)
-            add_vectors(model, s, g, g->contact_node[i], 1, x, CONTACT_POINTS, force, deriv, jac, chain, q_force, stiffness);
+            add_vectors(w, model, s, g, g->contact_node[i], 1, x, CONTACT_POINTS, force, deriv, jac, chain, q_force,
+                        stiffness);
     }
     for (int64_t i = 0; i < g->n_tyres; i++) {
         double x[9], world[9], force[9], deriv[81], e, contact[3], compression;
@@ -276,9 +279,10 @@ double ground_terms(const Model *model, const State *s, const GroundField *g, do
         energy += e;
         if (slipping) *conservative = 0;
         if (touching)
-            add_vectors(model, s, g, g->tyre_node[i], 3, x, TYRE_POINTS, force, deriv, jac, chain, q_force, stiffness);
+            add_vectors(w, model, s, g, g->tyre_node[i], 3, x, TYRE_POINTS, force, deriv, jac, chain, q_force,
+                        stiffness);
     }
-    core_free(jac), core_free(chain);
+    ws_release(w, mark);
     return energy;
 }
 

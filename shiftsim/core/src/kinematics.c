@@ -9,17 +9,15 @@
 
 #include "core.h"
 
-State state_new(const Model *model) { /* one allocation: world, rotation, position, omega, v in a row */
+State state_new(Workspace *w, const Model *model) { /* world, rotation, position, omega, v in a row */
     State s;
-    s.world = core_malloc(sizeof(double) * (size_t)(24 * model->n_nodes + 6 * model->nq + 2));
+    s.world = ws_doubles(w, 24 * model->n_nodes + 6 * model->nq + 2);
     s.rotation = s.world + 12 * model->n_nodes;
     s.position = s.rotation + 9 * model->n_nodes;
     s.omega = s.position + 3 * model->n_nodes;
     s.v = s.omega + 3 * model->nq + 1;
     return s;
 }
-
-void state_free(State *s) { core_free(s->world); }
 
 void state_copy(const Model *model, State *to, const State *from) {
     memcpy(to->world, from->world, sizeof(double) * (size_t)(model->n_nodes * 12));
@@ -131,13 +129,11 @@ int64_t moving_coordinates(const Model *model, int64_t node, int64_t *out) {
     return count;
 }
 
-int moves(const Model *model, int64_t k, int64_t node) {
-    int64_t target = model->coordinate_node[k];
-    while (node >= target) {
-        if (node == target) return 1;
-        node = model->parent[node];
-    }
-    return 0;
+int64_t common_ancestor(const Model *model, int64_t a, int64_t b) {
+    while (a != b) /* parents come first: the later node is not above the other */
+        if (a > b) a = model->parent[a];
+        else b = model->parent[b];
+    return a;
 }
 
 void frame_pose(const Model *model, const State *s, int64_t frame, double *r, double *p) {

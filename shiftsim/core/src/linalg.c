@@ -6,9 +6,9 @@
 
 #include "core.h"
 
-/* Cholesky factor low (n, n, lower triangle) of the symmetric a + shift I (its lower triangle read); returns 0
- * when every pivot is finite and positive (a + shift I positive definite), 1 at the first that is not. */
-static int cholesky(int64_t n, const double *a, double shift, double *low) {
+/* Cholesky factor low (n, n, lower triangle) of the symmetric a + shift I (its lower triangle read): CORE_OK when
+ * every pivot is finite and positive (a + shift I positive definite), CORE_NOT_DEFINITE at the first that is not. */
+static Status cholesky(int64_t n, const double *a, double shift, double *low) {
     for (int64_t i = 0; i < n; i++) {
         for (int64_t j = 0; j <= i; j++) {
             double total = a[i * n + j] + (i == j ? shift : 0.0);
@@ -18,17 +18,17 @@ static int cholesky(int64_t n, const double *a, double shift, double *low) {
             } else if (total > 0.0 && isfinite(total)) {
                 low[i * n + i] = sqrt(total);
             } else {
-                return 1;
+                return CORE_NOT_DEFINITE;
             }
         }
     }
-    return 0;
+    return CORE_OK;
 }
 
-/* 1 when the symmetric a (n, n) + shift I is positive definite: at once where it is strictly diagonally
+/* Whether the symmetric a (n, n) + shift I is positive definite: at once where it is strictly diagonally
  * dominant with a positive diagonal (Gershgorin: O(n^2), the common case of decoupled or free coordinates),
  * otherwise when a Cholesky factorization succeeds. */
-int is_positive_definite(int64_t n, const double *a, double shift) {
+bool is_positive_definite(Workspace *w, int64_t n, const double *a, double shift) {
     int dominant = 1;
     for (int64_t i = 0; i < n && dominant; i++) {
         double row = a[i * n + i] + shift;
@@ -36,19 +36,20 @@ int is_positive_definite(int64_t n, const double *a, double shift) {
             if (j != i) row -= fabs(a[i * n + j]);
         dominant = row > 0.0;
     }
-    if (dominant) return 1;
-    double *low = core_malloc(sizeof(double) * (size_t)(n * n + 1));
-    int ok = cholesky(n, a, shift, low) == 0;
-    core_free(low);
-    return ok;
+    if (dominant) return true;
+    size_t mark = ws_mark(w);
+    bool definite = cholesky(n, a, shift, ws_doubles(w, n * n)) == CORE_OK;
+    ws_release(w, mark);
+    return definite;
 }
 
-/* x with (a + shift I) x = b for a symmetric a by a Cholesky factorization; returns 1 (x untouched) when
+/* x with (a + shift I) x = b for a symmetric a by a Cholesky factorization; CORE_NOT_DEFINITE (x untouched) when
  * a + shift I is not positive definite. */
-int cholesky_solve(int64_t n, const double *a, double shift, const double *b, double *x) {
-    double *low = core_malloc(sizeof(double) * (size_t)(n * n + 1)), *y = core_malloc(sizeof(double) * (size_t)(n + 1));
-    int ok = cholesky(n, a, shift, low) == 0;
-    if (ok) {
+Status cholesky_solve(Workspace *w, int64_t n, const double *a, double shift, const double *b, double *x) {
+    size_t mark = ws_mark(w);
+    double *low = ws_doubles(w, n * n), *y = ws_doubles(w, n);
+    Status status = cholesky(n, a, shift, low);
+    if (status == CORE_OK) {
         for (int64_t i = 0; i < n; i++) { /* L y = b */
             double total = b[i];
             for (int64_t k = 0; k < i; k++) total -= low[i * n + k] * y[k];
@@ -60,21 +61,25 @@ int cholesky_solve(int64_t n, const double *a, double shift, const double *b, do
             x[i] = total / low[i * n + i];
         }
     }
-    core_free(low), core_free(y);
-    return !ok;
+    ws_release(w, mark);
+    return status;
 }
 
-/* x with a x = b by LU with partial pivoting; returns 1 (x untouched) when a pivot is exactly zero. */
-int lu_solve(int64_t n, const double *a, const double *b, double *x) {
-    double *lu = core_malloc(sizeof(double) * (size_t)(n * n + 1)), *y = core_malloc(sizeof(double) * (size_t)(n + 1));
+/* x with a x = b by LU with partial pivoting; CORE_SINGULAR (x untouched) when a pivot is exactly zero. */
+Status lu_solve(Workspace *w, int64_t n, const double *a, const double *b, double *x) {
+    size_t mark = ws_mark(w);
+    double *lu = ws_doubles(w, n * n), *y = ws_doubles(w, n);
     memcpy(lu, a, sizeof(double) * (size_t)(n * n));
     memcpy(y, b, sizeof(double) * (size_t)n);
-    int singular = 0;
+    bool singular = false;
     for (int64_t k = 0; k < n; k++) {
         int64_t pivot = k;
         for (int64_t i = k + 1; i < n; i++)
             if (fabs(lu[i * n + k]) > fabs(lu[pivot * n + k])) pivot = i;
-        if (lu[pivot * n + k] == 0.0) { singular = 1; break; }
+        if (lu[pivot * n + k] == 0.0) {
+            singular = true;
+            break;
+        }
         if (pivot != k) {
             for (int64_t j = 0; j < n; j++) {
                 double swap = lu[k * n + j];
@@ -97,14 +102,15 @@ int lu_solve(int64_t n, const double *a, const double *b, double *x) {
             x[i] = total / lu[i * n + i];
         }
     }
-    core_free(lu), core_free(y);
-    return singular;
+    ws_release(w, mark);
+    return singular ? CORE_SINGULAR : CORE_OK;
 }
 
 /* Eigenvalues (ascending) and eigenvectors (columns of vectors (n, n)) of the symmetric a by cyclic Jacobi
  * rotations, to round-off. */
-void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors) {
-    double *w = core_malloc(sizeof(double) * (size_t)(n * n + 1)), *v = core_calloc((size_t)(n * n + 1), sizeof(double));
+void symmetric_eigen(Workspace *work, int64_t n, const double *a, double *values, double *vectors) {
+    size_t mark = ws_mark(work);
+    double *w = ws_doubles(work, n * n), *v = ws_doubles(work, n * n);
     memcpy(w, a, sizeof(double) * (size_t)(n * n));
     for (int64_t i = 0; i < n; i++) v[i * n + i] = 1.0;
     for (int sweep = 0; sweep < 100; sweep++) {
@@ -140,7 +146,7 @@ void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors
             }
         }
     }
-    int64_t *order = core_malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *order = ws_indices(work, n);
     for (int64_t i = 0; i < n; i++) order[i] = i;
     for (int64_t i = 1; i < n; i++) { /* insertion sort by eigenvalue */
         int64_t key = order[i], j = i - 1;
@@ -151,14 +157,16 @@ void symmetric_eigen(int64_t n, const double *a, double *values, double *vectors
         values[i] = w[order[i] * n + order[i]];
         for (int64_t k = 0; k < n; k++) vectors[k * n + i] = v[k * n + order[i]];
     }
-    core_free(w), core_free(v), core_free(order);
+    ws_release(work, mark);
 }
 
 /* Minimum-norm least-squares x (cols) of a (rows, cols) x = b, singular values below rcond times the largest
  * counting as zero (numpy's lstsq): a one-sided Jacobi SVD (Hestenes) turns the columns of w = a v orthogonal,
  * so that a = (w / sigma) diag(sigma) v^T with sigma the column norms, to round-off. */
-void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, double rcond, double *x) {
-    double *w = core_malloc(sizeof(double) * (size_t)(rows * cols + 1)), *v = core_calloc((size_t)(cols * cols + 1), sizeof(double));
+void pseudo_solve(Workspace *work, int64_t rows, int64_t cols, const double *a, const double *b, double rcond,
+                  double *x) {
+    size_t mark = ws_mark(work);
+    double *w = ws_doubles(work, rows * cols), *v = ws_doubles(work, cols * cols);
     memcpy(w, a, sizeof(double) * (size_t)(rows * cols));
     for (int64_t i = 0; i < cols; i++) v[i * cols + i] = 1.0;
     double total = 0.0; /* the squared Frobenius norm, which rotations keep: columns below round-off of it are zero */
@@ -193,7 +201,7 @@ void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, 
         if (!rotated) break;
     }
     double largest = 0.0;
-    double *sigma = core_malloc(sizeof(double) * (size_t)(cols + 1));
+    double *sigma = ws_doubles(work, cols);
     for (int64_t i = 0; i < cols; i++) {
         double total = 0.0;
         for (int64_t r = 0; r < rows; r++) total += w[r * cols + i] * w[r * cols + i];
@@ -208,14 +216,14 @@ void pseudo_solve(int64_t rows, int64_t cols, const double *a, const double *b, 
         along /= sigma[i] * sigma[i];
         for (int64_t k = 0; k < cols; k++) x[k] += v[k * cols + i] * along;
     }
-    core_free(w), core_free(v), core_free(sigma);
+    ws_release(work, mark);
 }
 
 /* Orthonormal basis z (nf, nf - m) of the null space of the full-row-rank g (m, nf): the last nf - m columns of
  * the orthogonal factor of a Householder QR of g^T. */
-void null_space(int64_t m, int64_t nf, const double *g, double *z) {
-    double *r = core_malloc(sizeof(double) * (size_t)(nf * m + 1)), *q = core_calloc((size_t)(nf * nf + 1), sizeof(double));
-    double *h = core_malloc(sizeof(double) * (size_t)(nf + 1));
+void null_space(Workspace *w, int64_t m, int64_t nf, const double *g, double *z) {
+    size_t mark = ws_mark(w);
+    double *r = ws_doubles(w, nf * m), *q = ws_doubles(w, nf * nf), *h = ws_doubles(w, nf);
     for (int64_t i = 0; i < nf; i++) {
         for (int64_t j = 0; j < m; j++) r[i * m + j] = g[j * nf + i];
         q[i * nf + i] = 1.0;
@@ -246,16 +254,16 @@ void null_space(int64_t m, int64_t nf, const double *g, double *z) {
     int64_t rank = nf - m;
     for (int64_t i = 0; i < nf; i++)
         for (int64_t j = 0; j < rank; j++) z[i * rank + j] = q[i * nf + m + j];
-    core_free(r), core_free(q), core_free(h);
+    ws_release(w, mark);
 }
 
 /* The rank of a (rows, cols) and, in ``order`` (cols), its columns in the order a Householder QR with column
  * pivoting takes them: the first ``rank`` are independent. A column counts while its remaining norm exceeds
  * tolerance times the largest of the first pivot and 1 (scipy's qr(pivoting=True) on the same matrix picks the
  * same columns but for ties). */
-int64_t pivoted_rank(int64_t rows, int64_t cols, const double *a, double tolerance, int64_t *order) {
-    double *r = core_malloc(sizeof(double) * (size_t)(rows * cols + 1)), *norms = core_malloc(sizeof(double) * (size_t)(cols + 1));
-    double *h = core_malloc(sizeof(double) * (size_t)(rows + 1));
+int64_t pivoted_rank(Workspace *w, int64_t rows, int64_t cols, const double *a, double tolerance, int64_t *order) {
+    size_t mark = ws_mark(w);
+    double *r = ws_doubles(w, rows * cols), *norms = ws_doubles(w, cols), *h = ws_doubles(w, rows);
     memcpy(r, a, sizeof(double) * (size_t)(rows * cols));
     for (int64_t j = 0; j < cols; j++) {
         order[j] = j;
@@ -302,6 +310,6 @@ int64_t pivoted_rank(int64_t rows, int64_t cols, const double *a, double toleran
             norms[j] = total;
         }
     }
-    core_free(r), core_free(norms), core_free(h);
+    ws_release(w, mark);
     return rank;
 }

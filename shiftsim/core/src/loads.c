@@ -31,11 +31,12 @@ static void add(double *wrench, int64_t node, const double *point, const double 
 /* External wrench on every node (n, 6) about the world origin: weight, loads (frame-following ones turned
  * with their frame), extra point forces (count: point_node, point, force (count, 3), e.g. ground contacts),
  * pair springs on both of their frames, closure wrenches (multipliers (6 K)) on both sides of every loop. */
-static void external_wrenches(const Model *model, const State *s, const double *multipliers, const double *gravity,
-                              int64_t n_loads, const int64_t *frames, const double *forces, const double *torques,
+static void external_wrenches(Workspace *w, const Model *model, const State *s, const double *multipliers,
+                              const double *gravity, int64_t n_loads, const int64_t *frames, const double *forces, const double *torques,
                               const int64_t *follow, int64_t count, const int64_t *point_node, const double *point,
                               const double *force, double *wrench) {
     int64_t n = model->n_nodes, nq = model->nq;
+    size_t mark = ws_mark(w);
     memset(wrench, 0, sizeof(double) * (size_t)(6 * n));
     for (int64_t i = 0; i < n; i++) {
         const double *r = s->rotation + 9 * i, *com = model->com + 3 * i;
@@ -57,10 +58,10 @@ static void external_wrenches(const Model *model, const State *s, const double *
         add(wrench, model->frame_node[frames[l]], p, f, t);
     }
     for (int64_t j = 0; j < count; j++) add(wrench, point_node[j], point + 3 * j, force + 3 * j, NULL);
-    double *grad = core_malloc(sizeof(double) * (size_t)(nq + 1)), *hess = core_malloc(sizeof(double) * (size_t)(nq * nq + 1));
+    double *grad = ws_doubles(w, nq), *hess = ws_doubles(w, nq * nq);
     for (int64_t i = 0; i < model->n_pairs; i++) {
         int64_t fa = model->pair_frame_a[i], fc = model->pair_frame_c[i];
-        double x = pair_distance(model, s, fa, fc, model->pair_distance[i], grad, hess), f, df, energy;
+        double x = pair_distance(w, model, s, fa, fc, model->pair_distance[i], grad, hess), f, df, energy;
         piecewise_law(model, model->pair_law[i], x, &f, &df, &energy);
         double r_a[9], p_a[3], p_c[3], d[3], direction[3], torque_a[3] = {0.0, 0.0, 0.0}, on_c[3], on_a[3];
         frame_pose(model, s, fa, r_a, p_a);
@@ -79,10 +80,8 @@ static void external_wrenches(const Model *model, const State *s, const double *
         add(wrench, model->frame_node[fc], p_c, on_c, NULL);
         add(wrench, model->frame_node[fa], p_a, on_a, torque_a);
     }
-    core_free(grad), core_free(hess);
     if (model->n_closures && multipliers) {
-        double *p_a = core_malloc(sizeof(double) * (size_t)(3 * model->n_closures));
-        double *p_b = core_malloc(sizeof(double) * (size_t)(3 * model->n_closures));
+        double *p_a = ws_doubles(w, 3 * model->n_closures), *p_b = ws_doubles(w, 3 * model->n_closures);
         closure_points(model, s, p_a, p_b);
         for (int64_t k = 0; k < model->n_closures; k++) {
             const double *lam = multipliers + 6 * k;
@@ -90,17 +89,18 @@ static void external_wrenches(const Model *model, const State *s, const double *
             add(wrench, model->closure_b[k], p_b + 3 * k, lam, lam + 3);
             add(wrench, model->closure_a[k], p_a + 3 * k, minus_f, minus_t);
         }
-        core_free(p_a), core_free(p_b);
     }
+    ws_release(w, mark);
 }
 
-void joint_loads(const Model *model, const State *s, const double *multipliers, const double *gravity, int64_t n_loads,
+void joint_loads(Workspace *w, const Model *model, const State *s, const double *multipliers, const double *gravity, int64_t n_loads,
                  const int64_t *frames, const double *forces, const double *torques, const int64_t *follow,
                  int64_t count, const int64_t *point_node, const double *point, const double *force,
                  double *wrench_world, double *rotation, double *effort) {
     int64_t n = model->n_nodes;
-    double *subtree = core_malloc(sizeof(double) * (size_t)(6 * n));
-    external_wrenches(model, s, multipliers, gravity, n_loads, frames, forces, torques, follow, count, point_node, point,
+    size_t mark = ws_mark(w);
+    double *subtree = ws_doubles(w, 6 * n);
+    external_wrenches(w, model, s, multipliers, gravity, n_loads, frames, forces, torques, follow, count, point_node, point,
                       force, subtree);
     for (int64_t i = n - 1; i > 0; i--) /* subtree sums, about the world origin */
         for (int c = 0; c < 6; c++) subtree[6 * model->parent[i] + c] += subtree[6 * i + c];
@@ -108,8 +108,7 @@ void joint_loads(const Model *model, const State *s, const double *multipliers, 
         const double *at = subtree + 6 * model->coordinate_node[k], *om = s->omega + 3 * k, *v = s->v + 3 * k;
         effort[k] = -(om[0] * at[3] + om[1] * at[4] + om[2] * at[5] + v[0] * at[0] + v[1] * at[1] + v[2] * at[2]);
     }
-    double *p_a = core_malloc(sizeof(double) * (size_t)(3 * model->n_closures + 1));
-    double *p_b = core_malloc(sizeof(double) * (size_t)(3 * model->n_closures + 1));
+    double *p_a = ws_doubles(w, 3 * model->n_closures), *p_b = ws_doubles(w, 3 * model->n_closures);
     closure_points(model, s, p_a, p_b);
     for (int64_t j = 0; j < model->n_joints; j++) {
         double *w = wrench_world + 6 * j, p[3], moment[3];
@@ -127,5 +126,5 @@ void joint_loads(const Model *model, const State *s, const double *multipliers, 
         cross(p, w, moment); /* moment about the joint frame's origin */
         for (int c = 0; c < 3; c++) w[3 + c] -= moment[c];
     }
-    core_free(subtree), core_free(p_a), core_free(p_b);
+    ws_release(w, mark);
 }

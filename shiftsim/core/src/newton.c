@@ -19,7 +19,8 @@ typedef struct {
     const Model *model;
     const Problem *p;
     const Case *c;
-    int tree; /* the stiffness has tree structure: factorized in tree order (tree.c), see tree_structured */
+    Workspace *w; /* the case's working memory: every array below is taken from it (core.h) */
+    bool tree; /* the stiffness has tree structure: factorized in tree order (tree.c), see is_tree_structured */
 } Context;
 
 typedef struct {
@@ -35,13 +36,13 @@ typedef struct {
     double largest_stiffness;  /* tree structure only: the hessian's largest |entry| (tree_largest_entry) */
 } Evaluation;
 
-static double *zeros(int64_t n) { return core_calloc((size_t)(n + 1), sizeof(double)); }
+static double *zeros(const Context *x, int64_t n) { return ws_doubles(x->w, n); }
 
 
-static Evaluation evaluation_new(const Context *x) { /* one allocation for every array */
+static Evaluation evaluation_new(const Context *x) { /* every array in one piece of the workspace */
     Evaluation e;
     int64_t nf = x->p->nf, m = x->p->m, tree = x->tree ? 7 * x->model->nq : 0, dense = x->tree ? 0 : nf * nf;
-    e.residual = zeros(3 * nf + 2 * m + m * nf + dense + tree);
+    e.residual = zeros(x, 3 * nf + 2 * m + m * nf + dense + tree);
     e.closure = e.residual + nf, e.g_u = e.closure + m, e.hessian = x->tree ? NULL : e.g_u + m * nf;
     e.q_force_reduced = e.g_u + m * nf + dense, e.multipliers = e.q_force_reduced + nf;
     e.largest_stiffness = 0.0;
@@ -51,8 +52,6 @@ static Evaluation evaluation_new(const Context *x) { /* one allocation for every
     e.energy = e.force_scale = 0.0, e.conservative = 1;
     return e;
 }
-
-static void evaluation_free(Evaluation *e) { core_free(e->residual); }
 
 static void evaluation_copy(const Context *x, Evaluation *to, const Evaluation *from) {
     const Problem *p = x->p;
@@ -78,37 +77,50 @@ static double max_abs(int64_t n, const double *x) {
     return largest;
 }
 
-static int all_finite(int64_t n, const double *x) {
+static bool all_finite(int64_t n, const double *x) {
     for (int64_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return 0;
-    return 1;
+        if (!isfinite(x[i])) return false;
+    return true;
 }
 
 /* x with a x = b; the minimum-norm least-squares x (rcond) where a is exactly singular; NaN if not finite. */
-static void solve_or_least_squares(int64_t n, const double *a, const double *b, double rcond, double *x) {
+static void solve_or_least_squares(Workspace *w, int64_t n, const double *a, const double *b, double rcond,
+                                   double *x) {
     if (n == 0) return;
     if (!all_finite(n * n, a) || !all_finite(n, b)) {
         for (int64_t i = 0; i < n; i++) x[i] = NAN;
         return;
     }
-    if (lu_solve(n, a, b, x)) pseudo_solve(n, n, a, b, rcond, x);
+    if (lu_solve(w, n, a, b, x) != CORE_OK) pseudo_solve(w, n, n, a, b, rcond, x);
+}
+
+/* gram (m, m) = g g^T of g (m, nf), each entry summed over k in order (the upper triangle mirrors the lower one:
+ * the same products, so the same bits). */
+static void gram_matrix(int64_t m, int64_t nf, const double *g, double *gram) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j <= i; j++) {
+            double total = 0.0;
+            for (int64_t k = 0; k < nf; k++) total += g[i * nf + k] * g[j * nf + k];
+            gram[i * m + j] = gram[j * m + i] = total;
+        }
 }
 
 /* ------------------------------------------------------------------ couplings */
 static void apply_couplings(const Context *x, double *q) {
     if (!x->p->coupling_apply) return;
-    double *out = zeros(x->model->nq);
-    if (x->p->coupling_apply(x->p->context, q, out))
+    size_t mark = ws_mark(x->w);
+    double *out = zeros(x, x->model->nq);
+    if (x->p->coupling_apply(x->p->context, q, out) != CORE_OK)
         for (int64_t i = 0; i < x->model->nq; i++) out[i] = NAN;
     memcpy(q, out, sizeof(double) * (size_t)x->model->nq);
-    core_free(out);
+    ws_release(x->w, mark);
 }
 
-/* T = dq/du (nq, nf), or NULL without couplings (T selects the free coordinates). */
+/* T = dq/du (nq, nf), or NULL without couplings (T selects the free coordinates); taken from the workspace. */
 static double *coupling_map(const Context *x, const double *q) {
     if (!x->p->coupling_jacobian) return NULL;
-    double *t = zeros(x->model->nq * x->p->nf);
-    if (x->p->coupling_jacobian(x->p->context, q, t))
+    double *t = zeros(x, x->model->nq * x->p->nf);
+    if (x->p->coupling_jacobian(x->p->context, q, t) != CORE_OK)
         for (int64_t i = 0; i < x->model->nq * x->p->nf; i++) t[i] = NAN;
     return t;
 }
@@ -154,12 +166,13 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     const Problem *p = x->p;
     int64_t nq = model->nq, nf = p->nf, m = p->m, n_loads = p->n_loads;
     int64_t dense = x->tree ? 0 : nq * nq; /* the tree structure needs no stiffness matrix */
-    double *block = zeros(12 * n_loads + dense + 5 * nq); /* one allocation for the scratch arrays */
+    size_t mark = ws_mark(x->w);
+    double *block = zeros(x, 12 * n_loads + dense + 5 * nq);
     double *forces = block, *torques = forces + 3 * n_loads, *point = torques + 3 * n_loads;
     double *force = point + 3 * n_loads, *stiffness = force + 3 * n_loads, *q_force = stiffness + dense;
     double *magnitude = q_force + nq, *term = magnitude + nq, *constraint_force = term + nq;
     if (x->tree) stiffness = NULL; /* the terms write their tree structure into e instead */
-    int64_t few[16], *point_node = n_loads <= 16 ? few : core_malloc(sizeof(int64_t) * (size_t)n_loads);
+    int64_t *point_node = ws_indices(x->w, n_loads);
     int conservative = 1;
     int64_t count = 0;
     for (int64_t i = 0; i < 3 * n_loads; i++) { /* torques and following loads have no potential */
@@ -171,22 +184,25 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     for (int part = 0; part < 5; part++) { /* each term's force separately: the force scale adds their sizes */
         memset(term, 0, sizeof(double) * (size_t)nq);
         if (part == 0) {
-            count = applied_loads(model, s, n_loads, p->load_frame, forces, torques, p->load_follow, point_node, point,
+            count = applied_loads(x->w, model, s, n_loads, p->load_frame, forces, torques, p->load_follow, point_node,
+                                  point,
                                   force, term, stiffness);
         } else if (part == 1) {
-            energy += gravity_and_world_forces(model, s, gravity, count, point_node, point, force, term, stiffness,
+            energy += gravity_and_world_forces(x->w, model, s, gravity, count, point_node, point, force, term,
+                                               stiffness,
                                                e->columns);
         } else if (part == 2) {
             if (e->springs) memset(e->springs, 0, sizeof(double) * (size_t)nq);
             energy += joint_springs(model, q, term, stiffness, e->springs);
         } else if (part == 3) {
-            energy += pair_springs(model, s, term, stiffness);
+            energy += pair_springs(x->w, model, s, term, stiffness);
         } else {
             for (int64_t g = 0; g < p->n_grounds; g++) /* native fields: ground contacts and tyres */
-                energy += ground_terms(model, s, p->grounds[g], term, stiffness, &conservative);
+                energy += ground_terms(x->w, model, s, p->grounds[g], term, stiffness, &conservative);
             if (p->field_terms) {
                 double more[2] = {0.0, 1.0}; /* energy, conservative */
-                if (p->field_terms(p->context, q, s->rotation, s->position, s->omega, s->v, term, stiffness, more))
+                if (p->field_terms(p->context, q, s->rotation, s->position, s->omega, s->v, term, stiffness, more)
+                    != CORE_OK)
                     for (int64_t i = 0; i < nq; i++) term[i] = NAN;
                 energy += more[0];
                 conservative = conservative && more[1] != 0.0;
@@ -205,7 +221,7 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
     reduce_vector(x, t, q_force, e->q_force_reduced);
     if (m > 0) {
         int64_t rows6 = 6 * model->n_closures;
-        double *g_full = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(m * nq);
+        double *g_full = zeros(x, rows6), *jac_full = zeros(x, rows6 * nq), *jac = zeros(x, m * nq);
         closure_residual(model, s, g_full);
         closure_jacobian(model, s, jac_full);
         for (int64_t r = 0; r < m; r++) {
@@ -216,21 +232,16 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
         if (given_multipliers) {
             memcpy(e->multipliers, given_multipliers, sizeof(double) * (size_t)m);
         } else { /* least squares: lambda minimizing |Q + G_u^T lambda| */
-            double *gram = zeros(m * m), *rhs = zeros(m);
+            double *gram = zeros(x, m * m), *rhs = zeros(x, m);
+            gram_matrix(m, nf, e->g_u, gram);
             for (int64_t i = 0; i < m; i++) {
-                for (int64_t j = 0; j < m; j++) {
-                    double total = 0.0;
-                    for (int64_t k = 0; k < nf; k++) total += e->g_u[i * nf + k] * e->g_u[j * nf + k];
-                    gram[i * m + j] = total;
-                }
                 double total = 0.0;
                 for (int64_t k = 0; k < nf; k++) total += e->g_u[i * nf + k] * e->q_force_reduced[k];
                 rhs[i] = -total;
             }
-            solve_or_least_squares(m, gram, rhs, 1e-12, e->multipliers);
-            core_free(gram), core_free(rhs);
+            solve_or_least_squares(x->w, m, gram, rhs, 1e-12, e->multipliers);
         }
-        double *full = zeros(rows6);
+        double *full = zeros(x, rows6);
         for (int64_t r = 0; r < m; r++) full[p->rows[r]] = e->multipliers[r];
         for (int64_t k = 0; k < nq; k++) {
             double total = 0.0;
@@ -238,14 +249,13 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             constraint_force[k] = total;
             magnitude[k] += fabs(total);
         }
-        closure_force_stiffness(model, s, full, stiffness);
-        core_free(g_full), core_free(jac_full), core_free(jac), core_free(full);
+        closure_force_stiffness(x->w, model, s, full, stiffness);
     }
     reduce_vector(x, t, constraint_force, e->residual);
     for (int64_t i = 0; i < nf; i++) e->residual[i] += e->q_force_reduced[i];
     double largest_magnitude = 0.0;
     if (t) {
-        double *kt = zeros(nq * nf);
+        double *kt = zeros(x, nq * nf);
         for (int64_t k = 0; k < nq; k++)
             for (int64_t i = 0; i < nf; i++) {
                 double total = 0.0;
@@ -262,7 +272,6 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             for (int64_t k = 0; k < nq; k++) total += fabs(t[k * nf + i]) * magnitude[k];
             largest_magnitude = larger(largest_magnitude, total);
         }
-        core_free(kt);
     } else {
         for (int64_t i = 0; i < nf; i++) {
             if (!x->tree)
@@ -270,23 +279,23 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             largest_magnitude = larger(largest_magnitude, magnitude[p->free[i]]);
         }
     }
-    if (x->tree) e->largest_stiffness = tree_largest_entry(model, nf, p->free, e->omega, e->columns, e->springs);
+    if (x->tree) e->largest_stiffness = tree_largest_entry(x->w, model, nf, p->free, e->omega, e->columns, e->springs);
     /* the size of the forces in play: the largest generalized force of any term or, where the forces vanish (a
      * pendulum hanging straight down), the stiffness times 1 mrad or 1 mm, never below the model's own scale */
     e->force_scale = x->c->force_floor;
     if (nf > 0) e->force_scale = larger(e->force_scale, larger(largest_magnitude, 1e-3 * stiffness_size(x, e)));
     e->energy = energy;
     e->conservative = conservative;
-    if (point_node != few) core_free(point_node);
-    core_free(block), core_free(t);
+    ws_release(x->w, mark);
 }
 
 /* -d(residual)/du by central differences (multipliers fixed), step 1e-6 per coordinate (rad or m). */
 static void finite_difference_hessian(const Context *x, const double *q, const double *multipliers, double scale,
                                       double *out) {
     int64_t nq = x->model->nq, nf = x->p->nf;
-    double step = 1e-6, *plus = zeros(nq), *minus = zeros(nq);
-    State s = state_new(x->model);
+    size_t mark = ws_mark(x->w);
+    double step = 1e-6, *plus = zeros(x, nq), *minus = zeros(x, nq);
+    State s = state_new(x->w, x->model);
     Evaluation e_plus = evaluation_new(x), e_minus = evaluation_new(x);
     for (int64_t column = 0; column < nf; column++) {
         memcpy(plus, q, sizeof(double) * (size_t)nq);
@@ -299,7 +308,7 @@ static void finite_difference_hessian(const Context *x, const double *q, const d
         evaluate_analytic(x, minus, &s, multipliers, scale, &e_minus);
         for (int64_t i = 0; i < nf; i++) out[i * nf + column] = -(e_plus.residual[i] - e_minus.residual[i]) / (2.0 * step);
     }
-    core_free(plus), core_free(minus), state_free(&s), evaluation_free(&e_plus), evaluation_free(&e_minus);
+    ws_release(x->w, mark);
 }
 
 /* The evaluation at q (state s): multipliers given (m) or least squares (NULL); stiffness by central
@@ -310,7 +319,7 @@ static void evaluate(const Context *x, const double *q, const State *s, const do
     if (x->p->finite_difference) finite_difference_hessian(x, q, e->multipliers, scale, e->hessian);
 }
 
-static int converged(const Context *x, const Evaluation *e) {
+static bool is_converged(const Context *x, const Evaluation *e) {
     return max_abs(x->p->nf, e->residual) <= x->p->force_tolerance * e->force_scale
            && max_abs(x->p->m, e->closure) <= x->p->closure_tolerance;
 }
@@ -330,36 +339,37 @@ static double merit(const Context *x, const Evaluation *e) { return e->conservat
  * pivot of the tree factorization instead of the lowest eigenvector (both directions of negative curvature). */
 #define WRITTEN_OUT_UP_TO 2000
 
-/* e with its hessian written out: e itself, or with tree structure a copy whose hessian (nf, nf) is built here (the
- * caller frees it), for what needs the whole matrix (eigenvectors: neutral and escape directions). */
+/* e with its hessian written out: e itself, or with tree structure a copy whose hessian (nf, nf) is built here (taken
+ * from the workspace), for what needs the whole matrix (eigenvectors: neutral and escape directions). */
 static Evaluation written_out(const Context *x, const Evaluation *e) {
     Evaluation dense = *e;
     if (x->tree) {
-        dense.hessian = zeros(x->p->nf * x->p->nf);
-        tree_dense(x->model, x->p->nf, x->p->free, e->omega, e->columns, e->springs, dense.hessian);
+        dense.hessian = zeros(x, x->p->nf * x->p->nf);
+        tree_dense(x->w, x->model, x->p->nf, x->p->free, e->omega, e->columns, e->springs, dense.hessian);
     }
     return dense;
 }
 
-/* Null-space basis z (nf, r) of G_u, r = nf - m (identity without closures). */
+/* Null-space basis z (nf, r) of G_u, r = nf - m (identity without closures), taken from the workspace. */
 static double *basis(const Context *x, const Evaluation *e, int64_t *r) {
     int64_t nf = x->p->nf, m = x->p->m;
     *r = nf - m;
-    double *z = zeros(nf * (*r));
+    double *z = zeros(x, nf * (*r));
     if (m == 0) {
         for (int64_t i = 0; i < nf; i++) z[i * nf + i] = 1.0;
     } else if (!all_finite(m * nf, e->g_u)) {
         for (int64_t i = 0; i < nf * (*r); i++) z[i] = NAN;
     } else {
-        null_space(m, nf, e->g_u, z);
+        null_space(x->w, m, nf, e->g_u, z);
     }
     return z;
 }
 
-/* Z^T H Z (r, r), symmetrized when ``symmetric`` (H itself without closures: Z is the identity). */
+/* Z^T H Z (r, r), symmetrized when ``symmetric`` (H itself without closures: Z is the identity), taken from the
+ * workspace. */
 static double *reduced_stiffness(const Context *x, const Evaluation *e, const double *z, int64_t r, int symmetric) {
     int64_t nf = x->p->nf;
-    double *out = zeros(r * r);
+    double *out = zeros(x, r * r);
     if (x->p->m == 0) {
         memcpy(out, e->hessian, sizeof(double) * (size_t)(nf * nf));
         if (symmetric)
@@ -367,7 +377,8 @@ static double *reduced_stiffness(const Context *x, const Evaluation *e, const do
                 for (int64_t j = 0; j < i; j++) out[i * r + j] = out[j * r + i] = 0.5 * (out[i * r + j] + out[j * r + i]);
         return out;
     }
-    double *hz = zeros(nf * r);
+    size_t mark = ws_mark(x->w);
+    double *hz = zeros(x, nf * r);
     for (int64_t i = 0; i < nf; i++)
         for (int64_t j = 0; j < r; j++) {
             double total = 0.0;
@@ -386,7 +397,7 @@ static double *reduced_stiffness(const Context *x, const Evaluation *e, const do
                 double mean = 0.5 * (out[i * r + j] + out[j * r + i]);
                 out[i * r + j] = out[j * r + i] = mean;
             }
-    core_free(hz);
+    ws_release(x->w, mark);
     return out;
 }
 
@@ -398,17 +409,18 @@ static double stiffness_floor(const Context *x, const Evaluation *e) {
 
 /* ------------------------------------------------------------------ loop re-assembly */
 /* Close the loops from q (nq, in place) by moving the free coordinates: Gauss-Newton with minimum-norm steps.
- * Returns whether all 6 K equations closed to the tolerance with a correction no larger than max_correction
- * (rad or m: a trial whose projection lands far away may have jumped to another assembly branch); s holds the
- * kinematic state at the returned q. */
-static int project(const Context *x, double *q, double max_correction, State *s) {
+ * CORE_OK when all 6 K equations closed to the tolerance with a correction no larger than max_correction (rad or m:
+ * a trial whose projection lands far away may have jumped to another assembly branch), CORE_NOT_CLOSED otherwise;
+ * s holds the kinematic state at the returned q. */
+static Status project(const Context *x, double *q, double max_correction, State *s) {
     const Model *model = x->model;
     const Problem *p = x->p;
     int64_t nq = model->nq, nf = p->nf, m = p->m, rows6 = 6 * model->n_closures;
     node_state(model, q, s);
-    if (model->n_closures == 0) return 1;
-    double *start = zeros(nq), *g_full = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(m * nq);
-    double *g_u = zeros(m * nf), *gram = zeros(m * m), *g = zeros(m), *y = zeros(m);
+    if (model->n_closures == 0) return CORE_OK;
+    size_t mark = ws_mark(x->w);
+    double *start = zeros(x, nq), *g_full = zeros(x, rows6), *jac_full = zeros(x, rows6 * nq), *jac = zeros(x, m * nq);
+    double *g_u = zeros(x, m * nf), *gram = zeros(x, m * m), *g = zeros(x, m), *y = zeros(x, m);
     memcpy(start, q, sizeof(double) * (size_t)nq);
     double target = 1e-3 * p->closure_tolerance, previous = INFINITY, norm = INFINITY;
     int iteration;
@@ -423,16 +435,12 @@ static int project(const Context *x, double *q, double max_correction, State *s)
             g[r] = g_full[p->rows[r]];
             memcpy(jac + r * nq, jac_full + p->rows[r] * nq, sizeof(double) * (size_t)nq);
         }
+        size_t before = ws_mark(x->w);
         double *t = coupling_map(x, q);
         reduce_columns(x, t, m, jac, g_u);
-        core_free(t);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < m; j++) {
-                double total = 0.0;
-                for (int64_t k = 0; k < nf; k++) total += g_u[i * nf + k] * g_u[j * nf + k];
-                gram[i * m + j] = total;
-            }
-        solve_or_least_squares(m, gram, g, 1e-12, y);
+        ws_release(x->w, before);
+        gram_matrix(m, nf, g_u, gram);
+        solve_or_least_squares(x->w, m, gram, g, 1e-12, y);
         for (int64_t k = 0; k < nf; k++) {
             double total = 0.0;
             for (int64_t r = 0; r < m; r++) total += g_u[r * nf + k] * y[r];
@@ -445,14 +453,14 @@ static int project(const Context *x, double *q, double max_correction, State *s)
         closure_residual(model, s, g_full);
         norm = all_finite(rows6, g_full) ? max_abs(rows6, g_full) : NAN;
     }
-    int closed = isfinite(norm) && norm <= p->closure_tolerance;
+    bool closed = isfinite(norm) && norm <= p->closure_tolerance;
     if (closed) {
         double moved = 0.0;
         for (int64_t i = 0; i < nq; i++) moved = larger(moved, fabs(q[i] - start[i]));
         closed = moved <= max_correction;
     }
-    core_free(start), core_free(g_full), core_free(jac_full), core_free(jac), core_free(g_u), core_free(gram), core_free(g), core_free(y);
-    return closed;
+    ws_release(x->w, mark);
+    return closed ? CORE_OK : CORE_NOT_CLOSED;
 }
 
 /* ------------------------------------------------------------------ the iteration */
@@ -463,8 +471,9 @@ static double shift_level(const Evaluation *e, double largest) { return largest 
  * Returns the shift (see newton_step). */
 static double dense_direction(const Context *x, const Evaluation *e, double *du) {
     int64_t nf = x->p->nf, r;
+    size_t mark = ws_mark(x->w);
     double *z = basis(x, e, &r);
-    double *reduced = reduced_stiffness(x, e, z, r, 0), *block = zeros(r * r + 2 * r);
+    double *reduced = reduced_stiffness(x, e, z, r, 0), *block = zeros(x, r * r + 2 * r);
     double *symmetric = block, *force = symmetric + r * r, *y = force + r;
     for (int64_t i = 0; i < r; i++) {
         for (int64_t j = 0; j < r; j++) symmetric[i * r + j] = 0.5 * (reduced[i * r + j] + reduced[j * r + i]);
@@ -475,7 +484,7 @@ static double dense_direction(const Context *x, const Evaluation *e, double *du)
     /* the smallest shift of the form 1e-3 |K| 2^k that makes the reduced stiffness positive definite, none where it
      * already is beyond 1e-8 |K| (found by Cholesky factorizations, not eigenvalues) */
     double level = shift_level(e, max_abs(r * r, reduced)), base = 1e-3 * level, shift = 0.0;
-    if (!is_positive_definite(r, symmetric, -1e-8 * level)) {
+    if (!is_positive_definite(x->w, r, symmetric, -1e-8 * level)) {
         /* positive definiteness only grows with the shift: bisect over k between 0 and an exponent whose shift
          * passes Gershgorin's bound (strictly diagonally dominant with a positive diagonal: definite) */
         double bound = INFINITY;
@@ -489,7 +498,7 @@ static double dense_direction(const Context *x, const Evaluation *e, double *du)
         if (isfinite(bound)) high = (int)fmin(1100.0, ceil(log2(fmax(-bound / base, 1.0))) + 1.0);
         while (low < high) {
             int middle = (low + high) / 2;
-            if (is_positive_definite(r, symmetric, base * pow(2.0, middle))) high = middle;
+            if (is_positive_definite(x->w, r, symmetric, base * pow(2.0, middle))) high = middle;
             else low = middle + 1;
         }
         shift = base * pow(2.0, low);
@@ -503,8 +512,9 @@ static double dense_direction(const Context *x, const Evaluation *e, double *du)
             }
     for (int64_t i = 0; i < r; i++) reduced[i * r + i] += shift;
     if (r > 0 && all_finite(r * r, reduced) && all_finite(r, force)) {
-        if ((!symmetric_system || cholesky_solve(r, reduced, 0.0, force, y)) && lu_solve(r, reduced, force, y))
-            pseudo_solve(r, r, reduced, force, 1e-15, y);
+        if ((!symmetric_system || cholesky_solve(x->w, r, reduced, 0.0, force, y) != CORE_OK)
+            && lu_solve(x->w, r, reduced, force, y) != CORE_OK)
+            pseudo_solve(x->w, r, r, reduced, force, 1e-15, y);
     } else {
         for (int64_t i = 0; i < r; i++) y[i] = NAN;
     }
@@ -513,20 +523,22 @@ static double dense_direction(const Context *x, const Evaluation *e, double *du)
         for (int64_t j = 0; j < r; j++) total += z[i * r + j] * y[j];
         du[i] = total;
     }
-    core_free(z), core_free(reduced), core_free(block);
+    ws_release(x->w, mark);
     return shift;
 }
 
 /* Whether H + shift I is positive definite, H the tree-structured stiffness of e (tree.c); pivot, reach scratch. */
-static int tree_definite(const Context *x, const Evaluation *e, double shift, double *pivot, double *reach) {
-    return tree_factor(x->model, x->p->nf, x->p->free, e->omega, e->columns, e->springs, shift, pivot, reach) == 0;
+static bool is_tree_definite(const Context *x, const Evaluation *e, double shift, double *pivot, double *reach) {
+    return tree_factor(x->w, x->model, x->p->nf, x->p->free, e->omega, e->columns, e->springs, shift, pivot,
+                       reach) == 0;
 }
 
-/* tree_definite with its own scratch. */
-static int tree_positive_definite(const Context *x, const Evaluation *e, double shift) {
-    double *pivot = zeros(4 * x->p->nf);
-    int definite = tree_definite(x, e, shift, pivot, pivot + x->p->nf);
-    core_free(pivot);
+/* is_tree_definite with its own scratch. */
+static bool is_tree_positive_definite(const Context *x, const Evaluation *e, double shift) {
+    size_t mark = ws_mark(x->w);
+    double *pivot = zeros(x, 4 * x->p->nf);
+    bool definite = is_tree_definite(x, e, shift, pivot, pivot + x->p->nf);
+    ws_release(x->w, mark);
     return definite;
 }
 
@@ -534,20 +546,21 @@ static int tree_positive_definite(const Context *x, const Evaluation *e, double 
  * search by the same definiteness tests, in O(nf) each. */
 static double tree_direction(const Context *x, const Evaluation *e, double *du) {
     int64_t nf = x->p->nf;
-    double *pivot = zeros(4 * nf), *reach = pivot + nf;
+    size_t mark = ws_mark(x->w);
+    double *pivot = zeros(x, 4 * nf), *reach = pivot + nf;
     double level = shift_level(e, e->largest_stiffness), base = 1e-3 * level, shift = 0.0;
-    if (!tree_definite(x, e, -1e-8 * level, pivot, reach)) {
+    if (!is_tree_definite(x, e, -1e-8 * level, pivot, reach)) {
         int low = 0, high = 1100;
         while (low < high) {
             int middle = (low + high) / 2;
-            if (tree_definite(x, e, base * pow(2.0, middle), pivot, reach)) high = middle;
+            if (is_tree_definite(x, e, base * pow(2.0, middle), pivot, reach)) high = middle;
             else low = middle + 1;
         }
         shift = base * pow(2.0, low);
     }
-    tree_factor(x->model, nf, x->p->free, e->omega, e->columns, e->springs, shift, pivot, reach);
-    tree_solve(x->model, nf, x->p->free, e->omega, pivot, reach, e->residual, du);
-    core_free(pivot);
+    tree_factor(x->w, x->model, nf, x->p->free, e->omega, e->columns, e->springs, shift, pivot, reach);
+    tree_solve(x->w, x->model, nf, x->p->free, e->omega, pivot, reach, e->residual, du);
+    ws_release(x->w, mark);
     return shift;
 }
 
@@ -555,24 +568,28 @@ static double tree_direction(const Context *x, const Evaluation *e, double *du) 
  * (structured_from free coordinates) for it to pay: a tree without loops, couplings, force fields (Python or native
  * ground), frame-pair springs or finite differences, whose loads are world-fixed forces (torques and following
  * loads add terms outside the structure). */
-static int tree_structured(const Model *model, const Problem *p, const Case *c) {
+bool is_tree_structured(const Model *model, const Problem *p, const Case *c) {
     if (p->nf == 0 || p->nf < p->structured_from || p->m > 0 || model->n_closures > 0 || model->n_pairs > 0
         || p->coupling_apply || p->coupling_jacobian || p->field_terms || p->n_grounds > 0 || p->finite_difference)
-        return 0;
+        return false;
     for (int64_t i = 0; i < 3 * p->n_loads; i++)
-        if (c->torque[i] != 0.0 || (c->force[i] != 0.0 && p->load_follow[i / 3])) return 0;
-    return 1;
+        if (c->torque[i] != 0.0 || (c->force[i] != 0.0 && p->load_follow[i / 3])) return false;
+    return true;
 }
 
-/* One damped Newton step on the closed-loop manifold, q and e updated in place. Direction: the Newton step in
+/* One damped Newton step on the closed-loop manifold, q, e and s updated in place (e_trial, s_trial: the trials'
+ * evaluation and state, swapped with e and s when a trial is accepted). Direction: the Newton step in
  * the null space Z of G_u with Z^T K Z shifted to positive definite where it is not (the smallest shift
  * 1e-3 |K| 2^k); caps where shifted: rotations max_shifted_step (rad), translations reach times that (m);
  * elsewhere rotations a quarter turn. Length: backtracking on the merit, every trial projected back onto the
- * loops first. Returns 1 when a capped step was accepted whole. */
-static int newton_step(const Context *x, double *q, Evaluation *e, State *s, double scale, double reach) {
+ * loops first. Returns whether a capped step was accepted whole; *again: no trial was accepted and the next step from
+ * here would be this one again (the same direction and caps: unshifted, or shifted with reach 1). */
+static bool newton_step(const Context *x, double *q, Evaluation *e, State *s, Evaluation *e_trial, State *s_trial,
+                       double scale, double reach, bool *again) {
     const Problem *p = x->p;
     int64_t nq = x->model->nq, nf = p->nf;
-    double *block = zeros(nf + nq), *du = block, *trial = du + nf;
+    size_t mark = ws_mark(x->w);
+    double *block = zeros(x, nf + nq), *du = block, *trial = du + nf;
     double shift = x->tree ? tree_direction(x, e, du) : dense_direction(x, e, du);
     double largest_turn = 0.0, largest_move = 0.0;
     for (int64_t i = 0; i < nf; i++) {
@@ -594,30 +611,30 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
         slope = -phi0;
     int lost = fabs(slope) < 1e-12 * (fabs(phi0) + 1.0); /* the predicted change is round-off: judge by the residual */
     double norm0 = residual_norm(x, e), largest = max_abs(nf, du), alpha = 1.0;
-    State trial_state = state_new(x->model);
-    Evaluation e_trial = evaluation_new(x);
-    int grown = 0;
+    bool grown = false;
+    *again = shift == 0.0 || reach <= 1.0;
     for (int attempt = 0; attempt < 40; attempt++) {
         memcpy(trial, q, sizeof(double) * (size_t)nq);
         for (int64_t i = 0; i < nf; i++) trial[p->free[i]] += alpha * du[i];
         apply_couplings(x, trial);
         /* the correction back onto the loops is second order in the step: one as large as half the step is a jump */
-        int closed = project(x, trial, 0.5 * alpha * largest + 1e-6, &trial_state);
-        evaluate(x, trial, &trial_state, NULL, scale, &e_trial);
-        int accept = merit(x, &e_trial) <= phi0 + 1e-4 * alpha * fmin(slope, 0.0);
-        if (lost && shift == 0.0 && residual_norm(x, &e_trial) < (1.0 - 1e-4 * alpha) * norm0) accept = 1;
+        bool closed = project(x, trial, 0.5 * alpha * largest + 1e-6, s_trial) == CORE_OK;
+        evaluate(x, trial, s_trial, NULL, scale, e_trial);
+        int accept = merit(x, e_trial) <= phi0 + 1e-4 * alpha * fmin(slope, 0.0);
+        if (lost && shift == 0.0 && residual_norm(x, e_trial) < (1.0 - 1e-4 * alpha) * norm0) accept = 1;
         if (accept && closed) {
             memcpy(q, trial, sizeof(double) * (size_t)nq);
-            evaluation_swap(e, &e_trial);
-            state_copy(x->model, s, &trial_state);
+            evaluation_swap(e, e_trial);
+            State accepted = *s_trial;
+            *s_trial = *s, *s = accepted;
             grown = alpha == 1.0 && shifted && cap < 1.0;
+            *again = false;
             break;
         }
         if (alpha < 1e-10) break;
         alpha *= 0.5;
     }
-    core_free(block);
-    state_free(&trial_state), evaluation_free(&e_trial);
+    ws_release(x->w, mark);
     return grown;
 }
 
@@ -626,9 +643,10 @@ static int newton_step(const Context *x, double *q, Evaluation *e, State *s, dou
 static void tree_escape_direction(const Context *x, const Evaluation *e, const double *q, const double *anchor,
                                   double *direction) {
     const Model *model = x->model;
-    int64_t nf = x->p->nf, lowest = 0, *index = core_malloc(sizeof(int64_t) * (size_t)(model->nq + 1));
-    double *pivot = zeros(5 * nf), *reach = pivot + nf, *b = reach + 3 * nf, toward = 0.0, norm = 0.0;
-    tree_factor(model, nf, x->p->free, e->omega, e->columns, e->springs, 0.0, pivot, reach);
+    size_t mark = ws_mark(x->w);
+    int64_t nf = x->p->nf, lowest = 0, *index = ws_indices(x->w, model->nq);
+    double *pivot = zeros(x, 5 * nf), *reach = pivot + nf, *b = reach + 3 * nf, toward = 0.0, norm = 0.0;
+    tree_factor(x->w, model, nf, x->p->free, e->omega, e->columns, e->springs, 0.0, pivot, reach);
     for (int64_t k = 0; k < model->nq; k++) index[k] = -1;
     for (int64_t i = 0; i < nf; i++) {
         index[x->p->free[i]] = i;
@@ -644,14 +662,14 @@ static void tree_escape_direction(const Context *x, const Evaluation *e, const d
         const double *om = e->omega + 3 * j;
         b[index[j]] = pivot[lowest] * (om[0] * w[0] + om[1] * w[1] + om[2] * w[2]);
     }
-    tree_solve(model, nf, x->p->free, e->omega, pivot, reach, b, direction);
+    tree_solve(x->w, model, nf, x->p->free, e->omega, pivot, reach, b, direction);
     for (int64_t i = 0; i < nf; i++) {
         norm += direction[i] * direction[i];
         toward += direction[i] * (anchor[x->p->free[i]] - q[x->p->free[i]]);
     }
     norm = (toward < 0.0 ? -1.0 : 1.0) / sqrt(norm);
     for (int64_t i = 0; i < nf; i++) direction[i] *= norm;
-    core_free(pivot), core_free(index);
+    ws_release(x->w, mark);
 }
 
 static void escape_direction(const Context *x, const Evaluation *tree_or_dense, const double *q, const double *anchor,
@@ -660,11 +678,12 @@ static void escape_direction(const Context *x, const Evaluation *tree_or_dense, 
         tree_escape_direction(x, tree_or_dense, q, anchor, direction);
         return;
     }
+    size_t mark = ws_mark(x->w);
     Evaluation dense = written_out(x, tree_or_dense), *e = &dense;
     int64_t nf = x->p->nf, r;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
-    double *values = zeros(r), *vectors = zeros(r * r), toward = 0.0;
-    symmetric_eigen(r, reduced, values, vectors);
+    double *values = zeros(x, r), *vectors = zeros(x, r * r), toward = 0.0;
+    symmetric_eigen(x->w, r, reduced, values, vectors);
     for (int64_t i = 0; i < nf; i++) {
         double total = 0.0;
         for (int64_t j = 0; j < r; j++) total += z[i * r + j] * vectors[j * r];
@@ -673,66 +692,72 @@ static void escape_direction(const Context *x, const Evaluation *tree_or_dense, 
     }
     if (toward < 0.0)
         for (int64_t i = 0; i < nf; i++) direction[i] = -direction[i];
-    core_free(z), core_free(reduced), core_free(values), core_free(vectors);
-    if (x->tree) core_free(dense.hessian);
+    ws_release(x->w, mark);
 }
 
-static int unstable_here(const Context *x, const Evaluation *e) {
+static bool is_unstable(const Context *x, const Evaluation *e) {
     if (x->tree)
-        return !tree_positive_definite(x, e, stiffness_floor(x, e)) && all_finite(3 * x->model->nq, e->columns);
+        return !is_tree_positive_definite(x, e, stiffness_floor(x, e)) && all_finite(3 * x->model->nq, e->columns);
     int64_t r;
+    size_t mark = ws_mark(x->w);
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
-    int unstable = r > 0 && all_finite(r * r, reduced) && !is_positive_definite(r, reduced, stiffness_floor(x, e));
-    core_free(z), core_free(reduced);
+    bool unstable = r > 0 && all_finite(r * r, reduced)
+                   && !is_positive_definite(x->w, r, reduced, stiffness_floor(x, e));
+    ws_release(x->w, mark);
     return unstable;
 }
 
 /* Newton iterations from q (in place) under the load factor ``scale``, every iterate on the closed-loop
- * manifold; multipliers (m) out. Returns converged; *iterations; runaway (nf): the free translations that ran
- * runaway_sizes machine sizes from anchor while the energy kept falling. A capped step accepted whole lets the
- * next be four times longer (a partial one halves the growth). */
-static int newton(const Context *x, double *q, double scale, int64_t max_iterations, const double *anchor,
+ * manifold; multipliers (m) out. CORE_OK when converged, CORE_NOT_CLOSED when the start's loops did not close,
+ * CORE_NOT_CONVERGED otherwise; *iterations; runaway (nf): the free translations that ran runaway_sizes machine sizes
+ * from anchor while the energy kept falling. A capped step accepted whole lets the next be four times longer (a
+ * partial one halves the growth). */
+static Status newton(const Context *x, double *q, double scale, int64_t max_iterations, const double *anchor,
                   double *multipliers, int64_t *iterations, uint8_t *runaway, const Evaluation *start,
                   Evaluation *finish) {
     const Problem *p = x->p;
     int64_t nq = x->model->nq, nf = p->nf;
-    State s = state_new(x->model);
-    Evaluation e = evaluation_new(x);
-    int closed = 1, done = 0, escapes = 0;
+    size_t mark = ws_mark(x->w);
+    State s = state_new(x->w, x->model), s_trial = state_new(x->w, x->model);
+    Evaluation e = evaluation_new(x), e_trial = evaluation_new(x);
+    bool closed = true;
+    int done = 0, escapes = 0; /* done: 1 converged, -1 ran away, 0 not yet */
     double reach = 1.0, far = x->p->runaway_sizes * larger(x->c->size, 1.0);
-    double *trial = zeros(nq), *direction = zeros(nf);
+    double *trial = zeros(x, nq), *direction = zeros(x, nf);
     *iterations = 0;
     memset(runaway, 0, (size_t)nf);
     if (start) { /* the caller projected q and evaluated it (with least-squares multipliers) */
         node_state(x->model, q, &s);
         evaluation_copy(x, &e, start);
     } else {
-        closed = project(x, q, INFINITY, &s);
+        closed = project(x, q, INFINITY, &s) == CORE_OK;
         evaluate(x, q, &s, NULL, scale, &e);
     }
     if (closed) {
         for (int64_t it = 0; it < max_iterations; it++) {
-            done = converged(x, &e);
-            if (p->seek_stable && done && escapes < 3 && unstable_here(x, &e)) {
+            done = is_converged(x, &e);
+            if (p->seek_stable && done && escapes < 3 && is_unstable(x, &e)) {
                 /* leave the unstable equilibrium along its direction of negative curvature, toward the start */
                 escape_direction(x, &e, q, anchor, direction);
                 memcpy(trial, q, sizeof(double) * (size_t)nq);
                 for (int64_t i = 0; i < nf; i++) trial[p->free[i]] += 0.05 * direction[i];
                 apply_couplings(x, trial);
-                if (project(x, trial, INFINITY, &s)) {
+                if (project(x, trial, INFINITY, &s) == CORE_OK) {
                     memcpy(q, trial, sizeof(double) * (size_t)nq);
                     escapes++;
                     evaluate(x, q, &s, NULL, scale, &e);
-                    done = converged(x, &e);
+                    done = is_converged(x, &e);
                 } else {
                     node_state(x->model, q, &s);
                 }
             }
             if (done) break;
             (*iterations)++;
-            int grown = newton_step(x, q, &e, &s, scale, reach);
+            bool again;
+            bool grown = newton_step(x, q, &e, &s, &e_trial, &s_trial, scale, reach, &again);
+            if (again) break; /* stuck: every further iteration would repeat this one, q and e unchanged */
             reach = grown ? 4.0 * reach : larger(1.0, 0.5 * reach);
-            int ran = 0;
+            bool ran = false;
             for (int64_t i = 0; i < nf; i++) {
                 runaway[i] = p->translation[i] && fabs(q[p->free[i]] - anchor[p->free[i]]) > far;
                 ran = ran || runaway[i];
@@ -742,32 +767,33 @@ static int newton(const Context *x, double *q, double scale, int64_t max_iterati
                 break;
             }
         }
-        if (done == 0) done = converged(x, &e);
+        if (done == 0) done = is_converged(x, &e);
     }
     memcpy(multipliers, e.multipliers, sizeof(double) * (size_t)p->m);
-    if (finish) evaluation_swap(finish, &e);
-    state_free(&s), evaluation_free(&e), core_free(trial), core_free(direction);
-    return closed && done == 1;
+    if (finish) evaluation_copy(x, finish, &e);
+    ws_release(x->w, mark);
+    return !closed ? CORE_NOT_CLOSED : done == 1 ? CORE_OK : CORE_NOT_CONVERGED;
 }
 
 /* Continuation in the load factor from 0 to 1 from q_start (q out), the increment doubled after a success and
- * halved after a failure. Returns converged; *iterations. */
-static int load_stepping(const Context *x, const double *q_start, double *q, double *multipliers,
+ * halved after a failure. CORE_OK when it reached the full load, else newton's status; *iterations. */
+static Status load_stepping(const Context *x, const double *q_start, double *q, double *multipliers,
                          int64_t *iterations) {
     const Problem *p = x->p;
     int64_t nq = x->model->nq, its;
-    double *q_try = zeros(nq), *lam_try = zeros(p->m);
-    uint8_t *runaway = core_calloc((size_t)(p->nf + 1), 1);
+    size_t mark = ws_mark(x->w);
+    double *q_try = zeros(x, nq), *lam_try = zeros(x, p->m);
+    uint8_t *runaway = (uint8_t *)zeros(x, p->nf / 8 + 1);
     memcpy(q, q_start, sizeof(double) * (size_t)nq);
-    int ok = newton(x, q, 0.0, p->max_iterations, q_start, multipliers, iterations, runaway, NULL, NULL);
+    Status status = newton(x, q, 0.0, p->max_iterations, q_start, multipliers, iterations, runaway, NULL, NULL);
     double level = 0.0, increment = 0.25, smallest = 0.25 / pow(2.0, (double)p->max_load_halvings);
-    int going = ok;
+    bool going = status == CORE_OK;
     while (going) {
         double target = fmin(1.0, level + increment);
         memcpy(q_try, q, sizeof(double) * (size_t)nq);
-        int done = newton(x, q_try, target, p->max_iterations, q_start, lam_try, &its, runaway, NULL, NULL);
+        status = newton(x, q_try, target, p->max_iterations, q_start, lam_try, &its, runaway, NULL, NULL);
         *iterations += its;
-        if (done) {
+        if (status == CORE_OK) {
             memcpy(q, q_try, sizeof(double) * (size_t)nq);
             memcpy(multipliers, lam_try, sizeof(double) * (size_t)p->m);
             level = target, increment *= 2.0;
@@ -776,8 +802,8 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
         }
         going = level < 1.0 && increment >= smallest;
     }
-    core_free(q_try), core_free(lam_try), core_free(runaway);
-    return ok && level >= 1.0;
+    ws_release(x->w, mark);
+    return level >= 1.0 ? CORE_OK : status;
 }
 
 /* Free coordinates nothing holds against the load (out (nf)): a generalized force beyond the tolerance and no
@@ -786,10 +812,11 @@ static int load_stepping(const Context *x, const double *q_start, double *q, dou
 static void unheld(const Context *x, const double *q, const Evaluation *e, uint8_t *out) {
     const Problem *p = x->p;
     int64_t nf = p->nf, m = p->m, nq = x->model->nq, any = 0;
+    size_t mark = ws_mark(x->w);
     double scale = larger(e->force_scale, stiffness_size(x, e)), *bounds = NULL;
     if (x->tree) { /* a bound on each column: zero bound, zero column */
-        bounds = zeros(nf);
-        tree_column_bounds(x->model, nf, p->free, e->omega, e->columns, e->springs, bounds);
+        bounds = zeros(x, nf);
+        tree_column_bounds(x->w, x->model, nf, p->free, e->omega, e->columns, e->springs, bounds);
     }
     for (int64_t i = 0; i < nf; i++) {
         double column = bounds ? bounds[i] : 0.0;
@@ -799,10 +826,12 @@ static void unheld(const Context *x, const double *q, const Evaluation *e, uint8
         out[i] = column <= 1e-12 * scale && fabs(e->q_force_reduced[i]) > p->force_tolerance * e->force_scale;
         any = any || out[i];
     }
-    core_free(bounds);
-    if (!any) return;
-    double size = larger(x->c->size, 1.0), distances[2] = {1.0, 1000.0}, *trial = zeros(nq);
-    State s = state_new(x->model);
+    if (!any) {
+        ws_release(x->w, mark);
+        return;
+    }
+    double size = larger(x->c->size, 1.0), distances[2] = {1.0, 1000.0}, *trial = zeros(x, nq);
+    State s = state_new(x->w, x->model);
     Evaluation moved = evaluation_new(x);
     for (int d = 0; d < 2; d++) {
         memcpy(trial, q, sizeof(double) * (size_t)nq);
@@ -814,7 +843,7 @@ static void unheld(const Context *x, const double *q, const Evaluation *e, uint8
         for (int64_t i = 0; i < nf; i++)
             out[i] = out[i] && fabs(moved.q_force_reduced[i] - e->q_force_reduced[i]) <= 1e-6 * fabs(e->q_force_reduced[i]);
     }
-    core_free(trial), state_free(&s), evaluation_free(&moved);
+    ws_release(x->w, mark);
 }
 
 /* STABLE, NEUTRAL or UNSTABLE from the stiffness on the closed-loop motions; the neutral directions (unit
@@ -824,18 +853,19 @@ static int stability(const Context *x, const Evaluation *tree_or_dense, double *
     int64_t nf = x->p->nf, r;
     *count = 0;
     double floor_ = stiffness_floor(x, tree_or_dense);
-    if (x->tree && tree_positive_definite(x, tree_or_dense, -floor_)) return STABLE; /* else written out: directions */
-    if (x->tree && nf > WRITTEN_OUT_UP_TO) return tree_positive_definite(x, tree_or_dense, floor_) ? NEUTRAL : UNSTABLE;
+    if (x->tree && is_tree_positive_definite(x, tree_or_dense, -floor_)) return STABLE; /* else written out: directions */
+    if (x->tree && nf > WRITTEN_OUT_UP_TO) return is_tree_positive_definite(x, tree_or_dense, floor_) ? NEUTRAL : UNSTABLE;
+    size_t mark = ws_mark(x->w);
     Evaluation dense = written_out(x, tree_or_dense), *e = &dense;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
     int verdict = STABLE;
     if (r > 0) {
-        if (!is_positive_definite(r, reduced, -floor_)) {
-            if (!all_finite(r * r, reduced) || !is_positive_definite(r, reduced, floor_)) {
+        if (!is_positive_definite(x->w, r, reduced, -floor_)) {
+            if (!all_finite(r * r, reduced) || !is_positive_definite(x->w, r, reduced, floor_)) {
                 verdict = UNSTABLE; /* an eigenvalue below -floor */
             } else { /* eigenvalues in [-floor, floor]: the neutral directions */
-                double *values = zeros(r), *vectors = zeros(r * r);
-                symmetric_eigen(r, reduced, values, vectors);
+                double *values = zeros(x, r), *vectors = zeros(x, r * r);
+                symmetric_eigen(x->w, r, reduced, values, vectors);
                 if (values[0] < -floor_) {
                     verdict = UNSTABLE;
                 } else {
@@ -850,27 +880,26 @@ static int stability(const Context *x, const Evaluation *tree_or_dense, double *
                         (*count)++;
                     }
                 }
-                core_free(values), core_free(vectors);
             }
         }
     }
-    core_free(z), core_free(reduced);
-    if (x->tree) core_free(dense.hessian);
+    ws_release(x->w, mark);
     return verdict;
 }
 
 /* One case from q_start (nq): q (nq), multipliers (m), flags (RESULT_FLAGS, fields.h): converged, iterations,
  * residual norm, stability code, neutral count set here (size and force floor are the Case's, set by the caller);
  * neutral (nf, nf); unheld, runaway (nf). */
-void solve_case(const Model *model, const Problem *p, const Case *c, const double *q_start, int64_t classify,
-                double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
+void solve_case(Workspace *w, const Model *model, const Problem *p, const Case *c, const double *q_start,
+                int64_t classify, double *q, double *multipliers, double *flags, double *neutral, uint8_t *out_unheld,
                 uint8_t *out_runaway) {
-    Context x = {model, p, c, tree_structured(model, p, c)};
+    Context x = {model, p, c, w, is_tree_structured(model, p, c)};
     int64_t nq = model->nq, nf = p->nf, iterations = 0, any_unheld = 0, any_runaway = 0;
-    State s = state_new(model);
+    size_t mark = ws_mark(w);
+    State s = state_new(w, model);
     Evaluation e = evaluation_new(&x);
     memcpy(q, q_start, sizeof(double) * (size_t)nq);
-    int closed = project(&x, q, INFINITY, &s), ok = 0;
+    bool closed = project(&x, q, INFINITY, &s) == CORE_OK, ok = false;
     evaluate(&x, q, &s, NULL, 1.0, &e);
     memset(out_unheld, 0, (size_t)nf);
     memset(out_runaway, 0, (size_t)nf);
@@ -878,19 +907,18 @@ void solve_case(const Model *model, const Problem *p, const Case *c, const doubl
     if (closed) unheld(&x, q, &e, out_unheld);
     for (int64_t i = 0; i < nf; i++) any_unheld = any_unheld || out_unheld[i];
     if (closed && !any_unheld) {
-        double *anchor = zeros(nq);
+        double *anchor = zeros(&x, nq);
         memcpy(anchor, q, sizeof(double) * (size_t)nq);
         int64_t first = p->max_iterations < p->full_load_iterations ? p->max_iterations : p->full_load_iterations;
-        ok = newton(&x, q, 1.0, first, anchor, multipliers, &iterations, out_runaway, &e, &e);
+        ok = newton(&x, q, 1.0, first, anchor, multipliers, &iterations, out_runaway, &e, &e) == CORE_OK;
         for (int64_t i = 0; i < nf; i++) any_runaway = any_runaway || out_runaway[i];
         if (!ok && !any_runaway && p->load_stepping) {
             int64_t more = 0;
-            ok = load_stepping(&x, q_start, q, multipliers, &more);
+            ok = load_stepping(&x, q_start, q, multipliers, &more) == CORE_OK;
             iterations += more;
             node_state(model, q, &s);
             evaluate(&x, q, &s, multipliers, 1.0, &e);
         }
-        core_free(anchor);
     }
     int64_t count = 0;
     int verdict = STABLE;
@@ -898,18 +926,19 @@ void solve_case(const Model *model, const Problem *p, const Case *c, const doubl
     flags[FLAG_converged] = ok, flags[FLAG_iterations] = (double)iterations;
     flags[FLAG_residual] = residual_norm(&x, &e), flags[FLAG_stability] = verdict;
     flags[FLAG_neutral_count] = (double)count;
-    state_free(&s), evaluation_free(&e);
+    ws_release(w, mark);
 }
 
 /* The evaluation at q (nq) for diagnostics and tests: multipliers given (m) or NULL for least squares;
  * residual (nf), closure (m), g_u (m, nf), hessian (nf, nf), scalars (EVALUATION_SCALARS, fields.h): energy,
  * force scale, conservative set here (size and force floor are the Case's, set by the caller); q_force_reduced (nf),
  * multipliers_out (m). */
-void evaluate_case(const Model *model, const Problem *p, const Case *c, const double *q, const double *multipliers,
-                   double *residual, double *closure, double *g_u, double *hessian, double *scalars,
-                   double *q_force_reduced, double *multipliers_out) {
-    Context x = {model, p, c, 0};
-    State s = state_new(model);
+void evaluate_case(Workspace *w, const Model *model, const Problem *p, const Case *c, const double *q,
+                   const double *multipliers, double *residual, double *closure, double *g_u, double *hessian,
+                   double *scalars, double *q_force_reduced, double *multipliers_out) {
+    Context x = {model, p, c, w, false};
+    size_t mark = ws_mark(w);
+    State s = state_new(w, model);
     Evaluation e = evaluation_new(&x);
     node_state(model, q, &s);
     evaluate(&x, q, &s, multipliers, 1.0, &e);
@@ -921,7 +950,7 @@ void evaluate_case(const Model *model, const Problem *p, const Case *c, const do
     memcpy(multipliers_out, e.multipliers, sizeof(double) * (size_t)p->m);
     scalars[SCALAR_energy] = e.energy, scalars[SCALAR_force_scale] = e.force_scale;
     scalars[SCALAR_conservative] = e.conservative;
-    state_free(&s), evaluation_free(&e);
+    ws_release(w, mark);
 }
 
 /* The model's own scales for one case: its size (m, the largest distance of a frame origin from the world
@@ -929,9 +958,10 @@ void evaluate_case(const Model *model, const Problem *p, const Case *c, const do
  * (L, 3) times its size, plus the load torques (L, 3). Forces below force_tolerance times the floor are
  * round-off: a model whose forces all vanish (wheels with their centres of mass on their axles) has
  * converged, not failed. */
-void case_scales(const Model *model, const double *q_start, int64_t n_loads, const double *gravity, const double *force,
-                 const double *torque, double *force_floor, double *size) {
-    State s = state_new(model);
+void case_scales(Workspace *w, const Model *model, const double *q_start, int64_t n_loads, const double *gravity,
+                 const double *force, const double *torque, double *force_floor, double *size) {
+    size_t mark = ws_mark(w);
+    State s = state_new(w, model);
     node_state(model, q_start, &s);
     double largest = 0.0, p[3], mass = 0.0, forces = 0.0, torques = 0.0;
     for (int64_t f = 0; f < model->n_frames; f++) {
@@ -947,23 +977,24 @@ void case_scales(const Model *model, const double *q_start, int64_t n_loads, con
     *size = sqrt(largest);
     double weight = mass * sqrt(gravity[0] * gravity[0] + gravity[1] * gravity[1] + gravity[2] * gravity[2]);
     *force_floor = larger(1e-3 * ((weight + forces) * larger(*size, 1e-3) + torques), 1e-9);
-    state_free(&s);
+    ws_release(w, mark);
 }
 
 /* Close the loops from q (nq, in place) by moving the free coordinates of the problem (the unheld, uncoupled
  * ones): Gauss-Newton on the closure residual with minimum-norm least-squares steps on all 6 K equations (so
  * the configuration moves as little as the loops allow), each step halved until the residual norm falls.
  * Returns the final residual norm (2-norm over all equations) and *iterations. */
-double assemble_case(const Model *model, const Problem *p, double *q, double tolerance, int64_t max_iterations,
-                     int64_t *iterations) {
-    Context x = {model, p, NULL, 0};
+double assemble_case(Workspace *w, const Model *model, const Problem *p, double *q, double tolerance,
+                     int64_t max_iterations, int64_t *iterations) {
+    Context x = {model, p, NULL, w, false};
     int64_t nq = model->nq, nf = p->nf, rows6 = 6 * model->n_closures;
     apply_couplings(&x, q);
     *iterations = 0;
     if (model->n_closures == 0) return 0.0;
-    State s = state_new(model);
-    double *g = zeros(rows6), *g_trial = zeros(rows6), *jac_full = zeros(rows6 * nq), *jac = zeros(rows6 * nf);
-    double *step = zeros(nf), *minus_g = zeros(rows6), *trial = zeros(nq);
+    size_t mark = ws_mark(w);
+    State s = state_new(w, model);
+    double *g = zeros(&x, rows6), *g_trial = zeros(&x, rows6), *jac_full = zeros(&x, rows6 * nq);
+    double *jac = zeros(&x, rows6 * nf), *step = zeros(&x, nf), *minus_g = zeros(&x, rows6), *trial = zeros(&x, nq);
     node_state(model, q, &s);
     closure_residual(model, &s, g);
     double norm = 0.0;
@@ -972,11 +1003,12 @@ double assemble_case(const Model *model, const Problem *p, double *q, double tol
     while (norm > tolerance && *iterations < max_iterations) {
         (*iterations)++;
         closure_jacobian(model, &s, jac_full);
+        size_t before = ws_mark(w);
         double *t = coupling_map(&x, q);
         reduce_columns(&x, t, rows6, jac_full, jac);
-        core_free(t);
+        ws_release(w, before);
         for (int64_t i = 0; i < rows6; i++) minus_g[i] = -g[i];
-        pseudo_solve(rows6, nf, jac, minus_g, 1e-12, step);
+        pseudo_solve(w, rows6, nf, jac, minus_g, 1e-12, step);
         double alpha = 1.0, trial_norm = INFINITY;
         while (alpha > 1e-6) {
             memcpy(trial, q, sizeof(double) * (size_t)nq);
@@ -998,7 +1030,47 @@ double assemble_case(const Model *model, const Problem *p, double *q, double tol
         memcpy(g, g_trial, sizeof(double) * (size_t)rows6);
         norm = trial_norm;
     }
-    state_free(&s);
-    core_free(g), core_free(g_trial), core_free(jac_full), core_free(jac), core_free(step), core_free(minus_g), core_free(trial);
+    ws_release(w, mark);
     return norm;
+}
+
+/* ------------------------------------------------------------------ the workspace's size */
+static size_t larger_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Doubles solve_case (FOR_SOLVE), evaluate_case (FOR_EVALUATE) or assemble_case (FOR_ASSEMBLE) take from their
+ * workspace at most: each function's arrays added along the deepest chain of calls (solve_case -> load_stepping ->
+ * newton -> newton_step -> evaluate -> finite differences -> the force terms), with 2 doubles of alignment per array.
+ * A tree-structured stiffness of more than TREE_WRITTEN_OUT free coordinates is not written out here: the rare
+ * unstable or neutral verdict that needs it takes a further block (counted: core_workspace_overflows). */
+#define TREE_WRITTEN_OUT 256
+size_t workspace_doubles(const Model *model, const Problem *p, int tree, int purpose) {
+    size_t n = (size_t)model->n_nodes, nq = (size_t)model->nq, nf = (size_t)p->nf, m = (size_t)p->m;
+    size_t rows6 = 6 * (size_t)model->n_closures, loads = (size_t)p->n_loads, r = nf > m ? nf - m : 0, pad = 2;
+    size_t coupled = p->coupling_jacobian ? nq * nf : 0, couplings = p->coupling_apply ? nq + pad : 0;
+    size_t state = 24 * n + 6 * nq + 2 + pad;
+    if (purpose == FOR_ASSEMBLE) /* the state, its seven arrays, the couplings and pseudo_solve */
+        return state + 4 * rows6 + rows6 * nq + rows6 * nf + nf + nq + coupled + couplings + rows6 * nf + nf * nf + nf
+               + 16 * pad + 64;
+    size_t evaluation = 3 * nf + 2 * m + m * nf + (tree ? 7 * nq : nf * nf) + 1 + pad;
+    size_t least_squares = 2 * m * m + 2 * m + 3 * pad;                 /* lu_solve, then pseudo_solve */
+    size_t terms = larger_size(larger_size(4 * nq + 12 * n, model->n_pairs ? nq * nq + 17 * nq : 0),
+                               larger_size(10 * nq, 6 * (size_t)model->n_closures + 7 * nq)) + 8 * pad;
+    size_t closures = m ? 2 * rows6 + rows6 * nq + m * nq + m * m + m + least_squares + 5 * pad : 0;
+    size_t analytic = 13 * loads + (tree ? 0 : nq * nq) + 5 * nq + 2 * coupled + closures
+                      + (tree ? 3 * n + 3 * 8 * n + nq : 0) + terms + 4 * pad;
+    size_t evaluate = analytic + (p->finite_difference ? 2 * nq + state + 2 * evaluation + 4 * pad : 0);
+    if (purpose == FOR_EVALUATE) return state + evaluation + evaluate + 64;
+    size_t project = m ? nq + 2 * rows6 + rows6 * nq + m * nq + m * nf + m * m + 2 * m + coupled + least_squares
+                     + 10 * pad : 0;
+    size_t factor = 4 * nf + nq + 9 * n + 3 * n + 4 * pad;             /* tree_factor, tree_solve */
+    size_t direction = tree ? factor : nf * r + 2 * r * r + 2 * r + larger_size(r * r + r, 2 * r * r + r) + 6 * pad;
+    size_t dense_eigen = (tree ? nf * nf : 0) + nf * r + r * r + r + r * r + 2 * r * r + r + 8 * pad;
+    size_t eigen = tree && nf > TREE_WRITTEN_OUT ? factor + nf + nq : dense_eigen; /* escape and stability */
+    size_t step = nf + nq + pad + larger_size(direction, project + evaluate + couplings);
+    size_t newton = 2 * state + 2 * evaluation + nq + nf + 2 * pad
+                    + larger_size(larger_size(step, eigen + nq), project + evaluate + couplings);
+    size_t unheld = nf + state + evaluation + nq + 4 * pad + evaluate + couplings + (tree ? 2 * n + nq : 0);
+    size_t stepping = nq + m + nf / 8 + 1 + 3 * pad + newton;
+    return state + evaluation + nq + 3 * pad + larger_size(larger_size(project + evaluate, unheld),
+                                                           larger_size(larger_size(newton, stepping), eigen)) + 512;
 }

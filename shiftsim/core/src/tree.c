@@ -17,17 +17,18 @@
 
 
 /* free index of each coordinate (nq), -1 where held */
-static int64_t *free_index(const Model *model, int64_t nf, const int64_t *free) {
-    int64_t *index = core_malloc(sizeof(int64_t) * (size_t)(model->nq + 1));
+static int64_t *free_index(Workspace *w, const Model *model, int64_t nf, const int64_t *free) {
+    int64_t *index = ws_indices(w, model->nq);
     for (int64_t k = 0; k < model->nq; k++) index[k] = -1;
     for (int64_t i = 0; i < nf; i++) index[free[i]] = i;
     return index;
 }
 
-int64_t tree_factor(const Model *model, int64_t nf, const int64_t *free, const double *omega, const double *columns,
-                    const double *diagonal, double shift, double *pivot, double *reach) {
-    int64_t n = model->n_nodes, not_positive = 0, *index = free_index(model, nf, free);
-    double *below = core_calloc((size_t)(9 * n + 1), sizeof(double)); /* R (n, 3, 3) */
+int64_t tree_factor(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
+                    const double *columns, const double *diagonal, double shift, double *pivot, double *reach) {
+    size_t mark = ws_mark(w);
+    int64_t n = model->n_nodes, not_positive = 0, *index = free_index(w, model, nf, free);
+    double *below = ws_doubles(w, 9 * n); /* R (n, 3, 3) */
     for (int64_t node = n - 1; node > 0; node--) {
         double *r = below + 9 * node, *up = below + 9 * model->parent[node];
         int64_t k = model->coordinate[node], i = k >= 0 ? index[k] : -1;
@@ -47,14 +48,15 @@ int64_t tree_factor(const Model *model, int64_t nf, const int64_t *free, const d
         }
         for (int c = 0; c < 9; c++) up[c] += r[c];
     }
-    core_free(below), core_free(index);
+    ws_release(w, mark);
     return not_positive;
 }
 
-void tree_solve(const Model *model, int64_t nf, const int64_t *free, const double *omega, const double *pivot,
-                const double *reach, const double *b, double *x) {
-    int64_t n = model->n_nodes, *index = free_index(model, nf, free);
-    double *sum = core_calloc((size_t)(3 * n + 1), sizeof(double)); /* (n, 3) */
+void tree_solve(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
+                const double *pivot, const double *reach, const double *b, double *x) {
+    size_t mark = ws_mark(w);
+    int64_t n = model->n_nodes, *index = free_index(w, model, nf, free);
+    double *sum = ws_doubles(w, 3 * n); /* (n, 3) */
     for (int64_t node = n - 1; node > 0; node--) { /* L z = b, leaves first: sum_n = reach_k z_k over k below n */
         double *s = sum + 3 * node, *up = sum + 3 * model->parent[node];
         int64_t k = model->coordinate[node], i = k >= 0 ? index[k] : -1;
@@ -73,17 +75,18 @@ void tree_solve(const Model *model, int64_t nf, const int64_t *free, const doubl
         memcpy(s, up, 3 * sizeof(double));
         int64_t k = model->coordinate[node], i = k >= 0 ? index[k] : -1;
         if (i < 0) continue;
-        const double *om = omega + 3 * k, *w = reach + 3 * i;
-        double value = (pivot[i] != 0.0 ? x[i] / pivot[i] : 0.0) - (w[0] * up[0] + w[1] * up[1] + w[2] * up[2]);
+        const double *om = omega + 3 * k, *r = reach + 3 * i;
+        double value = (pivot[i] != 0.0 ? x[i] / pivot[i] : 0.0) - (r[0] * up[0] + r[1] * up[1] + r[2] * up[2]);
         x[i] = value;
         for (int a = 0; a < 3; a++) s[a] += om[a] * value;
     }
-    core_free(sum), core_free(index);
+    ws_release(w, mark);
 }
 
-void tree_dense(const Model *model, int64_t nf, const int64_t *free, const double *omega, const double *columns,
-                const double *diagonal, double *out) {
-    int64_t *index = free_index(model, nf, free);
+void tree_dense(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
+                const double *columns, const double *diagonal, double *out) {
+    size_t mark = ws_mark(w);
+    int64_t *index = free_index(w, model, nf, free);
     memset(out, 0, sizeof(double) * (size_t)(nf * nf));
     for (int64_t i = 0; i < nf; i++) {
         int64_t k = free[i];
@@ -96,13 +99,14 @@ void tree_dense(const Model *model, int64_t nf, const int64_t *free, const doubl
         }
         out[i * nf + i] += diagonal[k];
     }
-    core_free(index);
+    ws_release(w, mark);
 }
 
-void tree_column_bounds(const Model *model, int64_t nf, const int64_t *free, const double *omega,
+void tree_column_bounds(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
                         const double *columns, const double *diagonal, double *out) {
-    int64_t n = model->n_nodes, *index = free_index(model, nf, free);
-    double *largest = core_calloc((size_t)(n + 1), sizeof(double)); /* largest |X_j| of the free j below each node */
+    size_t mark = ws_mark(w);
+    int64_t n = model->n_nodes, *index = free_index(w, model, nf, free);
+    double *largest = ws_doubles(w, n); /* largest |X_j| of the free j below each node */
     for (int64_t node = n - 1; node > 0; node--) {
         int64_t k = model->coordinate[node], i = k >= 0 ? index[k] : -1, up = model->parent[node];
         double own = 0.0;
@@ -114,18 +118,20 @@ void tree_column_bounds(const Model *model, int64_t nf, const int64_t *free, con
         double below = own > largest[node] ? own : largest[node];
         if (below > largest[up]) largest[up] = below;
     }
-    core_free(largest), core_free(index);
+    ws_release(w, mark);
 }
 
 /* Distinct axes (to 1e-12) kept per node by tree_largest_entry; beyond this many a column walks its path. */
 #define TREE_AXES 8
 
-double tree_largest_entry(const Model *model, int64_t nf, const int64_t *free, const double *omega,
+double tree_largest_entry(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
                           const double *columns, const double *diagonal) {
-    int64_t n = model->n_nodes, *index = free_index(model, nf, free);
+    size_t mark = ws_mark(w);
+    int64_t n = model->n_nodes, *index = free_index(w, model, nf, free);
     /* the distinct axes of the free coordinates at or above each node (count -1: more than TREE_AXES) */
-    int64_t *count = core_calloc((size_t)(n + 1), sizeof(int64_t));
-    double *axes = core_malloc(sizeof(double) * (size_t)(3 * TREE_AXES * n + 1)), largest = 0.0;
+    int64_t *count = ws_indices(w, n);
+    double *axes = ws_doubles(w, 3 * TREE_AXES * n), largest = 0.0;
+    count[0] = 0;
     for (int64_t node = 1; node < n; node++) {
         int64_t up = model->parent[node], k = model->coordinate[node], i = k >= 0 ? index[k] : -1;
         double *own = axes + 3 * TREE_AXES * node;
@@ -160,6 +166,6 @@ double tree_largest_entry(const Model *model, int64_t nf, const int64_t *free, c
             count[node]++;
         }
     }
-    core_free(count), core_free(axes), core_free(index);
+    ws_release(w, mark);
     return largest;
 }
