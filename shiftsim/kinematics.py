@@ -260,10 +260,10 @@ def assemble(model: Model, q: np.ndarray, held: list[int] | tuple[int, ...] = ()
 def _close_loops(model: Model, q: np.ndarray, held: list[int], tolerance: float, max_iterations: int) -> Assembly:
     """Gauss-Newton on the closure residual over the free coordinates (see :func:`assemble`), by the compiled
     core (``assemble_case`` in core/src/newton.c)."""
-    coupled = {c.target for c in model.couplings}
-    free = np.array([i for i in range(model.nq) if i not in set(held) and i not in coupled], dtype=np.int64)
     if not model.closures:
         return Assembly(model.apply_couplings(np.asarray(q, float)), 0.0, 0)
+    coupled = {c.target for c in model.couplings}
+    free = np.array([i for i in range(model.nq) if i not in set(held) and i not in coupled], dtype=np.int64)
     q = np.array(q, dtype=float)
     norm, iterations = core.assemble(compiled(model), _assembly_problem(model, free), q, tolerance, max_iterations)
     if norm > tolerance:

@@ -16,8 +16,8 @@ remark says the split is an assumption.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -183,68 +183,104 @@ def body_balance(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: 
     return np.array([net[i] for i in range(1, len(model.body_names))])
 
 
-@dataclass
 class Solution:
-    """A solved equilibrium with its reference, ready to report (``as_dict``).
+    """A solved equilibrium with its reference, ready to report (``as_dict``, ``print``).
 
-    ``joint_loads``: the loads of every joint keyed by joint name, in the model's joint order
-    (:class:`JointLoads`), computed by one core call on first access; ``supports``: the force fields
-    (ground contacts) the equilibrium was solved with, which the joint loads include.
+    Set at once from the core's arrays: ``status`` ("converged", "failed" or "no equilibrium"), ``iterations``,
+    ``residual``, ``stability`` and ``stable``, ``q`` (nq,) and ``blame`` (why a solve failed). Computed on first
+    use, since most callers read few of them: ``joint_loads`` (every joint's loads by name, :class:`JointLoads`, one
+    core call), ``multipliers`` (6 n_closures,: the loop forces, moved to the minimum-norm split where held or rigid
+    parts leave them open, :mod:`shiftsim.loads`) with ``indeterminate`` (the joints that split reaches),
+    ``remarks``, ``neutral`` (the neutral directions in words), ``held`` (joints whose every coordinate was
+    prescribed) and ``q_reference`` (nq,): the unloaded reference equilibrium that deflections are measured from
+    (one more solve). ``supports``: the force fields (ground contacts) the equilibrium was solved with, which the
+    joint loads include.
     """
 
-    model: Model
-    status: str
-    iterations: int
-    residual: float
-    stable: bool
-    q: np.ndarray
-    q_reference: np.ndarray
-    multipliers: np.ndarray
-    gravity: np.ndarray
-    loads: list[gen.AppliedLoad]
-    blame: list[str]
+    def __init__(self, model: Model, loaded, reference: Callable[[], np.ndarray], gravity: np.ndarray,
+                 loads: list[gen.AppliedLoad], q_start: np.ndarray | None = None, supports: tuple = ()):
+        """``loaded``: the single-case :class:`~shiftsim.statics.BatchResult` of the equilibrium; ``reference()``
+        solves its reference (called on first use of ``q_reference``); ``q_start``: the assembled start, to
+        measure how far the free joints moved (no remarks on motion without it)."""
+        self.model, self.gravity, self.loads, self.supports = model, gravity, loads, tuple(supports)
+        self._loaded, self._reference, self._q_start = loaded, reference, q_start
+        self.q, self._solver_multipliers = loaded.q[0], loaded.multipliers[0]
+        self.iterations, self.residual = int(loaded.iterations[0]), float(loaded.residual[0])
+        unheld, runaway = loaded.unheld[0], loaded.runaway[0]
+        if len(unheld):
+            self.status, self.blame = "no equilibrium", [_unheld_message(model, loaded.free[unheld])]
+        elif len(runaway):
+            self.status = "no equilibrium"
+            self.blame = [_runaway_message(model, loaded.free[runaway], loaded.runaway_distance)]
+        elif loaded.converged[0]:
+            self.status, self.blame = "converged", []
+        else:
+            self.status = "failed"
+            self.blame = _blame(model, self.q, self._solver_multipliers, gravity, loads, loaded.free, self.supports)
+        self.stability = str(loaded.stability[0]) if self.status == "converged" else "unknown"
+        self.stable = self.stability == "stable"
 
-    stability: str = "stable"
-    neutral: list[str] = field(default_factory=list)
-    remarks: list[str] = field(default_factory=list)
-    indeterminate: frozenset[str] = frozenset()  # joints whose loads statics cannot determine (see shiftsim.loads)
-    held: frozenset[str] = frozenset()  # joints whose every coordinate was prescribed (held actuators)
-    supports: tuple[gen.ForceField, ...] = ()
+    @classmethod
+    def build(cls, model: Model, loaded, reference, gravity: np.ndarray, loads: list[gen.AppliedLoad],
+              q_start: np.ndarray | None = None, fields: tuple = ()) -> Solution:
+        """The Solution of a single-case :class:`~shiftsim.statics.BatchResult` and its reference: a solved one
+        (a BatchResult) or a function solving it when first asked (returning one); ``q_start``: the assembled
+        start, to measure how far the free joints moved."""
+        loaded_q = loaded.q[0]
+        if len(loaded.unheld[0]) or len(loaded.runaway[0]):  # no equilibrium: nothing to measure deflections from
+            return cls(model, loaded, lambda: loaded_q, gravity, loads, q_start, fields)
+        solve_reference = reference if callable(reference) else lambda: reference
+        return cls(model, loaded, lambda: solve_reference().q[0], gravity, loads, q_start, fields)
+
+    @cached_property
+    def q_reference(self) -> np.ndarray:
+        """(nq,) The reference equilibrium: the same problem without gravity, loads or rate forces."""
+        return self._reference()
 
     @cached_property
     def joint_loads(self) -> JointLoads:
         return JointLoads(self.model, *joint_load_arrays(self.model, self.q, self.multipliers, self.gravity,
                                                          self.loads, self.supports))
 
-    @classmethod
-    def build(cls, model: Model, loaded, reference, gravity: np.ndarray, loads: list[gen.AppliedLoad],
-              q_start: np.ndarray | None = None, fields: tuple = ()) -> Solution:
-        """The Solution of a single-case :class:`~shiftsim.statics.BatchResult` and its reference solve
-        (``q_start``: the assembled start, to measure how far the free joints moved)."""
-        q, lam = loaded.q[0], loaded.multipliers[0]
-        unheld, runaway = loaded.unheld[0], loaded.runaway[0]
-        if len(unheld):
-            status, blame = "no equilibrium", [_unheld_message(model, loaded.free[unheld])]
-        elif len(runaway):
-            status, blame = "no equilibrium", [_runaway_message(model, loaded.free[runaway], loaded.runaway_distance)]
-        elif loaded.converged[0]:
-            status, blame = "converged", []
-        else:
-            status, blame = "failed", _blame(model, q, lam, gravity, loads, loaded.free, fields)
-        stability = str(loaded.stability[0]) if status == "converged" else "unknown"
-        neutral = [_combination(model, loaded.free, d) for d in loaded.neutral[0]] if stability == "neutral" else []
-        remarks = (_large_motion(model, q_start, q, loaded.free, None if loaded.size is None else float(loaded.size[0]))
-                   if status == "converged" and q_start is not None else [])
-        indeterminate: frozenset[str] = frozenset()
-        free = set(loaded.free.tolist())
-        held = frozenset(j.name for j in model.joints if j.coordinates and not set(j.coordinates) & free
-                         and not set(j.coordinates) & {c.target for c in model.couplings})
-        if status == "converged":
-            lam, indeterminate, split_remarks = _minimum_norm_loop_forces(model, q, lam, loaded.free)
-            remarks = remarks + split_remarks
-        return cls(model, status, int(loaded.iterations[0]), float(loaded.residual[0]), stability == "stable", q,
-                   reference.q[0], lam, gravity, loads, blame, stability, neutral, remarks, indeterminate, held,
-                   tuple(fields))
+    @cached_property
+    def _loop_forces(self) -> tuple[np.ndarray, frozenset[str], list[str]]:
+        """The multipliers, the indeterminate joints and their remarks (see :func:`_minimum_norm_loop_forces`)."""
+        if self.status != "converged":
+            return self._solver_multipliers, frozenset(), []
+        return _minimum_norm_loop_forces(self.model, self.q, self._solver_multipliers, self._loaded.free)
+
+    @property
+    def multipliers(self) -> np.ndarray:
+        """(6 n_closures,) The loop-closing wrenches [force N, torque N m], world axes, zero on redundant rows."""
+        return self._loop_forces[0]
+
+    @property
+    def indeterminate(self) -> frozenset[str]:
+        """Joints whose loads statics cannot determine (see :mod:`shiftsim.loads`)."""
+        return self._loop_forces[1]
+
+    @cached_property
+    def remarks(self) -> list[str]:
+        """Notes on a converged equilibrium: large motion from the start, indeterminate loop forces."""
+        if self.status != "converged":
+            return []
+        loaded = self._loaded
+        moved = [] if self._q_start is None else _large_motion(
+            self.model, self._q_start, self.q, loaded.free, None if loaded.size is None else float(loaded.size[0]))
+        return moved + self._loop_forces[2]
+
+    @cached_property
+    def neutral(self) -> list[str]:
+        """The neutral directions of a neutral equilibrium, as joint combinations ('0.707 a + 0.707 b')."""
+        if self.stability != "neutral":
+            return []
+        return [_combination(self.model, self._loaded.free, d) for d in self._loaded.neutral[0]]
+
+    @cached_property
+    def held(self) -> frozenset[str]:
+        """Joints whose every coordinate was prescribed (held actuators)."""
+        free = set(self._loaded.free.tolist()) | {c.target for c in self.model.couplings}
+        return frozenset(j.name for j in self.model.joints if j.coordinates and not set(j.coordinates) & free)
 
     @property
     def converged(self) -> bool:

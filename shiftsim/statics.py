@@ -148,6 +148,9 @@ class BatchResult:
 SMALL_SOLVE_BYTES = 2**20  # a solve needing less is not checked against the memory left (the check reads /proc)
 STABILITY = core_tables.VERDICTS
 _VERDICTS = np.array(STABILITY)  # by the core's stability code
+_CONVERGED, _ITERATIONS, _RESIDUAL, _STABILITY, _NEUTRAL_COUNT, _SIZE = (
+    core_tables.RESULT_FLAGS.index(name) for name in ("converged", "iterations", "residual", "stability",
+                                                      "neutral_count", "size"))  # columns of the core's flags
 
 
 def _problem(model: Model, free: np.ndarray, rows: np.ndarray, loads: list[gen.AppliedLoad], has_rates: bool,
@@ -155,12 +158,14 @@ def _problem(model: Model, free: np.ndarray, rows: np.ndarray, loads: list[gen.A
     """The compiled core's problem (a capsule), with the model's couplings as callbacks; fields with a
     ``core_field(n_nodes)`` (ground contacts and tyres) are evaluated by the core, the others called back.
     Kept on the model for reuse when no fields take part (fields change from call to call)."""
-    frames = tuple(int(l.frame) for l in loads)
-    follow = tuple(bool(l.follow) for l in loads)
+    frames = tuple(int(l.frame) for l in loads) if loads else ()
+    follow = tuple(bool(l.follow) for l in loads) if loads else ()
     key = (free.tobytes(), np.asarray(rows, np.int64).tobytes(), frames, follow, has_rates, options)
     cache = model.cache.setdefault("core_problems", {})
-    if not fields and key in cache:
-        return cache[key]
+    if not fields:
+        capsule = cache.get(key)
+        if capsule is not None:
+            return capsule
 
     native = tuple(f.core_field(model.n_nodes) for f in fields if hasattr(f, "core_field"))
     called = tuple(f for f in fields if not hasattr(f, "core_field"))
@@ -221,15 +226,24 @@ def _solve_cases(model: Model, q_start: np.ndarray, free: np.ndarray, rows: np.n
     core.solve(compiled(model), problem, gravity, force, torque, rates, q_start, classify, out_q, out_lam, flags,
                neutral, unheld, runaway, threads)
     full = np.zeros((batch, 6 * len(model.closures)))
-    full[:, rows] = out_lam
-    none = np.zeros(0, dtype=int)
-    flag = dict(zip(core_tables.RESULT_FLAGS, flags.T))
-    return BatchResult(out_q, full, flag["converged"] > 0.5, flag["iterations"].astype(int), flag["residual"],
-                       _VERDICTS[flag["stability"].astype(int)], free,
-                       [neutral[b, : int(flag["neutral_count"][b])] for b in range(batch)],
-                       [np.flatnonzero(row) if row.any() else none for row in unheld],
-                       [np.flatnonzero(row) if row.any() else none for row in runaway],
-                       RUNAWAY_SIZES * max(float(flag["size"].max(initial=0.0)), 1.0), flag["size"].copy())
+    if m:
+        full[:, rows] = out_lam
+    counts, size = flags[:, _NEUTRAL_COUNT].astype(int), flags[:, _SIZE].copy()
+    return BatchResult(out_q, full, flags[:, _CONVERGED] > 0.5, flags[:, _ITERATIONS].astype(int),
+                       flags[:, _RESIDUAL].copy(), _VERDICTS[flags[:, _STABILITY].astype(int)], free,
+                       [neutral[b, : counts[b]] for b in range(batch)], _indices(unheld), _indices(runaway),
+                       RUNAWAY_SIZES * max(float(size.max(initial=0.0)), 1.0), size)
+
+
+def _indices(marked: np.ndarray) -> list[np.ndarray]:
+    """Per row of ``marked`` (B, k) the indices of its nonzero entries."""
+    if not marked.any():
+        return [_NONE] * len(marked)
+    return [np.flatnonzero(row) for row in marked]
+
+
+_NONE = np.zeros(0, dtype=int)
+_NONE.flags.writeable = False
 
 
 def independent_rows(model: Model, q: np.ndarray, free: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
@@ -390,9 +404,14 @@ def resolve_prescribed(model: Model, set_values: dict[str, float | list[float]],
 
 
 def free_coordinates(model: Model, prescribed: np.ndarray) -> np.ndarray:
-    coupled = {c.target for c in model.couplings}
-    fixed = set(prescribed.tolist())
-    return np.array([i for i in range(model.nq) if i not in fixed and i not in coupled], dtype=int)
+    """The coordinates the solve moves (ascending): those neither ``prescribed`` nor coupled."""
+    if not len(prescribed) and not model.couplings:
+        return np.arange(model.nq)
+    moved = np.ones(model.nq, dtype=bool)
+    moved[np.asarray(prescribed, dtype=int)] = False
+    if model.couplings:
+        moved[[c.target for c in model.couplings]] = False
+    return np.flatnonzero(moved)
 
 
 def applied(model: Model, loads: list[Load], batch: int = 1) -> list[gen.AppliedLoad]:
@@ -408,14 +427,15 @@ def applied(model: Model, loads: list[Load], batch: int = 1) -> list[gen.Applied
     return out
 
 
-_LOADED_AND_REFERENCE = np.array([1, 0], dtype=np.int64)  # classify the loaded case only
+_CLASSIFY, _NO_VERDICT = np.ones(1, dtype=np.int64), np.zeros(1, dtype=np.int64)  # one case's ``classify``
 
 
 def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold: list[str] | tuple[str, ...] = (),
           loads: list[Load] | tuple[Load, ...] = (), gravity: np.ndarray | None = None,
           q_start: np.ndarray | None = None, rates: np.ndarray | None = None,
           options: SolverOptions = SolverOptions(), fields: tuple[gen.ForceField, ...] = ()):
-    """Solve one static equilibrium and its unloaded reference; return a :class:`~shiftsim.results.Solution`.
+    """Solve one static equilibrium; return a :class:`~shiftsim.solution.Solution` (its unloaded reference is solved
+    when deflections are first asked for: ``q_reference``, ``as_dict``, ``print``).
 
     ``set`` prescribes joints at values, ``hold`` at their current values (file
     values, or ``q_start``). ``gravity`` overrides the model's (m/s^2).
@@ -478,21 +498,18 @@ def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold:
     q = assemble(model, q, held=prescribed, start=start).q
     rows = independent_rows(model, q, free)
     loads_applied = applied(model, list(loads))
-    # one call solves the loaded case and its reference (no gravity, loads or rate forces, no verdict); both
-    # start from the same assembled pose, so each ends in the well that pose lies in
-    force, torque = _load_arrays(loads_applied, 2)
-    force[1], torque[1] = 0.0, 0.0
-    rate_force = None
-    if rates is not None:
-        rate_force = np.zeros((2, model.nq))
-        rate_force[0] = gen.rate_forces(model, np.atleast_2d(rates))[0]
-    starts, gravities = np.empty((2, model.nq)), np.zeros((2, 3))
-    starts[:], gravities[0] = q, gravity
-    both = _solve_cases(model, starts, free, rows, gravities, loads_applied, force, torque, rate_force, options,
-                        tuple(fields), _LOADED_AND_REFERENCE)
-    loaded = both.take(0)
-    # no equilibrium: nothing to measure deflections from
-    reference = loaded if len(loaded.unheld[0]) or len(loaded.runaway[0]) else both.take(1)
+    force, torque = _load_arrays(loads_applied, 1)
+    rate_force = None if rates is None else gen.rate_forces(model, np.atleast_2d(rates))
+    fields = tuple(fields)
+    loaded = _solve_cases(model, q[None], free, rows, np.array(gravity, float).reshape(1, 3), loads_applied,
+                          force, torque, rate_force, options, fields, _CLASSIFY)
+
+    def reference() -> BatchResult:
+        """The reference: no gravity, loads or rate forces, no verdict, from the same assembled pose (so it ends
+        in the well that pose lies in); solved when deflections are first asked for."""
+        return _solve_cases(model, q[None], free, rows, np.zeros((1, 3)), loads_applied, np.zeros_like(force),
+                            np.zeros_like(torque), None, options, fields, _NO_VERDICT)
+
     return Solution.build(model, loaded, reference, gravity, loads_applied, q, fields)
 
 
