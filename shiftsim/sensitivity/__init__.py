@@ -20,6 +20,7 @@ import numpy as np
 from .. import statics
 from ..forces import pair_distance
 from ..model import Model
+from . import ground as ground_terms
 from . import implicit
 from . import outputs as output_table
 from . import parameters as parameter_table
@@ -84,42 +85,86 @@ def _knot_reasons(eq: implicit.Equilibrium) -> list[str]:
 
 
 def sensitivity(model_or_solution, of, wrt=("all",), set: dict | None = None, hold=(), loads=(), gravity=None,
-                mode: str = "auto", options: statics.SolverOptions = statics.SolverOptions()) -> Sensitivities:
+                mode: str = "auto", options: statics.SolverOptions = statics.SolverOptions(),
+                ground=None) -> Sensitivities:
     """Sensitivities of the outputs ``of`` with respect to the parameters ``wrt`` (names or kinds, see
     docs/sensitivity.md; ``"all"`` every parameter) at the equilibrium of a model (solved here with ``set``,
     ``hold``, ``loads`` and ``gravity`` as :func:`shiftsim.solve`) or of a Solution (solved with those same
-    arguments). ``mode`` "auto" picks forward when parameters are fewer than outputs, else adjoint."""
+    arguments). ``ground``: the ground field a floating model stands on (``Stand.field``; its contacts' and
+    tyres' parameters and outputs join the others). ``mode`` "auto" picks forward when parameters are fewer
+    than outputs, else adjoint."""
     if isinstance(model_or_solution, Model):
         model, solution = model_or_solution, None
     else:
         model, solution = model_or_solution.model, model_or_solution
     eq = implicit.equilibrium(model, set=set, hold=hold, loads=loads, gravity=gravity, options=options,
-                              solution=solution)
+                              solution=solution, ground=ground)
     return differentiate(eq, of, wrt, mode)
+
+
+def parameter_catalogue(eq: implicit.Equilibrium) -> list[parameter_table.Parameter]:
+    """Every parameter of the equilibrium's model, loads, gravity and ground field."""
+    if eq.ground is None:
+        return parameter_table.catalogue(eq.model, eq.loads, eq.gravity)
+    return [*parameter_table.catalogue(eq.model, eq.loads, eq.gravity, ground_terms.grounded_nodes(eq.ground)),
+            *ground_terms.catalogue(eq.ground)]
+
+
+def output_catalogue(eq: implicit.Equilibrium) -> list:
+    """Every output of the equilibrium (:mod:`.outputs`, and :mod:`.ground`'s for a standing machine)."""
+    found = output_table.catalogue(eq.model, eq.free)
+    return found if eq.ground is None else [*found, *ground_terms.output_catalogue(eq.ground)]
+
+
+PARAMETER_KINDS = (*parameter_table.KINDS, *ground_terms.PARAMETER_KINDS)
+OUTPUT_KINDS = (*output_table.KINDS, *ground_terms.OUTPUT_KINDS)
 
 
 def differentiate(eq: implicit.Equilibrium, of, wrt=("all",), mode: str = "auto") -> Sensitivities:
     """The sensitivities of the outputs ``of`` with respect to ``wrt`` at the equilibrium ``eq`` (as
     :func:`sensitivity`, for an equilibrium already evaluated: :func:`.implicit.equilibrium_at`)."""
+    params = parameter_table.select(parameter_catalogue(eq), list(wrt), kinds=PARAMETER_KINDS)
+    outs = output_table.select(output_catalogue(eq), list(of), kinds=OUTPUT_KINDS)
+    return differentiate_items(eq, outs, params, mode)
+
+
+def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[parameter_table.Parameter],
+                        mode: str = "auto") -> Sensitivities:
+    """:func:`differentiate` for outputs (:class:`.outputs.Output` or :class:`.ground.GroundOutput`) and
+    parameters already chosen."""
     model = eq.model
-    params = parameter_table.select(parameter_table.catalogue(model, eq.loads, eq.gravity), list(wrt))
-    outs = output_table.select(output_table.catalogue(model, eq.free), list(of))
     partial, closure_partial = parameter_table.force_partials(model, eq.state, eq.gravity, eq.loads,
                                                               eq.closure_multipliers, params)
-    c, d, reasons = output_table.linearization(eq, outs, params, partial)
+    grounded = None if eq.ground is None else ground_terms.evaluate(eq.ground, model, eq.state)
+    if grounded is not None:
+        partial = partial + ground_terms.force_partials(grounded, params)
+    on_ground = [i for i, o in enumerate(outs) if isinstance(o, ground_terms.GroundOutput)]
+    elsewhere = [i for i in range(len(outs)) if i not in on_ground]
+    c = np.zeros((len(outs), len(eq.free) + len(eq.rows)))
+    d = np.zeros((len(outs), len(params)))
+    reasons: list[str | None] = [None] * len(outs)
+    for rows, (c_part, d_part, why) in (
+            (elsewhere, output_table.linearization(eq, [outs[i] for i in elsewhere], params, partial)),
+            (on_ground, ground_terms.linearization(grounded, [outs[i] for i in on_ground], eq.free, len(eq.rows),
+                                                   params) if on_ground else (None, None, []))):
+        if rows:
+            c[rows], d[rows] = c_part, d_part
+            for i, r in zip(rows, why):
+                reasons[i] = r
     chosen = implicit.choose_mode(mode, len(params), len(outs))
     factors = implicit.factorize(eq)
     derivative = implicit.derivatives(factors, implicit.right_hand_sides(eq, partial, closure_partial), c, d, chosen)
-    knots = _knot_reasons(eq)
+    knots = _knot_reasons(eq) + (ground_terms.knot_reasons(grounded) if grounded is not None else [])
     general = ("not differentiable: the equilibrium is neutral (its loop-projected stiffness is singular)"
                if not factors.regular else knots[0] if knots else None)
     reasons = [general or r for r in reasons]
     for i, r in enumerate(reasons):
         if r:
             derivative[i] = np.nan
-    return Sensitivities(tuple(o.name for o in outs), tuple(p.name for p in params),
-                         np.array([output_table.value(eq, o) for o in outs]), np.array([p.value for p in params]),
-                         derivative, tuple(reasons), chosen)
+    values = [ground_terms.output_value(grounded, o) if isinstance(o, ground_terms.GroundOutput)
+              else output_table.value(eq, o) for o in outs]
+    return Sensitivities(tuple(o.name for o in outs), tuple(p.name for p in params), np.array(values),
+                         np.array([p.value for p in params]), derivative, tuple(reasons), chosen)
 
 
 class _CallablePackage(types.ModuleType):
@@ -132,4 +177,4 @@ class _CallablePackage(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallablePackage
 
-__all__ = ["Sensitivities", "differentiate", "sensitivity"]
+__all__ = ["Sensitivities", "differentiate", "differentiate_items", "sensitivity"]

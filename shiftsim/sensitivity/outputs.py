@@ -29,6 +29,7 @@ from ..kinematics import point_jacobian
 from ..model import Model
 from . import wrenches
 from .names import choose
+from .ground import grounded_nodes as ground_nodes
 from .implicit import Equilibrium
 from .parameters import AXES, FrameMotion, Parameter, frame_motions
 
@@ -60,9 +61,9 @@ def catalogue(model: Model, free_coordinates) -> list[Output]:
     return out
 
 
-def select(outputs: list[Output], wanted, where: str = "of") -> list[Output]:
-    """The outputs named in ``wanted``: exact names or kinds (:data:`KINDS`)."""
-    return choose(outputs, list(wanted or ()), KINDS, "output", where)
+def select(outputs: list, wanted, where: str = "of", kinds: tuple[str, ...] = KINDS) -> list:
+    """The outputs named in ``wanted``: exact names or ``kinds``."""
+    return choose(outputs, list(wanted or ()), kinds, "output", where)
 
 
 def value(eq: Equilibrium, o: Output) -> float:
@@ -97,6 +98,7 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
     multipliers = np.zeros(6 * len(model.closures))
     multipliers[eq.rows] = eq.multipliers
     wrench_terms: dict[int, tuple] = {}
+    grounded = ground_nodes(eq.ground) if eq.ground is not None else set()
     for i, o in enumerate(outputs):
         if o.kind == "joint":
             if o.target in position:
@@ -115,7 +117,7 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
             else:
                 reasons[i] = "not determined: a redundant closure row (statically indeterminate; reported as 0)"
         elif o.kind == "wrench":
-            reasons[i] = wrenches.supported(model, o.target)
+            reasons[i] = wrenches.supported(model, o.target, grounded)
             if reasons[i] is None:
                 if o.target not in wrench_terms:
                     wrench_terms[o.target] = wrenches.linearization(eq, o.target, multipliers, parameters, motions)

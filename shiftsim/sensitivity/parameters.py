@@ -34,6 +34,7 @@ from typing import Callable
 import numpy as np
 
 from ..forces import pair_distance
+from ..ground.base import BASE
 from ..kinematics import State, point_jacobian
 from ..model import Model
 from ..spatial import cross, skew
@@ -121,23 +122,34 @@ def _stretches_a_pair(model: Model, motion: FrameMotion) -> bool:
     return any(model.subtree[root, a] != model.subtree[root, b] for root, _, _ in motion.subtrees for a, b in ends)
 
 
-def _movable_frames(model: Model, loads: tuple) -> list[int]:
-    """Frames with a position parameter: pin and mount frames (those that do not stretch a pair restraint), and
-    load points (frames that carry a load)."""
+def _moves_the_ground(model: Model, motion: FrameMotion, grounded: set[int]) -> bool:
+    """True when the motion translates a node that touches the ground (a contact or a tyre would move at a fixed
+    configuration: not differentiated)."""
+    return any(model.subtree[root, node] for root, _, _ in motion.subtrees for node in grounded)
+
+
+def _movable_frames(model: Model, loads: tuple, grounded: set[int]) -> list[int]:
+    """Frames with a position parameter: pin and mount frames (those that do not stretch a pair restraint nor
+    move a node on the ground), and load points (frames that carry a load)."""
     loaded = {model.frame_index(load.frame) for load in loads} - _unmovable_frames(model)
-    pins = {f for f, motion in frame_motions(model).items() if not _stretches_a_pair(model, motion)}
+    pins = {f for f, motion in frame_motions(model).items()
+            if not _stretches_a_pair(model, motion) and not _moves_the_ground(model, motion, grounded)}
     return sorted(pins | loaded)
 
 
-def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None) -> list[Parameter]:
-    """Every parameter of the model and the user loads (``statics.Load``), in a fixed order."""
+def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None,
+              grounded: set[int] = frozenset()) -> list[Parameter]:
+    """Every parameter of the model and the user loads (``statics.Load``), in a fixed order; ``grounded`` the
+    nodes that carry ground contacts or tyres."""
     gravity = model.gravity if gravity is None else np.asarray(gravity, float)
     out: list[Parameter] = []
     for body, node in zip(model.body_names[1:], model.body_node[1:]):
+        if body == BASE or body.startswith(f"{BASE}."):  # the free base's massless links: no design body
+            continue
         out.append(Parameter(f"{body}.mass", "mass", int(node), None, float(model.node_mass[node])))
         out += [Parameter(f"{body}.com.{a}", "com", int(node), i, float(model.node_com[node, i]))
                 for i, a in enumerate(AXES)]
-    for frame in _movable_frames(model, loads):
+    for frame in _movable_frames(model, loads, grounded):
         out += [Parameter(f"{model.frame_names[frame]}.{a}", "frame", frame, i, float(model.frame_offset[frame, i, 3]))
                 for i, a in enumerate(AXES)]
     springs = model.joint_springs
@@ -174,11 +186,12 @@ def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None
     return out
 
 
-def select(parameters: list[Parameter], wanted: list[str] | tuple[str, ...], where: str = "wrt") -> list[Parameter]:
-    """The parameters named in ``wanted``: exact names, kinds (``mass``, ``load``, ...) or ``all``."""
+def select(parameters: list[Parameter], wanted: list[str] | tuple[str, ...], where: str = "wrt",
+           kinds: tuple[str, ...] = KINDS) -> list[Parameter]:
+    """The parameters named in ``wanted``: exact names, ``kinds`` (``mass``, ``load``, ...) or ``all``."""
     if not wanted or "all" in wanted:
         return list(parameters)
-    return choose(parameters, wanted, KINDS, "parameter", where)
+    return choose(parameters, wanted, kinds, "parameter", where)
 
 
 def piece_at(law, x: float) -> int:

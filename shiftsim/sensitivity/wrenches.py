@@ -40,13 +40,16 @@ class _Force:
     frame: int = -1
 
 
-def supported(model: Model, joint: int) -> str | None:
-    """Why the joint's wrench has no derivative here (None where it has one)."""
+def supported(model: Model, joint: int, grounded: set[int] = frozenset()) -> str | None:
+    """Why the joint's wrench has no derivative here (None where it has one); ``grounded`` the nodes that carry
+    ground contacts or tyres."""
     j = model.joints[joint]
     if not j.in_tree:
         return None  # a loop-closing joint: its wrench is the multipliers (output kind "pin")
     if model.pair_restraints:
         return "not implemented: wrenches of a model with pair restraints"
+    if any(model.subtree[max(j.nodes), node] for node in grounded):
+        return "not implemented: the wrench of a joint that carries ground contacts or tyres on its child side"
     return None
 
 

@@ -41,7 +41,9 @@ class Equilibrium:
     (m,) on those rows; ``gravity`` (3,) m/s^2; ``loads`` the user loads (``statics.Load``); ``stability`` the
     solver's verdict; ``state`` the kinematic state at q; ``hessian`` (nq, nq) = -d(Q + G^T lambda)/dq at fixed
     lambda over all coordinates; ``residual`` (nq,) Q + G^T lambda (the actuator loads on prescribed coordinates);
-    ``closure_jacobian`` (m, nq)."""
+    ``closure_jacobian`` (m, nq); ``ground`` the ground field the machine stands on (contacts and tyres,
+    :mod:`shiftsim.ground`; None for a machine fixed to the world), its forces in Q and its stiffness in the
+    hessian."""
 
     model: Model
     q: np.ndarray
@@ -55,6 +57,7 @@ class Equilibrium:
     hessian: np.ndarray
     residual: np.ndarray
     closure_jacobian: np.ndarray
+    ground: object | None = None
 
     @property
     def closure_multipliers(self) -> np.ndarray:
@@ -65,15 +68,18 @@ class Equilibrium:
 
 
 def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravity=None,
-                options: statics.SolverOptions = statics.SolverOptions(), solution=None) -> Equilibrium:
-    """Solve (or take ``solution``, a :class:`~shiftsim.solution.Solution` solved with the same ``set``/``hold``)
-    and evaluate the terms of the derivative over all coordinates."""
+                options: statics.SolverOptions = statics.SolverOptions(), solution=None, ground=None) -> Equilibrium:
+    """Solve (or take ``solution``, a :class:`~shiftsim.solution.Solution` solved with the same ``set``/``hold``
+    and ``ground``) and evaluate the terms of the derivative over all coordinates. ``ground``: the ground field
+    a floating model stands on (``Stand.field``), None for a machine fixed to the world."""
+    fields = () if ground is None else (ground,)
     if model.couplings:
         raise InputError([Problem(model.spec.name, "couplings", "sensitivities of coupled coordinates are not "
                                   "implemented", "a model without joint couplings")])
     loads = tuple(loads)
     if solution is None:
-        solution = statics.solve(model, set=set, hold=hold, loads=loads, gravity=gravity, options=options)
+        solution = statics.solve(model, set=set, hold=hold, loads=loads, gravity=gravity, options=options,
+                                 fields=fields)
     if not solution.converged:
         raise SolveError(f"{model.spec.name}: the solve ended {solution.status!r}; sensitivities need a converged "
                          "equilibrium")
@@ -83,30 +89,32 @@ def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravit
     rows = statics.independent_rows(model, q, free)
     lam = solution.multipliers[rows]
     every = np.arange(model.nq)
-    ev = statics.evaluate(model, q, every, solution.gravity, solution.loads, multipliers=lam, rows=rows)
+    ev = statics.evaluate(model, q, every, solution.gravity, solution.loads, multipliers=lam, rows=rows,
+                          fields=fields)
     unbalanced = float(np.max(np.abs(ev.residual[free]), initial=0.0))
     if unbalanced > 1e-6 * ev.force_scale:  # a Solution solved with other prescribed joints than those given here
         worst = model.coordinate_names[int(free[np.argmax(np.abs(ev.residual[free]))])]
         raise InputError([Problem("solution", worst, f"unbalanced by {unbalanced:.3g} (force scale "
                                   f"{ev.force_scale:.3g}): not an equilibrium with these joints free",
-                                  "the set/hold the solution was solved with (and no ground contacts: "
-                                  "their forces are not among the sensitivities yet)")])
+                                  "the set/hold the solution was solved with (and its ground field)")])
     return Equilibrium(model, q, free, rows, lam, np.asarray(solution.gravity, float), loads, solution.stability,
-                       state(model, q[None]), ev.hessian, ev.residual, ev.closure_jacobian)
+                       state(model, q[None]), ev.hessian, ev.residual, ev.closure_jacobian, ground)
 
 
 def equilibrium_at(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads=(),
-                   stability: str = "neutral") -> Equilibrium:
+                   stability: str = "neutral", ground=None) -> Equilibrium:
     """The terms of the derivative at a configuration ``q`` (nq,) given by another solver (a path's limit point,
     where Newton's method does not converge), the multipliers the least-squares ones on the free coordinates.
-    ``loads`` are ``statics.Load`` (their factors included); ``gravity`` (3,) m/s^2."""
+    ``loads`` are ``statics.Load`` (their factors included); ``gravity`` (3,) m/s^2; ``ground`` as
+    :func:`equilibrium`."""
     q, free, gravity, loads = np.asarray(q, float), np.asarray(free, int), np.asarray(gravity, float), tuple(loads)
+    fields = () if ground is None else (ground,)
     applied = statics.applied(model, list(loads))
     rows = statics.independent_rows(model, q, free)
-    lam = statics.evaluate(model, q, free, gravity, applied, rows=rows).multipliers
-    ev = statics.evaluate(model, q, np.arange(model.nq), gravity, applied, multipliers=lam, rows=rows)
+    lam = statics.evaluate(model, q, free, gravity, applied, rows=rows, fields=fields).multipliers
+    ev = statics.evaluate(model, q, np.arange(model.nq), gravity, applied, multipliers=lam, rows=rows, fields=fields)
     return Equilibrium(model, q, free, rows, lam, gravity, loads, stability, state(model, q[None]), ev.hessian,
-                       ev.residual, ev.closure_jacobian)
+                       ev.residual, ev.closure_jacobian, ground)
 
 
 @dataclass(frozen=True)

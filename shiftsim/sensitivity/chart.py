@@ -1,0 +1,260 @@
+"""Sensitivities of a lift-capacity chart (:func:`shiftsim.ground.rating.capacity`): per lift point the tipping
+load's, the hydraulic load's and the rated load's derivatives with respect to the machine's, its loads' and its
+ground's parameters, from the state where each search ended, without re-solving the searches.
+
+* **tipping** (the point's ``event`` is ``tipped``): the machine tips where the centre of pressure reaches the
+  tipping edge: the margin about that edge, m(x(lambda, p), p), reaches 0 (the contacts off the edge lift off
+  there). By the implicit function theorem on that event, d lambda*/dp = -(dm/dp) / (dm/d lambda), both total
+  derivatives of the standing equilibrium (:mod:`.ground`'s margin output), on the ground field the search stood
+  the machine on. The search's last standing equilibrium ``q_last`` is a few millionths short of the event (it
+  counts a pad carrying less than 1e-6 of the load as lifted off); from there a few Newton steps on the event
+  (one standing solve each) reach it, and the derivative is taken there: the event's factor is the branch's
+  ``factor``, its distance from the search's ``tipping`` the point's ``tipping_gap``.
+* **hydraulic**: ISO 10567 holds the base where the unloaded machine stands (``q_unloaded``); the limiting
+  cylinder's force F reaches its relief limit L (:mod:`.hydraulic`). The equilibrium at the hydraulic factor is
+  solved once (base held, one batch for the chart); then d lambda_h/dp = (dL/dp - dF/dp) / (dF/d lambda), where
+  dF/dp also carries the held base's own motion with p: dF/dp = dF/dp|base + dF/dbase dbase/dp, the base's
+  derivative from the unloaded standing equilibrium (with its ground).
+* **rated**: min(0.75 tipping, 0.87 hydraulic): the governing branch's derivative, the branch named and points
+  within 1 % of the switch flagged (:mod:`.rated`).
+
+Loads are the named load's size times a factor; the derivatives here are of factors (multiply by the load's size
+for newtons). The named load's own components and factor are not parameters of its capacity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .. import statics as st
+from ..forces import AppliedLoad
+from ..ground.base import BASE_COORDINATES
+from ..ground.rating import Capacity, CapacityOptions, Cylinder
+from ..ground.stand import Stand, solve_grouped, take
+from . import differentiate_items, implicit, parameter_catalogue
+from . import ground as ground_terms
+from . import outputs as output_table
+from . import parameters as parameter_table
+from .hydraulic import cylinder_limit
+from .limit import LimitSensitivities
+from .rated import NEAR_SWITCH, RatedSensitivities, rated_load_sensitivity
+
+
+@dataclass(frozen=True)
+class Chart:
+    """What a capacity chart was solved with (B lift points): the ``stand``, the ground ``field`` the tipping
+    search stood the machine on, the ``free`` coordinates (nq indices, base included), ``gravity`` (3,) model
+    axes, the named ``load`` at factor 1 and the ``others`` that stay ((B, 3) arrays, model axes), the
+    ``cylinders`` and the ``options``."""
+
+    stand: Stand
+    field: object
+    free: np.ndarray
+    gravity: np.ndarray
+    load: AppliedLoad
+    others: tuple[AppliedLoad, ...]
+    cylinders: tuple[Cylinder, ...]
+    options: CapacityOptions
+
+
+@dataclass(frozen=True)
+class PointSensitivities:
+    """One lift point's ``tipping``, ``hydraulic`` (d factor / dp, :class:`.limit.LimitSensitivities`) and
+    ``rated`` (:class:`.rated.RatedSensitivities`) sensitivities, None where a branch has none, and per branch
+    (``tipping``, ``hydraulic``, ``rated``) why not in ``reasons``. ``tipping_gap``: the tipping event's factor
+    over the search's, minus 1 (nan without a tipping branch)."""
+
+    tipping: LimitSensitivities | None
+    hydraulic: LimitSensitivities | None
+    rated: RatedSensitivities | None
+    reasons: dict[str, str | None]
+    tipping_gap: float = np.nan
+
+
+def _loads(chart: Chart, b: int, factor: float) -> list[st.Load]:
+    """The point's loads as ``statics.Load``: the named one first at ``factor``, then the others."""
+    model = chart.stand.model
+
+    def one(load: AppliedLoad, scale: float) -> st.Load:
+        return st.Load(model.frame_names[load.frame], tuple(map(float, load.force[b])),
+                       tuple(map(float, load.torque[b])), "body" if load.follow else "world", scale)
+
+    return [one(chart.load, factor), *(one(o, 1.0) for o in chart.others)]
+
+
+def _own(params: list[parameter_table.Parameter]) -> tuple[list, parameter_table.Parameter]:
+    """The parameters without the named load's (load 0) own ones, and its factor."""
+    factor = next(p for p in params if p.kind == "load" and p.target == 0 and p.component == "factor")
+    return [p for p in params if not (p.kind == "load" and p.target == 0)], factor
+
+
+def chart_sensitivities(chart: Chart, result: Capacity, wrt=("all",), mode: str = "auto") -> list[PointSensitivities]:
+    """Per lift point of ``result`` (solved from ``chart``) the sensitivities of its tipping, hydraulic and rated
+    load factors with respect to the parameters ``wrt`` (names or kinds, docs/sensitivity.md)."""
+    batch = len(result.tipping)
+    hydraulic_q = _hydraulic_states(chart, result)
+    out = []
+    for b in range(batch):
+        reasons: dict[str, str | None] = {"tipping": None, "hydraulic": None, "rated": None}
+        unloaded = implicit.equilibrium_at(chart.stand.model, result.q_unloaded[b], chart.free, chart.gravity,
+                                           _loads(chart, b, 0.0), "stable", chart.field)
+        params, _ = _own(parameter_table.select(parameter_catalogue(unloaded), ["all"]))
+        params = parameter_table.select(params, list(wrt), kinds=PARAMETER_KINDS) if "all" not in wrt else params
+        tipping, reasons["tipping"], gap = _tipping(chart, result, b, params, mode)
+        hydraulic, reasons["hydraulic"] = _hydraulic(chart, result, b, params, unloaded, hydraulic_q[b], mode)
+        rated, reasons["rated"] = _rated(chart, result, b, tipping, hydraulic, reasons)
+        out.append(PointSensitivities(tipping, hydraulic, rated, reasons, gap))
+    return out
+
+
+PARAMETER_KINDS = (*parameter_table.KINDS, *ground_terms.PARAMETER_KINDS)
+
+
+def _tipping(chart: Chart, result: Capacity, b: int, params: list,
+             mode: str) -> tuple[LimitSensitivities | None, str | None, float]:
+    if result.event[b] != "tipped" or not all(result.edge[b]):
+        return None, {"never tips": "no downward load tips it: no tipping load",
+                      "not standing": "the machine does not stand unloaded here",
+                      "impossible": "the search ended at an impossible equilibrium before tipping"}.get(
+            result.event[b], "no tipping edge"), np.nan
+    margin = ground_terms.margin_about(chart.field, result.edge[b])
+    searched = float(result.tipping[b])
+    q, factor = result.q_last[b], searched
+    for _ in range(MAX_REFINEMENTS + 1):
+        eq = implicit.equilibrium_at(chart.stand.model, q, chart.free, chart.gravity, _loads(chart, b, factor),
+                                     "stable", chart.field)
+        _, per_factor = _own(parameter_catalogue(eq))
+        found = differentiate_items(eq, [margin], [*params, per_factor], mode)
+        if found.reasons[0]:
+            return None, found.reasons[0], np.nan
+        slope = float(found.derivative[0, -1])
+        if not slope < 0.0:
+            return None, "the load does not move the centre of pressure toward the tipping edge there", np.nan
+        target = EVENT_MARGIN * _edge_length(chart, eq, result.edge[b])
+        step = (target - float(found.values[0])) / slope
+        if abs(step) <= 0.5 * abs(target / slope):  # within half the target margin of it
+            return LimitSensitivities(factor, found.parameters[:-1], found.parameter_values[:-1],
+                                      -found.derivative[0, :-1] / slope, None), None, factor / searched - 1.0
+        q, factor = _standing_at(chart, b, q, factor + step)
+        if q is None:
+            return None, "no standing equilibrium between the search's last one and the tipping event", np.nan
+    return None, "the tipping event was not reached from the search's last standing state", np.nan
+
+
+MAX_REFINEMENTS = 6
+EVENT_MARGIN = 1e-7
+"""The tipping branch is evaluated where the centre of pressure is this fraction of the edge's length inside the
+tipping edge: the pads off the edge still press (their law's knot is the event itself), and the derivative is
+the standing side's."""
+
+
+def _edge_length(chart: Chart, eq: implicit.Equilibrium, edge: tuple[str, str]) -> float:
+    points = chart.field.world_points(eq.state)[0]
+    a, b = (chart.field.names.index(name) for name in edge)
+    return float(np.linalg.norm(points[b, :2] - points[a, :2]))
+
+
+def _standing_at(chart: Chart, b: int, q: np.ndarray, factor: float) -> tuple[np.ndarray | None, float]:
+    """The standing equilibrium (nq,) at ``factor`` from ``q`` (one Newton solve on the search's ground field),
+    None where it does not converge stable."""
+    one = np.array([b])
+    named = AppliedLoad(chart.load.frame, chart.load.force[one] * factor, chart.load.torque[one] * factor,
+                        chart.load.follow)
+    solved = solve_grouped(chart.stand.model, q[None], chart.free, chart.gravity[None],
+                           [named, *(take(o, one) for o in chart.others)], chart.options.solver, (chart.field,))
+    return (solved.q[0] if solved.converged[0] and solved.stable[0] else None), factor
+
+
+def _hydraulic_states(chart: Chart, result: Capacity) -> np.ndarray:
+    """The equilibria (B, nq) at each point's hydraulic factor, base held where it stands unloaded (one batch;
+    nan rows where there is none or the solve fails)."""
+    model = chart.stand.model
+    out = np.full(result.q_unloaded.shape, np.nan)
+    cases = np.flatnonzero(np.isfinite(result.hydraulic) & (result.hydraulic > 0.0))
+    if not len(cases) or not chart.cylinders:
+        return out
+    held = np.array([i for i in chart.free if i not in chart.stand.base], dtype=int)
+    factor = result.hydraulic[cases]
+    named = AppliedLoad(chart.load.frame, chart.load.force[cases] * factor[:, None],
+                        chart.load.torque[cases] * factor[:, None], chart.load.follow)
+    solved = solve_grouped(model, result.q_unloaded[cases], held, np.tile(chart.gravity, (len(cases), 1)),
+                           [named, *(take(o, cases) for o in chart.others)], chart.options.solver)
+    out[cases[solved.converged]] = solved.q[solved.converged]
+    return out
+
+
+def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, unloaded: implicit.Equilibrium,
+               q: np.ndarray, mode: str) -> tuple[LimitSensitivities | None, str | None]:
+    if not np.isfinite(result.hydraulic[b]) or result.hydraulic[b] <= 0.0 or not result.cylinder[b]:
+        return None, "no cylinder reaches its limit here"
+    if np.isnan(q[0]):
+        return None, "the equilibrium at the hydraulic load could not be solved again"
+    model = chart.stand.model
+    cylinder = next(c for c in chart.cylinders if c.joint == result.cylinder[b])
+    coordinate = model.coordinates_of(cylinder.joint)[0]
+    base = np.array(chart.stand.base)
+    held_free = np.array([i for i in chart.free if i not in base], dtype=int)
+    factor = float(result.hydraulic[b])
+    eq = implicit.equilibrium_at(model, q, held_free, chart.gravity, _loads(chart, b, factor), "stable")
+    _, per_factor = _own(parameter_catalogue(eq))
+    effort = next(o for o in output_table.catalogue(model, held_free) if o.kind == "effort" and o.target == coordinate)
+    at_base = differentiate_items(eq, [effort], [*params, per_factor], mode)
+    if at_base.reasons[0]:
+        return None, at_base.reasons[0]
+    force = float(at_base.values[0])
+    limit, limit_partial = cylinder_limit(force, cylinder.bore, cylinder.rod, cylinder.pressure)
+    if abs(force - limit) > chart.options.tolerance * abs(limit) * 10.0:
+        return None, f"its force {force:.6g} N is not at its relief limit {limit:.6g} N"
+    # the held base moves with p: dF/dbase (the base's coordinates prescribed) times dbase/dp (standing unloaded)
+    per_base = _effort_per_held(eq, effort, base, mode)
+    standing = differentiate_items(unloaded, [output_table.Output(name, "joint", int(k), 0)
+                                              for name, k in zip(BASE_COORDINATES, base)], params, mode)
+    if any(standing.reasons):
+        return None, next(r for r in standing.reasons if r)
+    slope = float(at_base.derivative[0, -1])
+    if slope == 0.0:
+        return None, "the load does not change the cylinder's force"
+    d_force = at_base.derivative[0, :-1] + per_base @ standing.derivative
+    names = (*at_base.parameters[:-1], f"{cylinder.joint}.bore", f"{cylinder.joint}.rod",
+             f"{cylinder.joint}.relief_pressure")
+    values = np.array([*at_base.parameter_values[:-1], cylinder.bore, cylinder.rod, cylinder.pressure])
+    return LimitSensitivities(factor, names, values,
+                              np.concatenate([-d_force, limit_partial]) / slope, None), None
+
+
+def _effort_per_held(eq: implicit.Equilibrium, effort, held: np.ndarray, mode: str) -> np.ndarray:
+    """d(effort)/d(q_j) (len(held),) for prescribed coordinates ``held``: the bordered system's right-hand sides
+    [-H[free, j]; -G[rows, j]], the effort's explicit H[k, j]."""
+    c, _, _ = output_table.linearization(eq, [effort], [], np.zeros((eq.model.nq, 0)))
+    rhs = np.concatenate([-eq.hessian[np.ix_(eq.free, held)], -eq.closure_jacobian[:, held]])
+    explicit = eq.hessian[effort.target, held][None]
+    return implicit.derivatives(implicit.factorize(eq), rhs, c, explicit, implicit.choose_mode(mode, len(held), 1))[0]
+
+
+def _rated(chart: Chart, result: Capacity, b: int, tipping: LimitSensitivities | None,
+           hydraulic: LimitSensitivities | None, reasons: dict) -> tuple[RatedSensitivities | None, str | None]:
+    if result.invalid[b]:
+        return None, "no rating: " + "; ".join(v.message() for v in result.invalid[b])
+    options = chart.options
+    if tipping is not None and hydraulic is not None:
+        return rated_load_sensitivity(tipping, hydraulic, options.tipping_fraction, options.hydraulic_fraction), None
+    governs = result.governs[b]
+    branch = tipping if governs == "tipping" else hydraulic
+    other = hydraulic if governs == "tipping" else tipping
+    if branch is None:
+        return None, f"the governing {governs} load has none: {reasons[governs]}"
+    fraction = options.tipping_fraction if governs == "tipping" else options.hydraulic_fraction
+    other_factor = result.hydraulic[b] * options.hydraulic_fraction if governs == "tipping" else \
+        result.tipping[b] * options.tipping_fraction
+    gap = float(other_factor / result.rated[b] - 1.0) if np.isfinite(other_factor) else np.inf
+    if gap <= NEAR_SWITCH and other is None:
+        return None, f"within {100 * gap:.2g} % of the switch to the {('hydraulic', 'tipping')[governs == 'hydraulic']} " \
+                     "load, which has no derivative here"
+    return RatedSensitivities(fraction * branch.factor, governs, bool(gap <= NEAR_SWITCH), gap, branch.parameters,
+                              branch.parameter_values, fraction * branch.derivative,
+                              np.full(len(branch.parameters), np.nan)), None
+
+
+__all__ = ["Chart", "PointSensitivities", "chart_sensitivities"]

@@ -1,0 +1,430 @@
+"""Sensitivities of a machine standing on the ground (:mod:`shiftsim.ground`): its contacts' and tyres' laws as
+parameters, and what the ground carries as outputs.
+
+Parameters (the field's numbers; docs/sensitivity.md has the table):
+
+==========  ===========================================  ===================================================
+kind        name                                         what
+==========  ===========================================  ===================================================
+``ground``  ``ground.stiffness``                         every contact's normal stiffness (N/m; also their
+                                                         stick stiffness when the ground gives none)
+``ground``  ``ground.tangential_stiffness``              every contact's and tyre's stick stiffness (N/m),
+                                                         only where the ground gives one
+``ground``  ``ground.friction``                          Coulomb coefficient of every contact and of the
+                                                         tyres without their own
+``contact`` ``<group>.stiffness``, ``<group>.friction``  the same for one contact group: a contact frame, or
+                                                         the four corners of a box (``<body>:<box>``)
+``tyre``    ``<tyre>.vertical_stiffness``,               a tyre's radial stiffness (N/m; also its stick
+            ``<tyre>.radius``, ``<tyre>.friction``       stiffness when the ground gives none), unloaded
+                                                         radius (m) and Coulomb coefficient
+==========  ===========================================  ===================================================
+
+Every law is linear in these numbers at a fixed configuration, within its regime (touching or clear, sticking or
+slipping): a contact's force is ``f = f_n + f_t`` with the normal part ``k_n pen m`` (``m = (-h_x, -h_y, 1)``)
+and the friction part either the stick spring ``-k_t P d`` or the Coulomb limit ``-mu N u`` (``N`` proportional
+to ``k_n``); a tyre's normal forces are ``k e grad e`` (``e = r - t``: linear in the radius) and its friction
+force the stick spring or ``mu k e`` along the slip. So df/dp is the force's part divided by its parameter
+(by ``e`` for the radius), taken from the compiled core's forces (src/ground.c) at the equilibrium.
+
+Outputs (world axes of the scenario, z up): ``<contact or tyre>.fx|fy|fz`` the ground's force on it (kind
+``reaction``); ``cop.x``, ``cop.y`` the centre of pressure (kind ``cop``); ``margin`` the tipping margin, the
+distance of the centre of pressure inside the nearest edge of the support polygon (kind ``margin``,
+:mod:`shiftsim.ground.footprint`). Contact forces change with the configuration through the core's contact
+stiffness d force / d point; a tyre's force through its energy's Hessian, which the core does not return: tyre
+reactions, and the centre of pressure and margin of a machine on tyres, are refused with that reason.
+
+At a knot of a law (a contact or tyre just lifting off, a contact at its friction limit) the equilibrium has only
+one-sided derivatives: every output says so instead of a number.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core import ground as core_ground
+from ..ground.contacts import ContactField
+from ..ground.footprint import footprint
+from ..ground.stand import GroundField
+from ..ground.tyres import OnGround, TyreField
+from ..kinematics import State, point_jacobian
+from ..model import Model
+from .parameters import Parameter
+
+PARAMETER_KINDS = ("ground", "contact", "tyre")
+OUTPUT_KINDS = ("reaction", "cop", "margin")
+FORCE_FIELDS = ("fx", "fy", "fz")
+KNOT = 1e-9  # relative distance from a law's knot treated as on it
+_CORNER = re.compile(r":corner[0-3]$")
+
+
+@dataclass(frozen=True)
+class GroundOutput:
+    """One output of what the ground carries: ``name``, ``kind`` (:data:`OUTPUT_KINDS`), ``target`` (the contact
+    or tyre index, contacts first; for a margin about a given edge its first contact, else -1), ``component``
+    (axis; for a margin its edge's second contact, else -1)."""
+
+    name: str
+    kind: str
+    target: int
+    component: int
+
+
+def parts(field: GroundField) -> tuple[ContactField | None, TyreField | None]:
+    """The contacts and the tyres of a ground field, None where absent."""
+    if isinstance(field, OnGround):
+        return field.contacts, field.tyres
+    return (None, field) if isinstance(field, TyreField) else (field, None)
+
+
+def grounded_nodes(field) -> set[int]:
+    """The nodes that carry a contact or a tyre."""
+    contacts, tyres = parts(field)
+    return {int(n) for part in (contacts, tyres) if part is not None for n in part.nodes}
+
+
+def _groups(contacts) -> dict[str, list[int]]:
+    """Contact groups by name: a box's four corners together, every other contact alone."""
+    out: dict[str, list[int]] = {}
+    for i, name in enumerate(contacts.names):
+        out.setdefault(_CORNER.sub("", name), []).append(i)
+    return out
+
+
+def catalogue(field) -> list[Parameter]:
+    """The ground field's parameters (see the module docstring). ``component`` is (field name, contact indices,
+    tyre indices)."""
+    contacts, tyres = parts(field)
+    ground = (contacts or tyres).ground
+    n_c = 0 if contacts is None else len(contacts.contacts)
+    every_c = tuple(range(n_c))
+    n_t = 0 if tyres is None else len(tyres.tyres)
+    own_friction = tuple(i for i in range(n_t) if tyres.tyres[i].friction is not None) if n_t else ()
+    out = []
+    if n_c:
+        out.append(Parameter("ground.stiffness", "ground", -1, ("stiffness", every_c, ()), float(contacts.normal[0])))
+    if ground.tangential_stiffness is not None:
+        out.append(Parameter("ground.tangential_stiffness", "ground", -1,
+                             ("tangential", every_c, tuple(range(n_t))), float(ground.tangential_stiffness)))
+    shared = tuple(i for i in range(n_t) if i not in own_friction)
+    if n_c or shared:
+        out.append(Parameter("ground.friction", "ground", -1, ("friction", every_c, shared), float(ground.friction)))
+    for g, (name, members) in enumerate(_groups(contacts).items() if n_c else ()):
+        out.append(Parameter(f"{name}.stiffness", "contact", g, ("stiffness", tuple(members), ()),
+                             float(contacts.normal[members[0]])))
+        out.append(Parameter(f"{name}.friction", "contact", g, ("friction", tuple(members), ()), float(ground.friction)))
+    for t in range(n_t):
+        name = tyres.tyres[t].name
+        out += [Parameter(f"{name}.vertical_stiffness", "tyre", t, ("stiffness", (), (t,)), float(tyres.stiffness[t])),
+                Parameter(f"{name}.radius", "tyre", t, ("radius", (), (t,)), float(tyres.radius[t])),
+                Parameter(f"{name}.friction", "tyre", t, ("friction", (), (t,)), float(tyres.mu[t]))]
+    return out
+
+
+def output_catalogue(field) -> list[GroundOutput]:
+    """The ground field's outputs: each contact's and tyre's force, the centre of pressure, the margin."""
+    contacts, tyres = parts(field)
+    names = (contacts.names if contacts is not None else []) + (tyres.names if tyres is not None else [])
+    out = [GroundOutput(f"{name}.{f}", "reaction", i, c) for i, name in enumerate(names)
+           for c, f in enumerate(FORCE_FIELDS)]
+    out += [GroundOutput("cop.x", "cop", -1, 0), GroundOutput("cop.y", "cop", -1, 1), GroundOutput("margin", "margin", -1, -1)]
+    return out
+
+
+def margin_about(field, edge: tuple[str, str]) -> GroundOutput:
+    """The output "distance of the centre of pressure inside the line through the contacts ``edge``" (m): the
+    capacity search's tipping margin about its tipping edge."""
+    contacts, _ = parts(field)
+    a, b = (contacts.names.index(name) for name in edge)
+    return GroundOutput(f"margin about {edge[0]} - {edge[1]}", "margin", a, b)
+
+
+@dataclass(frozen=True)
+class GroundState:
+    """The ground field at one equilibrium, world axes (C contacts, T tyres): contact ``points``, ``forces`` (C, 3),
+    ``stiffness`` (C, 3, 3) d force / d point, ``normal_part``/``friction_part`` (C, 3), ``penetration`` (C,) m,
+    ``touching``/``slipping`` (C,); ``point_jacobian`` (C, nq, 3) of the world points; tyres: ``tyre_force``
+    (T, 9) on the centre, the spin axis and the friction point, ``compression`` (T,) m, ``tyre_touching``,
+    ``tyre_slipping`` (T,), ``tyre_jacobians`` (T, 3, nq, 3): d(centre, spin axis, friction point)/dq, world;
+    ``stick_pull`` (C,), ``tyre_stick_pull`` (T,): what the stick springs pull with (slipping where more than
+    the Coulomb limit)."""
+
+    field: object
+    points: np.ndarray
+    forces: np.ndarray
+    stiffness: np.ndarray
+    normal_part: np.ndarray
+    friction_part: np.ndarray
+    penetration: np.ndarray
+    touching: np.ndarray
+    slipping: np.ndarray
+    point_jacobian: np.ndarray
+    tyre_force: np.ndarray
+    compression: np.ndarray
+    tyre_touching: np.ndarray
+    tyre_slipping: np.ndarray
+    tyre_jacobians: np.ndarray
+    stick_pull: np.ndarray
+    tyre_stick_pull: np.ndarray
+
+
+def _stick_pull(part, points: np.ndarray) -> np.ndarray:
+    """|k_t P (p - a)| (n,): what each stick spring of ``part`` (contacts or tyres) pulls with at world points
+    ``points`` (n, 3), saturated or not."""
+    pulled = np.einsum("nij,nj->ni", part.projector, points - part.anchors)
+    return part.tangential * np.linalg.norm(pulled, axis=1)
+
+
+def evaluate(field, model: Model, s: State) -> GroundState:
+    """The field at the configuration of ``s`` (batch of one) by the compiled core, with the split of each
+    contact's force into its normal and friction parts and the Jacobians of the points it acts at."""
+    contacts, tyres = parts(field)
+    n_c = 0 if contacts is None else len(contacts.contacts)
+    n_t = 0 if tyres is None else len(tyres.tyres)
+    g = core_ground.points(field.core_field(model.n_nodes), n_c, n_t, s.rotation, s.position)
+    rotation = (contacts or tyres).rotation
+    nq = model.nq
+    jac = np.zeros((n_c, nq, 3))
+    normal_part, friction_part, pen = np.zeros((n_c, 3)), np.zeros((n_c, 3)), np.zeros(n_c)
+    if n_c:
+        model_points = contacts.model_points(s)[0]
+        for i, node in enumerate(contacts.nodes):
+            jac[i] = point_jacobian(model, s, int(node), model_points[i][None])[0] @ rotation.T
+        points, forces = g.contact_point[0], g.contact_force[0]
+        heights, gradient, _ = contacts.ground.height(points[:, :2])
+        pen = heights - points[:, 2]
+        m = np.concatenate([-gradient, np.ones((n_c, 1))], axis=1)
+        _, anchor_gradient, _ = contacts.ground.height(contacts.anchors[:, :2])
+        n_a = np.concatenate([-anchor_gradient, np.ones((n_c, 1))], axis=1)
+        alpha = np.einsum("ij,ij->i", n_a, forces) / np.einsum("ij,ij->i", n_a, m)  # f_t is in the anchor's plane
+        normal_part = alpha[:, None] * m
+        friction_part = forces - normal_part
+    tyre_jac, tyre_pull = np.zeros((n_t, 3, nq, 3)), np.zeros(n_t)
+    if n_t:
+        centre, axis, friction_point = tyres._vectors(s)
+        tyre_pull = _stick_pull(tyres, friction_point[0] @ rotation.T + tyres.translation)
+        for i, node in enumerate(tyres.nodes):
+            moves = model.subtree[model.coordinate_node, node]
+            tyre_jac[i, 0] = point_jacobian(model, s, int(node), centre[:, i])[0] @ rotation.T
+            tyre_jac[i, 1] = (np.cross(s.omega[0], axis[0, i]) * moves[:, None]) @ rotation.T
+            tyre_jac[i, 2] = point_jacobian(model, s, int(node), friction_point[:, i])[0] @ rotation.T
+    return GroundState(field, g.contact_point[0], g.contact_force[0], g.contact_stiffness[0], normal_part,
+                       friction_part, pen, g.contact_touching[0], g.contact_slipping[0], jac, g.tyre_force[0],
+                       g.tyre_compression[0], g.tyre_touching[0], g.tyre_slipping[0], tyre_jac,
+                       _stick_pull(contacts, g.contact_point[0]) if n_c else np.zeros(0), tyre_pull)
+
+
+def force_partials(gs: GroundState, parameters: list[Parameter]) -> np.ndarray:
+    """dQ/dp (nq, P) of the ground's generalized forces for the ground parameters among ``parameters`` (zero
+    columns for the others), configuration fixed."""
+    out = np.zeros((gs.point_jacobian.shape[1] if len(gs.point_jacobian) else gs.tyre_jacobians.shape[2],
+                    len(parameters)))
+    for column, p in enumerate(parameters):
+        if p.kind in PARAMETER_KINDS:
+            contact_forces, tyre_forces = world_partials(gs, p)
+            out[:, column] = (np.einsum("ikj,ij->k", gs.point_jacobian, contact_forces)
+                              + np.einsum("iakj,iaj->k", gs.tyre_jacobians, tyre_forces.reshape(-1, 3, 3)))
+    return out
+
+
+def world_partials(gs: GroundState, p: Parameter) -> tuple[np.ndarray, np.ndarray]:
+    """d(contact forces)/dp (C, 3) and d(tyre forces)/dp (T, 9) of one ground parameter, world axes."""
+    field_name, members, tyre_members = p.component
+    contacts, tyres = parts(gs.field)
+    d_contact, d_tyre = np.zeros_like(gs.forces), np.zeros_like(gs.tyre_force)
+    ground = (contacts or tyres).ground
+    follows = ground.tangential_stiffness is None  # stick stiffness = the normal (a tyre's: its radial) one
+    for i in members:
+        if not gs.touching[i]:
+            continue
+        stick = not gs.slipping[i]
+        if field_name == "stiffness":
+            k = contacts.normal[i]
+            d_contact[i] = (gs.normal_part[i] + (gs.friction_part[i] if not stick or follows else 0.0)) / k
+        elif field_name == "tangential":
+            d_contact[i] = gs.friction_part[i] / contacts.tangential[i] if stick else 0.0
+        elif field_name == "friction":
+            d_contact[i] = gs.friction_part[i] / ground.friction if not stick else 0.0
+    for t in tyre_members:
+        if not gs.tyre_touching[t]:
+            continue
+        stick, normal, friction = not gs.tyre_slipping[t], gs.tyre_force[t, :6], gs.tyre_force[t, 6:]
+        if field_name == "stiffness":
+            d_tyre[t, :6] = normal / tyres.stiffness[t]
+            d_tyre[t, 6:] = friction / tyres.stiffness[t] if not stick or follows else 0.0
+        elif field_name == "radius":
+            d_tyre[t, :6] = normal / gs.compression[t]
+            d_tyre[t, 6:] = 0.0 if stick else friction / gs.compression[t]
+        elif field_name == "tangential":
+            d_tyre[t, 6:] = friction / tyres.tangential[t] if stick else 0.0
+        elif field_name == "friction":
+            d_tyre[t, 6:] = friction / tyres.mu[t] if not stick else 0.0
+    return d_contact, d_tyre
+
+
+def knot_reasons(gs: GroundState) -> list[str]:
+    """Why the equilibrium has only one-sided derivatives: a contact or tyre at its lift-off knot (pressed in by
+    less than :data:`KNOT` of the deepest), a contact at its friction limit."""
+    contacts, tyres = parts(gs.field)
+    out = []
+    depth = max(float(np.max(np.abs(gs.penetration), initial=0.0)), float(np.max(np.abs(gs.compression), initial=0.0)))
+    for names, pressed in ((contacts.names if contacts is not None else [], gs.penetration),
+                           (tyres.names if tyres is not None else [], gs.compression)):
+        for name, x in zip(names, pressed):
+            if abs(x) <= KNOT * depth:
+                out.append(f"not differentiable: {name!r} is just lifting off the ground (pressed in by {x:.3g} m, "
+                           "the knot of its compression-only law)")
+    # the stick spring's pull against the Coulomb limit mu N (N = k_n pen s = |normal part| for a contact, k e
+    # for a tyre)
+    limits = [(name, gs.stick_pull[i], contacts.ground.friction * np.linalg.norm(gs.normal_part[i]))
+              for i, name in enumerate(contacts.names if contacts is not None else []) if gs.touching[i]]
+    limits += [(name, gs.tyre_stick_pull[t], tyres.mu[t] * tyres.stiffness[t] * gs.compression[t])
+               for t, name in enumerate(tyres.names if tyres is not None else []) if gs.tyre_touching[t]]
+    for name, pull, limit in limits:
+        if limit > 0.0 and abs(pull - limit) <= KNOT * limit:
+            out.append(f"not differentiable: {name!r} is at its friction limit (stick turns to slip there)")
+    return out
+
+
+# ---------------------------------------------------------------------- outputs
+def output_value(gs: GroundState, o: GroundOutput) -> float:
+    if o.kind == "reaction":
+        n_c = len(gs.forces)
+        if o.target < n_c:
+            return float(gs.forces[o.target, o.component])
+        t = o.target - n_c
+        return float((gs.tyre_force[t, :3] + gs.tyre_force[t, 6:])[o.component])
+    contacts, tyres = parts(gs.field)
+    if o.kind == "cop":
+        return float(_cop(gs.points, gs.forces)[0][o.component]) if tyres is None else np.nan
+    if tyres is not None:
+        return np.nan
+    return float(_margin(gs, o)[0])
+
+
+def linearization(gs: GroundState, outputs: list[GroundOutput], free: np.ndarray, n_multipliers: int,
+                  parameters: list[Parameter]) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
+    """C (Y, nf + m) = dy/d(u, lambda), D (Y, P) explicit, and per output a reason it has none, for the ground
+    outputs (see :func:`shiftsim.sensitivity.outputs.linearization`)."""
+    nf = len(free)
+    c, d = np.zeros((len(outputs), nf + n_multipliers)), np.zeros((len(outputs), len(parameters)))
+    reasons: list[str | None] = [None] * len(outputs)
+    contacts, tyres = parts(gs.field)
+    n_c = len(gs.forces)
+    # per contact: d point / du (C, 3, nf), d force / du (C, 3, nf), d force / dp (C, 3, P)
+    d_point = np.transpose(gs.point_jacobian[:, free], (0, 2, 1))
+    d_force = np.einsum("cij,cjk->cik", gs.stiffness, d_point)
+    ground_columns = [j for j, p in enumerate(parameters) if p.kind in PARAMETER_KINDS]
+    d_force_p = np.zeros((n_c, 3, len(parameters)))
+    for j in ground_columns:
+        d_force_p[:, :, j] = world_partials(gs, parameters[j])[0]
+    for i, o in enumerate(outputs):
+        if o.kind == "reaction" and o.target >= n_c or o.kind != "reaction" and tyres is not None:
+            reasons[i] = ("not implemented: tyre forces and a footprint with tyres (the core does not return a "
+                          "tyre's force stiffness)")
+            continue
+        if o.kind == "reaction":
+            c[i, :nf], d[i] = d_force[o.target, o.component], d_force_p[o.target, o.component]
+            continue
+        if o.kind == "cop":
+            _, g_point, g_force = _cop(gs.points, gs.forces, o.component)
+        else:
+            value, g_point, g_force, why = _margin(gs, o, gradient=True)
+            if why:
+                reasons[i] = why
+                continue
+        c[i, :nf] = np.einsum("ci,cik->k", g_point, d_point) + np.einsum("ci,cik->k", g_force, d_force)
+        d[i] = np.einsum("ci,cij->j", g_force, d_force_p)
+    return c, d, reasons
+
+
+def _loaded(forces: np.ndarray) -> np.ndarray:
+    total = forces[:, 2].sum()
+    return forces[:, 2] > 1e-6 * max(abs(total), 1e-300)  # as shiftsim.ground.footprint
+
+
+def _cop(points: np.ndarray, forces: np.ndarray, axis: int | None = None):
+    """The centre of pressure (3,) (as :func:`shiftsim.ground.footprint.footprint`) and, for ``axis`` (0: x,
+    1: y), its gradient with respect to the points (C, 3) and the forces (C, 3)."""
+    loaded = _loaded(forces)
+    w = np.where(loaded, forces[:, 2], 0.0)
+    level = float(w @ points[:, 2] / w.sum())
+    total = forces.sum(axis=0)
+    moment = np.cross(points, forces).sum(axis=0)
+    cop = np.array([(level * total[0] - moment[1]) / total[2], (moment[0] + level * total[1]) / total[2], level])
+    if axis is None:
+        return cop, None, None
+    g_point, g_force = np.zeros_like(points), np.zeros_like(forces)
+    # level = sum w z / sum w over the loaded contacts
+    d_level_z = np.where(loaded, w / w.sum(), 0.0)
+    d_level_fz = np.where(loaded, (points[:, 2] - level) / w.sum(), 0.0)
+    # M = sum p x f: dM_x = y df_z - z df_y + f_z dy - f_y dz; dM_y = z df_x - x df_z + f_x dz - f_z dx
+    if axis == 0:  # (level F_x - M_y) / F_z
+        numerator = level * total[0] - moment[1]
+        g_point[:, 2] += total[0] * d_level_z - forces[:, 0]
+        g_point[:, 0] += forces[:, 2]
+        g_force[:, 2] += total[0] * d_level_fz + points[:, 0]
+        g_force[:, 0] += level - points[:, 2]
+    else:  # (M_x + level F_y) / F_z
+        numerator = moment[0] + level * total[1]
+        g_point[:, 2] += total[1] * d_level_z - forces[:, 1]
+        g_point[:, 1] += forces[:, 2]
+        g_force[:, 2] += total[1] * d_level_fz + points[:, 1]
+        g_force[:, 1] += level - points[:, 2]
+    g_point /= total[2]
+    g_force /= total[2]
+    g_force[:, 2] -= numerator / total[2] ** 2
+    return cop, g_point, g_force
+
+
+def _margin(gs: GroundState, o: GroundOutput, gradient: bool = False):
+    """The margin output's value and, with ``gradient``, its gradient with respect to the contact points and
+    forces (C, 3) each, and why it has none (None where it has one). The margin about a line through contacts
+    a and b is the signed distance cross(b - a, c - a) / |b - a| of the centre of pressure c (positive on the
+    left of a -> b: inside a counter-clockwise polygon)."""
+    points, forces = gs.points, gs.forces
+    if o.target >= 0:
+        a, b = o.target, o.component
+        why = None
+    else:
+        fp = footprint(points, forces)
+        a, b = fp.edge
+        why = _nearest_edge_reason(fp, points)
+        if not gradient:
+            return fp.margin, None, None, why
+        if why:
+            return fp.margin, None, None, why
+    cop, gx_point, gx_force = _cop(points, forces, 0)
+    _, gy_point, gy_force = _cop(points, forces, 1)
+    e = points[b, :2] - points[a, :2]
+    r = cop[:2] - points[a, :2]
+    length = float(np.linalg.norm(e))
+    value = (e[0] * r[1] - e[1] * r[0]) / length
+    if not gradient:
+        return value, None, None, why
+    # d value = (de x r + e x dr) / L - value (e . de) / L^2, de = d p_b - d p_a, dr = dc - d p_a
+    d_c = np.array([-e[1], e[0]]) / length  # d value / d c (x, y)
+    d_e = np.array([r[1], -r[0]]) / length - value * e / length ** 2
+    g_point = d_c[0] * gx_point + d_c[1] * gy_point
+    g_force = d_c[0] * gx_force + d_c[1] * gy_force
+    g_point[b, :2] += d_e
+    g_point[a, :2] -= d_e + d_c
+    return value, g_point, g_force, why
+
+
+def _nearest_edge_reason(fp, points: np.ndarray) -> str | None:
+    """Why the nearest-edge margin has no derivative: the centre of pressure outside its support polygon (the
+    distance is to a corner or a segment), or as near two edges (a kink)."""
+    if len(fp.polygon) < 3 or fp.margin <= 0.0:
+        return "not differentiable: the centre of pressure is not inside a support polygon of three or more contacts"
+    xy, ring, cop = points[:, :2], fp.polygon, fp.centre_of_pressure[:2]
+    distances = []
+    for a, b in zip(ring, ring[1:] + ring[:1]):
+        e = xy[b] - xy[a]
+        distances.append((e[0] * (cop - xy[a])[1] - e[1] * (cop - xy[a])[0]) / np.linalg.norm(e))
+    distances.sort()
+    if distances[1] - distances[0] <= KNOT * max(abs(distances[0]), 1e-300):
+        return "not differentiable: the centre of pressure is as near two edges of the support polygon (a kink)"
+    return None

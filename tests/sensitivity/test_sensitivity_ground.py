@@ -1,0 +1,221 @@
+"""Sensitivities of a machine standing on its contacts (shiftsim/sensitivity/ground.py) and of a capacity chart's
+tipping, hydraulic and rated loads (shiftsim/sensitivity/chart.py), against independent answers:
+
+* Richardson central differences of tight re-solves of the standing machine (the model spec, the ground's
+  stiffness and friction edited; the contacts' anchors kept), with the outputs read by the ground footprint code
+  (``ContactField.evaluate``, ``footprint``), not by the sensitivity code: every parameter kind and every output
+  kind, sticking and slipping;
+* forward and adjoint modes agree to 1e-10;
+* Richardson differences of whole capacity re-solves (search tolerance 1e-12) of the tipping, hydraulic and rated
+  loads;
+* the rigid lifter on four pads, standing on very stiff ground: d(tipping load)/d(base mass) = g a / b about its
+  tipping edge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from helpers.ground import OPTIONS, free_of, lift_points, machine, standing
+from helpers.sensitivity import edited
+
+from shiftsim.ground.base import floating
+from shiftsim.ground.contacts import ContactField
+from shiftsim.ground.footprint import footprint
+from shiftsim.ground.rating import Cylinder, capacity
+from shiftsim.ground.terrain import Ground
+from shiftsim.kinematics import state
+from shiftsim.model import compile_model
+from shiftsim.sensitivity import sensitivity
+from shiftsim.sensitivity.chart import Chart, chart_sensitivities
+from shiftsim.statics import Load, SolverOptions, solve
+
+# the contact forces' round-off keeps a standing solve from a relative force tolerance of 1e-14
+TIGHT = SolverOptions(force_tolerance=1e-12, closure_tolerance=1e-14)
+OF = ["reaction", "cop", "margin", "base.x", "base.z", "base.ry"]
+WRT = ["box.mass", "upper.com.x", "box:slew_seat.z", "upper:hook.x", "load:upper:hook.fx", "load:upper:hook.factor",
+       "gravity.x", "ground.stiffness", "ground.friction", "box:c2.stiffness"]
+
+
+def stood(sideways: float):
+    """The box with its upper body standing on four pads (1e7 N/m, friction 0.3) under 3 kN down and
+    ``sideways`` N along x at the hook; the slew held."""
+    model = machine(reach=3.0)
+    stand, q = standing(model, Ground(stiffness=1e7, friction=0.3))
+    field = stand.field(q)
+    loads = [Load("upper:hook", force=(sideways, 0.0, -3000.0))]
+    solution = solve(stand.model, hold=["slew"], loads=loads, q_start=q, fields=(field,), options=TIGHT)
+    assert solution.converged
+    return model, field, loads, solution
+
+
+def footprint_outputs(field: ContactField, model, loads, q_start) -> np.ndarray:
+    """The outputs ``OF`` of a tight re-solve, read by the ground's own code."""
+    found = solve(model, hold=["slew"], loads=loads, q_start=q_start, fields=(field,), options=TIGHT)
+    if not found.converged:  # a tolerance below the round-off of this case: the default one ends a step later
+        found = solve(model, hold=["slew"], loads=loads, q_start=q_start, fields=(field,))
+    assert found.converged
+    c = field.evaluate(state(model, found.q[None]))
+    fp = footprint(c.points[0], c.forces[0])
+    base = [found.q[model.coordinates_of(name)[0]] for name in ("base.x", "base.z", "base.ry")]
+    return np.array([*c.forces[0].ravel(), *fp.centre_of_pressure[:2], fp.margin, *base])
+
+
+def edited_outputs(model, field: ContactField, loads, q_start, name: str, delta: float) -> np.ndarray:
+    normal, tangential, ground = field.normal.copy(), field.tangential.copy(), field.ground
+    if name == "ground.stiffness":  # the stick stiffness follows the normal one (the ground gives none)
+        normal, tangential = normal + delta, tangential + delta
+    elif name == "box:c2.stiffness":
+        normal[2], tangential[2] = normal[2] + delta, tangential[2] + delta
+    elif name == "ground.friction":
+        ground = dataclasses.replace(ground, friction=ground.friction + delta)
+    spec, loads = edited(model.spec, loads, name, delta) if not name.startswith(("ground.", "box:c")) else \
+        (model.spec, loads)
+    moved = ContactField(field.contacts, ground, field.rotation, field.translation, normal, tangential, field.anchors)
+    return footprint_outputs(moved, floating(compile_model(spec)), loads, q_start)
+
+
+STEPS = {"box.mass": 10.0, "upper.com.x": 1e-2, "box:slew_seat.z": 1e-2, "upper:hook.x": 1e-2,
+         "load:upper:hook.fx": 10.0, "load:upper:hook.factor": 1e-2, "gravity.x": 1e-2, "ground.stiffness": 1e5,
+         "ground.friction": 1e-2, "box:c2.stiffness": 1e5}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sideways", [0.0, 2500.0], ids=["sticking", "rear pads slipping"])
+def test_every_ground_parameter_and_output_kind_against_finite_differences(sideways):
+    model, field, loads, solution = stood(sideways)
+    slipping = field.evaluate(state(field.contacts and solution.model, solution.q[None])).slipping[0]
+    assert list(slipping) == ([False] * 4 if sideways == 0.0 else [False, False, True, True])
+    result = sensitivity(solution, of=OF, wrt=WRT, hold=["slew"], loads=loads, ground=field)
+    assert not any(result.reasons)
+    assert result.outputs[:3] == ("box:c0.fx", "box:c0.fy", "box:c0.fz") and result.outputs[12:15] == (
+        "cop.x", "cop.y", "margin")
+    assert np.allclose(result.values, footprint_outputs(field, solution.model, loads, solution.q), rtol=1e-9,
+                       atol=1e-9)
+    for j, name in enumerate(result.parameters):
+        h = STEPS[name]
+
+        def central(step):
+            return (edited_outputs(model, field, loads, solution.q, name, step)
+                    - edited_outputs(model, field, loads, solution.q, name, -step)) / (2 * step)
+
+        reference = (4 * central(h / 2) - central(h)) / 3
+        # per output kind, relative to the largest change of that kind (a pad's sideways force is round-off
+        # small beside its vertical one)
+        for kind in (slice(0, 12), slice(12, 15), slice(15, 18)):
+            scale = max(float(np.max(np.abs(reference[kind]))), 1e-12)
+            assert np.max(np.abs(result.derivative[kind, j] - reference[kind])) <= 1e-6 * scale, (name, kind)
+    if sideways:  # the slipping pads' friction moves the forces; the per-group ones add up to the ground's
+        d = dict(zip(result.parameters, result.derivative.T))
+        assert np.max(np.abs(d["ground.friction"][:12])) > 100.0
+
+
+@pytest.mark.parametrize("sideways", [0.0, 2500.0])
+def test_forward_and_adjoint_agree_and_contact_groups_add_up_to_the_ground(sideways):
+    _, field, loads, solution = stood(sideways)
+    forward = sensitivity(solution, of=OF, wrt=["all"], hold=["slew"], loads=loads, ground=field, mode="forward")
+    adjoint = sensitivity(solution, of=OF, wrt=["all"], hold=["slew"], loads=loads, ground=field, mode="adjoint")
+    assert np.max(np.abs(forward.derivative - adjoint.derivative)) <= 1e-10 * np.max(np.abs(forward.derivative))
+    d = dict(zip(forward.parameters, forward.derivative.T))
+    for field_name in ("stiffness", "friction"):
+        assert np.allclose(sum(d[f"box:c{i}.{field_name}"] for i in range(4)), d[f"ground.{field_name}"],
+                           rtol=1e-9, atol=1e-12 * np.max(np.abs(forward.derivative)))
+    # the free base's massless links are no design bodies; no frame parameter moves a pad
+    assert not any(name.startswith("float_base") for name in forward.parameters)
+    assert "box:c0.x" not in forward.parameters
+
+
+# ---------------------------------------------------------------------- the capacity chart
+SLEWS = np.array([0.0, 0.5, 1.0])
+GRAVITY = np.array([0.0, 0.0, -9.81])
+SEARCH = dataclasses.replace(OPTIONS, tolerance=1e-12, max_solves=120,
+                             solver=dataclasses.replace(OPTIONS.solver, force_tolerance=1e-12))
+
+
+def chart(spec=None, stiffness=1e8, bore=0.05):
+    """The box with a 100 kg mast 3 m out on its slew, standing on four pads, at three slew angles; its lift
+    cylinder (bore ``bore``, rod 0.03 m, 2 MPa) holds the mast; a 1 kN load at the hook."""
+    model = machine(reach=3.0, mast=True) if spec is None else compile_model(spec)
+    stand, q = standing(model, Ground(stiffness=stiffness))
+    free = free_of(stand.model)
+    starts, load = lift_points(stand, q, SLEWS, "mast:hook")
+    cylinders = (Cylinder("lift", bore, 0.03, 2e6),)
+    result = capacity(stand, starts, free, GRAVITY, load, list(cylinders), SEARCH)
+    return Chart(stand, stand.field(starts[0]), free, GRAVITY, load, (), cylinders, SEARCH), result
+
+
+@pytest.fixture(scope="module")
+def charted():
+    found, result = chart()
+    return result, chart_sensitivities(found, result)
+
+
+def rerun(name: str, delta: float, stiffness: float = 1e8):
+    """The chart re-solved with one parameter moved: (tipping, hydraulic, rated) factors (B,) each. The tipping
+    factor is the search's, extrapolated to where the centre of pressure reaches the edge by the gap the
+    sensitivities report (the search counts a pad as lifted off once it carries less than 1e-6 of the load, a
+    few millionths earlier); the rated factor is then the smaller of the two rated branches."""
+    if name == "ground.stiffness":
+        found, result = chart(stiffness=stiffness + delta)
+    elif name == "lift.bore":
+        found, result = chart(stiffness=stiffness, bore=0.05 + delta)
+    else:
+        found, result = chart(edited(machine(reach=3.0, mast=True).spec, [], name, delta)[0], stiffness=stiffness)
+    gaps = np.array([p.tipping_gap for p in chart_sensitivities(found, result, wrt=["gravity.z"])])
+    tipping = result.tipping * (1.0 + gaps)
+    return tipping, result.hydraulic, np.minimum(SEARCH.tipping_fraction * tipping,
+                                                 SEARCH.hydraulic_fraction * result.hydraulic)
+
+
+def richardson(name: str, h: float, stiffness: float = 1e8):
+    def central(step):
+        return [(up - down) / (2 * step) for up, down in zip(rerun(name, step, stiffness),
+                                                              rerun(name, -step, stiffness))]
+
+    return [(4 * fine - coarse) / 3 for fine, coarse in zip(central(h / 2), central(h))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, h", [("box.mass", 10.0), ("upper.com.x", 1e-2), ("mast:hook.x", 1e-2),
+                                     ("mast.mass", 1.0), ("lift.bore", 1e-4)])
+def test_tipping_hydraulic_and_rated_loads_against_whole_capacity_re_solves(charted, name, h):
+    result, points = charted
+    assert result.event == ["tipped"] * 3 and result.governs == ["hydraulic"] * 3
+    # the search stops within 1e-12 of its event: its noise over the step is the floor
+    floor = 4e-12 * np.max(result.tipping) / h
+    for branch, reference in zip(("tipping", "hydraulic", "rated"), richardson(name, h)):
+        ours = np.array([dict(zip(getattr(p, branch).parameters, getattr(p, branch).derivative)).get(name, 0.0)
+                         for p in points])
+        assert np.all(np.abs(ours - reference) <= 1e-6 * np.abs(reference) + floor), (branch, ours, reference)
+    for p in points:
+        assert p.rated.governs == "hydraulic" and not p.rated.near_switch
+        assert p.reasons == {"tipping": None, "hydraulic": None, "rated": None}
+        assert 0.0 < p.tipping_gap < 1e-5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stiffness", [1e6, 1e7])
+def test_the_ground_stiffness_moves_the_tipping_load_as_re_solved(stiffness):
+    """A stiffer ground tilts the machine less toward its load and lifts a little more (on 1e8 N/m pads the
+    change is below the search's noise)."""
+    found, result = chart(stiffness=stiffness)
+    ours = np.array([p.tipping.derivative[0] for p in chart_sensitivities(found, result, wrt=["ground.stiffness"])])
+    reference = richardson("ground.stiffness", 0.01 * stiffness, stiffness)[0]
+    assert np.all(ours > 0.0)
+    assert np.allclose(ours, reference, rtol=1e-6, atol=0.0), (ours, reference)
+
+
+def test_the_rigid_lifter_on_four_pads_tips_as_its_closed_form():
+    """On ground 1e11 N/m stiff (the pads sink micrometres), the box tips about its front pads (x = 1 m) at
+    lambda* F b = m_box g a + ... so d(tipping load)/d(box mass) = g a / b with a = 1 m (the box's centre of mass
+    behind the edge) and b = 2 m (the hook ahead of it); d/d(mast mass) = -g (its weight hangs at the hook)."""
+    found, result = chart(stiffness=1e11)
+    point = chart_sensitivities(found, result, wrt=["box.mass", "mast.mass"])[0]
+    assert result.edge[0] == ("box:c1", "box:c0")
+    d = dict(zip(point.tipping.parameters, point.tipping.derivative))
+    size = 1000.0
+    assert size * d["box.mass"] == pytest.approx(9.81 * 1.0 / 2.0, rel=1e-5)
+    assert size * d["mast.mass"] == pytest.approx(-9.81, rel=1e-5)
+    assert point.tipping.factor * size == pytest.approx((1200.0 * 9.81 * 1.0 - 100.0 * 9.81 * 2.0) / 2.0, rel=1e-5)
