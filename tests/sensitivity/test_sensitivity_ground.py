@@ -219,3 +219,60 @@ def test_the_rigid_lifter_on_four_pads_tips_as_its_closed_form():
     assert size * d["box.mass"] == pytest.approx(9.81 * 1.0 / 2.0, rel=1e-5)
     assert size * d["mast.mass"] == pytest.approx(-9.81, rel=1e-5)
     assert point.tipping.factor * size == pytest.approx((1200.0 * 9.81 * 1.0 - 100.0 * 9.81 * 2.0) / 2.0, rel=1e-5)
+
+
+# ---------------------------------------------------------------------- tyres
+@pytest.mark.parametrize("shift", [0.0, 0.3], ids=["sticking", "some slipping"])
+def test_tyre_and_ground_parameters_move_the_tyre_forces_as_re_evaluated(shift):
+    """The car on its tyres on a twisted height grid, pressed in at random coordinates: dQ/dp of every tyre
+    parameter, the ground's friction and tangential stiffness against central differences of the compiled core's
+    generalized tyre forces with the parameter moved (anchors kept). The laws are linear in each parameter within
+    their regime, so the differences are exact but for round-off."""
+    from helpers.vehicle import car
+
+    from shiftsim.ground.tyres import TyreField, anchored_tyres, read_tyres
+    from shiftsim.sensitivity import ground as ground_terms
+
+    model = car()
+    grid = (np.array([-5.0, 0.0, 5.0]), np.array([-5.0, 0.0, 5.0]),
+            np.array([[0.1, 0.3, -0.2], [0.0, 0.05, 0.2], [0.3, -0.1, 0.4]]))
+    ground = Ground(grid=grid, friction=0.6, tangential_stiffness=1e5)
+    field = anchored_tyres(read_tyres(model), model, np.zeros(model.nq), ground, np.eye(3), np.zeros(3),
+                           np.full(4, 1e5))
+    q = np.random.default_rng(1).normal(0.0, 0.05, model.nq)
+    q[2] -= 0.3
+    q[:2] += shift
+    s = state(model, q[None])
+    gs = ground_terms.evaluate(field, model, s)
+    assert gs.tyre_touching.sum() >= 3 and gs.tyre_slipping.any() == (shift > 0.1)
+    parameters = ground_terms.catalogue(field)
+    # the tyres have their own friction (0.9 in the file): the ground's moves none of them and is no parameter
+    assert [p.name for p in parameters][:4] == ["ground.tangential_stiffness", "tyre_fl.vertical_stiffness",
+                                                "tyre_fl.radius", "tyre_fl.friction"]
+    partial = ground_terms.force_partials(gs, parameters)
+
+    def moved(p, delta):
+        tyres, g = list(field.tyres), ground
+        tangential = field.tangential.copy()
+        what, _, members = p.component
+        if p.kind == "ground":
+            g = dataclasses.replace(g, **{"tangential": {"tangential_stiffness": g.tangential_stiffness + delta},
+                                          "friction": {"friction": g.friction + delta}}[what])
+            tangential = tangential + delta if what == "tangential" else tangential
+        else:
+            t = members[0]
+            key = {"stiffness": "stiffness", "radius": "radius", "friction": "friction"}[what]
+            tyres[t] = dataclasses.replace(tyres[t], **{key: getattr(field.tyres[t], key) + delta}) \
+                if what != "friction" else dataclasses.replace(tyres[t], friction=field.mu[t] + delta)
+        other = TyreField(tyres, g, field.rotation, field.translation, tangential, field.friction_points,
+                          field.anchors)
+        return other.terms(model, s).Q[0]
+
+    for j, p in enumerate(parameters):
+        h = 1e-3 * abs(p.value)
+        reference = (moved(p, h) - moved(p, -h)) / (2 * h)
+        scale = max(float(np.max(np.abs(reference))), float(np.max(np.abs(partial))) * 1e-9)
+        assert np.max(np.abs(partial[:, j] - reference)) <= 1e-7 * scale, p.name
+    d = dict(zip([p.name for p in parameters], partial.T))
+    friction = sum(d[f"tyre_{w}.friction"] for w in ("fl", "fr", "rl", "rr"))
+    assert (np.max(np.abs(friction)) > 0.0) == bool(gs.tyre_slipping.any())
