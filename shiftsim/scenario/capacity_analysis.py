@@ -20,7 +20,7 @@ from .. import statics as st
 from ..errors import Problems, ScenarioError, SolveError, suggest
 from ..forces import AppliedLoad
 from ..ground.base import BASE
-from ..ground.rating import CapacityOptions, Cylinder, capacity, cylinder_limit
+from ..ground.rating import Capacity, CapacityOptions, Cylinder, capacity, cylinder_limit
 from ..ground.stand import Stand
 from ..kinematics import forward
 from ..spec import PATH_SEPARATOR
@@ -140,8 +140,25 @@ def lift_points(scenario: Any, spec: CapacitySpec) -> tuple[Machine, Stand, np.n
     return machine, stand, np.array(starts), st.free_coordinates(model, prescribed), prescribed
 
 
-def run_capacity(scenario: Any, spec: CapacitySpec) -> dict[str, Any]:
-    """The capacity of every step of the sweep as the ``capacity.json`` document (see docs/ground.md)."""
+@dataclass(frozen=True)
+class SolvedChart:
+    """A capacity analysis solved: the machine, its stand, the lift points' starts (B, nq), the free coordinates,
+    gravity (3,) model axes, the named load at factor 1 and the loads that stay (model axes, (B, 3) arrays), and
+    the :class:`~shiftsim.ground.rating.Capacity` (what the sensitivities of the chart start from)."""
+
+    spec: CapacitySpec
+    machine: Machine
+    stand: Stand
+    starts: np.ndarray
+    free: np.ndarray
+    gravity: np.ndarray
+    load: AppliedLoad
+    others: tuple[AppliedLoad, ...]
+    result: Capacity
+
+
+def solve_chart(scenario: Any, spec: CapacitySpec) -> SolvedChart:
+    """Every step of the sweep as a lift point, solved by :func:`shiftsim.ground.rating.capacity`."""
     machine, stand, starts, free, _ = lift_points(scenario, spec)
     model, placement = stand.model, machine.placement
     batch = len(starts)
@@ -156,8 +173,18 @@ def run_capacity(scenario: Any, spec: CapacitySpec) -> dict[str, Any]:
                            np.tile(np.asarray(torque, float) * factor, (batch, 1)), load.direction == "body")
 
     gravity = placement.vector_to_model(scenario.gravity)
-    result = capacity(stand, starts, free, gravity, applied(named, 1.0), list(spec.cylinders), spec.options,
-                      [applied(l, l.factor) for l in others])
+    load, kept = applied(named, 1.0), tuple(applied(l, l.factor) for l in others)
+    result = capacity(stand, starts, free, gravity, load, list(spec.cylinders), spec.options, list(kept))
+    return SolvedChart(spec, machine, stand, starts, free, gravity, load, kept, result)
+
+
+def run_capacity(scenario: Any, spec: CapacitySpec, solved: SolvedChart | None = None) -> dict[str, Any]:
+    """The capacity of every step of the sweep as the ``capacity.json`` document (see docs/ground.md), from the
+    chart ``solved`` (solved here when not given)."""
+    solved = solved or solve_chart(scenario, spec)
+    machine, stand, result = solved.machine, solved.stand, solved.result
+    model, placement = stand.model, machine.placement
+    named = next(l for l in scenario.loads if l.name == spec.load)
     poses = forward(model, result.q_unloaded).frames
     frame, centre = model.frame_index(named.frame), model.frame_index(spec.centre)
     at = placement.point_to_world(poses[:, frame, :3, 3])
@@ -228,10 +255,17 @@ def unexpected_invalid(document: dict[str, Any] | None) -> list[int]:
 def run_analysis(scenario: Any) -> dict[str, Any] | None:
     """The capacity document of the scenario's ``analysis.capacity`` (:func:`run_capacity`); a sweep the analysis
     cannot solve gives ``{"load": ..., "error": message}``. None without one."""
+    return chart_analysis(scenario)[0]
+
+
+def chart_analysis(scenario: Any) -> tuple[dict[str, Any] | None, SolvedChart | None]:
+    """:func:`run_analysis`'s document and the chart it was made from (None without one or when it could not be
+    solved)."""
     spec = analysis_spec(scenario)
     if spec is None:
-        return None
+        return None, None
     try:
-        return run_capacity(scenario, spec)
+        solved = solve_chart(scenario, spec)
+        return run_capacity(scenario, spec, solved), solved
     except (SolveError, np.linalg.LinAlgError) as error:
-        return {"load": spec.load, "error": scenario.machine(spec.machine).qualified(str(error))}
+        return {"load": spec.load, "error": scenario.machine(spec.machine).qualified(str(error))}, None

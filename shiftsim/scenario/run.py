@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..interrupts import Interrupted
 from ..solve_memory import check_solve_memory
-from .capacity_analysis import analysis_spec, run_analysis
+from .capacity_analysis import analysis_spec, chart_analysis
 from .definition import Scenario
 from .executors import Executor, LocalExecutor
 from .runner import StepCallback, StepResult
@@ -130,7 +130,8 @@ def run(scenario: Scenario, executor: Executor, on_step: StepCallback | None = N
         solved += pending  # solved, to be written; the stream takes them from the run's steps
         return Run(scenario, finish(scenario, solved, on_warning), None, stop)
     steps = sorted(solved, key=lambda step: step.index)
-    return Run(scenario, steps, run_analysis(scenario), sensitivity=run_sensitivity(scenario, steps))
+    document, chart = chart_analysis(scenario)
+    return Run(scenario, steps, document, sensitivity=run_sensitivity(scenario, steps, chart))
 
 
 __all__ = ["Run", "WarningCallback", "attach_collisions", "check_fits", "execute", "finish", "run"]

@@ -205,7 +205,7 @@ def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, unloaded: i
         return None, at_base.reasons[0]
     force = float(at_base.values[0])
     limit, limit_partial = cylinder_limit(force, cylinder.bore, cylinder.rod, cylinder.pressure)
-    if abs(force - limit) > chart.options.tolerance * abs(limit) * 10.0:
+    if abs(force - limit) > max(10.0 * chart.options.tolerance, 1e-6) * abs(limit):  # the search stops on its factor
         return None, f"its force {force:.6g} N is not at its relief limit {limit:.6g} N"
     # the held base moves with p: dF/dbase (the base's coordinates prescribed) times dbase/dp (standing unloaded)
     per_base = _effort_per_held(eq, effort, base, mode)

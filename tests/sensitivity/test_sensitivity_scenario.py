@@ -139,12 +139,73 @@ def test_bad_names_exit_2_naming_the_entry_before_any_solve(tmp_path, capsys, en
     assert "Traceback" not in err and not (tmp_path / "out").exists()
 
 
-def test_a_standing_machine_is_refused_with_the_reason():
+def capacity_scenario(undercarriage: str) -> dict:
+    """The shipped capacity chart cut to two lift points over the side (where tipping governs), its ground's
+    stiffness given (the default one follows the machine's weight), a tight search, and the sensitivities of
+    the chart's loads and of the left front pad's force."""
+    document = json.loads((SCENARIOS / "excavator_capacity.json").read_text())
+    document["machines"][0]["model"] = undercarriage
+    document["machines"][1]["model"] = model_path("excavator_hydraulic")
+    document["ground"]["stiffness"] = 2.5e7
+    document["sweep"]["parameters"] = {"ex1:lower:slew": [1.5707963267948966], "ex1:front:arm:boom_cyl": [2.2],
+                                       "ex1:front:arm:stick_cyl": [2.3, 3.4]}
+    document["analysis"]["capacity"]["tolerance"] = 1e-10
+    document["analysis"]["sensitivity"] = {"of": ["ex1:capacity", "ex1:lower:carbody:track_fl.fz"],
+                                           "wrt": ["ex1:lower:carbody.mass", "ex1:ground.stiffness"]}
+    document["outputs"] = {"csv": False, "plots": []}
+    return document
+
+
+def _with_carbody_mass(tmp_path, delta: float) -> str:
+    """A copy of the undercarriage file with the carbody's mass moved by ``delta`` (kg)."""
+    document = json.loads(open(model_path("undercarriage_20t")).read())
+    body = next(b for a in document["assemblies"] for b in a["bodies"] if b["name"] == "carbody")
+    body["inertia"]["mass"] += delta
+    path = tmp_path / f"undercarriage_{delta!r}.json"
+    path.write_text(json.dumps(document))
+    return str(path)
+
+
+@pytest.mark.slow
+def test_rated_load_sensitivities_against_whole_capacity_runs_on_edited_files(tmp_path):
+    ran = run_scenario(capacity_scenario(model_path("undercarriage_20t"))).document
+    section, chart = ran["sensitivity"], ran["capacity"]
+    assert section["of"] == ["ex1:lower:carbody:track_fl.fz", "ex1:tipping_load", "ex1:hydraulic_load",
+                             "ex1:rated_load"]
+    points = section["points"]
+    assert [p["step"] for p in points] == [0, 1] and all("error" not in p for p in points)
+    for p, c in zip(points, chart["points"]):
+        rated = p["outputs"]["ex1:rated_load"]
+        assert rated["governs"] == c["governs"] == "tipping" and rated["near_switch"] is False
+        # the tipping load is the event's: the search counts a pad carrying 1e-6 of the load as lifted off
+        assert rated["value"] == pytest.approx(c["rated_load"], rel=1e-4)
+        assert 0.0 < p["outputs"]["ex1:tipping_load"]["search_gap"] < 1e-4
+        assert p["outputs"]["ex1:lower:carbody:track_fl.fz"]["reason"] is None
+
+    def rated(delta: float) -> list[float]:
+        """The rated load of each lift point at the tipping event (the chart's search stops a few millionths
+        short of it, where a pad carries 1e-6 of the load: the section's value is the event's)."""
+        document = capacity_scenario(_with_carbody_mass(tmp_path, delta))
+        document["analysis"]["sensitivity"] = {"of": ["ex1:rated_load"], "wrt": ["ex1:gravity.z"]}
+        return [p["outputs"]["ex1:rated_load"]["value"] for p in run_scenario(document).document["sensitivity"]["points"]]
+
+    def central(h: float) -> list[float]:
+        return [(a - b) / (2 * h) for a, b in zip(rated(h), rated(-h))]
+
+    coarse, fine = central(100.0), central(50.0)
+    for p, c, f in zip(points, coarse, fine):
+        reference = (4 * f - c) / 3
+        ours = p["outputs"]["ex1:rated_load"]["derivative"]["ex1:lower:carbody.mass"]
+        assert ours == pytest.approx(reference, rel=1e-6), (ours, reference)
+        assert ours > 0.0  # a heavier carbody lifts more over the side
+
+
+def test_capacity_outputs_without_a_chart_are_refused():
     path = SCENARIOS / "excavator_capacity.json"
     document = json.loads(path.read_text())
-    machine = document["machines"][0]["id"]
-    document["analysis"] = {"sensitivity": {"of": [f"{machine}:effort"]}}
-    with pytest.raises(ScenarioError, match=r"analysis\.sensitivity\.of\[0\].*stands on the ground"):
+    del document["analysis"]["capacity"]
+    document["analysis"] = {"sensitivity": {"of": ["ex1:rated_load"]}}
+    with pytest.raises(ScenarioError, match=r"analysis\.sensitivity\.of\[0\].*no analysis\.capacity"):
         sensitivity_spec(build_scenario(path, document))
 
 
