@@ -43,11 +43,13 @@ def add_parser(subparsers) -> None:
                                    "(docs/sensitivity.md). Exit 0 ok, 1 the solve did not converge, 2 bad input.")
     parser.add_argument("model", help="a model file, or a scenario file (.json)")
     parser.add_argument("--of", action="append", default=[], metavar="OUTPUT[,OUTPUT...]",
-                        help="output names or kinds: joint, frame, pin, wrench, effort (a scenario: MACHINE:name or "
-                             "MACHINE:kind; default its analysis.sensitivity.of)")
+                        help="output names or kinds: joint, frame, pin, wrench, effort; a standing machine's reaction, "
+                             "cop, margin (a scenario: MACHINE:name or MACHINE:kind, and MACHINE:tipping_load, "
+                             "hydraulic_load, rated_load or capacity for its analysis.capacity chart; default its "
+                             "analysis.sensitivity.of)")
     parser.add_argument("--wrt", action="append", default=[], metavar="PARAMETER[,PARAMETER...]",
                         help="parameter names or kinds: mass, com, frame, spring, restraint, pair, load, gravity; "
-                             "all (default)")
+                             "a standing machine's ground, contact, tyre; all (default)")
     parser.add_argument("--set", action="append", default=[], metavar="JOINT=VALUE",
                         help="prescribe a joint at a value")
     parser.add_argument("--hold", action="append", default=[], metavar="JOINT",
@@ -166,9 +168,12 @@ def _run_scenario(args: argparse.Namespace, document: Any, json_warnings: list[s
             continue
         values = point["parameter_values"]
         for name, o in point["outputs"].items():
+            value = np.nan if o["value"] is None else o["value"]
             derivative = np.array([np.nan if v is None else v for v in o["derivative"].values()], float)
             with np.errstate(divide="ignore", invalid="ignore"):
-                elasticity = derivative * np.array([values[p] for p in o["derivative"]]) / o["value"]
-            _print_ranked(name, o["value"], o["reason"], list(o["derivative"]), derivative, elasticity,
+                elasticity = derivative * np.array([values[p] for p in o["derivative"]], float) / value
+            _print_ranked(name, value, o["reason"], list(o["derivative"]), derivative, elasticity,
                           spec.normalized, spec.top, "  ")
+            if "governs" in o:
+                print(f"    {o['governs']} governs" + (" (within 1 % of the switch)" if o["near_switch"] else ""))
     return 1 if failed else 0

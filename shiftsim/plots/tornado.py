@@ -73,11 +73,15 @@ def sensitivity_chart(section: dict[str, Any], dpi: int = 100) -> bytes | None:
     panels = []
     for output in outputs:
         point = widest_point(section, output)
+        if point is None:  # no step has its sensitivities (a capacity branch that never governs, ...)
+            continue
         o = point["outputs"][output]
         names = list(o["change_per_percent"])
         change = np.array([np.nan if v is None else v for v in o["change_per_percent"].values()], float)
         panels.append((names, change, f"{output} = {o['value']:.6g} at step {point['step']}",
                        f"change of {output} per 1 % change of the parameter", o["reason"]))
+    if not panels:
+        return None
     figure, axes = _figure([max(1, min(top, len(p[0]))) for p in panels])
     for ax, (names, change, title, axis_label, reason) in zip(axes, panels):
         _panel(ax, names, change, title, axis_label, reason, top)

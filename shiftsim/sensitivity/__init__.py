@@ -129,9 +129,9 @@ def differentiate(eq: implicit.Equilibrium, of, wrt=("all",), mode: str = "auto"
 
 
 def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[parameter_table.Parameter],
-                        mode: str = "auto") -> Sensitivities:
+                        mode: str = "auto", factors: implicit.Factorized | None = None) -> Sensitivities:
     """:func:`differentiate` for outputs (:class:`.outputs.Output` or :class:`.ground.GroundOutput`) and
-    parameters already chosen."""
+    parameters already chosen; ``factors`` the equilibrium's factorized bordered matrix when the caller has it."""
     model = eq.model
     partial, closure_partial = parameter_table.force_partials(model, eq.state, eq.gravity, eq.loads,
                                                               eq.closure_multipliers, params)
@@ -152,7 +152,7 @@ def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[param
             for i, r in zip(rows, why):
                 reasons[i] = r
     chosen = implicit.choose_mode(mode, len(params), len(outs))
-    factors = implicit.factorize(eq)
+    factors = factors or implicit.factorize(eq)
     derivative = implicit.derivatives(factors, implicit.right_hand_sides(eq, partial, closure_partial), c, d, chosen)
     knots = _knot_reasons(eq) + (ground_terms.knot_reasons(grounded) if grounded is not None else [])
     general = ("not differentiable: the equilibrium is neutral (its loop-projected stiffness is singular)"

@@ -95,15 +95,17 @@ def chart_sensitivities(chart: Chart, result: Capacity, wrt=("all",), mode: str 
     load factors with respect to the parameters ``wrt`` (names or kinds, docs/sensitivity.md)."""
     batch = len(result.tipping)
     hydraulic_q = _hydraulic_states(chart, result)
+    unloaded = [implicit.equilibrium_at(chart.stand.model, result.q_unloaded[b], chart.free, chart.gravity,
+                                        _loads(chart, b, 0.0), "stable", chart.field) for b in range(batch)]
+    # one parameter list for every point (the model, the loads that stay and the ground are the chart's)
+    params, per_factor = _own(parameter_catalogue(unloaded[0]))
+    params = parameter_table.select(params, list(wrt), kinds=PARAMETER_KINDS) if "all" not in wrt else params
     out = []
     for b in range(batch):
         reasons: dict[str, str | None] = {"tipping": None, "hydraulic": None, "rated": None}
-        unloaded = implicit.equilibrium_at(chart.stand.model, result.q_unloaded[b], chart.free, chart.gravity,
-                                           _loads(chart, b, 0.0), "stable", chart.field)
-        params, _ = _own(parameter_table.select(parameter_catalogue(unloaded), ["all"]))
-        params = parameter_table.select(params, list(wrt), kinds=PARAMETER_KINDS) if "all" not in wrt else params
-        tipping, reasons["tipping"], gap = _tipping(chart, result, b, params, mode)
-        hydraulic, reasons["hydraulic"] = _hydraulic(chart, result, b, params, unloaded, hydraulic_q[b], mode)
+        tipping, reasons["tipping"], gap = _tipping(chart, result, b, params, per_factor, mode)
+        hydraulic, reasons["hydraulic"] = _hydraulic(chart, result, b, params, per_factor, unloaded[b],
+                                                     hydraulic_q[b], mode)
         rated, reasons["rated"] = _rated(chart, result, b, tipping, hydraulic, reasons)
         out.append(PointSensitivities(tipping, hydraulic, rated, reasons, gap))
     return out
@@ -112,7 +114,7 @@ def chart_sensitivities(chart: Chart, result: Capacity, wrt=("all",), mode: str 
 PARAMETER_KINDS = (*parameter_table.KINDS, *ground_terms.PARAMETER_KINDS)
 
 
-def _tipping(chart: Chart, result: Capacity, b: int, params: list,
+def _tipping(chart: Chart, result: Capacity, b: int, params: list, per_factor: parameter_table.Parameter,
              mode: str) -> tuple[LimitSensitivities | None, str | None, float]:
     if result.event[b] != "tipped" or not all(result.edge[b]):
         return None, {"never tips": "no downward load tips it: no tipping load",
@@ -122,11 +124,12 @@ def _tipping(chart: Chart, result: Capacity, b: int, params: list,
     margin = ground_terms.margin_about(chart.field, result.edge[b])
     searched = float(result.tipping[b])
     q, factor = result.q_last[b], searched
-    for _ in range(MAX_REFINEMENTS + 1):
+    for refinement in range(MAX_REFINEMENTS + 1):  # Newton on the margin event
         eq = implicit.equilibrium_at(chart.stand.model, q, chart.free, chart.gravity, _loads(chart, b, factor),
                                      "stable", chart.field)
-        _, per_factor = _own(parameter_catalogue(eq))
-        found = differentiate_items(eq, [margin], [*params, per_factor], mode)
+        # the search's state is short of the event: there only the margin's slope in the load; once a step was
+        # taken, every parameter's (the step usually lands within the target)
+        found = differentiate_items(eq, [margin], [*(params if refinement else []), per_factor], mode)
         if found.reasons[0]:
             return None, found.reasons[0], np.nan
         slope = float(found.derivative[0, -1])
@@ -134,12 +137,14 @@ def _tipping(chart: Chart, result: Capacity, b: int, params: list,
             return None, "the load does not move the centre of pressure toward the tipping edge there", np.nan
         target = EVENT_MARGIN * _edge_length(chart, eq, result.edge[b])
         step = (target - float(found.values[0])) / slope
-        if abs(step) <= 0.5 * abs(target / slope):  # within half the target margin of it
+        if abs(step) <= 0.5 * abs(target / slope) and refinement:  # within half the target margin of it
             return LimitSensitivities(factor, found.parameters[:-1], found.parameter_values[:-1],
                                       -found.derivative[0, :-1] / slope, None), None, factor / searched - 1.0
         q, factor = _standing_at(chart, b, q, factor + step)
         if q is None:
-            return None, "no standing equilibrium between the search's last one and the tipping event", np.nan
+            return None, (f"the load path ends {abs(step) / searched:.2g} (relative) before the centre of pressure "
+                          "reaches the tipping edge (no standing equilibrium there: a limit point first, whose "
+                          "derivative needs the path's null vector)"), np.nan
     return None, "the tipping event was not reached from the search's last standing state", np.nan
 
 
@@ -185,8 +190,9 @@ def _hydraulic_states(chart: Chart, result: Capacity) -> np.ndarray:
     return out
 
 
-def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, unloaded: implicit.Equilibrium,
-               q: np.ndarray, mode: str) -> tuple[LimitSensitivities | None, str | None]:
+def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, per_factor: parameter_table.Parameter,
+               unloaded: implicit.Equilibrium, q: np.ndarray, mode: str) -> tuple[LimitSensitivities | None,
+                                                                                      str | None]:
     if not np.isfinite(result.hydraulic[b]) or result.hydraulic[b] <= 0.0 or not result.cylinder[b]:
         return None, "no cylinder reaches its limit here"
     if np.isnan(q[0]):
@@ -198,9 +204,9 @@ def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, unloaded: i
     held_free = np.array([i for i in chart.free if i not in base], dtype=int)
     factor = float(result.hydraulic[b])
     eq = implicit.equilibrium_at(model, q, held_free, chart.gravity, _loads(chart, b, factor), "stable")
-    _, per_factor = _own(parameter_catalogue(eq))
     effort = next(o for o in output_table.catalogue(model, held_free) if o.kind == "effort" and o.target == coordinate)
-    at_base = differentiate_items(eq, [effort], [*params, per_factor], mode)
+    factors = implicit.factorize(eq)
+    at_base = differentiate_items(eq, [effort], [*params, per_factor], mode, factors)
     if at_base.reasons[0]:
         return None, at_base.reasons[0]
     force = float(at_base.values[0])
@@ -208,7 +214,7 @@ def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, unloaded: i
     if abs(force - limit) > max(10.0 * chart.options.tolerance, 1e-6) * abs(limit):  # the search stops on its factor
         return None, f"its force {force:.6g} N is not at its relief limit {limit:.6g} N"
     # the held base moves with p: dF/dbase (the base's coordinates prescribed) times dbase/dp (standing unloaded)
-    per_base = _effort_per_held(eq, effort, base, mode)
+    per_base = _effort_per_held(eq, factors, effort, base, mode)
     standing = differentiate_items(unloaded, [output_table.Output(name, "joint", int(k), 0)
                                               for name, k in zip(BASE_COORDINATES, base)], params, mode)
     if any(standing.reasons):
@@ -224,13 +230,14 @@ def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, unloaded: i
                               np.concatenate([-d_force, limit_partial]) / slope, None), None
 
 
-def _effort_per_held(eq: implicit.Equilibrium, effort, held: np.ndarray, mode: str) -> np.ndarray:
+def _effort_per_held(eq: implicit.Equilibrium, factors: implicit.Factorized, effort, held: np.ndarray,
+                     mode: str) -> np.ndarray:
     """d(effort)/d(q_j) (len(held),) for prescribed coordinates ``held``: the bordered system's right-hand sides
     [-H[free, j]; -G[rows, j]], the effort's explicit H[k, j]."""
     c, _, _ = output_table.linearization(eq, [effort], [], np.zeros((eq.model.nq, 0)))
     rhs = np.concatenate([-eq.hessian[np.ix_(eq.free, held)], -eq.closure_jacobian[:, held]])
     explicit = eq.hessian[effort.target, held][None]
-    return implicit.derivatives(implicit.factorize(eq), rhs, c, explicit, implicit.choose_mode(mode, len(held), 1))[0]
+    return implicit.derivatives(factors, rhs, c, explicit, implicit.choose_mode(mode, len(held), 1))[0]
 
 
 def _rated(chart: Chart, result: Capacity, b: int, tipping: LimitSensitivities | None,

@@ -5,7 +5,11 @@ most, per step).
 A point is ``{"step", "parameters" (the step's swept values), "machine", "mode", "parameter_values" {name: value},
 "outputs" {name: {"value", "reason", "derivative" {parameter: d output / d parameter or None},
 "change_per_percent" {parameter: 0.01 p dy/dp or None}}}}``, or ``{"step", "parameters", "machine", "error"}``
-where the step has no sensitivities (it did not converge, or its equilibrium could not be differentiated).
+where the step has no sensitivities (it did not converge, or its equilibrium could not be differentiated). A
+capacity chart's outputs (``tipping_load``, ``hydraulic_load``, ``rated_load``, N) join the point of their lift
+point's step; one without sensitivities there has empty ``derivative`` and its reason (its value None where the
+chart has none); ``rated_load`` adds ``governs`` and ``near_switch``, ``tipping_load`` ``search_gap`` (the
+event's factor over the chart search's, minus 1).
 Names carry the machine's prefix (``ex1:arm:boom.mass``).
 """
 
@@ -49,6 +53,9 @@ def csv_rows(section: dict[str, Any]) -> list[list[Any]]:
             rows.append([p["step"], p["machine"], "", "", "", "", "", "", "", p["error"]])
             continue
         for output, o in p["outputs"].items():
+            if not o["derivative"]:  # an output without sensitivities here (a capacity branch): its reason
+                rows.append([p["step"], p["machine"], output, "", "" if o["value"] is None else o["value"], "", "",
+                             "", "", o["reason"] or ""])
             for parameter, derivative in o["derivative"].items():
                 value = p["parameter_values"][parameter]
                 elasticity = (derivative * value / o["value"]
@@ -77,7 +84,7 @@ def ranked(section: dict[str, Any], output: str, top: int,
         o = p["outputs"][output]
         for parameter, change in o["change_per_percent"].items():
             if normalized and change is not None:
-                change = 100.0 * change / o["value"] if o["value"] != 0 else None
+                change = 100.0 * change / o["value"] if o["value"] else None
             changes.setdefault(parameter, [None] * len(points))[k] = change
     size = {name: max((abs(c) for c in row if c is not None), default=-1.0) for name, row in changes.items()}
     order = sorted(changes, key=lambda name: -size[name])[:top]
@@ -86,5 +93,6 @@ def ranked(section: dict[str, Any], output: str, top: int,
 
 def widest_point(section: dict[str, Any], output: str) -> dict[str, Any] | None:
     """The point where ``output`` has the largest |value| (its tornado chart is drawn there), None if none has it."""
-    points = [p for p in section["points"] if "error" not in p and output in p["outputs"]]
+    points = [p for p in section["points"] if "error" not in p and output in p["outputs"]
+              and p["outputs"][output]["value"] is not None and p["outputs"][output]["derivative"]]
     return max(points, key=lambda p: abs(p["outputs"][output]["value"]), default=None)
