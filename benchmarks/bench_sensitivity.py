@@ -12,7 +12,12 @@ at the bucket tip; the output is the boom cylinder's force (``arm:boom_cyl.effor
 The finite differences' largest relative disagreement with the exact derivatives is printed as a sanity check
 (forward differences at a relative step of 1e-6: agreement to ~1e-5 is expected, not better).
 
-    python benchmarks/bench_sensitivity.py [--repeat 5]
+Then the shipped 128-point capacity chart (``scenarios/excavator_capacity.json``): the chart itself (the tipping
+and hydraulic searches, ``solve_chart``) against the whole sensitivity table of its tipping, hydraulic and rated
+loads with respect to every parameter (``chart_points``: the issue's target is within 2x the chart), and the
+finite differences' cost: one chart per parameter (the measured chart time times the parameter count; not run).
+
+    python benchmarks/bench_sensitivity.py [--repeat 5] [--no-chart]
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ MODEL = Path(__file__).resolve().parents[1] / "models" / "shift" / "excavator_hy
 HOLD = ["arm:boom_cyl", "arm:stick_cyl", "arm:bucket_cyl"]
 LOADS = [Load("arm:bucket:tip", force=(0.0, 0.0, -10000.0))]
 OUTPUT = "arm:boom_cyl.effort"
+CHART = Path(__file__).resolve().parents[1] / "scenarios" / "excavator_capacity.json"
 
 
 def best(function, repeat: int) -> float:
@@ -48,6 +54,7 @@ def mass_edited(spec, body: str, delta: float):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-chart", action="store_true", help="leave out the capacity chart")
     args = parser.parse_args()
     model = load_model(MODEL)
     solution = solve(model, hold=HOLD, loads=LOADS)
@@ -80,6 +87,30 @@ def main() -> None:
     print(f"  finite differences (1 solve/param)  {differences * 1e3:9.2f} ms  ({differences / one_solve:.1f}x; "
           f"the solves alone, without recompiling the edited model: {len(result.parameters) * one_solve * 1e3:.1f} ms)")
     print(f"  masses: forward differences vs exact, worst relative {worst:.1e}")
+    if not args.no_chart:
+        chart(max(1, args.repeat // 2))
+
+
+def chart(repeat: int) -> None:
+    """The capacity chart and its whole sensitivity table (see the module docstring)."""
+    import json
+
+    from shiftsim.scenario.capacity_analysis import analysis_spec, solve_chart
+    from shiftsim.scenario.definition import build_scenario
+    from shiftsim.scenario.sensitivity_analysis import chart_points
+
+    scenario = build_scenario(CHART, json.loads(CHART.read_text()))
+    spec = analysis_spec(scenario)
+    solved = solve_chart(scenario, spec)
+    chart_time = best(lambda: solve_chart(scenario, spec), repeat)
+    table_time = best(lambda: chart_points(solved, ["all"], "auto"), repeat)
+    points = chart_points(solved, ["all"], "auto")
+    parameters = max(len(p["rated_load"]["derivative"]) for p in points)
+    rated = sum(1 for p in points if p["rated_load"]["derivative"])
+    print(f"{CHART.name}, {len(points)} lift points, {parameters} parameters, rated-load sensitivities at {rated}")
+    print(f"  the chart (tipping and hydraulic searches)  {chart_time:8.2f} s")
+    print(f"  its whole sensitivity table                 {table_time:8.2f} s  ({table_time / chart_time:.2f}x the chart)")
+    print(f"  finite differences (1 chart/param, est.)    {parameters * chart_time:8.1f} s")
 
 
 if __name__ == "__main__":

@@ -49,8 +49,16 @@ class Output:
 
 
 def catalogue(model: Model, free_coordinates) -> list[Output]:
-    """Every output of the model with these free coordinates (the others are prescribed and have an effort)."""
-    free = {int(k) for k in free_coordinates}
+    """Every output of the model with these free coordinates (the others are prescribed and have an effort; made
+    once per model and free set)."""
+    free = frozenset(int(k) for k in free_coordinates)
+    key = ("sensitivity outputs", free)
+    if key not in model.cache:
+        model.cache[key] = tuple(_catalogue(model, free))
+    return list(model.cache[key])
+
+
+def _catalogue(model: Model, free: frozenset[int]) -> list[Output]:
     out = [Output(name, "joint", k, 0) for k, name in enumerate(model.coordinate_names)]
     out += [Output(f"{name}.{a}", "frame", f, i) for f, name in enumerate(model.frame_names) for i, a in enumerate(AXES)]
     out += [Output(f"{model.joints[c.joint].name}.{w}", "pin", k, i) for k, c in enumerate(model.closures)

@@ -284,8 +284,7 @@ def _frame_block(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam:
             if load.direction == "body":
                 applied = s.rotation[0, node] @ model.frame_offset[frame, :3, :3] @ applied
             force += (omega @ _lever(steps, applied)) * moving[node][:, None]
-    node_a = np.array([c.node_a for c in model.closures], dtype=int)
-    node_b = np.array([c.node_b for c in model.closures], dtype=int)
+    node_a, node_b = _closure_nodes(model)
     for node, k, side in motion.points if motion else ():
         force += side * (omega @ _lever(steps, lam[k, :3])) * moving[node][:, None]
         closure[6 * k: 6 * k + 3] += side * steps
@@ -311,8 +310,19 @@ def _subtree_force(model: Model, s: State, gravity: np.ndarray, loads: tuple, la
             if load.direction == "body":
                 applied = s.rotation[0, node] @ model.frame_offset[frame, :3, :3] @ applied
             total = total + applied
-    crossing = np.array([float(inside[c.node_b]) - float(inside[c.node_a]) for c in model.closures])
+    node_a, node_b = _closure_nodes(model)
+    crossing = inside[node_b].astype(float) - inside[node_a].astype(float)
     return total + crossing @ lam[:, :3] if len(crossing) else total
+
+
+def _closure_nodes(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """Every closure's side-a and side-b node (n_closures,) each (kept on the model)."""
+    cached = model.cache.get("closure_nodes")
+    if cached is None:
+        cached = (np.array([c.node_a for c in model.closures], dtype=int),
+                  np.array([c.node_b for c in model.closures], dtype=int))
+        model.cache["closure_nodes"] = cached
+    return cached
 
 
 def _load_jacobian(model: Model, s: State, load) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
