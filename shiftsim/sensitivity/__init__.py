@@ -5,7 +5,9 @@ laws, loads and gravity.
 ``sensitivity(model_or_solution, of=[...], wrt=[...])`` differentiates the converged equilibrium implicitly
 (``implicit``: one factorization of the bordered stiffness, forward or adjoint mode), with the per-parameter
 partial derivatives of the generalized forces from ``parameters`` and the outputs' from ``outputs`` (a tree joint's
-wrench from ``wrenches``); ``table`` tabulates them (the chart is :mod:`shiftsim.plots.tornado`).
+wrench from ``wrenches``; a standing machine's contacts, tyres, centre of pressure and margin from ``ground``);
+``table`` tabulates them (the chart is :mod:`shiftsim.plots.tornado`). Limit loads: ``limit`` (folds, events),
+``hydraulic``, ``rated``, and ``chart`` for every lift point of a capacity chart.
 docs/sensitivity.md has the names, the method and what has no derivative.
 """
 
