@@ -276,3 +276,33 @@ def test_tyre_and_ground_parameters_move_the_tyre_forces_as_re_evaluated(shift):
     d = dict(zip([p.name for p in parameters], partial.T))
     friction = sum(d[f"tyre_{w}.friction"] for w in ("fl", "fr", "rl", "rr"))
     assert (np.max(np.abs(friction)) > 0.0) == bool(gs.tyre_slipping.any())
+
+
+def test_a_contact_just_lifting_off_says_so_on_every_output():
+    """A fifth contact placed exactly at the ground under the standing box (its compression-only law at its knot):
+    every output names it instead of a number; a millimetre higher it is clear and changes nothing."""
+    from shiftsim.ground.contacts import ContactPoint
+    from shiftsim.ground.stand import Stand
+
+    model, field, loads, solution = stood(0.0)
+    s = state(solution.model, solution.q[None])
+    node = field.contacts[0].node
+    rotation, origin = s.rotation[0, node], s.position[0, node]
+    results = []
+    for height in (0.0, 1e-3):  # world height above the ground of the probe, under the box's middle
+        local = np.array([0.0, 0.0, (height - origin[2]) / rotation[2, 2]])
+        probe = ContactPoint("box:probe", node, local)
+        stand = Stand.build(solution.model, [*field.contacts, probe], field.ground, np.eye(3), np.zeros(3))
+        five = ContactField(stand.contacts, field.ground, field.rotation, field.translation, np.full(5, 1e7),
+                            np.full(5, 1e7), np.vstack([field.anchors, (rotation @ local + origin)[None]]))
+        again = solve(solution.model, hold=["slew"], loads=loads, q_start=solution.q, fields=(five,), options=TIGHT)
+        assert again.converged
+        results.append(sensitivity(again, of=["box:c0.fz", "margin", "base.z"], wrt=["box.mass"], hold=["slew"],
+                                   loads=loads, ground=five))
+    at_knot, clear = results
+    assert all(r and "'box:probe' is just lifting off" in r for r in at_knot.reasons)
+    assert np.all(np.isnan(at_knot.derivative))
+    assert not any(clear.reasons)
+    reference = sensitivity(solution, of=["box:c0.fz", "margin", "base.z"], wrt=["box.mass"], hold=["slew"],
+                            loads=loads, ground=field)
+    np.testing.assert_allclose(clear.derivative, reference.derivative, rtol=1e-9)
