@@ -3,7 +3,8 @@ horizontal bars (red: the output grows with the parameter, blue: it shrinks), dr
 
 :func:`tornado_png` takes plain arrays (the CLI draws a :class:`~shiftsim.sensitivity.Sensitivities` with it);
 :func:`sensitivity_chart` draws a run's results.json ``sensitivity`` section, one panel per output at the step
-where the output is largest.
+where the output is largest (a capacity chart's load: smallest, the lift point its rating quotes), preferring
+steps where it has a derivative.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def tornado_png(parameters: Sequence[str], change: np.ndarray, title: str, axis_
 
 def sensitivity_chart(section: dict[str, Any], dpi: int = 100) -> bytes | None:
     """PNG bytes of one tornado panel per output of a results.json ``sensitivity`` section, each at the step where
-    the output's |value| is largest, ``section["top"]`` bars; None when no step has sensitivities."""
+    the output's |value| is largest (:func:`~shiftsim.sensitivity.document.widest_point`), ``section["top"]`` bars;
+    None when no step has sensitivities."""
     outputs = outputs_of(section)
     if not outputs:
         return None

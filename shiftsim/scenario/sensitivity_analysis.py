@@ -24,6 +24,7 @@ import numpy as np
 from .. import statics
 from ..errors import InputError, Problems, ScenarioError, SolveError, suggest
 from ..sensitivity import document as points
+from ..sensitivity.document import CAPACITY_OUTPUTS
 from ..sensitivity import outputs as output_table
 from ..sensitivity import parameters as parameter_table
 from ..sensitivity import OUTPUT_KINDS, PARAMETER_KINDS, sensitivity
@@ -49,8 +50,6 @@ class SensitivitySpec:
     capacity: dict[str, tuple[str, ...]] = field(default_factory=dict)  # machine -> the chart's outputs asked for
 
 
-CAPACITY_OUTPUTS = ("tipping_load", "hydraulic_load", "rated_load")
-"""A capacity chart's outputs per lift point (N), the kind ``capacity`` naming all three."""
 
 
 @dataclass(frozen=True)

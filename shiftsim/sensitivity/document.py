@@ -91,8 +91,16 @@ def ranked(section: dict[str, Any], output: str, top: int,
     return steps, [(name, changes[name]) for name in order if size[name] >= 0.0]
 
 
+CAPACITY_OUTPUTS = ("tipping_load", "hydraulic_load", "rated_load")
+
+
 def widest_point(section: dict[str, Any], output: str) -> dict[str, Any] | None:
-    """The point where ``output`` has the largest |value| (its tornado chart is drawn there), None if none has it."""
+    """The point its tornado chart is drawn at: where ``output`` has the largest |value| (a capacity chart's load:
+    the smallest, the one a rating quotes), among the points where it has a derivative if any; None if no point
+    has sensitivities of it."""
     points = [p for p in section["points"] if "error" not in p and output in p["outputs"]
               and p["outputs"][output]["value"] is not None and p["outputs"][output]["derivative"]]
+    points = [p for p in points if not p["outputs"][output]["reason"]] or points
+    if output.rpartition(":")[2] in CAPACITY_OUTPUTS:
+        return min(points, key=lambda p: p["outputs"][output]["value"], default=None)
     return max(points, key=lambda p: abs(p["outputs"][output]["value"]), default=None)
