@@ -207,6 +207,7 @@ def test_the_ground_stiffness_moves_the_tipping_load_as_re_solved(stiffness):
     assert np.allclose(ours, reference, rtol=1e-6, atol=0.0), (ours, reference)
 
 
+@pytest.mark.slow
 def test_the_rigid_lifter_on_four_pads_tips_as_its_closed_form():
     """On ground 1e11 N/m stiff (the pads sink micrometres), the box tips about its front pads (x = 1 m) at
     lambda* F b = m_box g a + ... so d(tipping load)/d(box mass) = g a / b with a = 1 m (the box's centre of mass
