@@ -142,6 +142,31 @@ def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None
     """Every parameter of the model and the user loads (``statics.Load``), in a fixed order; ``grounded`` the
     nodes that carry ground contacts or tyres."""
     gravity = model.gravity if gravity is None else np.asarray(gravity, float)
+    key = ("sensitivity parameters", tuple(sorted({model.frame_index(load.frame) for load in loads})),
+           frozenset(grounded))
+    if key not in model.cache:  # the model's own parameters, made once per model, loaded frames and ground
+        model.cache[key] = tuple(_model_parameters(model, loads, grounded))
+    out = list(model.cache[key])
+    for index, load in enumerate(loads):
+        values = (*load.force, *load.torque)
+        out += [Parameter(f"load:{load.frame}.{f}", "load", index, i, float(values[i])) for i, f in enumerate(LOAD_FIELDS)]
+        out.append(Parameter(f"load:{load.frame}.factor", "load", index, "factor", float(load.factor)))
+    out += [Parameter(f"gravity.{a}", "gravity", i, i, float(gravity[i])) for i, a in enumerate(AXES)]
+    names = [p.name for p in out]
+    if len(set(names)) != len(names):  # two loads on one frame: number them
+        seen: dict[str, int] = {}
+        renamed = []
+        for p in out:
+            if names.count(p.name) > 1:
+                seen[p.name] = seen.get(p.name, 0) + 1
+                p = Parameter(p.name.replace("load:", f"load{seen[p.name]}:", 1), p.kind, p.target, p.component, p.value)
+            renamed.append(p)
+        out = renamed
+    return out
+
+
+def _model_parameters(model: Model, loads: tuple, grounded: set[int]) -> list[Parameter]:
+    """The model's own parameters: bodies, pin, mount and load frames, springs, restraint laws."""
     out: list[Parameter] = []
     for body, node in zip(model.body_names[1:], model.body_node[1:]):
         if body == BASE or body.startswith(f"{BASE}."):  # the free base's massless links: no design body
@@ -168,21 +193,6 @@ def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None
                     power = len(coefficients) - 1 - j
                     name = f"{r.name}.c{power}" if len(pieces) == 1 else f"{r.name}.piece{piece}.c{power}"
                     out.append(Parameter(name, kind, index, (piece, power), float(c)))
-    for index, load in enumerate(loads):
-        values = (*load.force, *load.torque)
-        out += [Parameter(f"load:{load.frame}.{f}", "load", index, i, float(values[i])) for i, f in enumerate(LOAD_FIELDS)]
-        out.append(Parameter(f"load:{load.frame}.factor", "load", index, "factor", float(load.factor)))
-    out += [Parameter(f"gravity.{a}", "gravity", i, i, float(gravity[i])) for i, a in enumerate(AXES)]
-    names = [p.name for p in out]
-    if len(set(names)) != len(names):  # two loads on one frame: number them
-        seen: dict[str, int] = {}
-        renamed = []
-        for p in out:
-            if names.count(p.name) > 1:
-                seen[p.name] = seen.get(p.name, 0) + 1
-                p = Parameter(p.name.replace("load:", f"load{seen[p.name]}:", 1), p.kind, p.target, p.component, p.value)
-            renamed.append(p)
-        out = renamed
     return out
 
 
