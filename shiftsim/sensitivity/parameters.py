@@ -37,7 +37,7 @@ from ..forces import pair_distance
 from ..ground.base import BASE
 from ..kinematics import State, point_jacobian
 from ..model import Model
-from ..spatial import cross, skew
+from ..spatial import cross
 from .names import choose
 
 KINDS = ("mass", "com", "frame", "spring", "restraint", "pair", "load", "gravity")
@@ -244,7 +244,7 @@ def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, mu
             force[:, column] = model.node_mass @ com_jacobian[:, :, p.component]
         elif p.kind == "com":  # Q_k = m g . (omega_k x (R c + o) + v_k): d/dc = m R^T (g x omega_k)
             if p.target not in com_blocks:
-                lever = omega @ _lever(s.rotation[0, p.target], gravity)  # (nq, 3)
+                lever = _turned(omega, gravity, s.rotation[0, p.target])  # (nq, 3)
                 com_blocks[p.target] = model.node_mass[p.target] * lever * moving[p.target][:, None]
             force[:, column] = com_blocks[p.target][:, p.component]
         elif p.kind == "spring":
@@ -271,10 +271,10 @@ def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, mu
     return force, closure
 
 
-def _lever(steps: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """(3, 3) with column i = steps[:, i] x f = -f x steps[:, i]: then omega_k . column i = (f x omega_k) .
-    steps[:, i]."""
-    return -skew(f) @ steps
+def _turned(omega: np.ndarray, f: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """(nq, 3): row k, column i = (f x omega_k) . steps[:, i], what translating the point of the force ``f`` by
+    ``steps[:, i]`` changes Q_k by (``omega`` (nq, 3) the coordinates' rotation axes)."""
+    return cross(f, omega) @ steps
 
 
 def _frame_block(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam: np.ndarray, frame: int,
@@ -293,15 +293,15 @@ def _frame_block(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam:
             applied = np.asarray(load.force, float) * load.factor
             if load.direction == "body":
                 applied = s.rotation[0, node] @ model.frame_offset[frame, :3, :3] @ applied
-            force += (omega @ _lever(steps, applied)) * moving[node][:, None]
+            force += _turned(omega, applied, steps) * moving[node][:, None]
     node_a, node_b = _closure_nodes(model)
     for node, k, side in motion.points if motion else ():
-        force += side * (omega @ _lever(steps, lam[k, :3])) * moving[node][:, None]
+        force += side * _turned(omega, lam[k, :3], steps) * moving[node][:, None]
         closure[6 * k: 6 * k + 3] += side * steps
     for root, sign, carries_axis in motion.subtrees if motion else ():
         inside = model.subtree[root]
         above = moving[root] * (model.coordinate_node != root) if carries_axis else moving[root]
-        force += sign * (omega @ _lever(steps, resultant(root))) * above[:, None]
+        force += sign * _turned(omega, resultant(root), steps) * above[:, None]
         crossing = inside[node_b].astype(float) - inside[node_a].astype(float)  # (K,): +1 side b moves, -1 side a
         closure.reshape(-1, 2, 3, 3)[:, 0] += sign * crossing[:, None, None] * steps
     return force, closure
