@@ -131,9 +131,12 @@ def differentiate(eq: implicit.Equilibrium, of, wrt=("all",), mode: str = "auto"
 
 
 def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[parameter_table.Parameter],
-                        mode: str = "auto", factors: implicit.Factorized | None = None) -> Sensitivities:
+                        mode: str = "auto", factors: implicit.Factorized | None = None,
+                        knots: bool = True) -> Sensitivities:
     """:func:`differentiate` for outputs (:class:`.outputs.Output` or :class:`.ground.GroundOutput`) and
-    parameters already chosen; ``factors`` the equilibrium's factorized bordered matrix when the caller has it."""
+    parameters already chosen; ``factors`` the equilibrium's factorized bordered matrix when the caller has it;
+    ``knots`` False gives the one-sided derivatives of the laws' present regime at a knot too (a search that
+    steps off it)."""
     model = eq.model
     partial, closure_partial = parameter_table.force_partials(model, eq.state, eq.gravity, eq.loads,
                                                               eq.closure_multipliers, params)
@@ -156,9 +159,10 @@ def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[param
     chosen = implicit.choose_mode(mode, len(params), len(outs))
     factors = factors or implicit.factorize(eq)
     derivative = implicit.derivatives(factors, implicit.right_hand_sides(eq, partial, closure_partial), c, d, chosen)
-    knots = _knot_reasons(eq) + (ground_terms.knot_reasons(grounded) if grounded is not None else [])
+    at_knots = (_knot_reasons(eq) + (ground_terms.knot_reasons(grounded) if grounded is not None else [])
+                if knots else [])
     general = ("not differentiable: the equilibrium is neutral (its loop-projected stiffness is singular)"
-               if not factors.regular else knots[0] if knots else None)
+               if not factors.regular else at_knots[0] if at_knots else None)
     reasons = [general or r for r in reasons]
     for i, r in enumerate(reasons):
         if r:

@@ -2,14 +2,16 @@
 load's, the hydraulic load's and the rated load's derivatives with respect to the machine's, its loads' and its
 ground's parameters, from the state where each search ended, without re-solving the searches.
 
-* **tipping** (the point's ``event`` is ``tipped``): the machine tips where the centre of pressure reaches the
+* **tipping** (the point's ``event`` is ``lift-off``): the machine tips where the centre of pressure reaches the
   tipping edge: the margin about that edge, m(x(lambda, p), p), reaches 0 (the contacts off the edge lift off
   there). By the implicit function theorem on that event, d lambda*/dp = -(dm/dp) / (dm/d lambda), both total
   derivatives of the standing equilibrium (:mod:`.ground`'s margin output), on the ground field the search stood
-  the machine on. The search's last standing equilibrium ``q_last`` is a few millionths short of the event (it
-  counts a pad carrying less than 1e-6 of the load as lifted off); from there a few Newton steps on the event
-  (one standing solve each) reach it, and the derivative is taken there: the event's factor is the branch's
-  ``factor``, its distance from the search's ``tipping`` the point's ``tipping_gap``.
+  the machine on. The path's last standing equilibrium ``q_last`` is short of the event (within the path's
+  tolerance); from there a few Newton steps on the event (one standing solve each) reach it, and the derivative
+  is taken there: the event's factor is the branch's ``factor``, its distance from the chart's ``tipping`` the
+  point's ``tipping_gap``. Where the path ends at a **limit point** first (the reduced stiffness' lowest
+  eigenvalue reaching zero) the branch says so instead: the envelope theorem (:mod:`.limit`) needs the fold
+  itself, and at ``q_last`` its left null vector is off by the square root of the distance.
 * **hydraulic**: ISO 10567 holds the base where the unloaded machine stands (``q_unloaded``); the limiting
   cylinder's force F reaches its relief limit L (:mod:`.hydraulic`). The equilibrium at the hydraulic factor is
   solved once (base held, one batch for the chart); then d lambda_h/dp = (dL/dp - dF/dp) / (dF/d lambda), where
@@ -116,11 +118,16 @@ PARAMETER_KINDS = (*parameter_table.KINDS, *ground_terms.PARAMETER_KINDS)
 
 def _tipping(chart: Chart, result: Capacity, b: int, params: list, per_factor: parameter_table.Parameter,
              mode: str) -> tuple[LimitSensitivities | None, str | None, float]:
-    if result.event[b] != "tipped" or not all(result.edge[b]):
-        return None, {"never tips": "no downward load tips it: no tipping load",
-                      "not standing": "the machine does not stand unloaded here",
-                      "impossible": "the search ended at an impossible equilibrium before tipping"}.get(
-            result.event[b], "no tipping edge"), np.nan
+    if result.event[b] == "limit point":
+        return None, ("the load path ends at a limit point (the reduced stiffness' lowest eigenvalue reaches "
+                      "zero) before the centre of pressure reaches the tipping edge: the envelope theorem at the "
+                      "path's last state is off by the square root of its distance from the fold (7 % against "
+                      "re-solves on the shipped chart); not given until the fold itself is located"), np.nan
+    if result.event[b] != "lift-off" or not all(result.edge[b]):
+        return None, {"not standing": "the machine does not stand unloaded here",
+                      "path ends": "the load path ended without tipping (" + "; ".join(
+                          v.message() for v in result.ended[b]) + ")"}.get(
+            result.event[b], f"no tipping event ({result.event[b]})"), np.nan
     margin = ground_terms.margin_about(chart.field, result.edge[b])
     searched = float(result.tipping[b])
     q, factor = result.q_last[b], searched
@@ -129,7 +136,8 @@ def _tipping(chart: Chart, result: Capacity, b: int, params: list, per_factor: p
                                      "stable", chart.field)
         # the search's state is short of the event: there only the margin's slope in the load; once a step was
         # taken, every parameter's (the step usually lands within the target)
-        found = differentiate_items(eq, [margin], [*(params if refinement else []), per_factor], mode)
+        found = differentiate_items(eq, [margin], [*(params if refinement else []), per_factor], mode,
+                                    knots=bool(refinement))  # the path's last state may sit on the lift-off knot
         if found.reasons[0]:
             return None, found.reasons[0], np.nan
         slope = float(found.derivative[0, -1])
@@ -161,6 +169,11 @@ def _edge_length(chart: Chart, eq: implicit.Equilibrium, edge: tuple[str, str]) 
     return float(np.linalg.norm(points[b, :2] - points[a, :2]))
 
 
+_SOLVER = st.SolverOptions(max_iterations=30, full_load_iterations=30, load_stepping=False)
+"""A step back from a knot (the path's last state may have its pads off the edge exactly at lift-off) can take
+Newton more iterations than the path's own steps allow."""
+
+
 def _standing_at(chart: Chart, b: int, q: np.ndarray, factor: float) -> tuple[np.ndarray | None, float]:
     """The standing equilibrium (nq,) at ``factor`` from ``q`` (one Newton solve on the search's ground field),
     None where it does not converge stable."""
@@ -168,7 +181,7 @@ def _standing_at(chart: Chart, b: int, q: np.ndarray, factor: float) -> tuple[np
     named = AppliedLoad(chart.load.frame, chart.load.force[one] * factor, chart.load.torque[one] * factor,
                         chart.load.follow)
     solved = solve_grouped(chart.stand.model, q[None], chart.free, chart.gravity[None],
-                           [named, *(take(o, one) for o in chart.others)], chart.options.solver, (chart.field,))
+                           [named, *(take(o, one) for o in chart.others)], _SOLVER, (chart.field,))
     return (solved.q[0] if solved.converged[0] and solved.stable[0] else None), factor
 
 

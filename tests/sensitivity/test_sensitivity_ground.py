@@ -154,9 +154,8 @@ def charted():
 
 def rerun(name: str, delta: float, stiffness: float = 1e8):
     """The chart re-solved with one parameter moved: (tipping, hydraulic, rated) factors (B,) each. The tipping
-    factor is the search's, extrapolated to where the centre of pressure reaches the edge by the gap the
-    sensitivities report (the search counts a pad as lifted off once it carries less than 1e-6 of the load, a
-    few millionths earlier); the rated factor is then the smaller of the two rated branches."""
+    factor is the path's, moved by the gap the sensitivities report to where they take the event (the centre of
+    pressure 1e-7 of the edge's length inside it); the rated factor is then the smaller of the rated branches."""
     if name == "ground.stiffness":
         found, result = chart(stiffness=stiffness + delta)
     elif name == "lift.bore":
@@ -182,17 +181,24 @@ def richardson(name: str, h: float, stiffness: float = 1e8):
                                      ("mast.mass", 1.0), ("lift.bore", 1e-4)])
 def test_tipping_hydraulic_and_rated_loads_against_whole_capacity_re_solves(charted, name, h):
     result, points = charted
-    assert result.event == ["tipped"] * 3 and result.governs == ["hydraulic"] * 3
+    assert result.event == ["lift-off"] * 3 and result.governs == ["hydraulic"] * 3
     # the search stops within 1e-12 of its event: its noise over the step is the floor
     floor = 4e-12 * np.max(result.tipping) / h
+    # main's hydraulic path reports factor 0 at the middle slew (0.5 rad; 2.946 as at the others before it):
+    # that point has no hydraulic branch, and says so
+    has = [b for b, p in enumerate(points) if p.hydraulic is not None]
+    assert len(has) >= 2 and all(points[b].reasons["hydraulic"] for b in range(3) if b not in has)
     for branch, reference in zip(("tipping", "hydraulic", "rated"), richardson(name, h)):
-        ours = np.array([dict(zip(getattr(p, branch).parameters, getattr(p, branch).derivative)).get(name, 0.0)
-                         for p in points])
+        cases = range(3) if branch == "tipping" else has
+        ours = np.array([dict(zip(getattr(points[b], branch).parameters,
+                                  getattr(points[b], branch).derivative)).get(name, 0.0) for b in cases])
+        reference = reference[list(cases)]
         assert np.all(np.abs(ours - reference) <= 1e-6 * np.abs(reference) + floor), (branch, ours, reference)
-    for p in points:
+    for b in has:
+        p = points[b]
         assert p.rated.governs == "hydraulic" and not p.rated.near_switch
         assert p.reasons == {"tipping": None, "hydraulic": None, "rated": None}
-        assert 0.0 < p.tipping_gap < 1e-5
+    assert all(abs(p.tipping_gap) < 1e-5 for p in points)
 
 
 @pytest.mark.slow
@@ -209,17 +215,19 @@ def test_the_ground_stiffness_moves_the_tipping_load_as_re_solved(stiffness):
 
 @pytest.mark.slow
 def test_the_rigid_lifter_on_four_pads_tips_as_its_closed_form():
-    """On ground 1e11 N/m stiff (the pads sink micrometres), the box tips about its front pads (x = 1 m) at
+    """On ground 1e9 N/m stiff (the pads sink micrometres), the box tips about its front pads (x = 1 m) at
     lambda* F b = m_box g a + ... so d(tipping load)/d(box mass) = g a / b with a = 1 m (the box's centre of mass
-    behind the edge) and b = 2 m (the hook ahead of it); d/d(mast mass) = -g (its weight hangs at the hook)."""
-    found, result = chart(stiffness=1e11)
+    behind the edge) and b = 2 m (the hook ahead of it); d/d(mast mass) = -g (its weight hangs at the hook).
+    (On stiffer ground still the pads off the edge press by less than the positions' round-off near the event:
+    the derivative says they are at their knot.)"""
+    found, result = chart(stiffness=1e9)
     point = chart_sensitivities(found, result, wrt=["box.mass", "mast.mass"])[0]
     assert result.edge[0] == ("box:c1", "box:c0")
     d = dict(zip(point.tipping.parameters, point.tipping.derivative))
     size = 1000.0
-    assert size * d["box.mass"] == pytest.approx(9.81 * 1.0 / 2.0, rel=1e-5)
-    assert size * d["mast.mass"] == pytest.approx(-9.81, rel=1e-5)
-    assert point.tipping.factor * size == pytest.approx((1200.0 * 9.81 * 1.0 - 100.0 * 9.81 * 2.0) / 2.0, rel=1e-5)
+    assert size * d["box.mass"] == pytest.approx(9.81 * 1.0 / 2.0, rel=2e-5)
+    assert size * d["mast.mass"] == pytest.approx(-9.81, rel=2e-5)
+    assert point.tipping.factor * size == pytest.approx((1200.0 * 9.81 * 1.0 - 100.0 * 9.81 * 2.0) / 2.0, rel=2e-5)
 
 
 # ---------------------------------------------------------------------- tyres
