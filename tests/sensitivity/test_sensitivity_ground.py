@@ -107,7 +107,7 @@ def test_every_ground_parameter_and_output_kind_against_finite_differences(sidew
         for kind in (slice(0, 12), slice(12, 15), slice(15, 18)):
             scale = max(float(np.max(np.abs(reference[kind]))), 1e-12)
             assert np.max(np.abs(result.derivative[kind, j] - reference[kind])) <= 1e-6 * scale, (name, kind)
-    if sideways:  # the slipping pads' friction moves the forces; the per-group ones add up to the ground's
+    if sideways:  # the slipping pads' friction moves the forces
         d = dict(zip(result.parameters, result.derivative.T))
         assert np.max(np.abs(d["ground.friction"][:12])) > 100.0
 
