@@ -66,3 +66,22 @@ def test_pivoted_rank_fails_cleanly():
     order = np.zeros(9, np.int64)
     rank, failures = fails_cleanly_at_every_allocation(lambda: core.pivoted_rank(a, 1e-9, order))
     assert failures == 1 and rank == np.linalg.matrix_rank(a) == 6
+
+
+def test_the_other_entry_points_fail_cleanly_at_every_allocation(four_bar):
+    """Closure rows, force terms, joint loads and loop assembly: each opens its own workspace, and a failure to get
+    it is a MemoryError naming the model's size (the helper checks the message) that leaves nothing."""
+    from shiftsim.forces import gravity_and_world_forces
+    from shiftsim.kinematics import assemble, closure_jacobian
+    from shiftsim.solution import joint_load_arrays
+
+    solved = solve(four_bar)
+    s = state(four_bar, four_bar.q0[None])
+    opened = four_bar.q0 + 0.05
+    for call in (lambda: closure_jacobian(four_bar, s),
+                 lambda: gravity_and_world_forces(four_bar, s, four_bar.gravity[None], []).stiffness,
+                 lambda: joint_load_arrays(four_bar, solved.q, solved.multipliers, four_bar.gravity, [])[2],
+                 lambda: assemble(four_bar, opened).q):
+        reference = call()
+        result, failures = fails_cleanly_at_every_allocation(call)
+        assert failures == allocations(call) >= 1 and np.array_equal(result, reference)

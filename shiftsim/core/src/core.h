@@ -135,9 +135,9 @@ void closure_force_stiffness(Workspace *w, const Model *model, const State *s, c
  * (J, 3, 3), effort (nq); loads as in applied_loads (following ones in frame axes), extra world point forces
  * (count) such as ground contacts, closure multipliers (6 K). */
 void joint_loads(Workspace *w, const Model *model, const State *s, const double *multipliers, const double *gravity,
-                 int64_t n_loads, const int64_t *frames, const double *forces, const double *torques, const int64_t *follow,
-                 int64_t count, const int64_t *point_node, const double *point, const double *force,
-                 double *wrench_world, double *rotation, double *effort);
+                 int64_t n_loads, const int64_t *frames, const double *forces, const double *torques,
+                 const int64_t *follow, int64_t count, const int64_t *point_node, const double *point,
+                 const double *force, double *wrench_world, double *rotation, double *effort);
 
 /* linear algebra on small dense matrices (linalg.c) */
 bool is_positive_definite(Workspace *w, int64_t n, const double *a, double shift);

@@ -32,9 +32,9 @@ static void add(double *wrench, int64_t node, const double *point, const double 
  * with their frame), extra point forces (count: point_node, point, force (count, 3), e.g. ground contacts),
  * pair springs on both of their frames, closure wrenches (multipliers (6 K)) on both sides of every loop. */
 static void external_wrenches(Workspace *w, const Model *model, const State *s, const double *multipliers,
-                              const double *gravity, int64_t n_loads, const int64_t *frames, const double *forces, const double *torques,
-                              const int64_t *follow, int64_t count, const int64_t *point_node, const double *point,
-                              const double *force, double *wrench) {
+                              const double *gravity, int64_t n_loads, const int64_t *frames, const double *forces,
+                              const double *torques, const int64_t *follow, int64_t count, const int64_t *point_node,
+                              const double *point, const double *force, double *wrench) {
     int64_t n = model->n_nodes, nq = model->nq;
     size_t mark = ws_mark(w);
     memset(wrench, 0, sizeof(double) * (size_t)(6 * n));
@@ -93,15 +93,15 @@ static void external_wrenches(Workspace *w, const Model *model, const State *s, 
     ws_release(w, mark);
 }
 
-void joint_loads(Workspace *w, const Model *model, const State *s, const double *multipliers, const double *gravity, int64_t n_loads,
-                 const int64_t *frames, const double *forces, const double *torques, const int64_t *follow,
-                 int64_t count, const int64_t *point_node, const double *point, const double *force,
-                 double *wrench_world, double *rotation, double *effort) {
+void joint_loads(Workspace *w, const Model *model, const State *s, const double *multipliers, const double *gravity,
+                 int64_t n_loads, const int64_t *frames, const double *forces, const double *torques,
+                 const int64_t *follow, int64_t count, const int64_t *point_node, const double *point,
+                 const double *force, double *wrench_world, double *rotation, double *effort) {
     int64_t n = model->n_nodes;
     size_t mark = ws_mark(w);
     double *subtree = ws_doubles(w, 6 * n);
-    external_wrenches(w, model, s, multipliers, gravity, n_loads, frames, forces, torques, follow, count, point_node, point,
-                      force, subtree);
+    external_wrenches(w, model, s, multipliers, gravity, n_loads, frames, forces, torques, follow, count, point_node,
+                      point, force, subtree);
     for (int64_t i = n - 1; i > 0; i--) /* subtree sums, about the world origin */
         for (int c = 0; c < 6; c++) subtree[6 * model->parent[i] + c] += subtree[6 * i + c];
     for (int64_t k = 0; k < model->nq; k++) {

@@ -853,8 +853,9 @@ static int stability(const Context *x, const Evaluation *tree_or_dense, double *
     int64_t nf = x->p->nf, r;
     *count = 0;
     double floor_ = stiffness_floor(x, tree_or_dense);
-    if (x->tree && is_tree_positive_definite(x, tree_or_dense, -floor_)) return STABLE; /* else written out: directions */
-    if (x->tree && nf > WRITTEN_OUT_UP_TO) return is_tree_positive_definite(x, tree_or_dense, floor_) ? NEUTRAL : UNSTABLE;
+    if (x->tree && is_tree_positive_definite(x, tree_or_dense, -floor_)) return STABLE; /* else: written out */
+    if (x->tree && nf > WRITTEN_OUT_UP_TO)
+        return is_tree_positive_definite(x, tree_or_dense, floor_) ? NEUTRAL : UNSTABLE;
     size_t mark = ws_mark(x->w);
     Evaluation dense = written_out(x, tree_or_dense), *e = &dense;
     double *z = basis(x, e, &r), *reduced = reduced_stiffness(x, e, z, r, 1);
