@@ -151,3 +151,13 @@ def test_a_folder_of_an_earlier_version_loads_from_its_results_json(tmp_path, ca
     assert list(now) == earlier.keys()
     for key in earlier:
         np.testing.assert_array_equal(now[key], earlier[key])
+
+
+def test_a_store_folder_holding_other_files_is_refused_before_solving(tmp_path, capsys):
+    path = write_scenario(tmp_path, beam_scenario())
+    (tmp_path / "out" / "values").mkdir(parents=True)
+    (tmp_path / "out" / "values" / "mine.txt").write_text("keep")
+    code, _, err = run_cli(capsys, "run", path, "-o", tmp_path / "out", "--force")
+    assert code == 2 and "values: is not a results store's part folder" in err
+    assert (tmp_path / "out" / "values" / "mine.txt").read_text() == "keep"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["values"]
