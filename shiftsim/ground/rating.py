@@ -107,6 +107,9 @@ class Capacity:
       (0 where not standing);
     * ``null_vector`` (B, nq): at a limit point, the reduced stiffness' eigenvector of its smallest eigenvalue
       as a change of all coordinates (unit norm; nan elsewhere);
+    * ``stiffness_check`` (B,): at a limit point, the lowest eigenvalue of the reduced stiffness by central
+      differences of the residual over the unloaded one (the self-check of a limit point: above
+      ``LIMIT_CHECK`` the point is invalid; nan elsewhere);
     * ``hydraulic_event`` (B,): ``cylinder limit <joint>`` where the hydraulic path ended at a cylinder's limit;
     * ``steps``, ``trials`` (B,): accepted steps and solves on each standing path."""
 
@@ -127,6 +130,7 @@ class Capacity:
     event: list[str]
     event_factor: np.ndarray
     null_vector: np.ndarray
+    stiffness_check: np.ndarray
     hydraulic_event: list[str]
     steps: np.ndarray
     trials: np.ndarray
@@ -138,7 +142,8 @@ class _Tipping:
     factor ``at_event`` (the zero of its function where located, else ``lo``), the
     watched tipping ``edge`` (B, 2) contact indices ((0, 0): none), the ``event`` that ended it, ``ended`` why
     a path ended without tipping, ``null_vector`` (B, nq) at a limit point (nan elsewhere), ``steps`` (B,)
-    accepted steps and ``trials`` (B,) solves of each case."""
+    accepted steps and ``trials`` (B,) solves of each case; ``differences`` (B,): at a limit point, the lowest
+    eigenvalue ratio with the stiffness by central differences (:class:`.path.LoadPath`)."""
 
     lo: np.ndarray
     hi: np.ndarray
@@ -148,11 +153,14 @@ class _Tipping:
     event: list[str]
     ended: list[list[Violation]]
     null_vector: np.ndarray
+    differences: np.ndarray
     steps: np.ndarray
     trials: np.ndarray
 
 
 LIFT_OFF, PATH_ENDS, NOT_STANDING = "lift-off", "path ends", "not standing"
+LIMIT_CHECK = 0.01  # a limit point whose lowest eigenvalue by central differences keeps more of its unloaded one
+# than this is invalid (at a fold located to 1e-6 on the load, the eigenvalue keeps about sqrt(1e-6) of it)
 EVENTS = (LIFT_OFF, LIFT_OFF, PATH_ENDS, LIMIT_POINT)  # the standing path's event functions, in this order
 # (path.Events): the tipping margin (m), the ground's vertical reaction over the unloaded machine's (the whole machine
 # lifted off), the headroom to an impossible equilibrium (.validity.assess) and the lowest eigenvalue of the reduced
@@ -296,7 +304,8 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
     _, edge, _ = _watch(stand, field_, path.q, watched, rings, np.arange(batch))  # the edge where the path ended
     tipping = _Tipping(np.where(standing, path.lo, 0.0), np.where(standing, path.hi, 0.0),
                        np.where(standing, followed.at_event, 0.0), path.q, edge, event, ended, followed.null_vector,
-                       path.steps, path.trials)
+                       np.where([e == LIMIT_POINT for e in event], followed.differences, np.nan), path.steps,
+                       path.trials)
     seats = 1 if len(stand.base) < len(free) else 0
     return tipping, first.q, unloaded_impossible, 1 + seats + followed.solves
 
@@ -381,6 +390,11 @@ def capacity(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.nd
             invalid[b].append(Violation("", "the hydraulic search failed (no equilibrium with the base held on the "
                                             "way to a cylinder's force limit)", np.nan))
     balance = _self_check(stand, s, gravity, load, others, options, invalid)
+    for b in np.flatnonzero(np.isfinite(s.differences)):
+        if not abs(s.differences[b]) <= LIMIT_CHECK:
+            invalid[b].append(Violation("", f"fails its self-check: at the limit point the stiffness by central "
+                                            f"differences of the residual keeps {s.differences[b]:.3g} of its unloaded "
+                                            f"lowest eigenvalue (at most {LIMIT_CHECK:g} at a real one)", np.nan))
     tipping_rated = options.tipping_fraction * lo
     hydraulic_rated = options.hydraulic_fraction * hydraulic
     rated = np.minimum(tipping_rated, hydraulic_rated)
@@ -398,7 +412,7 @@ def capacity(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.nd
     size = float(np.linalg.norm(load.force[0]))
     hydraulic_event = [cylinder_limit(limiting[b]) if np.isfinite(hydraulic[b]) else "" for b in range(batch)]
     return Capacity(size, lo, s.hi, edges, hydraulic, limiting, rated, governs, solves + more, q_unloaded, balance,
-                    ended, invalid, s.q_lo.copy(), s.event, s.at_event, s.null_vector, hydraulic_event, s.steps,
+                    ended, invalid, s.q_lo.copy(), s.event, s.at_event, s.null_vector, s.differences, hydraulic_event, s.steps,
                     s.trials)
 
 
