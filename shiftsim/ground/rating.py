@@ -295,11 +295,11 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
             ended.append([])
         elif not np.isfinite(path.hi[b]):
             event.append(PATH_ENDS)
-            ended.append([Violation("", f"reaches the search bound ({options.bound:g} times the machine's weight) "
+            ended.append([Violation("", f"the search bound ({options.bound:g} times the machine's weight) is reached "
                                         "standing", np.nan)])
         else:
             event.append(PATH_ENDS)
-            ended.append([Violation("", "has no acceptable equilibrium beyond it: " + (path.why[b] or "none found"),
+            ended.append([Violation("", "no acceptable equilibrium beyond it (" + (path.why[b] or "none found") + ")",
                                     np.nan)])
     _, edge, _ = _watch(stand, field_, path.q, watched, rings, np.arange(batch))  # the edge where the path ended
     tipping = _Tipping(np.where(standing, path.lo, 0.0), np.where(standing, path.hi, 0.0),
@@ -401,9 +401,9 @@ def capacity(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.nd
     governs = ["tipping" if t <= h else "hydraulic" for t, h in zip(tipping_rated, hydraulic_rated)]
     for b in range(batch):
         if ended[b] and governs[b] == "tipping" and not invalid[b]:
-            invalid[b].append(Violation("", f"does not tip below factor {lo[b]:.6g}, where its path "
+            invalid[b].append(Violation("", f"does not tip below factor {lo[b]:.6g} (its path ends: "
                                             + "; ".join(v.message() for v in ended[b])
-                                        + ": no tipping load to rate", np.nan))
+                                        + "): no tipping load to rate", np.nan))
         if invalid[b]:
             rated[b], governs[b] = np.nan, "invalid"
     names = stand.field(q_start[0]).names
