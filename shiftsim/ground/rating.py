@@ -204,30 +204,33 @@ def _watch(stand: Stand, field_, q: np.ndarray, edge: np.ndarray, rings: dict[tu
     return np.where(np.isfinite(cop[:, 0]), distance, np.nan), edge, c.forces[..., 2]
 
 
-def _rigid_prediction(stand: Stand, field_, q: np.ndarray, load: AppliedLoad) -> tuple[np.ndarray, np.ndarray]:
+def _rigid_prediction(stand: Stand, field_, q: np.ndarray, load: AppliedLoad,
+                      rings: dict[tuple[int, tuple[bool, ...]], tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
     """Per case the factor at which the machine would tip if it were rigid, and the edge it would tip over:
     the moment balance of the ground reaction and the added vertical load about every edge of the support
     polygon, the edge reached first (a load pressing down outside an edge, or pulling up inside one). (B,)
-    factors (inf: never), (B, 2) contact indices ((0, 0): none). The first step of each path is half of it."""
-    prints, points, _ = stand.footprints(field_, q)
-    s = state(stand.model, q)
-    _, at = frame_point(stand.model, s, load.frame)
+    factors (inf: never), (B, 2) contact indices ((0, 0): none). The first step of each path is half of it.
+    ``rings``: the polygons :func:`_watch` found at ``q`` (B, nq)."""
+    c = field_.evaluate(state(stand.model, q))
+    cop, loaded = centres_of_pressure(c.points, c.forces)
+    carried = c.forces[..., 2].sum(axis=1)
+    _, at = frame_point(stand.model, state(stand.model, q), load.frame)
     at = at @ stand.rotation.T + stand.translation
     down = -(load.force @ stand.rotation.T)[:, 2]  # vertical load per unit factor, N (positive downward)
-    factor, edges = np.full(len(prints), np.inf), np.zeros((len(prints), 2), dtype=int)
-    for b, p in enumerate(prints):
-        ring = p.polygon
-        if len(ring) < 3 or down[b] == 0.0:
+    factor, edges = np.full(len(q), np.inf), np.zeros((len(q), 2), dtype=int)
+    for b in range(len(q)):
+        ring = list(rings[(b, tuple(loaded[b].tolist()))])
+        if len(ring) < 3 or down[b] == 0.0 or not np.isfinite(cop[b, 0]):
             continue
         for i, j in zip(ring, ring[1:] + ring[:1]):
-            e = points[b, j, :2] - points[b, i, :2]
+            e = c.points[b, j, :2] - c.points[b, i, :2]
 
             def inside(x: np.ndarray) -> float:
-                return float(e[0] * (x[1] - points[b, i, 1]) - e[1] * (x[0] - points[b, i, 0])) / float(np.linalg.norm(e))
+                return float(e[0] * (x[1] - c.points[b, i, 1]) - e[1] * (x[0] - c.points[b, i, 0])) / float(np.linalg.norm(e))
 
             d_load = inside(at[b, :2])
             if down[b] * d_load < 0.0:
-                candidate = p.force[2] * inside(p.centre_of_pressure[:2]) / (down[b] * -d_load)
+                candidate = carried[b] * inside(cop[b, :2]) / (down[b] * -d_load)
                 if candidate < factor[b]:
                     factor[b], edges[b] = candidate, (i, j)
     return factor, edges
@@ -255,12 +258,13 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
     settled = replace(options.solver, seek_stable=True)
     seated = stand.seat(q_start, free, grav, unloaded, settled)
     first = solve_grouped(model, seated, free, grav, unloaded, settled, (field_,))
-    rigid, edge = _rigid_prediction(stand, field_, first.q, load)
+    rings: dict[tuple[int, tuple[bool, ...]], tuple[int, ...]] = {}
+    start_margin, watched, normal = _watch(stand, field_, first.q, np.zeros((batch, 2), dtype=int), rings,
+                                           np.arange(batch))
+    rigid, edge = _rigid_prediction(stand, field_, first.q, load, rings)
+    watched = np.where((watched == 0).all(axis=1)[:, None], edge, watched)
     unloaded_impossible = violations(stand, field_, first.q, options.limits)
     bound = _bound(stand.model, gravity, load, options)
-    watched = edge.copy()
-    rings: dict[tuple[int, tuple[bool, ...]], tuple[int, ...]] = {}
-    start_margin, _, normal = _watch(stand, field_, first.q, watched, rings, np.arange(batch))
     unloaded_reaction = np.maximum(normal.sum(axis=1), 1e-300)
 
     def watch(cases: np.ndarray, factors: np.ndarray, result) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
