@@ -79,14 +79,20 @@ class Reduced:
     tangent: np.ndarray
 
 
+DIFFERENCES = st.SolverOptions(finite_difference_stiffness=True)
+
+
 def reduced(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
-            loads_next: list[AppliedLoad] | None = None, fields: tuple = (), rows: np.ndarray | None = None) -> Reduced:
+            loads_next: list[AppliedLoad] | None = None, fields: tuple = (), rows: np.ndarray | None = None,
+            differences: bool = False) -> Reduced:
     """:class:`Reduced` at ``q`` (nq,) under ``gravity`` (3,) and ``loads`` (one case each); ``loads_next``: the
     same with the factor one more (their difference is the load per unit factor; None: no tangent, nan). One
-    or two evaluations of the solver's own residual and stiffness (:func:`shiftsim.statics.evaluate`)."""
-    e = st.evaluate(model, q, free, gravity, loads, rows=rows, fields=fields)
-    per_factor = None if loads_next is None else \
-        st.evaluate(model, q, free, gravity, loads_next, rows=rows, fields=fields).q_force_reduced - e.q_force_reduced
+    or two evaluations of the solver's own residual and stiffness (:func:`shiftsim.statics.evaluate`);
+    ``differences``: the stiffness by central differences of the residual instead of the analytic one."""
+    options = DIFFERENCES if differences else st.SolverOptions()
+    e = st.evaluate(model, q, free, gravity, loads, rows=rows, fields=fields, options=options)
+    per_factor = None if loads_next is None else st.evaluate(
+        model, q, free, gravity, loads_next, rows=rows, fields=fields, options=options).q_force_reduced - e.q_force_reduced
     k = 0.5 * (e.hessian + e.hessian.T)
     g = e.closure_jacobian
     nf, m = k.shape[0], g.shape[0]
@@ -329,12 +335,15 @@ class LoadPath:
     """Paths of a load factor (:func:`load_path`): ``path`` (:class:`Path`; its last event function is the
     reduced stiffness' lowest eigenvalue over the unloaded one, ``limit point``), ``null_vector`` (B, nq) at a
     limit point (nan elsewhere), ``at_event`` (B,) the event's factor (the zero of its function where located,
-    else ``path.lo``) and ``solves`` batched solves (the paths' and one of the unloaded machine)."""
+    else ``path.lo``), ``solves`` batched solves (the paths' and one of the unloaded machine) and
+    ``differences`` (B,) at a limit point the same ratio with the stiffness by central differences of the
+    residual (a second algorithm: near zero where the limit point is real; nan elsewhere)."""
 
     path: Path
     null_vector: np.ndarray
     at_event: np.ndarray
     solves: int
+    differences: np.ndarray
 
 
 def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarray, load: AppliedLoad,
@@ -357,10 +366,11 @@ def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarra
     def loads(cases: np.ndarray, factors: np.ndarray) -> list[AppliedLoad]:
         return factored(load, others, cases, factors)
 
-    def reduced_at(b: int, q: np.ndarray, factor: float, tangent: bool = False) -> Reduced:
+    def reduced_at(b: int, q: np.ndarray, factor: float, tangent: bool = False, differences: bool = False) -> Reduced:
         one = np.array([b])
         return reduced(model, q, free, gravity[b], loads(one, np.array([factor])),
-                       loads(one, np.array([factor + 1.0])) if tangent else None, fields, np.array(rows[b], dtype=int))
+                       loads(one, np.array([factor + 1.0])) if tangent else None, fields, np.array(rows[b], dtype=int),
+                       differences)
 
     def observe(cases: np.ndarray, factors: np.ndarray, result: Equilibria, careful: np.ndarray) -> Trial:
         """The caller's events and the stiffness ratio: evaluated where the solver's verdict is not stable, where
@@ -393,8 +403,10 @@ def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarra
     events = Events(("",) * own + (LIMIT_POINT,) * int(stiffness), (False,) * own + (True,) * int(stiffness))
     path = follow(steps, first.q, start, events, np.ones(batch) if first_step is None else first_step,
                   np.full(batch, np.inf) if bound is None else bound, tangent0, sizes(model, first.q), options)
-    null = np.full((batch, model.nq), np.nan)
+    null, differences = np.full((batch, model.nq), np.nan), np.full(batch, np.nan)
     for b in np.flatnonzero(stiffness & (path.event == own)):
         null[b] = reduced_at(b, path.q[b], path.lo[b]).null_vector
+        differences[b] = (reduced_at(b, path.q[b], path.lo[b], differences=True).lowest
+                          / reduced_at(b, first.q[b], 0.0, differences=True).lowest)
     at_zero = np.array([where in ("extrapolated", "crossed") for where in path.located])
-    return LoadPath(path, null, np.where(at_zero, path.hi, path.lo), 1 + path.solves)
+    return LoadPath(path, null, np.where(at_zero, path.hi, path.lo), 1 + path.solves, differences)

@@ -107,6 +107,9 @@ class Capacity:
       (0 where not standing);
     * ``null_vector`` (B, nq): at a limit point, the reduced stiffness' eigenvector of its smallest eigenvalue
       as a change of all coordinates (unit norm; nan elsewhere);
+    * ``stiffness_check`` (B,): at a limit point, the lowest eigenvalue of the reduced stiffness by central
+      differences of the residual over the unloaded one (the self-check of a limit point: above
+      ``LIMIT_CHECK`` the point is invalid; nan elsewhere);
     * ``hydraulic_event`` (B,): ``cylinder limit <joint>`` where the hydraulic path ended at a cylinder's limit;
     * ``steps``, ``trials`` (B,): accepted steps and solves on each standing path."""
 
@@ -127,6 +130,7 @@ class Capacity:
     event: list[str]
     event_factor: np.ndarray
     null_vector: np.ndarray
+    stiffness_check: np.ndarray
     hydraulic_event: list[str]
     steps: np.ndarray
     trials: np.ndarray
@@ -138,7 +142,8 @@ class _Tipping:
     factor ``at_event`` (the zero of its function where located, else ``lo``), the
     watched tipping ``edge`` (B, 2) contact indices ((0, 0): none), the ``event`` that ended it, ``ended`` why
     a path ended without tipping, ``null_vector`` (B, nq) at a limit point (nan elsewhere), ``steps`` (B,)
-    accepted steps and ``trials`` (B,) solves of each case."""
+    accepted steps and ``trials`` (B,) solves of each case; ``differences`` (B,): at a limit point, the lowest
+    eigenvalue ratio with the stiffness by central differences (:class:`.path.LoadPath`)."""
 
     lo: np.ndarray
     hi: np.ndarray
@@ -148,11 +153,14 @@ class _Tipping:
     event: list[str]
     ended: list[list[Violation]]
     null_vector: np.ndarray
+    differences: np.ndarray
     steps: np.ndarray
     trials: np.ndarray
 
 
 LIFT_OFF, PATH_ENDS, NOT_STANDING = "lift-off", "path ends", "not standing"
+LIMIT_CHECK = 0.01  # a limit point whose lowest eigenvalue by central differences keeps more of its unloaded one
+# than this is invalid (at a fold located to 1e-6 on the load, the eigenvalue keeps about sqrt(1e-6) of it)
 EVENTS = (LIFT_OFF, LIFT_OFF, PATH_ENDS, LIMIT_POINT)  # the standing path's event functions, in this order
 # (path.Events): the tipping margin (m), the ground's vertical reaction over the unloaded machine's (the whole machine
 # lifted off), the headroom to an impossible equilibrium (.validity.assess) and the lowest eigenvalue of the reduced
@@ -196,30 +204,33 @@ def _watch(stand: Stand, field_, q: np.ndarray, edge: np.ndarray, rings: dict[tu
     return np.where(np.isfinite(cop[:, 0]), distance, np.nan), edge, c.forces[..., 2]
 
 
-def _rigid_prediction(stand: Stand, field_, q: np.ndarray, load: AppliedLoad) -> tuple[np.ndarray, np.ndarray]:
+def _rigid_prediction(stand: Stand, field_, q: np.ndarray, load: AppliedLoad,
+                      rings: dict[tuple[int, tuple[bool, ...]], tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
     """Per case the factor at which the machine would tip if it were rigid, and the edge it would tip over:
     the moment balance of the ground reaction and the added vertical load about every edge of the support
     polygon, the edge reached first (a load pressing down outside an edge, or pulling up inside one). (B,)
-    factors (inf: never), (B, 2) contact indices ((0, 0): none). The first step of each path is half of it."""
-    prints, points, _ = stand.footprints(field_, q)
-    s = state(stand.model, q)
-    _, at = frame_point(stand.model, s, load.frame)
+    factors (inf: never), (B, 2) contact indices ((0, 0): none). The first step of each path is half of it.
+    ``rings``: the polygons :func:`_watch` found at ``q`` (B, nq)."""
+    c = field_.evaluate(state(stand.model, q))
+    cop, loaded = centres_of_pressure(c.points, c.forces)
+    carried = c.forces[..., 2].sum(axis=1)
+    _, at = frame_point(stand.model, state(stand.model, q), load.frame)
     at = at @ stand.rotation.T + stand.translation
     down = -(load.force @ stand.rotation.T)[:, 2]  # vertical load per unit factor, N (positive downward)
-    factor, edges = np.full(len(prints), np.inf), np.zeros((len(prints), 2), dtype=int)
-    for b, p in enumerate(prints):
-        ring = p.polygon
-        if len(ring) < 3 or down[b] == 0.0:
+    factor, edges = np.full(len(q), np.inf), np.zeros((len(q), 2), dtype=int)
+    for b in range(len(q)):
+        ring = list(rings[(b, tuple(loaded[b].tolist()))])
+        if len(ring) < 3 or down[b] == 0.0 or not np.isfinite(cop[b, 0]):
             continue
         for i, j in zip(ring, ring[1:] + ring[:1]):
-            e = points[b, j, :2] - points[b, i, :2]
+            e = c.points[b, j, :2] - c.points[b, i, :2]
 
             def inside(x: np.ndarray) -> float:
-                return float(e[0] * (x[1] - points[b, i, 1]) - e[1] * (x[0] - points[b, i, 0])) / float(np.linalg.norm(e))
+                return float(e[0] * (x[1] - c.points[b, i, 1]) - e[1] * (x[0] - c.points[b, i, 0])) / float(np.linalg.norm(e))
 
             d_load = inside(at[b, :2])
             if down[b] * d_load < 0.0:
-                candidate = p.force[2] * inside(p.centre_of_pressure[:2]) / (down[b] * -d_load)
+                candidate = carried[b] * inside(cop[b, :2]) / (down[b] * -d_load)
                 if candidate < factor[b]:
                     factor[b], edges[b] = candidate, (i, j)
     return factor, edges
@@ -247,12 +258,13 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
     settled = replace(options.solver, seek_stable=True)
     seated = stand.seat(q_start, free, grav, unloaded, settled)
     first = solve_grouped(model, seated, free, grav, unloaded, settled, (field_,))
-    rigid, edge = _rigid_prediction(stand, field_, first.q, load)
+    rings: dict[tuple[int, tuple[bool, ...]], tuple[int, ...]] = {}
+    start_margin, watched, normal = _watch(stand, field_, first.q, np.zeros((batch, 2), dtype=int), rings,
+                                           np.arange(batch))
+    rigid, edge = _rigid_prediction(stand, field_, first.q, load, rings)
+    watched = np.where((watched == 0).all(axis=1)[:, None], edge, watched)
     unloaded_impossible = violations(stand, field_, first.q, options.limits)
     bound = _bound(stand.model, gravity, load, options)
-    watched = edge.copy()
-    rings: dict[tuple[int, tuple[bool, ...]], tuple[int, ...]] = {}
-    start_margin, _, normal = _watch(stand, field_, first.q, watched, rings, np.arange(batch))
     unloaded_reaction = np.maximum(normal.sum(axis=1), 1e-300)
 
     def watch(cases: np.ndarray, factors: np.ndarray, result) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
@@ -287,16 +299,17 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
             ended.append([])
         elif not np.isfinite(path.hi[b]):
             event.append(PATH_ENDS)
-            ended.append([Violation("", f"reaches the search bound ({options.bound:g} times the machine's weight) "
+            ended.append([Violation("", f"the search bound ({options.bound:g} times the machine's weight) is reached "
                                         "standing", np.nan)])
         else:
             event.append(PATH_ENDS)
-            ended.append([Violation("", "has no acceptable equilibrium beyond it: " + (path.why[b] or "none found"),
+            ended.append([Violation("", "no acceptable equilibrium beyond it (" + (path.why[b] or "none found") + ")",
                                     np.nan)])
     _, edge, _ = _watch(stand, field_, path.q, watched, rings, np.arange(batch))  # the edge where the path ended
     tipping = _Tipping(np.where(standing, path.lo, 0.0), np.where(standing, path.hi, 0.0),
                        np.where(standing, followed.at_event, 0.0), path.q, edge, event, ended, followed.null_vector,
-                       path.steps, path.trials)
+                       np.where([e == LIMIT_POINT for e in event], followed.differences, np.nan), path.steps,
+                       path.trials)
     seats = 1 if len(stand.base) < len(free) else 0
     return tipping, first.q, unloaded_impossible, 1 + seats + followed.solves
 
@@ -381,15 +394,20 @@ def capacity(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.nd
             invalid[b].append(Violation("", "the hydraulic search failed (no equilibrium with the base held on the "
                                             "way to a cylinder's force limit)", np.nan))
     balance = _self_check(stand, s, gravity, load, others, options, invalid)
+    for b in np.flatnonzero(np.isfinite(s.differences)):
+        if not abs(s.differences[b]) <= LIMIT_CHECK:
+            invalid[b].append(Violation("", f"fails its self-check: at the limit point the stiffness by central "
+                                            f"differences of the residual keeps {s.differences[b]:.3g} of its unloaded "
+                                            f"lowest eigenvalue (at most {LIMIT_CHECK:g} at a real one)", np.nan))
     tipping_rated = options.tipping_fraction * lo
     hydraulic_rated = options.hydraulic_fraction * hydraulic
     rated = np.minimum(tipping_rated, hydraulic_rated)
     governs = ["tipping" if t <= h else "hydraulic" for t, h in zip(tipping_rated, hydraulic_rated)]
     for b in range(batch):
         if ended[b] and governs[b] == "tipping" and not invalid[b]:
-            invalid[b].append(Violation("", f"does not tip below factor {lo[b]:.6g}, where its path "
+            invalid[b].append(Violation("", f"does not tip below factor {lo[b]:.6g} (its path ends: "
                                             + "; ".join(v.message() for v in ended[b])
-                                        + ": no tipping load to rate", np.nan))
+                                        + "): no tipping load to rate", np.nan))
         if invalid[b]:
             rated[b], governs[b] = np.nan, "invalid"
     names = stand.field(q_start[0]).names
@@ -398,7 +416,7 @@ def capacity(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: np.nd
     size = float(np.linalg.norm(load.force[0]))
     hydraulic_event = [cylinder_limit(limiting[b]) if np.isfinite(hydraulic[b]) else "" for b in range(batch)]
     return Capacity(size, lo, s.hi, edges, hydraulic, limiting, rated, governs, solves + more, q_unloaded, balance,
-                    ended, invalid, s.q_lo.copy(), s.event, s.at_event, s.null_vector, hydraulic_event, s.steps,
+                    ended, invalid, s.q_lo.copy(), s.event, s.at_event, s.null_vector, s.differences, hydraulic_event, s.steps,
                     s.trials)
 
 

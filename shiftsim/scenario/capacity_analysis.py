@@ -204,6 +204,7 @@ def run_capacity(scenario: Any, spec: CapacitySpec, solved: SolvedChart | None =
             "tipping_event": result.event[b],
             "event_load": None if result.ended[b] else finite_or_none(result.event_factor[b] * size),
             "hydraulic_event": cylinder_limit(machine.name(result.cylinder[b])) if result.hydraulic_event[b] else None,
+            "stiffness_check": finite_or_none(result.stiffness_check[b]),
             "path_steps": int(result.steps[b]),
             "path_solves": int(result.trials[b]),
             "does_not_tip_below": finite_or_none(result.tipping[b] * size) if result.ended[b] else None,

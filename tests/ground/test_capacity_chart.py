@@ -33,6 +33,9 @@ def test_a_chart_slice_is_valid_self_consistent_and_smooth(tmp_path):
         assert p["balance_load"] == pytest.approx(p["tipping_load"], rel=2e-6)
         assert p["tipping_load"] <= p["event_load"] <= p["tips_below"] <= p["tipping_load"] * (1 + 1.001e-6)
     for p in points:
+        # a limit point checks itself by a second algorithm: the stiffness by central differences of the residual
+        assert (p["stiffness_check"] is not None) == (p["tipping_event"] == "limit point")
+        assert p["tipping_event"] != "limit point" or abs(p["stiffness_check"]) <= 0.01
         assert p["tipping_event"] in ("lift-off", "limit point", "path ends")
         assert (p["tipping_load"] is None) == (p["tipping_event"] == "path ends")
         assert p["hydraulic_event"] == f"cylinder limit {p['limiting_cylinder']}"

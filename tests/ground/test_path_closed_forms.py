@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from shiftsim.forces import AppliedLoad
-from shiftsim.ground.path import LIMIT_POINT, PathOptions, load_path
+from shiftsim.ground.path import LIMIT_POINT, PathOptions, load_path, reduced
 from shiftsim.model import compile_model
 from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, RestraintSpec
 from shiftsim.statics import free_coordinates
@@ -90,3 +90,19 @@ def test_a_von_mises_truss_snaps_through_at_its_closed_form_limit_load():
     apex = np.sqrt((rest * a * a) ** (2.0 / 3.0) - a * a)
     assert path.q[0, 0] == pytest.approx(apex, rel=2e-3)  # y - y* ~ sqrt(lambda* - lambda): 1e-3 of y* at 1e-6
     assert path.q[0, 0] > 0.0  # not snapped through
+    # by central differences of the residual the slider's stiffness there keeps ~sqrt(1e-6) of its unloaded value
+    assert abs(followed.differences[0]) < 1e-2
+
+
+def test_the_limit_point_check_tells_a_real_fold_from_a_point_short_of_it():
+    """The central-difference stiffness ratio is near zero at the truss' fold and about 1 - (load ratio) at the
+    pendulum's bifurcation (linear), so a path that stopped at half the critical load would be refused."""
+    mass, length, k = 20.0, 1.5, 1000.0
+    model = pendulum(mass, length, k)
+    free = free_coordinates(model, np.array([], dtype=int))
+    exact = k / (mass * G * length)
+    load = _downward(model, "bob:tip", mass * G)
+    for fraction in (0.5, 1.0 - 1e-7):
+        at = reduced(model, model.q0, free, np.zeros(3), [AppliedLoad(load.frame, load.force * fraction * exact,
+                                                                      load.torque, False)], differences=True)
+        assert at.lowest / k == pytest.approx(1.0 - fraction, abs=1e-6)
