@@ -152,9 +152,10 @@ class Path:
     the bound was reached first), ``event`` (B,) the index of the event function that ended the path (-1: none;
     then ``why`` says what was wrong past ``lo``: no equilibrium, a jump, an unacceptable one), ``located`` (B,)
     how: ``crossed`` (an accepted equilibrium past the event at ``hi``), ``extrapolated`` (the secant of the last
-    two equilibria reaches zero within the tolerance) or ``failed`` (no acceptable equilibrium at ``hi``);
-    ``solves`` the batched solves taken, ``steps`` (B,) the accepted steps and ``trials`` (B,) each case's
-    solves."""
+    two equilibria reaches zero within the tolerance), ``exact`` (an accepted equilibrium with an event function
+    exactly zero: ``lo == hi``) or ``failed`` (no acceptable equilibrium at ``hi``); ``solves`` the batched
+    solves taken, ``steps`` (B,) the accepted steps, ``trials`` (B,) each case's solves and ``unfinished`` (B,)
+    the cases whose bracket had not closed when ``max_solves`` ran out (their ``lo`` is not an event)."""
 
     lo: np.ndarray
     q: np.ndarray
@@ -166,6 +167,7 @@ class Path:
     solves: int
     steps: np.ndarray
     trials: np.ndarray
+    unfinished: np.ndarray
 
 
 def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_step: np.ndarray, bound: np.ndarray,
@@ -231,6 +233,11 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
                 zero, first = _predicted(lo[b], v_lo[b], prev[b], v_prev[b], events.fold)
                 if not crossed[b] and zero - lo[b] <= 0.5 * tol * max(lo[b], 1e-300):  # the secant has converged
                     hi[b], event[b], located[b], why[b] = max(zero, lo[b]), first, "extrapolated", ""
+            elif good[i] and np.nanmin(trial.values[i]) == 0.0:  # exactly at an event's zero (a linear event)
+                prev[b], q_prev[b], v_prev[b], f_prev[b] = lo[b], q_lo[b], v_lo[b], f_lo[b]
+                lo[b], q_lo[b], v_lo[b], f_lo[b] = t, trial.q[i], trial.values[i], trial.forces[i]
+                taken[b] += 1
+                hi[b], event[b], located[b], why[b] = t, int(np.nanargmin(trial.values[i])), "exact", ""
             elif good[i]:  # an acceptable equilibrium past an event: a sign bracket
                 stuck[b] = min(stuck[b], 0) - 1 if crossed[b] else 0
                 hi[b], v_hi[b], why[b], crossed[b] = t, trial.values[i], "", True
@@ -248,7 +255,7 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
                     why[b] = reason
                     step[b] = 0.5 * (t - lo[b])
             done[b] = (hi[b] - lo[b] <= tol * max(lo[b], 1e-300)) or lo[b] >= bound[b]
-    return Path(lo, q_lo, v_lo, hi, event, located, why, solves, taken, trials)
+    return Path(lo, q_lo, v_lo, hi, event, located, why, solves, taken, trials, ~done)
 
 
 def _target(lo: float, hi: float, step: float, bound: float, v_lo: np.ndarray, v_hi: np.ndarray, prev: float,

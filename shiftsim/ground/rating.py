@@ -297,6 +297,10 @@ def tipping_paths(stand: Stand, q_start: np.ndarray, free: np.ndarray, gravity: 
             edge_reached = path.values[b, 0] <= 1e-4 * abs(start_margin[b])
             event.append(LIFT_OFF if edge_reached else EVENTS[path.event[b]])
             ended.append([])
+        elif path.unfinished[b]:
+            event.append(PATH_ENDS)
+            ended.append([Violation("", f"the path's solve budget ({options.max_solves} solves) ran out between "
+                                        f"factors {path.lo[b]:.6g} and {path.hi[b]:.6g}", np.nan)])
         elif not np.isfinite(path.hi[b]):
             event.append(PATH_ENDS)
             ended.append([Violation("", f"the search bound ({options.bound:g} times the machine's weight) is reached "
@@ -364,7 +368,7 @@ def hydraulic_factors(stand: Stand, q_standing: np.ndarray, free: np.ndarray, gr
     followed = load_path(model, q_standing, held, grav, load, list(others), (), options.solver,
                          PathOptions(options.tolerance, options.max_solves), watch, first, bound, stiffness=False)
     path = followed.path
-    found = (path.event >= 0) & np.isfinite(path.hi)
+    found = (path.event >= 0) & np.isfinite(path.hi) & ~path.unfinished
     beyond = (path.trials == 0) & np.isfinite(path.values).all(axis=1) & np.any(path.values <= 0.0, axis=1)
     factor = np.where(beyond, 0.0, np.where(found, path.lo, np.nan))
     limiting = np.where(found, path.event, np.argmin(np.nan_to_num(path.values, nan=np.inf), axis=1))
