@@ -74,8 +74,8 @@ POSE_UNITS = ("mm", "mm", "mm", "deg", "deg", "deg")  # an Mdx platform pose, as
 ACTUATOR_QUANTITIES = {"actuator_length": ("lengths", "m"), "actuator_raw": ("raw", "-"),
                        "actuator_in_range": ("in_range", "-"), "actuator_force": ("forces", "N")}
 EFFORT_UNIT = {"m": "N", "rad": "N m"}
-CAPACITY_COLUMNS = ("step", "radius", "height", "tipping_load", "tips_below", "does_not_tip_below", "balance_load",
-                    "hydraulic_load", "rated_load", "rated_mass", "governs", "limiting_cylinder", "invalid",
+CAPACITY_COLUMNS = ("step", "radius", "height", "tipping_load", "tips_below", "does_not_tip_below", "tipping_event",
+                    "event_load", "balance_load", "hydraulic_load", "hydraulic_event", "rated_load", "rated_mass", "governs", "limiting_cylinder", "invalid",
                     "tipping_edge")
 
 
@@ -350,7 +350,8 @@ def store_value_rows(record: dict[str, Any], joint_units: dict[str, list[str]],
 
 def capacity_rows(document: dict[str, Any]) -> list[list[Any]]:
     """capacity.csv: a header (``step``, each swept parameter, then the lift point's radius and height (m), the loads
-    (N), the rated mass (kg), what governs, the limiting cylinder and the tipping edge), one row per lift point;
+    (N) and the events that ended their paths (``lift-off``, ``limit point``, ``path ends``, ``cylinder limit
+    <joint>``), the rated mass (kg), what governs, the limiting cylinder and the tipping edge), one row per lift point;
     an empty value where there is none; ``invalid`` the reasons a point has no rating, joined by ``; ``."""
     points = document["points"]
     names = list(points[0]["parameters"]) if points else []
