@@ -1,7 +1,8 @@
 """``report.html``: one self-contained page per run, for a reader with nothing but a browser.
 
-The page holds the scenario's description, the failed steps, the run summary, the peak tables (deflection, joint efforts, pin
-loads, closest approach; units in the headers), the pin reactions of every loop joint and held actuator, every plot the run wrote (PNG embedded as ``data:`` URIs, with
+The page holds the scenario's description, the failed steps, the run summary, the peak tables (deflection, joint
+efforts, pin loads; units in the headers), the pin reactions of every loop joint and held actuator, the collisions of
+the machine pairs (:mod:`.report_collisions`), every plot the run wrote (PNG embedded as ``data:`` URIs, with
 the plots left out and why), the sections of :data:`.report_sections.SECTIONS` (the capacity table), the solver
 status of every step, and the run's inputs and provenance (results.json ``metadata``). It references nothing outside itself: no
 links, scripts, style sheets, fonts or images from files or the network; the style is inline CSS. Text from the
@@ -16,12 +17,15 @@ from __future__ import annotations
 import base64
 from typing import Any, Sequence
 
-from ..analysis.digest import (CARRIES_NOTHING, FORCE, NO_DEFLECTION, carrying, closest_approaches, count_line, deflection_peaks,
+from ..analysis.digest import (CARRIES_NOTHING, FORCE, NO_DEFLECTION, carrying, count_line, deflection_peaks,
                                effort_peaks, force_unit, number, parameter_text, pin_load_peaks, result_lines,
                                shown_value, skipped_plots)
+from ..scenario.collisions import checks_collisions, collision_settings
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
+from .report_collisions import distance_table, pair_table
 from .report_sections import SECTIONS, escape, provenance_section, table
+from .run_results import RunResults
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
@@ -71,19 +75,6 @@ def peak_tables(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, tu
         tables["Pin loads (force each joint transmits, magnitude)"] = (
             ["joint", f"peak |F| ({unit})", "step", "swept values"],
             [[p.entity, number(p.value * scale), *_when(scenario, p.step)] for p in pins.values()])
-    closest = closest_approaches(steps)
-    if closest:
-        from ..scenario.collisions import collision_settings
-
-        margin = collision_settings(scenario).margin
-        rows = []
-        for pair_name, (pair, step) in closest.items():
-            distance = pair["distance"]
-            state = "in collision" if distance <= 0.0 else "within margin" if distance < margin else "clear"
-            rows.append([pair_name, number(distance * 1e3), state, " / ".join(pair.get("closest") or []),
-                         *_when(scenario, step)])
-        tables[f"Closest approach of every machine pair (margin {number(margin * 1e3)} mm)"] = (
-            ["pair", "least distance (mm)", "state", "closest shapes", "step", "swept values"], rows)
     return tables
 
 
@@ -134,6 +125,26 @@ def pin_reaction_rows(records: list[dict[str, Any]]) -> tuple[list[str], list[li
     return headers, rows
 
 
+def collision_section(scenario: Scenario, steps: Sequence[StepResult], document: dict[str, Any]) -> str:
+    """The collisions of the machine pairs (:mod:`.report_collisions`), empty when the scenario checks none: per
+    pair its states and least distance, then its distance step by step."""
+    if not checks_collisions(scenario) or not any(step.collisions for step in steps):
+        return ""
+    margin = collision_settings(scenario).margin
+    results = RunResults.from_document(document)
+    closest = {(f"{pair['a']} - {pair['b']}", step.index): pair["closest"]
+               for step in steps for pair in step.collisions or []}
+    headers, rows = pair_table(scenario, results, margin, closest)
+    note, (step_headers, step_rows) = distance_table(scenario, results, margin)
+    pairs = (len(step_headers) - 2) // 2
+    return "\n".join([
+        f"<h2>Collisions (margin {escape(number(margin * 1e3))} mm)</h2>",
+        "<p>In collision: the shapes touch or overlap (distance &lt;= 0); within margin: closer than the margin "
+        "but apart.</p>",
+        "<h3>Machine pairs</h3>", table(headers, rows, [1, 2, 4, 5]),
+        f"<h3>Distance per step ({escape(note)})</h3>", table(step_headers, step_rows, [0, *range(2, 2 + pairs)])])
+
+
 def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[str, Any],
                 files: dict[str, bytes]) -> bytes:
     """The report page (UTF-8) of a run: ``document`` is the results.json object, ``files`` the run's output
@@ -166,6 +177,7 @@ def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[
     headers, rows = pin_reaction_rows(records)
     if rows:
         parts += ["<h2>Pin reactions (every loop joint and held actuator)</h2>", table(headers, rows, [2, 3, 4, 5])]
+    parts.append(collision_section(scenario, steps, document))
     parts += [text for text in (section(document) for section in SECTIONS) if text]
     parts.append("<h2>Plots</h2>")
     for name, data in files.items():

@@ -122,7 +122,7 @@ def test_the_report_embeds_every_plot_and_lists_every_step(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_the_report_of_a_collision_scenario_has_the_closest_approach(tmp_path, capsys):
+def test_the_report_of_a_collision_scenario_has_each_pair_s_states(tmp_path, capsys):
     document = {"name": "pair", "description": "two excavators",
                 "machines": [{"id": "ex1", "model": EXCAVATOR}, {"id": "ex2", "model": EXCAVATOR}],
                 "sweep": {"parameters": {"ex2:topcon.transform.local_position.easting": [4.0, 3.04, 2.9]}},
@@ -132,13 +132,17 @@ def test_the_report_of_a_collision_scenario_has_the_closest_approach(tmp_path, c
     assert code == 0, err
     page = _parse(tmp_path / "out" / "report.html")
     _self_contained(page)
-    closest = _table(page, "pair", "least distance (mm)", "state")
+    pairs = _table(page, "pair", "least distance (mm)", "step")
     results = json.loads((tmp_path / "out" / "results.json").read_text())
-    least = min(s["collisions"][0]["distance"] for s in results["steps"])
-    assert least < 0.0  # 2.9 m apart with 3 m wide tracks: they overlap by 0.1 m
-    assert [row[:3] for row in closest[1:]] == [["ex1 - ex2", f"{least * 1e3:.4g}", "in collision"]]
-    states = {s["index"]: s["collisions"][0]["distance"] for s in results["steps"]}
-    assert 0.0 < states[1] < 0.1  # step 1 is within the margin, not in collision (summary wording)
+    distances = [s["collisions"][0]["distance"] for s in results["steps"]]
+    assert distances[1] > 0.0 > distances[2]  # 2.9 m apart with 3 m wide tracks: they overlap by 0.1 m
+    assert 0.0 < distances[1] < 0.1  # 3.04 m: within the margin, not in collision (summary wording)
+    cells = dict(zip(pairs[0], pairs[1]))
+    assert len(pairs) == 2 and cells["pair"] == "ex1 - ex2" and cells["least distance (mm)"] == f"{distances[2] * 1e3:.4g}"
+    assert (cells["first step within margin"], cells["first step in collision"]) == ("1", "2")
+    assert (cells["steps within margin"], cells["steps in collision"]) == ("1 (1)", "1 (2)")
+    per_step = _table(page, "step", "swept values", "ex1 - ex2 (mm)", "ex1 - ex2 state")
+    assert [row[3] for row in per_step[1:]] == ["clear", "within margin", "in collision"]
 
 
 @pytest.mark.slow

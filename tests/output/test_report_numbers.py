@@ -12,54 +12,16 @@ import hashlib
 import json
 import math
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.report import Tables
 from helpers.scenario import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "scenarios").glob("*.json"))
 ROUND_OFF = "0 (round-off)"
-
-
-class Tables(HTMLParser):
-    """The page's tables as (heading, headers, rows of cell text, row classes), and the text of its <pre> blocks."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: list[tuple[str, list[str], list[list[str]], list[str]]] = []
-        self.heading, self.cell, self.text = "", None, None
-        self.headers: list[str] = []
-        self.rows: list[list[str]] = []
-        self.classes: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag in ("h2", "h3"):
-            self.text = []
-        elif tag == "table":
-            self.headers, self.rows, self.classes = [], [], []
-        elif tag == "tr":
-            self.rows.append([])
-            self.classes.append(dict(attrs).get("class") or "")
-        elif tag in ("td", "th"):
-            self.cell = []
-
-    def handle_endtag(self, tag):
-        if tag in ("h2", "h3"):
-            self.heading, self.text = "".join(self.text), None
-        elif tag in ("td", "th"):
-            (self.headers if tag == "th" else self.rows[-1]).append("".join(self.cell))
-            self.cell = None
-        elif tag == "table":
-            rows = [(r, c) for r, c in zip(self.rows, self.classes) if r]
-            self.tables.append((self.heading, self.headers, [r for r, _ in rows], [c for _, c in rows]))
-
-    def handle_data(self, data):
-        for sink in (self.cell, self.text):
-            if sink is not None:
-                sink.append(data)
 
 
 def shown(text: str, value: float) -> None:
@@ -188,14 +150,64 @@ def check_pin_loads(headers, rows, results):
         at_peak(step, values, value)
 
 
-def check_closest(rows, results):
-    for pair, least, _, _, step, _ in rows:
-        a, b = pair.split(" - ")
-        values = [(c["distance"] * 1e3, s["index"]) for s in results["steps"] for c in s.get("collisions") or []
-                  if (c["a"], c["b"]) == (a, b)]
-        value, _ = min(values)
-        shown(least, value)
-        at_peak(step, values, value)
+def pair_history(results) -> dict[str, list[tuple[int, float, str]]]:
+    """Per machine pair ``a - b``, its (step, distance m, closest shapes ``s / t``) at every step that posed it."""
+    history: dict[str, list[tuple[int, float, str]]] = {}
+    for s in results["steps"]:
+        for c in s.get("collisions") or []:
+            history.setdefault(f"{c['a']} - {c['b']}", []).append((s["index"], c["distance"], " / ".join(c["closest"])))
+    return history
+
+
+def collision_state(distance: float, margin: float) -> str:
+    return "in collision" if distance <= 0 else "within margin" if distance < margin else "clear"
+
+
+def expand(text: str, order: list[int]) -> list[int]:
+    """The steps of a ``count (a-b, c)`` cell, checked against its count; ``a-b`` means every step between in
+    results.json's order."""
+    if text == "0":
+        return []
+    count, _, runs = text.partition(" ")
+    steps = []
+    for run in runs.strip("()").split(", "):
+        first, _, last = run.partition("-")
+        steps += order[order.index(int(first)):order.index(int(last or first)) + 1]
+    assert len(steps) == int(count), text
+    return steps
+
+
+def check_collision_pairs(headers, rows, results, margin):
+    history = pair_history(results)
+    order = [s["index"] for s in results["steps"]]
+    assert [r[0] for r in rows] == list(history)
+    for row in rows:
+        cells = dict(zip(headers, row))
+        found = history[row[0]]
+        least = min(d for _, d, _ in found)
+        shown(cells["least distance (mm)"], least * 1e3)
+        at_peak(cells["step"], [(d * 1e3, i) for i, d, _ in found], least * 1e3)
+        for words, header in (("within margin", "steps within margin"), ("in collision", "steps in collision")):
+            steps = [i for i, d, _ in found if collision_state(d, margin) == words]
+            assert expand(cells[header], order) == steps
+            assert cells[f"first step {words}"] == (str(steps[0]) if steps else "none")
+        touching = [shapes for _, d, shapes in found if d <= 0]
+        assert cells["shapes in collision"] == ("; ".join(dict.fromkeys(touching)) or "none")
+        assert cells["closest shapes at the least distance"] == dict((i, c) for i, _, c in found)[int(cells["step"])]
+
+
+def check_distances(headers, rows, results, margin):
+    history = {pair: {i: d for i, d, _ in found} for pair, found in pair_history(results).items()}
+    if len(results["steps"]) <= 24:
+        assert [int(r[0]) for r in rows] == [s["index"] for s in results["steps"]]
+    for row in rows:
+        cells, step = dict(zip(headers, row)), int(row[0])
+        for pair, distances in history.items():
+            if step in distances:
+                shown(cells[f"{pair} (mm)"], distances[step] * 1e3)
+                assert cells[f"{pair} state"] == collision_state(distances[step], margin)
+            else:
+                assert cells[f"{pair} (mm)"] == "not posed"
 
 
 def check_provenance(heading, headers, rows, results):
@@ -228,6 +240,11 @@ def check_provenance(heading, headers, rows, results):
         assert dict(rows)["written (UTC)"] == metadata["written_utc"]
 
 
+def margin(results) -> float:
+    """m: the scenario's collision margin, from the scenario as read (results.json metadata)."""
+    return results["metadata"]["scenario_document"]["collision"].get("margin", 0.0)
+
+
 PROVENANCE = ("Run", "Input files", "Machines", "Loads", "Sweep", "Solver settings")
 
 
@@ -254,8 +271,10 @@ def test_every_number_in_the_report_is_the_results_json_number(source, tmp_path,
             check_efforts(rows, results)
         elif heading.startswith("Pin loads"):
             check_pin_loads(headers, rows, results)
-        elif heading.startswith("Closest approach"):
-            check_closest(rows, results)
+        elif heading == "Machine pairs":
+            check_collision_pairs(headers, rows, results, margin(results))
+        elif heading.startswith("Distance per step"):
+            check_distances(headers, rows, results, margin(results))
         elif heading.startswith(PROVENANCE):
             check_provenance(heading, headers, rows, results)
         else:
@@ -266,3 +285,5 @@ def test_every_number_in_the_report_is_the_results_json_number(source, tmp_path,
         assert "Lift capacity" in seen
     if any(s.get("pin_reactions") for s in results["steps"]):
         assert "Pin reactions" in seen
+    if any(s.get("collisions") for s in results["steps"]):
+        assert {"Machine pairs", "Distance per step"} <= seen

@@ -1,0 +1,122 @@
+"""Headless Chromium driven over the Chrome DevTools Protocol, for the viewer's browser tests (no tests here).
+
+:class:`Chromium` starts the browser on a fresh profile with the protocol on a free loopback port, attaches to its
+page over a websocket (the ``websockets`` package, which viser brings) and offers what a test does as a user would:
+open an address, wait for something on the page, press keys, take screenshots, read the page with JavaScript. The
+browser and every process it started end with :meth:`Chromium.close`. Software WebGL on a loaded 2-core machine is
+slow, so every wait has a generous cap (``timeout``, s) and fails with what it waited for.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TIMEOUT = 300.0  # s: the cap on one wait (start, page load, a redraw) on a loaded machine
+
+
+class Chromium:
+    """A headless Chromium with one page of ``size`` (width, height) px, profile in ``profile``."""
+
+    def __init__(self, executable: str, profile: Path, size: tuple[int, int] = (1200, 800),
+                 timeout: float = TIMEOUT) -> None:
+        self.timeout = timeout
+        self.process = subprocess.Popen(
+            [executable, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}", "--remote-debugging-port=0",
+             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self._id = 0
+        try:
+            port = self._wait(lambda: _port(profile / "DevToolsActivePort"), "Chromium's DevTools port")
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json", timeout=timeout) as answer:
+                page = next(t for t in json.load(answer) if t["type"] == "page")
+            from websockets.sync.client import connect
+
+            self.socket = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=timeout)
+        except BaseException:
+            self._end()
+            raise
+
+    def _wait(self, probe, what: str, timeout: float | None = None) -> Any:
+        """The first truthy value of ``probe()``, tried every 0.2 s; AssertionError naming ``what`` after the cap."""
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while True:
+            value = probe()
+            if value:
+                return value
+            assert time.monotonic() < deadline, f"gave up waiting for {what}"
+            time.sleep(0.2)
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        """One DevTools command's result (events arriving meanwhile are dropped)."""
+        self._id += 1
+        self.socket.send(json.dumps({"id": self._id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv(timeout=self.timeout))
+            if message.get("id") == self._id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+
+    def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page."""
+        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+    def open(self, url: str) -> None:
+        self.call("Page.navigate", url=url)
+
+    def wait_for(self, expression: str, what: str) -> Any:
+        """The first truthy value of a JavaScript expression, polled."""
+        return self._wait(lambda: self.evaluate(expression), what)
+
+    def press(self, key: str, code: int, times: int = 1) -> None:
+        """Press and release a key (DOM ``key`` name, Windows virtual key ``code``) on the focused element."""
+        for _ in range(times):
+            for kind in ("keyDown", "keyUp"):
+                self.call("Input.dispatchKeyEvent", type=kind, key=key, code=key, windowsVirtualKeyCode=code)
+
+    def screenshot(self) -> np.ndarray:
+        """The page as (height, width, 3) RGB in [0, 1]."""
+        import matplotlib.image
+
+        data = base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
+        return matplotlib.image.imread(io.BytesIO(data), format="png")[..., :3]
+
+    def settled_screenshot(self) -> np.ndarray:
+        """A screenshot equal to the one taken 0.5 s before it: the page has finished drawing (scenes fade in)."""
+        deadline = time.monotonic() + self.timeout
+        previous = self.screenshot()
+        while True:
+            time.sleep(0.5)
+            current = self.screenshot()
+            if np.array_equal(current, previous):
+                return current
+            assert time.monotonic() < deadline, "gave up waiting for the page to stop changing"
+            previous = current
+
+    def close(self) -> None:
+        try:
+            self.socket.close()
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+
+def _port(path: Path) -> str | None:
+    """The DevTools port Chromium writes into its profile once it listens (None before)."""
+    lines = path.read_text().split() if path.exists() else []
+    return lines[0] if len(lines) >= 2 else None
