@@ -17,15 +17,16 @@ from __future__ import annotations
 import base64
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..analysis.digest import (CARRIES_NOTHING, FORCE, NO_DEFLECTION, carrying, count_line, deflection_peaks,
                                effort_peaks, force_unit, number, parameter_text, pin_load_peaks, result_lines,
                                shown_value, skipped_plots)
 from ..scenario.collisions import checks_collisions, collision_settings
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
-from .report_collisions import distance_table, pair_table
+from .report_collisions import PairDistances, distance_table, pair_table
 from .report_sections import SECTIONS, escape, provenance_section, table
-from .run_results import RunResults
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
@@ -125,24 +126,36 @@ def pin_reaction_rows(records: list[dict[str, Any]]) -> tuple[list[str], list[li
     return headers, rows
 
 
-def collision_section(scenario: Scenario, steps: Sequence[StepResult], document: dict[str, Any]) -> str:
+def pair_distances(scenario: Scenario, steps: Sequence[StepResult]) -> PairDistances:
+    """The run's machine pairs (``a - b``) as arrays by step row, as ``RunResults`` gives them (``results["a|b",
+    "distance"]``, NaN where a pair was not posed), with the closest shapes' names of each pair at each step."""
+    distances: dict[str, np.ndarray] = {}
+    closest = {}
+    for row, step in enumerate(steps):
+        for pair in step.collisions or []:
+            name = f"{pair['a']} - {pair['b']}"
+            distances.setdefault(name, np.full(len(steps), np.nan))[row] = pair["distance"]
+            closest[name, step.index] = pair["closest"]
+    return PairDistances(np.array([step.index for step in steps], dtype=int), distances, closest,
+                         lambda row: parameter_text(scenario, steps[row]))
+
+
+def collision_section(scenario: Scenario, steps: Sequence[StepResult]) -> str:
     """The collisions of the machine pairs (:mod:`.report_collisions`), empty when the scenario checks none: per
     pair its states and least distance, then its distance step by step."""
     if not checks_collisions(scenario) or not any(step.collisions for step in steps):
         return ""
     margin = collision_settings(scenario).margin
-    results = RunResults.from_document(document)
-    closest = {(f"{pair['a']} - {pair['b']}", step.index): pair["closest"]
-               for step in steps for pair in step.collisions or []}
-    headers, rows = pair_table(scenario, results, margin, closest)
-    note, (step_headers, step_rows) = distance_table(scenario, results, margin)
-    pairs = (len(step_headers) - 2) // 2
+    pairs = pair_distances(scenario, steps)
+    headers, rows = pair_table(pairs, margin)
+    note, (step_headers, step_rows) = distance_table(pairs, margin)
+    shown = (len(step_headers) - 2) // 2
     return "\n".join([
         f"<h2>Collisions (margin {escape(number(margin * 1e3))} mm)</h2>",
         "<p>In collision: the shapes touch or overlap (distance &lt;= 0); within margin: closer than the margin "
         "but apart.</p>",
         "<h3>Machine pairs</h3>", table(headers, rows, [1, 2, 4, 5]),
-        f"<h3>Distance per step ({escape(note)})</h3>", table(step_headers, step_rows, [0, *range(2, 2 + pairs)])])
+        f"<h3>Distance per step ({escape(note)})</h3>", table(step_headers, step_rows, [0, *range(2, 2 + shown)])])
 
 
 def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[str, Any],
@@ -177,7 +190,7 @@ def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[
     headers, rows = pin_reaction_rows(records)
     if rows:
         parts += ["<h2>Pin reactions (every loop joint and held actuator)</h2>", table(headers, rows, [2, 3, 4, 5])]
-    parts.append(collision_section(scenario, steps, document))
+    parts.append(collision_section(scenario, steps))
     parts += [text for text in (section(document) for section in SECTIONS) if text]
     parts.append("<h2>Plots</h2>")
     for name, data in files.items():

@@ -1,33 +1,39 @@
 """The collisions of report.html: per machine pair, when it first came within the margin and into collision, its
 least distance, the shapes that touched, and its distance step by step.
 
-Distances are read through :class:`~shiftsim.output.run_results.RunResults` (``results["a|b", "distance"]``, m by
-step row, NaN where a machine of the pair was not posed) and the step table (``results.steps``); the names of the
-closest shapes, which are not numbers, come with the run's pair records (``closest``). The states are the run
+The tables are built from :class:`PairDistances`: per pair its distance as an array by step row, the arrays
+:class:`~shiftsim.output.run_results.RunResults` gives as ``results["a|b", "distance"]`` and
+``results.steps.index``, with the names of the closest shapes (not numbers) beside them. The states are the run
 summary's: *in collision* when the distance is <= 0 (the shapes touch or overlap), *within margin* when it is
 between 0 and the scenario's ``collision.margin``, else *clear*.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..analysis.digest import number, shown_value
-from ..scenario.definition import Scenario
-from .run_results import RunResults
+from ..analysis.digest import number
 
 DISTANCE_ROWS = 24  # steps of the per-step distance table beyond which it shows a spread of them
+TRANSITIONS = 8  # changes of state per pair whose steps the per-step table shows in a long run
 NOT_POSED = "not posed"
 
 Table = tuple[list[str], list[list[Any]]]
 
 
-def pair_distances(results: RunResults) -> dict[str, np.ndarray]:
-    """``a - b`` -> (n_steps,) m: every machine pair's distance at each step row (NaN: not posed)."""
-    return {entity.replace("|", " - "): results[entity, quantity] for entity, quantity in results.keys()
-            if quantity == "distance" and "|" in entity}
+@dataclass(frozen=True)
+class PairDistances:
+    """The machine pairs over a run of n steps: ``index`` (n,) the step numbers; ``distance`` pair ``a - b`` ->
+    (n,) m by step row (NaN where a machine of the pair was not posed); ``closest`` (pair, step number) -> the names
+    of the two closest shapes; ``swept`` step row -> its swept values as people read them."""
+
+    index: np.ndarray
+    distance: dict[str, np.ndarray]
+    closest: Mapping[tuple[str, int], Sequence[str]]
+    swept: Callable[[int], str]
 
 
 def state(distance: float, margin: float) -> str:
@@ -50,25 +56,17 @@ def step_ranges(index: np.ndarray, rows: np.ndarray) -> str:
     return f"{len(rows)} ({', '.join(runs)})"
 
 
-def _swept(scenario: Scenario, results: RunResults, row: int) -> str:
-    """The swept values at step row ``row`` as people read them (angles in the scenario's unit)."""
-    parts = []
-    for p in scenario.sweep.parameters:
-        value, unit = shown_value(scenario, p, float(results.steps[p.name][row]))
-        parts.append(f"{p.name} = {number(value)}{'' if unit in ('-', '') else ' ' + unit}")
-    return ", ".join(parts)
-
-
 def _first(rows: np.ndarray, index: np.ndarray) -> Any:
     return int(index[rows[0]]) if len(rows) else "none"
 
 
 def _key_rows(distance: np.ndarray, margin: float) -> list[int]:
-    """A pair's telling step rows: first within margin, first in collision, least distance."""
+    """A pair's telling step rows: both sides of its first :data:`TRANSITIONS` changes of state, and its least
+    distance."""
+    states = np.array([state(d, margin) for d in distance])
+    changes = np.flatnonzero(states[1:] != states[:-1])[:TRANSITIONS]
     finite = np.isfinite(distance)
-    within, colliding = _states(distance, margin)
-    return [int(found[0]) for found in (within, colliding) if len(found)] + (
-        [int(np.nanargmin(distance))] if finite.any() else [])
+    return [*changes.tolist(), *(changes + 1).tolist(), *([int(np.nanargmin(distance))] if finite.any() else [])]
 
 
 def _states(distance: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
@@ -78,17 +76,16 @@ def _states(distance: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray
             np.flatnonzero(finite & (distance <= 0)))
 
 
-def pair_table(scenario: Scenario, results: RunResults, margin: float,
-               closest: Mapping[tuple[str, int], Sequence[str]]) -> Table:
+def pair_table(pairs: PairDistances, margin: float) -> Table:
     """One row per machine pair: least distance (mm) with its step and swept values, the first step within the
     margin and in collision, the steps in each state as runs, the shapes closest at the steps in collision (distinct,
-    in step order) and at the least distance. ``closest``: (pair ``a - b``, step number) -> the two shape names."""
-    index = results.steps.index
+    in step order) and at the least distance."""
+    index, closest = pairs.index, pairs.closest
     headers = ["pair", "least distance (mm)", "step", "swept values", "first step within margin",
                "first step in collision", "steps within margin", "steps in collision", "shapes in collision",
                "closest shapes at the least distance"]
     rows = []
-    for pair, distance in pair_distances(results).items():
+    for pair, distance in pairs.distance.items():
         finite = np.isfinite(distance)
         if not finite.any():
             rows.append([pair, NOT_POSED, "", "", "none", "none", "0", "0", "none", ""])
@@ -96,31 +93,32 @@ def pair_table(scenario: Scenario, results: RunResults, margin: float,
         within, colliding = _states(distance, margin)
         least = int(np.nanargmin(distance))
         touching = dict.fromkeys(" / ".join(closest.get((pair, int(index[r])), ())) for r in colliding)
-        rows.append([pair, number(distance[least] * 1e3), int(index[least]), _swept(scenario, results, least),
+        rows.append([pair, number(distance[least] * 1e3), int(index[least]), pairs.swept(least),
                      _first(within, index), _first(colliding, index), step_ranges(index, within),
                      step_ranges(index, colliding), "; ".join(touching) or "none",
                      " / ".join(closest.get((pair, int(index[least])), ()))])
     return headers, rows
 
 
-def distance_table(scenario: Scenario, results: RunResults, margin: float) -> tuple[str, Table]:
+def distance_table(pairs: PairDistances, margin: float) -> tuple[str, Table]:
     """Every pair's distance (mm) and state per step: every step up to :data:`DISTANCE_ROWS` steps, else that many
     spread evenly (first and last included) together with each pair's telling steps (:func:`_key_rows`); and a note
     saying which."""
-    pairs = pair_distances(results)
-    n = len(results.steps)
+    distances = pairs.distance
+    n = len(pairs.index)
     if n <= DISTANCE_ROWS:
         rows, note = list(range(n)), "every step"
     else:
         spread = np.linspace(0, n - 1, DISTANCE_ROWS).round().astype(int).tolist()
-        rows = sorted({*spread, *(r for d in pairs.values() for r in _key_rows(d, margin))})
-        note = (f"{len(rows)} of {n} steps: spread evenly, with each pair's first step within margin, first in "
-                f"collision and least distance; every step in values.parquet")
-    headers = ["step", "swept values", *(f"{pair} (mm)" for pair in pairs), *(f"{pair} state" for pair in pairs)]
-    table = [[int(results.steps.index[r]), _swept(scenario, results, r),
-              *(NOT_POSED if np.isnan(d[r]) else number(d[r] * 1e3) for d in pairs.values()),
-              *(state(d[r], margin) for d in pairs.values())] for r in rows]
+        rows = sorted({*spread, *(r for d in distances.values() for r in _key_rows(d, margin))})
+        note = (f"{len(rows)} of {n} steps: spread evenly, with the steps on both sides of each pair's changes of "
+                f"state and its least distance; every step in values.parquet")
+    headers = ["step", "swept values", *(f"{pair} (mm)" for pair in distances),
+               *(f"{pair} state" for pair in distances)]
+    table = [[int(pairs.index[r]), pairs.swept(r),
+              *(NOT_POSED if np.isnan(d[r]) else number(d[r] * 1e3) for d in distances.values()),
+              *(state(d[r], margin) for d in distances.values())] for r in rows]
     return note, (headers, table)
 
 
-__all__ = ["DISTANCE_ROWS", "distance_table", "pair_distances", "pair_table", "state", "step_ranges"]
+__all__ = ["DISTANCE_ROWS", "PairDistances", "distance_table", "pair_table", "state", "step_ranges"]

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from helpers.report import Tables
 from helpers.scenario import SCENARIOS, run_cli
 
-from shiftsim.output.report_collisions import DISTANCE_ROWS, distance_table, step_ranges
-from shiftsim.output.run_results import RunResults
+from shiftsim.output.report_collisions import DISTANCE_ROWS, TRANSITIONS, PairDistances, distance_table, step_ranges
 
 MARGIN = 0.05  # m, the scenario's collision margin
 
@@ -56,35 +54,32 @@ def test_first_steps_in_margin_and_in_collision_follow_the_closed_form(tmp_path,
                                atol=1.0)
 
 
-def _run(distances: np.ndarray) -> RunResults:
+def _pairs(distances: np.ndarray) -> PairDistances:
     """A run of ``len(distances)`` steps numbered 0, 1, ... whose one machine pair ``a - b`` is ``distances`` apart
     (NaN: not posed)."""
-    steps = [{"index": k, "parameters": {}, "status": "converged", "iterations": 1, "residual": 0.0, "stable": True,
-              "joints": {}, "frames": {}, "bodies": {},
-              "collisions": [] if np.isnan(d) else [{"a": "a", "b": "b", "distance": float(d),
-                                                      "in_collision": bool(d < MARGIN)}]}
-             for k, d in enumerate(distances)]
-    return RunResults.from_document({"scenario": "synthetic", "parameters": {}, "steps": steps})
+    return PairDistances(np.arange(len(distances)), {"a - b": distances}, {}, lambda row: "")
 
 
 def test_a_long_run_shows_a_spread_of_steps_and_every_telling_one():
-    """200 steps: the table holds DISTANCE_ROWS steps spread evenly plus the first within the margin, the first in
-    collision and the least distance, each with its distance and state; a step without the pair reads 'not posed'."""
+    """200 steps: the table holds DISTANCE_ROWS steps spread evenly plus both sides of every change of state and the
+    least distance, each with its distance and state; a step without the pair reads 'not posed'."""
     distances = np.linspace(0.5, -0.3, 200) ** 2 - 0.01  # dips below zero and comes back
     distances[5] = np.nan
-    within = int(np.flatnonzero((distances > 0) & (distances < MARGIN))[0])
-    colliding = int(np.flatnonzero(distances <= 0)[0])
+    states = ["not posed" if np.isnan(d) else "in collision" if d <= 0 else "within margin" if d < MARGIN
+              else "clear" for d in distances]
+    changes = [k for k in range(1, 200) if states[k] != states[k - 1]]
+    assert 4 <= len(changes) <= TRANSITIONS  # into and out of the margin and of collision, and the step not posed
     least = int(np.nanargmin(distances))
-    note, (headers, rows) = distance_table(SimpleNamespace(sweep=SimpleNamespace(parameters=[])), _run(distances),
-                                           MARGIN)
+    note, (headers, rows) = distance_table(_pairs(distances), MARGIN)
     shown = [row[0] for row in rows]
-    assert {0, 199, within, colliding, least} <= set(shown) and len(shown) <= DISTANCE_ROWS + 3
+    assert {0, 199, least, *changes, *(k - 1 for k in changes)} <= set(shown)
+    assert len(shown) <= DISTANCE_ROWS + 2 * len(changes) + 1
     assert shown == sorted(shown) and f"{len(shown)} of 200 steps" in note
     for step, _, distance, state in rows:
-        assert float(distance) == pytest.approx(distances[step] * 1e3, rel=6e-4)
-        assert state == ("in collision" if distances[step] <= 0 else "within margin"
-                         if distances[step] < MARGIN else "clear")
-    _, (_, rows) = distance_table(SimpleNamespace(sweep=SimpleNamespace(parameters=[])), _run(distances[:10]), MARGIN)
+        assert state == states[step]
+        if state != "not posed":
+            assert float(distance) == pytest.approx(distances[step] * 1e3, rel=6e-4)
+    _, (_, rows) = distance_table(_pairs(distances[:10]), MARGIN)
     assert [row[0] for row in rows] == list(range(10)) and rows[5][2:] == ["not posed", "not posed"]
 
 
