@@ -64,8 +64,8 @@ def _cylinder_mesh(radius: float, half_length: float, sides: int = 24) -> tuple[
 class RunView:
     """A viser server showing the run ``document`` (the content of results.json) with a step slider.
 
-    ``step`` (the slider), ``factor`` (deflection exaggeration) and ``nodes`` (scene node name -> handle
-    of what is drawn now) are read by tests; :meth:`show` draws a step row.
+    ``slider`` (the step slider), ``row`` (the step row drawn now), ``factor`` (deflection exaggeration) and
+    ``nodes`` (scene node name -> handle of what is drawn now) are read by tests; :meth:`show` draws a step row.
     """
 
     def __init__(self, document: dict[str, Any], host: str = "127.0.0.1", port: int = 8080):
@@ -77,6 +77,7 @@ class RunView:
             self.server = viser.ViserServer(host=host, port=port, label=f"shiftsim: {document['scenario']}",
                                             verbose=False)
         self.nodes: dict[str, Any] = {}
+        self.row = -1  # the step row drawn now (none yet)
         self.factor = default_factor(document)
         self.size = machines_size(document)
         self.scale = arrow_scale(document)
@@ -126,9 +127,11 @@ class RunView:
             self.capacity_labels[f"/capacity/{k}"] = label
 
     def pose(self, row: int) -> None:
-        """Pose the machines at step ``row`` (a clicked capacity point): moves the slider, which redraws."""
+        """Pose the machines at step ``row`` (a clicked capacity point): moves the slider, whose update redraws (drawn
+        here when the slider was there already)."""
         self.slider.value = row
-        self.show(row)
+        if self.row != row:
+            self.show(row)
 
     def show(self, row: int) -> None:
         """Draw step ``row`` (position in results.json ``steps``)."""
@@ -138,6 +141,7 @@ class RunView:
             drawing = step_drawing(self.document, row, self.factor)
             self._draw(drawing)
             self.info.content = self._info(drawing)
+            self.row = row
 
     def _info(self, drawing: StepDrawing) -> str:
         units = self.document["units"]["parameters"]

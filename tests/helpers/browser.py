@@ -38,7 +38,7 @@ class Chromium:
              "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         self._id = 0
         try:
-            port = self._wait(lambda: _port(profile / "DevToolsActivePort"), "Chromium's DevTools port")
+            port = self.wait_until(lambda: _port(profile / "DevToolsActivePort"), "Chromium's DevTools port")
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/json", timeout=timeout) as answer:
                 page = next(t for t in json.load(answer) if t["type"] == "page")
             from websockets.sync.client import connect
@@ -48,7 +48,7 @@ class Chromium:
             self._end()
             raise
 
-    def _wait(self, probe, what: str, timeout: float | None = None) -> Any:
+    def wait_until(self, probe, what: str, timeout: float | None = None) -> Any:
         """The first truthy value of ``probe()``, tried every 0.2 s; AssertionError naming ``what`` after the cap."""
         deadline = time.monotonic() + (timeout or self.timeout)
         while True:
@@ -78,13 +78,24 @@ class Chromium:
 
     def wait_for(self, expression: str, what: str) -> Any:
         """The first truthy value of a JavaScript expression, polled."""
-        return self._wait(lambda: self.evaluate(expression), what)
+        return self.wait_until(lambda: self.evaluate(expression), what)
 
     def press(self, key: str, code: int, times: int = 1) -> None:
         """Press and release a key (DOM ``key`` name, Windows virtual key ``code``) on the focused element."""
         for _ in range(times):
             for kind in ("keyDown", "keyUp"):
                 self.call("Input.dispatchKeyEvent", type=kind, key=key, code=key, windowsVirtualKeyCode=code)
+
+    def click(self, x: float, y: float) -> None:
+        """A left click at page point (x, y) px (the pointer moved there first)."""
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=float(x), y=float(y), clickCount=1,
+                      button="none" if kind == "mouseMoved" else "left")
+
+    def box(self, selector: str) -> np.ndarray:
+        """(x, y, width, height) px of the first element matching a CSS selector."""
+        return np.array(self.evaluate(f"(() => {{ const r = document.querySelector({json.dumps(selector)})"
+                                      ".getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; })()"))
 
     def screenshot(self) -> np.ndarray:
         """The page as (height, width, 3) RGB in [0, 1]."""
@@ -114,6 +125,20 @@ class Chromium:
     def _end(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+
+
+def screen_point(point: np.ndarray, camera_position: np.ndarray, camera_wxyz: np.ndarray, fov: float,
+                 canvas: np.ndarray) -> np.ndarray:
+    """(x, y) page px where a pinhole camera draws world ``point`` (3,) m onto ``canvas`` (x, y, width, height) px:
+    ``camera_wxyz`` the world <- camera rotation in viser's (OpenCV) convention, +z forward, +x right, +y down;
+    ``fov`` the vertical field of view, rad."""
+    from scipy.spatial.transform import Rotation
+
+    rotation = Rotation.from_quat(np.roll(camera_wxyz, -1)).as_matrix()  # scipy takes x, y, z, w
+    x, y, z = rotation.T @ (np.asarray(point, float) - camera_position)
+    assert z > 0, "the point is behind the camera"
+    focal = canvas[3] / 2 / np.tan(fov / 2)  # px
+    return canvas[:2] + canvas[2:] / 2 + focal * np.array([x, y]) / z
 
 
 def _port(path: Path) -> str | None:

@@ -4,10 +4,7 @@ and the viewer itself in a real (headless Chromium) browser."""
 from __future__ import annotations
 
 import copy
-import os
 import shutil
-import signal
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -139,65 +136,89 @@ def test_capacity_points_pose_the_machine(vehicle):
         view.stop()
 
 
-def _screenshot(path: Path, url: str, profile: Path, seconds: float = 600) -> str:
-    """Headless Chromium's screenshot of ``url`` into ``path``; its stderr. Chromium and the processes it started
-    are ended when it takes longer than ``seconds`` (a loaded machine renders WebGL in software slowly)."""
-    process = subprocess.Popen(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", "--window-size=1200,800", "--virtual-time-budget=15000",
-         f"--screenshot={path}", url], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
-    try:
-        _, stderr = process.communicate(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        _, stderr = process.communicate()
-    return stderr
+def _drawn(pixels: np.ndarray) -> float:
+    """The share of pixels that differ from the page's background (its median colour)."""
+    background = np.median(pixels.reshape(-1, 3), axis=0)
+    return float(np.any(np.abs(pixels - background) > 0.1, axis=-1).mean())
 
+
+def _with_capacity_points(document: dict, rows: list[int]) -> dict:
+    """A copy of ``document`` with capacity lift points at step ``rows``, at the frame of ex1's tracks that the slew
+    moves most (made up to click on: the view reads the points' steps and frame, not their ratings)."""
+    document = copy.deepcopy(document)
+    first, last = document["steps"][0]["frames"], document["steps"][-1]["frames"]
+    frame = max((n for n in first if n.startswith("ex1:") and ":tracks:" in n),
+                key=lambda n: np.linalg.norm(np.subtract(last[n]["position"], first[n]["position"])))
+    document["capacity"] = {"frame": frame, "points": [
+        {"step": document["steps"][r]["index"], "rated_mass": 1000.0, "radius": 1.0, "height": 0.5,
+         "governs": "tipping"} for r in rows]}
+    return document
+
+
+def _drive(browser, view, two: dict, row: int, last: int) -> None:
+    """The browser test's steps (see test_viewer_in_a_browser): load, step slider to ``row``, click the capacity point
+    of step row ``last``."""
+    from helpers.browser import screen_point
+
+    view.factor_input.value = 1.0  # draw the solved pose: node positions are results.json's numbers
+    browser.open(view.url)
+    browser.wait_for("document.querySelector('[role=slider]') !== null", "the step slider")
+    assert view.clients, "the page did not connect to the viewer's websocket"
+    browser.wait_until(lambda: _drawn(browser.screenshot()) > 0.1, "the scene on the page (pixels off the background)")
+    before = browser.settled_screenshot()
+    assert len(np.unique((before * 255).astype(int).reshape(-1, 3), axis=0)) > 50
+
+    browser.evaluate("document.querySelector('[role=slider]').focus()")
+    browser.press("ArrowRight", 39, times=row)
+    browser.wait_until(lambda: view.row == row, f"the server to draw step row {row} (the slider moved)")
+    browser.wait_for(f"document.body.innerText.includes('step {two['steps'][row]['index']}: ')",
+                     "the step's values in the panel")
+    after = browser.settled_screenshot()
+    assert browser.evaluate("document.querySelector('[role=slider]').getAttribute('aria-valuenow')") == str(row)
+    changed = np.any(np.abs(after - before) > 0.1, axis=-1).mean()
+    assert changed > 0.01 and _drawn(after) > 0.1, f"{changed:.2%} of pixels changed with the step"
+
+    nodes = view.server.scene._handle_from_node_name  # the scene graph viser sends to its clients
+    step = two["steps"][row]
+    for name, frame in step["frames"].items():
+        np.testing.assert_allclose(nodes[f"/frames/{name}"].position, frame["position"], atol=1e-6)
+    for machine, layout in two["scene"]["machines"].items():
+        for k, shape in enumerate(layout["shapes"]):
+            pose = np.asarray(two["scene"]["steps"][row][machine]["shapes"][k])
+            np.testing.assert_allclose(nodes[f"/machines/{machine}/shapes/{k}"].position, pose[:, 3], atol=1e-6)
+    for k, pair in enumerate(step["collisions"]):
+        assert f"{pair['distance']:.4g} m" in nodes[f"/labels/collisions/{k}"].text
+
+    camera = next(iter(view.server.get_clients().values())).camera
+    point = screen_point(nodes["/capacity/1"].position, camera.position, camera.wxyz, camera.fov,
+                         browser.box("canvas"))
+    browser.click(*point)
+    browser.wait_until(lambda: view.row == last, "the click on the capacity point to pose its step")
+    assert view.slider.value == last
+    np.testing.assert_allclose(nodes[f"/frames/{next(iter(step['frames']))}"].position,
+                               next(iter(two["steps"][last]["frames"].values()))["position"], atol=1e-6)
 
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs it with apt-get)")
 def test_viewer_in_a_browser(two, tmp_path):
-    """The viewer served on a free loopback port, opened in headless Chromium: the browser connects, the screenshot
-    is not blank, and the scene graph the server holds matches results.json."""
-    import matplotlib.image
+    """The viewer on a free loopback port in headless Chromium, driven as a user would over the DevTools protocol:
+    the page connects and draws; the arrow key on the step slider moves the server to that step and the picture
+    changes, with the scene graph's nodes at that step's results.json positions; clicking a capacity point poses
+    the machines at its step."""
+    from helpers.browser import Chromium
 
     from shiftsim.view.server import RunView
 
-    view = RunView(two, port=0)
+    last = len(two["steps"]) - 1
+    row = next(r for r, s in enumerate(two["steps"]) if any(p["distance"] <= 0 for p in s["collisions"]))
+    document = _with_capacity_points(two, [0, last])
+    view = RunView(document, port=0)
     try:
-        view.factor_input.value = 1.0  # draw the solved pose: node positions are results.json's numbers
-        view.factor = 1.0
-        row = next(r for r, s in enumerate(two["steps"]) if s.get("collisions"))
-        view.pose(row)
-        differs = 0.0
-        for attempt in range(2):  # software WebGL in headless Chromium now and then paints no frame: one retry
-            screenshot = tmp_path / f"view{attempt}.png"
-            stderr = _screenshot(screenshot, view.url, tmp_path / f"profile{attempt}")
-            if not screenshot.exists():
-                continue
-            pixels = matplotlib.image.imread(screenshot)[..., :3]
-            background = np.median(pixels.reshape(-1, 3), axis=0)
-            differs = np.any(np.abs(pixels - background) > 0.1, axis=-1).mean()
-            if differs > 0.1:
-                break
-        assert screenshot.exists(), f"Chromium wrote no screenshot: {stderr[-2000:]}"
-        assert view.clients, "the page did not connect to the viewer's websocket"
-        assert differs > 0.1, f"the screenshot is (nearly) one colour: {differs:.1%} of pixels differ"
-        assert len(np.unique((pixels * 255).astype(int).reshape(-1, 3), axis=0)) > 50
-
-        nodes = view.server.scene._handle_from_node_name  # the scene graph viser sends to its clients
-        step = two["steps"][row]
-        for name, frame in step["frames"].items():
-            np.testing.assert_allclose(nodes[f"/frames/{name}"].position, frame["position"], atol=1e-6)
-        for machine, layout in two["scene"]["machines"].items():
-            for k, shape in enumerate(layout["shapes"]):
-                pose = np.asarray(two["scene"]["steps"][row][machine]["shapes"][k])
-                np.testing.assert_allclose(nodes[f"/machines/{machine}/shapes/{k}"].position, pose[:, 3], atol=1e-6)
-        for k, pair in enumerate(step["collisions"]):
-            assert f"/collisions/{k}" in nodes
-            assert f"{pair['distance']:.4g} m" in nodes[f"/labels/collisions/{k}"].text
+        browser = Chromium(CHROMIUM, tmp_path / "profile")
+        try:
+            _drive(browser, view, two, row, last)
+        finally:
+            browser.close()
     finally:
         view.stop()
 
