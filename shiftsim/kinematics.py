@@ -146,7 +146,39 @@ def point_jacobian(model: Model, s: State, node: int, point: np.ndarray) -> np.n
 
 
 def frame_jacobian(model: Model, q: np.ndarray, frame: str | int) -> np.ndarray:
-    """Geometric Jacobian (6, nq) — or (B, 6, nq) — of a frame: [linear; angular], world-aligned, at its origin."""
+    """Geometric Jacobian (6, nq) — or (B, 6, nq) — of a frame: [linear; angular], world-aligned, at its origin.
+
+    Parameters
+    ----------
+    model : Model
+        The compiled model.
+    q : ndarray
+        Joint coordinates (nq,) or a batch (B, nq), rad or m.
+    frame : str or int
+        The frame's name (``model.frame_names``) or index.
+
+    Returns
+    -------
+    ndarray
+        (6, nq) or (B, 6, nq): rows d(origin)/dq (m per rad or m, world axes), then the angular velocity per unit
+        joint speed (world axes).
+
+    Raises
+    ------
+    ModelError
+        No frame of that name (the message lists the frames).
+    ValueError
+        ``q`` does not have nq coordinates in its last axis.
+
+    Examples
+    --------
+    The tip of the straight cantilever, 0.5 m beyond the last hinge (axis +y): turning that hinge moves it along
+    (0, 1, 0) x (0.5, 0, 0) = (0, 0, -0.5) m per rad.
+
+    >>> model = shiftsim.load_model("models/shift/cantilever10.json")
+    >>> shiftsim.frame_jacobian(model, model.q0, "link10:tip")[:, -1].round(3).tolist()
+    [0.0, 0.0, -0.5, 0.0, 1.0, 0.0]
+    """
     f = model.frame_index(frame) if isinstance(frame, str) else frame
     qb, shape = _as_batch(model, q)
     s = state(model, qb)
@@ -236,8 +268,43 @@ def assemble(model: Model, q: np.ndarray, held: list[int] | tuple[int, ...] = ()
     held coordinates travel from their ``start`` values to their values in
     ``q`` in increments of at most ``held_step`` (rad or m), the loops closed
     at each, so the mechanism stays on the assembly branch it starts on
-    instead of jumping to a mirror one. Raises SolveError naming the loop(s)
-    with the largest residual when the loops cannot close.
+    instead of jumping to a mirror one.
+
+    Parameters
+    ----------
+    model : Model
+        The compiled model.
+    q : ndarray
+        (nq,) coordinates to start from, rad or m; the held ones keep their values.
+    held : sequence of int, optional
+        Indices of the coordinates that must not move.
+    tolerance : float, optional
+        Largest loop-closure residual accepted (m and rad).
+    max_iterations : int, optional
+        Gauss-Newton iterations at most (per increment with ``start``).
+    start : ndarray, optional
+        (nq,) a closed configuration the held coordinates travel from.
+    held_step : float, optional
+        Largest change of a held coordinate per increment (rad or m).
+
+    Returns
+    -------
+    Assembly
+        ``q`` the closed coordinates (nq,), ``residual`` the largest closure error left, ``iterations``.
+
+    Raises
+    ------
+    SolveError
+        The loops cannot close; the message names the loop(s) with the largest residual.
+
+    Examples
+    --------
+    >>> model = shiftsim.load_model("models/shift/four_bar.json")
+    >>> q = model.q0.copy()
+    >>> q[0] = -0.9  # the crank, rad
+    >>> assembly = shiftsim.assemble(model, q, held=[0])
+    >>> bool(assembly.residual < 1e-10), float(assembly.q[0])
+    (True, -0.9)
     """
     q = np.asarray(q, float)
     held = [int(i) for i in held]

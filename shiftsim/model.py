@@ -377,7 +377,30 @@ class _Builder:
 
 
 def compile_model(spec: ModelSpec) -> Model:
-    """Compile a ModelSpec into a Model (spanning tree, loops, arrays). Raises ModelError."""
+    """Compile a ModelSpec into a Model: the spanning tree, the loops and the arrays the algorithms use.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        A model as read (:func:`read_model`) or built in Python (:mod:`shiftsim.spec`).
+
+    Returns
+    -------
+    Model
+        The compiled model (immutable).
+
+    Raises
+    ------
+    ModelError
+        The spec is not a valid mechanism; every problem is listed with its place.
+
+    Examples
+    --------
+    >>> spec = shiftsim.read_model("models/shift/four_bar.json")
+    >>> model = shiftsim.compile_model(spec)
+    >>> model.nq, len(model.closures)
+    (4, 1)
+    """
     problems = Problems(spec.source)
     warnings = list(spec.warnings)
     bodies = [b for b in spec.bodies if b.active]

@@ -3,6 +3,7 @@ shows (doctest, from the repository root, in a fresh interpreter so that the run
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,8 @@ import pytest
 import shiftsim
 
 ROOT = Path(__file__).resolve().parents[1]
-PUBLIC = ["load_model", "read_model", "solve", "solve_batch", "forward", "run_scenario", "load_results"]
+PUBLIC = ["load_model", "read_model", "compile_model", "solve", "solve_batch", "forward", "frame_jacobian", "assemble",
+          "sensitivity", "run_scenario", "load_results"]
 RUN = """
 import doctest, pathlib, sys
 import numpy as np
@@ -36,3 +38,9 @@ def test_docstring_sections_and_examples(name, tmp_path):
     result = subprocess.run([sys.executable, "-c", RUN, name, str(tmp_path)], cwd=ROOT, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+
+
+def test_every_public_function_is_checked():
+    """The functions of ``dir(shiftsim)`` are the ones checked above (a new public function needs its docstring)."""
+    functions = {name for name in dir(shiftsim) if inspect.isfunction(getattr(shiftsim, name))}
+    assert functions == set(PUBLIC)

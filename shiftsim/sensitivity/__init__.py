@@ -94,7 +94,48 @@ def sensitivity(model_or_solution, of, wrt=("all",), set: dict | None = None, ho
     ``hold``, ``loads`` and ``gravity`` as :func:`shiftsim.solve`) or of a Solution (solved with those same
     arguments). ``ground``: the ground field a floating model stands on (``Stand.field``; its contacts' and
     tyres' parameters and outputs join the others). ``mode`` "auto" picks forward when parameters are fewer
-    than outputs, else adjoint."""
+    than outputs, else adjoint.
+
+    Parameters
+    ----------
+    model_or_solution : Model or Solution
+        The model, solved here, or a Solution of :func:`shiftsim.solve`.
+    of : sequence of str
+        Outputs: names (``arm:boom_cyl.effort``, ``link10:tip.z``) or kinds (``joint``, ``frame``, ``effort``, ...).
+    wrt : sequence of str, optional
+        Parameters: names or kinds (``mass``, ``load``, ...); ``"all"`` every parameter.
+    set, hold, loads, gravity, options
+        As :func:`shiftsim.solve`.
+    ground : optional
+        The ground field a floating model stands on (``Stand.field``).
+    mode : {"auto", "forward", "adjoint"}, optional
+        How the derivatives are computed (equal results).
+
+    Returns
+    -------
+    Sensitivities
+        ``outputs``, ``parameters``, ``derivative`` (outputs, parameters) in raw units, ``elasticity``, ``reasons``
+        (why an output has no derivative), ``frame()`` a ranked pandas DataFrame.
+
+    Raises
+    ------
+    InputError
+        An unknown output or parameter (the message lists the valid kinds and names).
+    SolveError
+        The equilibrium could not be solved.
+
+    Examples
+    --------
+    How far the cantilever's tip moves per newton of its vertical load (a finite difference of two solves, 100
+    and 100.01 N, gives 0.0050268 m/N):
+
+    >>> model = shiftsim.load_model("models/shift/cantilever10.json")
+    >>> result = shiftsim.sensitivity(model, of=["link10:tip.z"], wrt=["load"],
+    ...                               loads=[shiftsim.Load("link10:tip", force=(0, 0, -100))])
+    >>> k = result.parameters.index("load:link10:tip.fz")
+    >>> round(float(result.derivative[0, k]), 6)
+    0.005027
+    """
     if isinstance(model_or_solution, Model):
         model, solution = model_or_solution, None
     else:

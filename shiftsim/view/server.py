@@ -145,7 +145,8 @@ class RunView:
 
     def _info(self, drawing: StepDrawing) -> str:
         units = self.document["units"]["parameters"]
-        swept = "".join(f"\n- {name} = {value:.4g} {units.get(name, '')}" for name, value in drawing.parameters.items())
+        swept = "".join(f"\n- {name} = {value:.4g}" + ("" if units.get(name, "-") == "-" else f" {units[name]}")
+                        for name, value in drawing.parameters.items())
         scale = f"{self.scale * 1e3:.3g} m per kN" if self.scale else "no forces"
         lines = [f"step {drawing.index}: **{drawing.status}**{swept}",
                  f"\ndeflections drawn x{self.factor:g}; force arrows {scale}"]
