@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import sys
 import threading
+import warnings
 import webbrowser
 from pathlib import Path
 
-from ..errors import InputError, Problem
+from ..errors import InputError, Problem, ShiftsimWarning
 
 HELP = "the run in the browser, in 3D (viser): a results folder, or a scenario run first"
 
@@ -58,7 +60,15 @@ def _document(source: Path) -> dict:
                                       "a run of up to 10,000 steps (docs/results.md)")])
         return load_results(path).document
     print(f"running {path} (nothing is written; shiftsim run writes the results folder)")
-    return run_scenario(path).document
+    with warnings.catch_warnings(record=True) as caught:  # shown now, grouped as shiftsim run shows them: the
+        warnings.simplefilter("always", ShiftsimWarning)  # server runs until Ctrl-C, the command's end is too late
+        document = run_scenario(path).document
+    for line in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, ShiftsimWarning)):
+        print(f"warning: {line}", file=sys.stderr)
+    for w in caught:
+        if not issubclass(w.category, ShiftsimWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return document
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
 """Warnings are folded the same way in every command: a model whose ten bodies each name a missing geometry file
 gives one grouped "geometry file not found" line (with its count), not ten, from model and scenario commands alike
-and from run_scenario."""
+(view included) and from run_scenario."""
 
 from __future__ import annotations
 
@@ -55,4 +55,13 @@ def test_run_scenario_warns_once(files):
         warnings.simplefilter("always")
         shiftsim.run_scenario(scenario)
     lines = [str(w.message) for w in caught if MISSING in str(w.message)]
+    assert len(lines) == 1 and "(10 places" in lines[0]
+
+
+def test_view_of_a_scenario_shows_the_grouped_line_before_it_serves(files, capsys):
+    """``shiftsim view SCENARIO`` serves until Ctrl-C: the run's warnings are printed when the run ends, grouped."""
+    from shiftsim.commands.view import _document
+
+    _document(files[1])
+    lines = _geometry_lines(capsys.readouterr().err)
     assert len(lines) == 1 and "(10 places" in lines[0]
