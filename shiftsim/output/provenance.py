@@ -13,7 +13,9 @@ Recorded when the results are written (:func:`run_metadata`), rendered by the re
 * ``solver``: the Newton settings every step was solved with (:class:`shiftsim.statics.SolverOptions`; infinite
   values written as the string ``"inf"``);
 * ``shiftsim_version``, ``git`` (commit and whether the checkout had uncommitted changes, when shiftsim runs from a
-  git checkout, else null), ``python``, ``platform``, ``host``, ``written_utc`` (ISO 8601).
+  git checkout, else null), ``python``, ``packages`` (the installed version of each package shiftsim depends on:
+  the numbers can move with numpy, scipy or pybullet), ``platform``, ``host``, ``command`` (the ``shiftsim`` command
+  line; null when the run came from Python, ``run_scenario``), ``written_utc`` (ISO 8601).
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import importlib.metadata
 import math
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -70,6 +74,26 @@ def solver_settings(options: SolverOptions = SolverOptions()) -> dict[str, Any]:
     return {name: _finite(value) for name, value in dataclasses.asdict(options).items()}
 
 
+def package_versions() -> dict[str, str | None]:
+    """The installed version of each package shiftsim depends on (not the extras'), by name; None: not installed."""
+    versions = {}
+    for requirement in importlib.metadata.requires("shiftsim") or []:
+        if "extra ==" in requirement:
+            continue
+        name = re.match(r"[A-Za-z0-9._-]+", requirement).group(0)
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def command_line() -> list[str] | None:
+    """The ``shiftsim`` command line of this process (None when shiftsim was called from Python)."""
+    program = sys.argv[0] if sys.argv else ""
+    return sys.argv[:] if Path(program).name == "shiftsim" or program.endswith("shiftsim/__main__.py") else None
+
+
 def run_metadata(scenario: Scenario) -> dict[str, Any]:
     """results.json's ``metadata`` for a run of ``scenario`` written now (see the module's docstring)."""
     from .. import __version__
@@ -100,11 +124,12 @@ def run_metadata(scenario: Scenario) -> dict[str, Any]:
         "shiftsim_version": __version__,
         "git": git_state(Path(__file__).resolve().parent),
         "python": platform.python_version(),
+        "packages": package_versions(),
         "platform": platform.platform(),
         "host": socket.gethostname(),
-        "command": sys.argv[:],
+        "command": command_line(),
         "written_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
 
 
-__all__ = ["file_digest", "git_state", "run_metadata", "solver_settings"]
+__all__ = ["command_line", "file_digest", "git_state", "package_versions", "run_metadata", "solver_settings"]

@@ -52,9 +52,13 @@ def provenance_section(document: dict[str, Any]) -> str:
     git = metadata.get("git")
     commit = "not run from a git checkout" if git is None else (
         git["commit"] + (" (with uncommitted changes)" if git.get("dirty") else ""))
+    command = metadata.get("command")
+    packages = metadata.get("packages") or {}
     run_rows = [["shiftsim", metadata["shiftsim_version"]], ["git commit", commit],
-                ["python", metadata.get("python", "")], ["platform", metadata.get("platform", "")],
-                ["host", metadata.get("host", "")], ["command", " ".join(metadata.get("command", []))],
+                ["python", metadata.get("python", "")],
+                ["packages", ", ".join(f"{name} {version or 'not installed'}" for name, version in packages.items())],
+                ["platform", metadata.get("platform", "")], ["host", metadata.get("host", "")],
+                ["command", " ".join(command) if command else "none: shiftsim was called from Python"],
                 ["written (UTC)", metadata["written_utc"]]]
     machines = [[m["id"], m["model"], exact(m["placement"]["position"]), exact(m["placement"]["rotation"]),
                  "; ".join(f"{name} = {exact(value)}" for name, value in m["held"].items()) or "none",

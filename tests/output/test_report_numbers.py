@@ -9,6 +9,7 @@ digits shown.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import math
 import re
@@ -238,6 +239,9 @@ def check_provenance(heading, headers, rows, results):
         assert heading == "Run"
         assert dict(rows)["shiftsim"] == results["shiftsim_version"]
         assert dict(rows)["written (UTC)"] == metadata["written_utc"]
+        packages = dict(item.split(" ", 1) for item in dict(rows)["packages"].split(", "))
+        assert {"numpy", "scipy", "pybullet"} <= set(packages)
+        assert all(importlib.metadata.version(name) == version for name, version in packages.items())
 
 
 def margin(results) -> float:
@@ -287,3 +291,15 @@ def test_every_number_in_the_report_is_the_results_json_number(source, tmp_path,
         assert "Pin reactions" in seen
     if any(s.get("collisions") for s in results["steps"]):
         assert {"Machine pairs", "Distance per step"} <= seen
+
+
+@pytest.mark.parametrize("argv, recorded", [(["/venv/bin/shiftsim", "run", "s.json"], True),
+                                            (["/src/shiftsim/__main__.py", "run", "s.json"], True),
+                                            (["/venv/bin/pytest", "-q"], False), ([], False)])
+def test_the_command_recorded_is_a_shiftsim_command_line(argv, recorded, monkeypatch):
+    """metadata ``command`` is the process's argv when it is the shiftsim command (or ``python -m shiftsim``), and null
+    when shiftsim was called from Python (pytest's own argv is not the run's command)."""
+    from shiftsim.output.provenance import command_line
+
+    monkeypatch.setattr("sys.argv", argv)
+    assert command_line() == (argv if recorded else None)
