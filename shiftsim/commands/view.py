@@ -43,8 +43,8 @@ def _need_viser() -> None:
                                   "pip install 'shiftsim[view]' (it installs viser)")])
 
 
-def _document(source: Path) -> dict:
-    """The results document of ``source``: a results folder or results.json read, or a scenario run."""
+def _results(source: Path):
+    """The results of ``source`` (a RunResults): a results folder or results.json read, or a scenario run."""
     from ..jsonio import read_json
     from ..output.run_results import load_results, run_scenario
 
@@ -58,35 +58,35 @@ def _document(source: Path) -> dict:
             raise InputError([Problem(str(path), "steps", f"a run of {document['steps_planned']:,} steps keeps its "
                                       "steps in the columnar store only, without the scene the viewer draws",
                                       "a run of up to 10,000 steps (docs/results.md)")])
-        return load_results(path).document
+        return load_results(path)
     print(f"running {path} (nothing is written; shiftsim run writes the results folder)")
     with warnings.catch_warnings(record=True) as caught:  # shown now, grouped as shiftsim run shows them: the
         warnings.simplefilter("always", ShiftsimWarning)  # server runs until Ctrl-C, the command's end is too late
-        document = run_scenario(path).document
+        results = run_scenario(path)
     for line in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, ShiftsimWarning)):
         print(f"warning: {line}", file=sys.stderr)
     for w in caught:
         if not issubclass(w.category, ShiftsimWarning):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-    return document
+    return results
 
 
 def run(args: argparse.Namespace) -> int:
     _need_viser()
     from ..view.drawing import has_scene
 
-    document = _document(Path(args.source))
-    if not has_scene(document):
+    results = _results(Path(args.source))
+    if not has_scene(results):
         raise InputError([Problem(args.source, "scene", "results.json has no 'scene' (written by an older shiftsim)",
                                   "the scenario run again with this version (shiftsim run)")])
     from ..view.server import RunView
 
     try:
-        view = RunView(document, port=args.port)
+        view = RunView(results, port=args.port)
     except OSError as error:
         print(f"shiftsim view: error: cannot serve on port {args.port}: {error.strerror or error}")
         return 1
-    print(f"viewing {document['scenario']} at {view.url} (Ctrl-C stops)", flush=True)
+    print(f"viewing {results.scenario} at {view.url} (Ctrl-C stops)", flush=True)
     if not args.no_browser:
         webbrowser.open(view.url)
     try:

@@ -7,7 +7,7 @@ Scene nodes (names are viser paths; machine, body, joint and frame names as in r
 ``/machines/<id>/shapes/<k>``          a collision shape: box / icosphere / cylinder mesh at its centre
 ``/machines/<id>/cylinders``           the prismatic joints (hydraulic cylinders) as thick lines
 ``/machines/<id>/joints``              the other joints' parent-child links as lines
-``/frames/<frame>``                    a tracked frame (results.json ``frames``) as a small sphere
+``/frames/<frame>``                    a tracked frame (``results[frame, "position"]``) as a small sphere
 ``/forces/joints/<joint>``             joint force arrow (a line from the joint's child frame)
 ``/forces/contacts/<frame>``           ground contact force arrow
 ``/ground/<id>/support_polygon``       support polygon; ``/ground/<id>/centre_of_pressure`` sphere
@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import io
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import viser
@@ -32,8 +32,10 @@ from scipy.spatial import ConvexHull, QhullError
 from scipy.spatial.transform import Rotation
 
 from .drawing import (Arrow, StepDrawing, arrow_scale, capacity_points, default_factor, has_scene, machines_centre,
-                      machines_size,
-                      step_drawing)
+                      machines_size, step_drawing)
+
+if TYPE_CHECKING:
+    from ..output.run_results import RunResults
 
 COLOURS = [(31, 119, 180), (44, 160, 44), (148, 103, 189), (140, 86, 75), (23, 190, 207)]
 CYLINDER = (255, 127, 14)
@@ -62,25 +64,26 @@ def _cylinder_mesh(radius: float, half_length: float, sides: int = 24) -> tuple[
 
 
 class RunView:
-    """A viser server showing the run ``document`` (the content of results.json) with a step slider.
+    """A viser server showing a run's ``results`` (``load_results`` or ``run_scenario``) with a step slider.
 
     ``slider`` (the step slider), ``row`` (the step row drawn now), ``factor`` (deflection exaggeration) and
     ``nodes`` (scene node name -> handle of what is drawn now) are read by tests; :meth:`show` draws a step row.
     """
 
-    def __init__(self, document: dict[str, Any], host: str = "127.0.0.1", port: int = 8080):
-        if not has_scene(document):
+    def __init__(self, results: RunResults, host: str = "127.0.0.1", port: int = 8080):
+        if not has_scene(results):
             raise ValueError("results.json has no 'scene' (written by shiftsim run since the view was added); "
                              "run the scenario again to view it")
-        self.document = document
+        self.results = results
+        self.document = document = results.document  # its summary: scenario name, units, scene, capacity
         with contextlib.redirect_stdout(io.StringIO()):  # viser prints its own address box; the command prints one line
             self.server = viser.ViserServer(host=host, port=port, label=f"shiftsim: {document['scenario']}",
                                             verbose=False)
         self.nodes: dict[str, Any] = {}
         self.row = -1  # the step row drawn now (none yet)
-        self.factor = default_factor(document)
-        self.size = machines_size(document)
-        self.scale = arrow_scale(document)
+        self.factor = default_factor(document["scene"])
+        self.size = machines_size(document["scene"])
+        self.scale = arrow_scale(results)
         self._lock = threading.Lock()
         self.capacity_labels: dict[str, str] = {}
         self._build_gui()
@@ -89,7 +92,7 @@ class RunView:
         self._add_capacity_points()
         self.clients: list[int] = []  # ids of the browsers that have connected
         self.server.on_client_connect(lambda client: self.clients.append(client.client_id))
-        centre = machines_centre(document)
+        centre = machines_centre(document["scene"])
         self.server.initial_camera.look_at = tuple(centre)
         self.server.initial_camera.position = tuple(centre + self.size * np.array([0.55, -1.0, 0.5]))
         self.server.initial_camera.up = (0.0, 0.0, 1.0)
@@ -100,9 +103,9 @@ class RunView:
         return f"http://{self.server.get_host()}:{self.server.get_port()}"
 
     def _build_gui(self) -> None:
-        gui, steps = self.server.gui, self.document["steps"]
+        gui, steps = self.server.gui, self.results.steps
         gui.add_markdown(f"**{self.document['scenario']}**: {len(steps)} steps, "
-                         f"{sum(s['status'] == 'converged' for s in steps)} converged")
+                         f"{int(np.sum(steps.status == 'converged'))} converged")
         self.slider = gui.add_slider("step", min=0, max=max(len(steps) - 1, 1), step=1, initial_value=0,
                                      disabled=len(steps) == 1)
         self.factor_input = gui.add_number("deflection x", self.factor, min=0.0, step=1.0,
@@ -119,7 +122,7 @@ class RunView:
             self.show(int(self.slider.value))
 
     def _add_capacity_points(self) -> None:
-        for k, (row, point, label) in enumerate(capacity_points(self.document)):
+        for k, (row, point, label) in enumerate(capacity_points(self.results)):
             handle = self.server.scene.add_icosphere(f"/capacity/{k}", radius=0.015 * self.size,
                                                      color=(255, 200, 0), position=point)
             handle.on_click(lambda _event, row=row: self.pose(row))
@@ -138,7 +141,7 @@ class RunView:
         with self._lock:
             for name in [n for n in self.nodes if not n.startswith("/capacity/")]:
                 self.nodes.pop(name).remove()
-            drawing = step_drawing(self.document, row, self.factor)
+            drawing = step_drawing(self.results, row, self.factor)
             self._draw(drawing)
             self.info.content = self._info(drawing)
             self.row = row
@@ -181,9 +184,7 @@ class RunView:
             if len(machine.joints):
                 self._add(f"{base}/joints", scene.add_line_segments(
                     f"{base}/joints", machine.joints, colour, thickness=0.004 * self.size))
-        step = self.document["steps"][drawing.row]
-        for name, frame in step["frames"].items():
-            position = self._exaggerated_frame(drawing, name, np.asarray(frame["position"], float))
+        for name, position in drawing.tracked:
             self._add(f"/frames/{name}", scene.add_icosphere(f"/frames/{name}", 0.01 * self.size, (0, 0, 0),
                                                                position=position))
         for arrow in drawing.joint_forces:
@@ -204,14 +205,6 @@ class RunView:
             self._add(name, scene.add_line_segments(name, points[None], colour, thickness=0.004 * self.size))
             self._add(f"/labels{name}", scene.add_label(f"/labels{name}", f"{pair}: {distance:.4g} m",
                                                         position=points.mean(axis=0)))
-
-    def _exaggerated_frame(self, drawing: StepDrawing, name: str, solved: np.ndarray) -> np.ndarray:
-        """A tracked frame where the exaggerated drawing has it (its solved position when the scene lacks it)."""
-        for machine in drawing.machines:
-            names = self.document["scene"]["machines"][machine.machine]["frames"]
-            if name in names:
-                return machine.frames[names.index(name)]
-        return solved
 
     def _link(self, name: str, points: np.ndarray, colour: tuple[int, int, int]) -> None:
         scene = self.server.scene

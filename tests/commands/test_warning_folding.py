@@ -60,8 +60,8 @@ def test_run_scenario_warns_once(files):
 
 def test_view_of_a_scenario_shows_the_grouped_line_before_it_serves(files, capsys):
     """``shiftsim view SCENARIO`` serves until Ctrl-C: the run's warnings are printed when the run ends, grouped."""
-    from shiftsim.commands.view import _document
+    from shiftsim.commands.view import _results
 
-    _document(files[1])
+    _results(files[1])
     lines = _geometry_lines(capsys.readouterr().err)
     assert len(lines) == 1 and "(10 places" in lines[0]

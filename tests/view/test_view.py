@@ -12,6 +12,7 @@ import pytest
 
 from shiftsim import run_scenario
 from shiftsim.cli import main
+from shiftsim.output.run_results import RunResults
 from shiftsim.view.drawing import ARROW_SHARE, arrow_scale, default_factor, machines_size, step_drawing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,15 +20,15 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
-def vehicle() -> dict:
+def vehicle() -> RunResults:
     """A machine standing on four tyres, five load steps: ground contacts, support polygon, forces."""
-    return run_scenario(ROOT / "scenarios" / "vehicle_on_tyres.json").document
+    return run_scenario(ROOT / "scenarios" / "vehicle_on_tyres.json")
 
 
 @pytest.fixture(scope="module")
-def two() -> dict:
+def two() -> RunResults:
     """Two excavators with collision shapes slewing into each other: shapes and collision pairs."""
-    return run_scenario(ROOT / "scenarios" / "two_excavators.json").document
+    return run_scenario(ROOT / "scenarios" / "two_excavators.json")
 
 
 def _scene_frame(document: dict, row: int, name: str, key: str = "frames") -> np.ndarray:
@@ -42,7 +43,7 @@ def _scene_frame(document: dict, row: int, name: str, key: str = "frames") -> np
 def test_scene_frames_are_the_reported_frames(fixture, request):
     """The scene's frame positions (forward kinematics of the solved coordinates) are the runner's tracked frames;
     its unloaded positions are the tracked positions less the reported deflections."""
-    document = request.getfixturevalue(fixture)
+    document = request.getfixturevalue(fixture).document
     checked = 0
     for row, step in enumerate(document["steps"]):
         for name, frame in step["frames"].items():
@@ -57,6 +58,7 @@ def test_scene_frames_are_the_reported_frames(fixture, request):
 def test_shapes_sit_on_their_bodies(two):
     """Each shape's world pose is its body's reported world pose times a body-fixed offset: the offset is the same
     at every step."""
+    two = two.document
     layout = two["scene"]["machines"]["ex1"]
     for k, shape in enumerate(layout["shapes"]):
         body = next(name for name in two["steps"][0]["bodies"] if name.endswith(":" + shape["body"]))
@@ -71,7 +73,7 @@ def test_shapes_sit_on_their_bodies(two):
 
 def test_contact_points_carry_the_centre_of_pressure(vehicle):
     """On flat ground the centre of pressure is the vertical-force-weighted mean of the contact points."""
-    for step in vehicle["steps"]:
+    for step in vehicle.document["steps"]:
         record = step["ground"]["car1"]
         points = np.array([record["contact_points"][n] for n in record["contact_forces"]])
         fz = np.array([f[2] for f in record["contact_forces"].values()])
@@ -82,19 +84,19 @@ def test_arrows_and_exaggeration(vehicle):
     """Force arrows: the run's largest force is drawn ARROW_SHARE of the machine size, every arrow at its force
     times the scale; the exaggeration factor is 1, 2 or 5 x 10^n and draws the largest deflection at most a tenth of
     the machine size (more than a fortieth when the factor is above 1)."""
-    size, scale = machines_size(vehicle), arrow_scale(vehicle)
+    size, scale, document = machines_size(vehicle.document["scene"]), arrow_scale(vehicle), vehicle.document
     lengths = []
-    for row in range(len(vehicle["steps"])):
+    for row in range(len(document["steps"])):
         drawing = step_drawing(vehicle, row, 1.0)
-        forces = [vehicle["steps"][row]["ground"]["car1"]["contact_forces"][a.name] for a in drawing.contact_forces]
+        forces = [document["steps"][row]["ground"]["car1"]["contact_forces"][a.name] for a in drawing.contact_forces]
         np.testing.assert_allclose([a.force for a in drawing.contact_forces], forces)
         lengths += [scale * np.linalg.norm(a.force) for a in drawing.joint_forces + drawing.contact_forces]
-        assert len(drawing.support_polygons[0][1]) == len(vehicle["steps"][row]["ground"]["car1"]["support_polygon"])
+        assert len(drawing.support_polygons[0][1]) == len(document["steps"][row]["ground"]["car1"]["support_polygon"])
     assert max(lengths) == pytest.approx(ARROW_SHARE * size)
-    factor = default_factor(vehicle)
+    factor = default_factor(document["scene"])
     mantissa = factor / 10 ** np.floor(np.log10(factor))
     assert mantissa == pytest.approx(1) or mantissa == pytest.approx(2) or mantissa == pytest.approx(5)
-    largest = max(np.linalg.norm(f["deflection"]) for s in vehicle["steps"] for f in s["frames"].values())
+    largest = max(np.linalg.norm(f["deflection"]) for s in document["steps"] for f in s["frames"].values())
     assert factor * largest <= 0.1 * size + 1e-12
     if factor > 1:
         assert factor * largest > 0.025 * size
@@ -119,12 +121,12 @@ def test_capacity_points_pose_the_machine(vehicle):
     """A capacity lift point is a node at its step's lift frame; posing there moves the step slider."""
     from shiftsim.view.server import RunView
 
-    document = copy.deepcopy(vehicle)
+    document = copy.deepcopy(vehicle.document)
     frame = next(iter(document["steps"][0]["frames"]))
     document["capacity"] = {"frame": frame, "points": [
         {"step": s["index"], "rated_mass": 1000.0 + s["index"], "radius": 1.0, "height": 0.5, "governs": "tipping"}
         for s in document["steps"]]}
-    view = RunView(document, port=0)
+    view = RunView(RunResults.from_document(document), port=0)
     try:
         last = len(document["steps"]) - 1
         np.testing.assert_allclose(view.nodes[f"/capacity/{last}"].position,
@@ -142,7 +144,7 @@ def _drawn(pixels: np.ndarray) -> float:
     return float(np.any(np.abs(pixels - background) > 0.1, axis=-1).mean())
 
 
-def _with_capacity_points(document: dict, rows: list[int]) -> dict:
+def _with_capacity_points(document: dict, rows: list[int]) -> RunResults:
     """A copy of ``document`` with capacity lift points at step ``rows``, at the frame of ex1's tracks that the slew
     moves most (made up to click on: the view reads the points' steps and frame, not their ratings)."""
     document = copy.deepcopy(document)
@@ -152,7 +154,7 @@ def _with_capacity_points(document: dict, rows: list[int]) -> dict:
     document["capacity"] = {"frame": frame, "points": [
         {"step": document["steps"][r]["index"], "rated_mass": 1000.0, "radius": 1.0, "height": 0.5,
          "governs": "tipping"} for r in rows]}
-    return document
+    return RunResults.from_document(document)
 
 
 def _drive(browser, view, two: dict, row: int, last: int) -> None:
@@ -209,10 +211,10 @@ def test_viewer_in_a_browser(two, tmp_path):
 
     from shiftsim.view.server import RunView
 
+    two = two.document
     last = len(two["steps"]) - 1
     row = next(r for r, s in enumerate(two["steps"]) if any(p["distance"] <= 0 for p in s["collisions"]))
-    document = _with_capacity_points(two, [0, last])
-    view = RunView(document, port=0)
+    view = RunView(_with_capacity_points(two, [0, last]), port=0)
     try:
         browser = Chromium(CHROMIUM, tmp_path / "profile")
         try:
@@ -224,10 +226,10 @@ def test_viewer_in_a_browser(two, tmp_path):
 
 
 def test_view_reads_a_scenario_by_running_it(capsys):
-    """``view SCENARIO`` runs it in memory: the document is what run_scenario returns, scene included."""
-    from shiftsim.commands.view import _document
+    """``view SCENARIO`` runs it in memory: the results are what run_scenario returns, scene included."""
+    from shiftsim.commands.view import _results
 
-    document = _document(ROOT / "scenarios" / "four_bar_drive.json")
+    document = _results(ROOT / "scenarios" / "four_bar_drive.json").document
     assert "running" in capsys.readouterr().out
     assert len(document["scene"]["steps"]) == len(document["steps"]) == document["steps_planned"]
 
@@ -235,7 +237,7 @@ def test_view_reads_a_scenario_by_running_it(capsys):
 def test_view_refuses_results_without_a_scene(vehicle, tmp_path, capsys):
     import json
 
-    old = {key: value for key, value in vehicle.items() if key != "scene"}
+    old = {key: value for key, value in vehicle.document.items() if key != "scene"}
     (tmp_path / "results.json").write_text(json.dumps(old))
     assert main(["view", str(tmp_path), "--no-browser", "--port", "0"]) == 2
     assert "no 'scene'" in capsys.readouterr().err
