@@ -244,6 +244,35 @@ def check_provenance(heading, headers, rows, results):
         assert all(importlib.metadata.version(name) == version for name, version in packages.items())
 
 
+def check_sensitivity(heading, headers, rows, results):
+    """A ranked table: each cell is 0.01 p dy/dp from the derivative and the parameter's value (as a % of the output
+    when normalized), the rows the ``top`` parameters with the largest change over the steps, largest first."""
+    section = results["sensitivity"]
+    output = next(o for o in section["of"] if heading.startswith(o + " ("))
+    points = {p["step"]: p for p in section["points"] if "error" not in p and output in p["outputs"]}
+    steps = [int(h.removeprefix("step ")) for h in headers[1:]]
+
+    def change(step: int, parameter: str) -> float | None:
+        point = points[step]
+        o = point["outputs"][output]
+        derivative = o["derivative"].get(parameter)
+        if derivative is None:
+            return None
+        value = 0.01 * point["parameter_values"][parameter] * derivative
+        return 100.0 * value / o["value"] if section["normalized"] else value
+
+    largest = {name: max((abs(c) for c in (change(k, name) for k in points) if c is not None), default=-1.0)
+               for name in next(iter(points.values()))["outputs"][output]["derivative"]}
+    assert [r[0] for r in rows] == sorted(largest, key=lambda n: -largest[n])[:int(section["top"])]
+    for name, *cells in rows:
+        for step, text in zip(steps, cells):
+            expected = change(step, name)
+            if expected is None:
+                assert text == "-"
+            else:
+                shown(text, expected)
+
+
 def margin(results) -> float:
     """m: the scenario's collision margin, from the scenario as read (results.json metadata)."""
     return results["metadata"]["scenario_document"]["collision"].get("margin", 0.0)
@@ -252,10 +281,20 @@ def margin(results) -> float:
 PROVENANCE = ("Run", "Input files", "Machines", "Loads", "Sweep", "Solver settings")
 
 
+SENSITIVITY = {"of": ["ex1:arm:boom_cyl.effort", "ex1:arm:bucket:tip.z"], "wrt": ["mass", "load"], "top": 3}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("source", SHIPPED, ids=[p.stem for p in SHIPPED])
-def test_every_number_in_the_report_is_the_results_json_number(source, tmp_path, capsys):
+@pytest.mark.parametrize("source, analysis", [*((p, None) for p in SHIPPED),
+                                              (REPO / "scenarios" / "excavator_lift.json", SENSITIVITY)],
+                         ids=[*(p.stem for p in SHIPPED), "excavator_lift_sensitivity"])
+def test_every_number_in_the_report_is_the_results_json_number(source, analysis, tmp_path, capsys):
+    """Shipped scenarios cut to two steps, and the excavator lift with sensitivities (no shipped scenario has them)."""
     scenario = small_copy(source, tmp_path)
+    if analysis is not None:
+        document = json.loads(scenario.read_text())
+        document["analysis"] = {"sensitivity": analysis}
+        scenario.write_text(json.dumps(document))
     code, _, err = run_cli(capsys, "run", scenario, "-o", tmp_path / "out")
     assert code in (0, 1), err
     results = json.loads((tmp_path / "out" / "results.json").read_text())
@@ -279,6 +318,8 @@ def test_every_number_in_the_report_is_the_results_json_number(source, tmp_path,
             check_collision_pairs(headers, rows, results, margin(results))
         elif heading.startswith("Distance per step"):
             check_distances(headers, rows, results, margin(results))
+        elif heading.startswith(tuple((results.get("sensitivity") or {}).get("of", ()))):
+            check_sensitivity(heading, headers, rows, results)
         elif heading.startswith(PROVENANCE):
             check_provenance(heading, headers, rows, results)
         else:
@@ -291,6 +332,8 @@ def test_every_number_in_the_report_is_the_results_json_number(source, tmp_path,
         assert "Pin reactions" in seen
     if any(s.get("collisions") for s in results["steps"]):
         assert {"Machine pairs", "Distance per step"} <= seen
+    if analysis is not None:
+        assert set(analysis["of"]) <= seen
 
 
 @pytest.mark.parametrize("argv, recorded", [(["/venv/bin/shiftsim", "run", "s.json"], True),
