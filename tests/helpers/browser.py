@@ -104,17 +104,18 @@ class Chromium:
         data = base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
         return matplotlib.image.imread(io.BytesIO(data), format="png")[..., :3]
 
-    def settled_screenshot(self) -> np.ndarray:
-        """A screenshot equal to the one taken 0.5 s before it: the page has finished drawing (scenes fade in)."""
+    def settled_screenshot(self, shots: int = 3, interval: float = 1.0) -> np.ndarray:
+        """A screenshot equal to the ``shots - 1`` taken before it, ``interval`` s apart: the page has finished
+        drawing (viser fades its scene in; software WebGL on a loaded machine can pause between frames)."""
         deadline = time.monotonic() + self.timeout
-        previous = self.screenshot()
-        while True:
-            time.sleep(0.5)
+        previous, same = self.screenshot(), 1
+        while same < shots:
+            time.sleep(interval)
             current = self.screenshot()
-            if np.array_equal(current, previous):
-                return current
-            assert time.monotonic() < deadline, "gave up waiting for the page to stop changing"
+            same = same + 1 if np.array_equal(current, previous) else 1
             previous = current
+            assert time.monotonic() < deadline, "gave up waiting for the page to stop changing"
+        return previous
 
     def close(self) -> None:
         try:

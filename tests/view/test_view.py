@@ -173,8 +173,9 @@ def _drive(browser, view, two: dict, row: int, last: int) -> None:
     browser.evaluate("document.querySelector('[role=slider]').focus()")
     browser.press("ArrowRight", 39, times=row)
     browser.wait_until(lambda: view.row == row, f"the server to draw step row {row} (the slider moved)")
-    browser.wait_for(f"document.body.innerText.includes('step {two['steps'][row]['index']}: ')",
-                     "the step's values in the panel")
+    browser.wait_for(f"document.body.innerText.includes('step {two['steps'][row]['index']}: ') && "
+                     "document.body.innerText.includes('deflections drawn x1;')",
+                     "the step and the exaggeration factor in the panel")
     after = browser.settled_screenshot()
     assert browser.evaluate("document.querySelector('[role=slider]').getAttribute('aria-valuenow')") == str(row)
     changed = np.any(np.abs(after - before) > 0.1, axis=-1).mean()
