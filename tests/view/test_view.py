@@ -91,6 +91,13 @@ def test_arrows_and_exaggeration(vehicle):
         forces = [document["steps"][row]["ground"]["car1"]["contact_forces"][a.name] for a in drawing.contact_forces]
         np.testing.assert_allclose([a.force for a in drawing.contact_forces], forces)
         lengths += [scale * np.linalg.norm(a.force) for a in drawing.joint_forces + drawing.contact_forces]
+        for arrow in drawing.joint_forces + drawing.contact_forces:  # labelled "name: size unit", 3 digits
+            name, shown = arrow.label.rsplit(": ", 1)
+            value, unit = shown.split()
+            assert name == arrow.name and unit in ("N", "kN")
+            assert float(value) * (1e3 if unit == "kN" else 1.0) == pytest.approx(np.linalg.norm(arrow.force), rel=5e-3)
+        for arrow in drawing.joint_forces:  # the tracked joints' forces in results.json
+            np.testing.assert_allclose(arrow.force, document["steps"][row]["joints"][arrow.name]["wrench_world"][:3])
         assert len(drawing.support_polygons[0][1]) == len(document["steps"][row]["ground"]["car1"]["support_polygon"])
     assert max(lengths) == pytest.approx(ARROW_SHARE * size)
     factor = default_factor(document["scene"])
