@@ -18,6 +18,7 @@ import numpy as np
 from ..analysis.digest import number
 
 DISTANCE_ROWS = 24  # steps of the per-step distance table beyond which it shows a spread of them
+RUNS_SHOWN = 10  # runs of steps, or shape pairs in collision, a pair's cell lists before "..."
 TRANSITIONS = 8  # changes of state per pair whose steps the per-step table shows in a long run
 NOT_POSED = "not posed"
 
@@ -45,7 +46,7 @@ def state(distance: float, margin: float) -> str:
 
 def step_ranges(index: np.ndarray, rows: np.ndarray) -> str:
     """``count (a-b, c)``: the steps at ``rows`` (positions in ``index``, increasing) as runs of neighbouring rows,
-    by step number; ``0`` when there are none."""
+    by step number, the first :data:`RUNS_SHOWN` of them (then ``...``); ``0`` when there are none."""
     if len(rows) == 0:
         return "0"
     runs, start = [], rows[0]
@@ -53,7 +54,8 @@ def step_ranges(index: np.ndarray, rows: np.ndarray) -> str:
         if row is None or row != previous + 1:
             runs.append(str(index[start]) if start == previous else f"{index[start]}-{index[previous]}")
             start = row
-    return f"{len(rows)} ({', '.join(runs)})"
+    more = ", ..." if len(runs) > RUNS_SHOWN else ""
+    return f"{len(rows)} ({', '.join(runs[:RUNS_SHOWN])}{more})"
 
 
 def _first(rows: np.ndarray, index: np.ndarray) -> Any:
@@ -92,7 +94,9 @@ def pair_table(pairs: PairDistances, margin: float) -> Table:
             continue
         within, colliding = _states(distance, margin)
         least = int(np.nanargmin(distance))
-        touching = dict.fromkeys(" / ".join(closest.get((pair, int(index[r])), ())) for r in colliding)
+        touching = list(dict.fromkeys(" / ".join(closest.get((pair, int(index[r])), ())) for r in colliding))
+        if len(touching) > RUNS_SHOWN:
+            touching = [*touching[:RUNS_SHOWN], f"... ({len(touching)} shape pairs in all)"]
         rows.append([pair, number(distance[least] * 1e3), int(index[least]), pairs.swept(least),
                      _first(within, index), _first(colliding, index), step_ranges(index, within),
                      step_ranges(index, colliding), "; ".join(touching) or "none",

@@ -11,7 +11,8 @@ import pytest
 from helpers.report import Tables
 from helpers.scenario import SCENARIOS, run_cli
 
-from shiftsim.output.report_collisions import DISTANCE_ROWS, TRANSITIONS, PairDistances, distance_table, step_ranges
+from shiftsim.output.report_collisions import (DISTANCE_ROWS, RUNS_SHOWN, TRANSITIONS, PairDistances, distance_table,
+                                               step_ranges)
 
 MARGIN = 0.05  # m, the scenario's collision margin
 
@@ -88,3 +89,6 @@ def test_step_ranges_are_runs_of_neighbouring_steps():
     assert step_ranges(index, np.array([1, 2, 3, 5])) == "4 (5-15, 25)"
     assert step_ranges(index, np.array([], int)) == "0"
     assert step_ranges(index, np.array([0])) == "1 (0)"
+    every_other = np.arange(0, 2 * (RUNS_SHOWN + 1), 2)
+    assert step_ranges(np.arange(100), every_other) == (f"{RUNS_SHOWN + 1} ("
+                                                        + ", ".join(map(str, every_other[:RUNS_SHOWN])) + ", ...)")
