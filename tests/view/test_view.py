@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import shiftsim
 from shiftsim import run_scenario
 from shiftsim.cli import main
 from shiftsim.output.run_results import RunResults
@@ -249,3 +250,20 @@ def test_view_refuses_results_without_a_scene(vehicle, tmp_path, capsys):
     (tmp_path / "results.json").write_text(json.dumps(old))
     assert main(["view", str(tmp_path), "--no-browser", "--port", "0"]) == 2
     assert "no 'scene'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_results_folder_draws_as_the_run_in_memory(tmp_path):
+    """``view FOLDER`` reads the store-backed results of load_results: each step draws the same frames, forces,
+    contacts and support polygon as the RunResults run_scenario returned."""
+    ran = run_scenario(ROOT / "scenarios" / "vehicle_on_tyres.json", output=tmp_path / "out")
+    loaded = shiftsim.load_results(tmp_path / "out")
+    for row in range(len(ran.steps)):
+        a, b = step_drawing(ran, row, 2.0), step_drawing(loaded, row, 2.0)
+        assert (a.index, a.status, a.parameters) == (b.index, b.status, b.parameters)
+        assert [name for name, _ in a.tracked] == [name for name, _ in b.tracked] and a.tracked
+        np.testing.assert_allclose([p for _, p in a.tracked], [p for _, p in b.tracked], atol=1e-12)
+        for mine, theirs in ((a.joint_forces, b.joint_forces), (a.contact_forces, b.contact_forces)):
+            assert [x.label for x in mine] == [x.label for x in theirs] and mine
+            np.testing.assert_allclose([x.force for x in mine], [x.force for x in theirs], atol=1e-9)
+        np.testing.assert_allclose(a.support_polygons[0][1], b.support_polygons[0][1], atol=1e-12)
