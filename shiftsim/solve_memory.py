@@ -2,7 +2,7 @@
 
 The estimate and the memory this process may still take come from :mod:`shiftsim.core.memory`: a solve works on
 dense ``n x (n + 1)`` matrices (``n = coordinates + 6 x closures``, :data:`DENSE_MATRICES` of them at its peak),
-or, for a loop-free tree factorized in tree order (:func:`tree_structured`), on memory linear in its size, and may
+or, for a tree factorized in tree order (:func:`tree_structured`, loops included), on memory linear in its size, and may
 take the least of the machine's physical memory, the memory the kernel reports available, and the room
 under the address-space limit (``ulimit -v``). A solve whose estimate is more is refused with the estimate:
 exit 1, since the input is valid and only this machine cannot hold the solve.
@@ -19,13 +19,12 @@ __all__ = ["DENSE_MATRICES", "SolveTooLarge", "check_solve_memory", "solve_memor
 
 
 def tree_structured(model: Model, free: int | None = None, structured_from: int = STRUCTURED_FROM) -> bool:
-    """Whether ``model``'s stiffness is factorized in tree order (core/src/tree.c, linear in its size): no loops,
-    couplings or frame-pair restraints, and at least ``structured_from`` free coordinates (``free``; None: all of
-    them). The solve decides with its loads and fields too: torques, following loads and fields take the dense
-    path."""
+    """Whether ``model``'s stiffness is factorized in tree order (core/src/tree.c, linear in its size for a fixed
+    number of loops, which go through a bordered system): no couplings or frame-pair restraints, and at least
+    ``structured_from`` free coordinates (``free``; None: all of them). The solve decides with its loads and fields
+    too: torques, following loads and fields take the dense path."""
     count = model.nq if free is None else free
-    return (not model.closures and not model.couplings and not model.pair_restraints and count > 0
-            and count >= structured_from)
+    return not model.couplings and not model.pair_restraints and count > 0 and count >= structured_from
 
 
 def solve_memory_bytes(model: Model) -> int:

@@ -79,9 +79,10 @@ class SolverOptions:
     load bracketed from above). ``memory_limit`` (bytes): a solve whose estimated memory
     (:mod:`shiftsim.core.memory`) is more is refused before it starts with
     :class:`~shiftsim.core.memory.SolveTooLarge` (a ``MemoryError``); None: what this process may still take
-    (physical and available memory, the address-space limit), ``math.inf``: no limit. ``structured_from``: a tree
-    without loops and with at least this many free coordinates has its stiffness factorized in tree order, in time
-    linear in its size (docs/core.md, "Big models"), the same equilibrium as the dense factorization below."""
+    (physical and available memory, the address-space limit), ``math.inf``: no limit. ``structured_from``: a model
+    with at least this many free coordinates has its stiffness factorized in tree order, its loops through a
+    bordered system, in time linear in its size for a fixed number of loops (docs/core.md, "Big models"), the same
+    equilibrium as the dense factorization below."""
 
     max_iterations: int = 60  # per load step
     force_tolerance: float = 1e-10
@@ -251,7 +252,8 @@ def independent_rows(model: Model, q: np.ndarray, free: np.ndarray, tolerance: f
     if not model.closures:
         return np.zeros(0, dtype=int)
     s = state(model, q[None])
-    g_u = closure_jacobian(model, s)[0] @ coupling_map(model, q)[:, free]
+    jac = closure_jacobian(model, s)[0]
+    g_u = jac @ coupling_map(model, q)[:, free] if model.couplings else jac[:, free]  # T selects without couplings
     if g_u.shape[1] == 0:
         return np.zeros(0, dtype=int)
     order = np.empty(g_u.shape[0], dtype=np.int64)

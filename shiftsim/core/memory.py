@@ -4,8 +4,9 @@ A solve works on dense matrices of the system's size ``n = coordinates + 6 x clo
 :func:`solve_bytes` estimates its peak as :data:`DENSE_MATRICES` float64 matrices of ``n x (n + 1)`` (measured:
 a peak of about 7.9 such matrices for flat models of 300 to 900 bodies, as the growth of the process's peak
 resident memory, which counts the compiled core's own allocations; tests/statics/test_hardening_solve_memory.py keeps
-the estimate above the measured peak). A loop-free tree factorized in tree order (``structured``: core/src/tree.c)
-needs :data:`TREE_BYTES_PER_COORDINATE` per coordinate, plus the dense matrices of at most
+the estimate above the measured peak). A tree factorized in tree order (``structured``: core/src/tree.c)
+needs :data:`TREE_BYTES_PER_COORDINATE` per coordinate and :data:`LOOP_ROW_ARRAYS` arrays of the coordinates' length
+per closure equation (6 per loop), plus the dense matrices of at most
 :data:`WRITTEN_OUT_UP_TO` coordinates (its stiffness is written out only that far, for the neutral directions).
 
 :func:`usable_bytes` is what this process may still allocate: the least of the machine's physical memory, the
@@ -25,6 +26,7 @@ from ..errors import ShiftsimError
 
 DENSE_MATRICES = 10
 TREE_BYTES_PER_COORDINATE = 1024  # measured: a peak of about 250 bytes per coordinate (chains, flat models)
+LOOP_ROW_ARRAYS = 6  # per closure equation, arrays as long as the coordinates that a solve in tree order holds
 STRUCTURED_FROM = 64  # free coordinates from which a loop-free tree is factorized in tree order (SolverOptions)
 WRITTEN_OUT_UP_TO = 2000  # WRITTEN_OUT_UP_TO in core/src/newton.c
 
@@ -42,12 +44,13 @@ def system_size(nq: int, n_closures: int) -> int:
 
 def solve_bytes(nq: int, n_closures: int, structured: bool = False) -> int:
     """Estimated peak memory (bytes) of one static solve of a model of ``nq`` coordinates and ``n_closures`` loops;
-    ``structured``: a loop-free tree factorized in tree order (linear in ``nq``)."""
+    ``structured``: factorized in tree order (linear in ``nq`` for a fixed number of loops)."""
     n = system_size(nq, n_closures)
     if not structured:
         return DENSE_MATRICES * 8 * n * (n + 1)
     dense = min(n, WRITTEN_OUT_UP_TO)
-    return TREE_BYTES_PER_COORDINATE * n + DENSE_MATRICES * 8 * dense * (dense + 1)
+    loops = LOOP_ROW_ARRAYS * 8 * 6 * n_closures * nq  # closure Jacobian rows and the border's tree solves
+    return TREE_BYTES_PER_COORDINATE * n + loops + DENSE_MATRICES * 8 * dense * (dense + 1)
 
 
 def physical_bytes() -> int:

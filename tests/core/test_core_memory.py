@@ -40,10 +40,14 @@ def flat_claraty(path: Path, bodies: int) -> Path:
 
 
 def flat_with_a_loop(path: Path, bodies: int) -> Path:
-    """The four-bar (one loop: the dense path) beside ``bodies`` one-kilogram links, each on its own revolute joint
-    to the ground (a loop-free flat model alone is factorized in tree order, in memory linear in its size)."""
+    """The four-bar (one loop) with a weak spring between two of its frames (a frame-pair restraint: the dense path)
+    beside ``bodies`` one-kilogram links, each on its own revolute joint to the ground (without the pair spring the
+    model is factorized in tree order, loop included, in memory linear in its size)."""
     document = json.loads(FOUR_BAR.read_text())
     assembly = document["assemblies"][0]
+    assembly["restraints"].append({"name": "pair_spring", "type": "spring",
+                                   "body_frame_pair": [["coupler", "origin"], ["rocker", "origin"]],
+                                   "knot_points": [], "coefficients": [[1.0, 0.0]]})
     for i in range(bodies):
         assembly["bodies"].append({"name": f"b{i}", "mass": 1.0, "center_of_mass": [0.1, 0.0, 0.0],
                                    "moment_of_inertia": {"Ixx": 1e-3, "Iyy": 1e-3, "Izz": 1e-3, "Ixy": 0.0,

@@ -130,6 +130,10 @@ int64_t applied_loads(Workspace *w, const Model *model, const State *s, int64_t 
                       double *point, double *force, double *q_force, double *stiffness);
 void closure_force_stiffness(Workspace *w, const Model *model, const State *s, const double *multipliers,
                              double *stiffness);
+/* The tree structure of closure_force_stiffness: x, t (nq, 3), its stiffness being omega_j . x_k at (j, k) and
+ * omega_j . (x_k + t_k) at (k, j) for j above k (t_k = omega_k x the net closure torque on what k moves). */
+void closure_force_columns(Workspace *w, const Model *model, const State *s, const double *multipliers, double *x,
+                           double *t);
 
 /* joint loads (loads.c): wrench_world (J, 6) about each child-side joint frame origin, that frame's rotation
  * (J, 3, 3), effort (nq); loads as in applied_loads (following ones in frame axes), extra world point forces
@@ -170,18 +174,22 @@ double ground_terms(Workspace *w, const Model *model, const State *s, const Grou
                     double *stiffness, int *conservative);
 void ground_points(const State *s, const GroundField *ground, const GroundPoints *out);
 
-/* tree-ordered factorization (tree.c) of H (nf, nf) = [omega_j . X_k for j at or above k, mirrored] + diag(diagonal)
- * + shift I over the free coordinates free (nf) of a tree: omega (nq, 3) the coordinate axes, columns (nq, 3) the
- * X_k, diagonal (nq). tree_factor writes pivot (nf) and reach (nf, 3) and returns how many pivots are not positive
- * (0: positive definite); tree_solve gives x (nf) with H x = b (nf) from them. */
+/* tree-ordered factorization (tree.c) of H (nf, nf) = [omega_j . X_k for j at or above k, omega_j . Y_k for j
+ * below k] + diag(diagonal) + shift I over the free coordinates free (nf) of a tree: omega (nq, 3) the coordinate
+ * axes, columns (nq, 3) the X_k, lower (nq, 3) the Y_k or NULL (Y = X: symmetric), diagonal (nq). tree_factor
+ * writes pivot (nf), reach (nf, 3) and, not NULL, reach_lower (nf, 3) and lift (nf: what was added to each
+ * vanishing pivot, 0 elsewhere; a pivot with no terms at all is lifted by level), and returns how many pivots are
+ * not positive (0 and symmetric: positive definite); tree_solve gives x (nf) with H x = b (nf) from them
+ * (reach_lower NULL: symmetric). */
 int64_t tree_factor(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
-                    const double *columns, const double *diagonal, double shift, double *pivot, double *reach);
+                    const double *columns, const double *lower, const double *diagonal, double shift, double level,
+                    double *pivot, double *reach, double *reach_lower, double *lift);
 void tree_solve(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
-                const double *pivot, const double *reach, const double *b, double *x);
+                const double *pivot, const double *reach, const double *reach_lower, const double *b, double *x);
 /* the same H written out (nf, nf) without shift, and per free coordinate a bound on its column's largest |entry|
  * (out (nf)): |X_k| + |diagonal_k| + |omega_k| max |X_j| over the free j below (axes are unit or zero). */
 void tree_dense(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
-                const double *columns, const double *diagonal, double *out);
+                const double *columns, const double *lower, const double *diagonal, double *out);
 void tree_column_bounds(Workspace *w, const Model *model, int64_t nf, const int64_t *free, const double *omega,
                         const double *columns, const double *diagonal, double *out);
 /* H's largest |entry| (axes equal to 1e-12 taken as one: linear time while a path has few distinct axes). */

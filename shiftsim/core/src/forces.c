@@ -295,14 +295,14 @@ static void add_closure_lever(const State *s, int64_t k, int on_a, int on_b, con
  * differentiated with the points and axes they act through. The force terms add up to omega_j . X_k with
  * X_k = sum over closures of (Jv_b,k - Jv_a,k) x lambda_p, the torque terms to (omega_j x omega_k) . T_k with
  * T_k the net closure torque on what k moves. */
-void closure_force_stiffness(Workspace *w, const Model *model, const State *s, const double *multipliers,
-                             double *stiffness) {
+void closure_force_columns(Workspace *w, const Model *model, const State *s, const double *multipliers, double *x,
+                           double *t) {
     int64_t nq = model->nq, k_count = model->n_closures;
+    memset(x, 0, sizeof(double) * (size_t)(3 * nq));
+    memset(t, 0, sizeof(double) * (size_t)(3 * nq));
     if (k_count == 0) return;
     size_t mark = ws_mark(w);
     double *p_a = ws_doubles(w, 3 * k_count), *p_b = ws_doubles(w, 3 * k_count);
-    double *x = ws_doubles(w, 3 * nq), *t = ws_doubles(w, 3 * nq);
-    int64_t *chain = ws_indices(w, nq);
     closure_points(model, s, p_a, p_b);
     for (int64_t c = 0; c < k_count; c++) { /* the coordinates on b's path to the root, then the rest of a's */
         int64_t a = model->closure_a[c], b = model->closure_b[c], both = common_ancestor(model, a, b);
@@ -318,15 +318,28 @@ void closure_force_stiffness(Workspace *w, const Model *model, const State *s, c
             if (k >= 0) add_closure_lever(s, k, 1, 0, at_a, at_b, lambda, x, t);
         }
     }
+    for (int64_t k = 0; k < nq; k++) { /* the net closure torque on what k moves, turned by k's axis */
+        double torque[3] = {t[3 * k], t[3 * k + 1], t[3 * k + 2]};
+        cross3(s->omega + 3 * k, torque, t + 3 * k);
+    }
+    ws_release(w, mark);
+}
+
+void closure_force_stiffness(Workspace *w, const Model *model, const State *s, const double *multipliers,
+                             double *stiffness) {
+    int64_t nq = model->nq;
+    if (model->n_closures == 0) return;
+    size_t mark = ws_mark(w);
+    double *x = ws_doubles(w, 3 * nq), *t = ws_doubles(w, 3 * nq);
+    int64_t *chain = ws_indices(w, nq);
+    closure_force_columns(w, model, s, multipliers, x, t);
     for (int64_t k = 0; k < nq; k++) {
         int64_t count = moving_coordinates(model, model->coordinate_node[k], chain);
-        double turned[3];
-        cross3(s->omega + 3 * k, t + 3 * k, turned);
         for (int64_t c = 0; c < count; c++) {
             int64_t j = chain[c];
             double value = dot3(s->omega + 3 * j, x + 3 * k);
             stiffness[j * nq + k] += value;
-            if (j != k) stiffness[k * nq + j] += value + dot3(s->omega + 3 * j, turned);
+            if (j != k) stiffness[k * nq + j] += value + dot3(s->omega + 3 * j, t + 3 * k);
         }
     }
     ws_release(w, mark);

@@ -33,15 +33,19 @@ typedef struct {
     double *q_force_reduced; /* (nf) without closure forces */
     double *multipliers;     /* (m) */
     double *omega, *columns, *springs; /* tree structure only: axes, stiffness columns (nq, 3), spring diagonal (nq) */
+    double *lower;             /* tree structure with loops: the columns below the diagonal (nq, 3), see tree.c */
     double largest_stiffness;  /* tree structure only: the hessian's largest |entry| (tree_largest_entry) */
 } Evaluation;
 
 static double *zeros(const Context *x, int64_t n) { return ws_doubles(x->w, n); }
 
 
+/* Doubles per coordinate of an evaluation's tree structure: omega, columns (3 each), springs, and with loops lower (3). */
+static int64_t tree_arrays(const Context *x) { return x->p->m > 0 ? 10 : 7; }
+
 static Evaluation evaluation_new(const Context *x) { /* every array in one piece of the workspace */
     Evaluation e;
-    int64_t nf = x->p->nf, m = x->p->m, tree = x->tree ? 7 * x->model->nq : 0, dense = x->tree ? 0 : nf * nf;
+    int64_t nf = x->p->nf, m = x->p->m, tree = x->tree ? tree_arrays(x) * x->model->nq : 0, dense = x->tree ? 0 : nf * nf;
     e.residual = zeros(x, 3 * nf + 2 * m + m * nf + dense + tree);
     e.closure = e.residual + nf, e.g_u = e.closure + m, e.hessian = x->tree ? NULL : e.g_u + m * nf;
     e.q_force_reduced = e.g_u + m * nf + dense, e.multipliers = e.q_force_reduced + nf;
@@ -49,13 +53,14 @@ static Evaluation evaluation_new(const Context *x) { /* every array in one piece
     e.omega = x->tree ? e.multipliers + m : NULL;
     e.columns = x->tree ? e.omega + 3 * x->model->nq : NULL;
     e.springs = x->tree ? e.columns + 3 * x->model->nq : NULL;
+    e.lower = x->tree && x->p->m > 0 ? e.springs + x->model->nq : NULL;
     e.energy = e.force_scale = 0.0, e.conservative = 1;
     return e;
 }
 
 static void evaluation_copy(const Context *x, Evaluation *to, const Evaluation *from) {
     const Problem *p = x->p;
-    if (x->tree) memcpy(to->omega, from->omega, sizeof(double) * (size_t)(7 * x->model->nq));
+    if (x->tree) memcpy(to->omega, from->omega, sizeof(double) * (size_t)(tree_arrays(x) * x->model->nq));
     memcpy(to->residual, from->residual, sizeof(double) * (size_t)p->nf);
     memcpy(to->closure, from->closure, sizeof(double) * (size_t)p->m);
     memcpy(to->g_u, from->g_u, sizeof(double) * (size_t)(p->m * p->nf));
@@ -249,7 +254,16 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             constraint_force[k] = total;
             magnitude[k] += fabs(total);
         }
-        closure_force_stiffness(x->w, model, s, full, stiffness);
+        if (x->tree) { /* the closure forces' stiffness in tree structure: columns, and the lower ones (tree.c) */
+            double *turn = zeros(x, 6 * nq), *column = turn + 3 * nq;
+            closure_force_columns(x->w, model, s, full, column, turn);
+            for (int64_t i = 0; i < 3 * nq; i++) {
+                e->columns[i] -= column[i];
+                e->lower[i] = e->columns[i] - turn[i];
+            }
+        } else {
+            closure_force_stiffness(x->w, model, s, full, stiffness);
+        }
     }
     reduce_vector(x, t, constraint_force, e->residual);
     for (int64_t i = 0; i < nf; i++) e->residual[i] += e->q_force_reduced[i];
@@ -279,7 +293,12 @@ static void evaluate_analytic(const Context *x, const double *q, const State *s,
             largest_magnitude = larger(largest_magnitude, magnitude[p->free[i]]);
         }
     }
-    if (x->tree) e->largest_stiffness = tree_largest_entry(x->w, model, nf, p->free, e->omega, e->columns, e->springs);
+    if (x->tree) {
+        e->largest_stiffness = tree_largest_entry(x->w, model, nf, p->free, e->omega, e->columns, e->springs);
+        if (m > 0) /* the entries below the diagonal too */
+            e->largest_stiffness = larger(e->largest_stiffness, tree_largest_entry(x->w, model, nf, p->free, e->omega,
+                                                                                   e->lower, e->springs));
+    }
     /* the size of the forces in play: the largest generalized force of any term or, where the forces vanish (a
      * pendulum hanging straight down), the stiffness times 1 mrad or 1 mm, never below the model's own scale */
     e->force_scale = x->c->force_floor;
@@ -339,13 +358,17 @@ static double merit(const Context *x, const Evaluation *e) { return e->conservat
  * pivot of the tree factorization instead of the lowest eigenvector (both directions of negative curvature). */
 #define WRITTEN_OUT_UP_TO 2000
 
+/* The tree structure's columns below the diagonal: NULL (the same as above it) without loops. */
+static const double *lower_columns(const Context *x, const Evaluation *e) { return x->p->m > 0 ? e->lower : NULL; }
+
 /* e with its hessian written out: e itself, or with tree structure a copy whose hessian (nf, nf) is built here (taken
  * from the workspace), for what needs the whole matrix (eigenvectors: neutral and escape directions). */
 static Evaluation written_out(const Context *x, const Evaluation *e) {
     Evaluation dense = *e;
     if (x->tree) {
         dense.hessian = zeros(x, x->p->nf * x->p->nf);
-        tree_dense(x->w, x->model, x->p->nf, x->p->free, e->omega, e->columns, e->springs, dense.hessian);
+        tree_dense(x->w, x->model, x->p->nf, x->p->free, e->omega, e->columns, lower_columns(x, e), e->springs,
+                   dense.hessian);
     }
     return dense;
 }
@@ -527,49 +550,154 @@ static double dense_direction(const Context *x, const Evaluation *e, double *du)
     return shift;
 }
 
-/* Whether H + shift I is positive definite, H the tree-structured stiffness of e (tree.c); pivot, reach scratch. */
-static bool is_tree_definite(const Context *x, const Evaluation *e, double shift, double *pivot, double *reach) {
-    return tree_factor(x->w, x->model, x->p->nf, x->p->free, e->omega, e->columns, e->springs, shift, pivot,
-                       reach) == 0;
+/* The tree-structured stiffness H of e with loops: Z^T (H + shift I) Z on the closed-loop motions (Z the null space
+ * of G_u, orthonormal) through the tree factorization B of H + shift I + its lifts (tree.c), as the bordered system
+ * [B C^T; C E] with C the m closure rows and a unit row per lifted pivot, E = diag(0, 1 / lift): its Schur
+ * complement S = C B^-1 C^T - E ((m + p) square, m + p small) carries the loops. Without loops or lifts S is empty
+ * and this is the tree factorization alone. Its arrays are taken from the case's workspace. */
+typedef struct {
+    int64_t size, not_positive;  /* m + p; the pivots of B that are not positive */
+    double *pivot, *reach, *reach_lower, *lift; /* (nf), (nf, 3), (nf, 3), (nf) */
+    int64_t *lifted;             /* (p) the free indices of the lifted pivots */
+    double *y, *schur;           /* B^-1 C^T as rows (size, nf); S (size, size) */
+} TreeSystem;
+
+static TreeSystem tree_system_new(const Context *x) {
+    int64_t nf = x->p->nf;
+    bool loops = x->p->m > 0; /* reach_lower and lift with loops only */
+    TreeSystem t = {0, 0, zeros(x, (loops ? 8 : 4) * nf), NULL, NULL, NULL, loops ? ws_indices(x->w, nf) : NULL, NULL,
+                    NULL};
+    t.reach = t.pivot + nf, t.reach_lower = loops ? t.reach + 3 * nf : NULL, t.lift = loops ? t.reach + 6 * nf : NULL;
+    return t;
+}
+
+/* Row r of C (nf): a closure row of G_u, or the unit row of a lifted pivot. */
+static void border_row(const Context *x, const Evaluation *e, const TreeSystem *t, int64_t r, double *row) {
+    int64_t nf = x->p->nf, m = x->p->m;
+    if (r < m) {
+        memcpy(row, e->g_u + r * nf, sizeof(double) * (size_t)nf);
+    } else {
+        memset(row, 0, sizeof(double) * (size_t)nf);
+        row[t->lifted[r - m]] = 1.0;
+    }
+}
+
+/* Factorize H + shift I of e (symmetric: its symmetric part, for definiteness) into t; t's border arrays are taken
+ * from the workspace after mark (the caller releases to it before the next factorization). */
+static void tree_system_factor(const Context *x, const Evaluation *e, double shift, bool symmetric, TreeSystem *t) {
+    const Model *model = x->model;
+    int64_t nf = x->p->nf, m = x->p->m, nq = model->nq;
+    const double *columns = e->columns, *lower = lower_columns(x, e);
+    if (symmetric && lower) { /* the symmetric part: (upper + lower) / 2 on both sides */
+        double *half = zeros(x, 3 * nq);
+        for (int64_t i = 0; i < 3 * nq; i++) half[i] = 0.5 * (e->columns[i] + e->lower[i]);
+        columns = half, lower = NULL;
+    }
+    double level = shift_level(e, e->largest_stiffness);
+    t->not_positive = tree_factor(x->w, model, nf, x->p->free, e->omega, columns, lower, e->springs, shift, level,
+                                  t->pivot, t->reach, lower ? t->reach_lower : NULL, m > 0 ? t->lift : NULL);
+    int64_t p = 0;
+    for (int64_t i = 0; m > 0 && i < nf; i++)
+        if (t->lift[i] != 0.0) t->lifted[p++] = i;
+    t->size = m + p;
+    t->y = zeros(x, t->size * nf), t->schur = zeros(x, t->size * t->size);
+    double *row = zeros(x, nf);
+    for (int64_t r = 0; r < t->size; r++) {
+        border_row(x, e, t, r, row);
+        tree_solve(x->w, model, nf, x->p->free, e->omega, t->pivot, t->reach, lower ? t->reach_lower : NULL, row,
+                   t->y + r * nf);
+    }
+    for (int64_t r = 0; r < t->size; r++) {
+        border_row(x, e, t, r, row);
+        for (int64_t c = 0; c < t->size; c++) {
+            double total = 0.0;
+            for (int64_t i = 0; i < nf; i++) total += row[i] * t->y[c * nf + i];
+            t->schur[r * t->size + c] = total - (r == c && r >= m ? 1.0 / t->lift[t->lifted[r - m]] : 0.0);
+        }
+    }
+}
+
+/* Whether Z^T (H_sym + shift I) Z is positive definite (H_sym the symmetric part of e's): by inertia, the bordered
+ * matrix has as many negative eigenvalues as B's non-positive pivots and S's positive eigenvalues together, which is
+ * m (the border's own) exactly when the restriction is positive definite (Haynsworth). */
+static bool is_tree_definite(const Context *x, const Evaluation *e, double shift, TreeSystem *t) {
+    size_t mark = ws_mark(x->w);
+    tree_system_factor(x, e, shift, true, t);
+    bool definite = t->not_positive == 0;
+    int64_t n = t->size, positive = 0;
+    if (n > 0) {
+        double *symmetric = zeros(x, n * n + n + n * n), *values = symmetric + n * n, *vectors = values + n;
+        double largest = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) symmetric[i * n + j] = 0.5 * (t->schur[i * n + j] + t->schur[j * n + i]);
+        bool finite = all_finite(n * n, symmetric), vanishing = false;
+        if (finite) symmetric_eigen(x->w, n, symmetric, values, vectors);
+        for (int64_t i = 0; i < n; i++) largest = larger(largest, fabs(values[i]));
+        for (int64_t i = 0; i < n; i++) {
+            if (fabs(values[i]) <= 1e-13 * largest) vanishing = true;
+            else if (values[i] > 0.0) positive++;
+        }
+        definite = finite && !vanishing && t->not_positive + positive == x->p->m;
+    }
+    ws_release(x->w, mark);
+    return definite;
 }
 
 /* is_tree_definite with its own scratch. */
 static bool is_tree_positive_definite(const Context *x, const Evaluation *e, double shift) {
     size_t mark = ws_mark(x->w);
-    double *pivot = zeros(x, 4 * x->p->nf);
-    bool definite = is_tree_definite(x, e, shift, pivot, pivot + x->p->nf);
+    TreeSystem t = tree_system_new(x);
+    bool definite = is_tree_definite(x, e, shift, &t);
     ws_release(x->w, mark);
     return definite;
 }
 
-/* dense_direction for a tree-structured stiffness (no loops: Z = I), factorized in tree order: the same shift
- * search by the same definiteness tests, in O(nf) each. */
-static double tree_direction(const Context *x, const Evaluation *e, double *du) {
-    int64_t nf = x->p->nf;
+/* du (nf) with Z^T (H + shift I) Z y = Z^T b, du = Z y, from the factorization t of H + shift I (not symmetric):
+ * x0 = B^-1 b, S v = C x0, du = x0 - B^-1 C^T v. */
+static void tree_system_solve(const Context *x, const Evaluation *e, const TreeSystem *t, const double *b, double *du) {
+    int64_t nf = x->p->nf, n = t->size;
+    tree_solve(x->w, x->model, nf, x->p->free, e->omega, t->pivot, t->reach,
+               lower_columns(x, e) ? t->reach_lower : NULL, b, du);
+    if (n == 0) return;
     size_t mark = ws_mark(x->w);
-    double *pivot = zeros(x, 4 * nf), *reach = pivot + nf;
+    double *rhs = zeros(x, 2 * n + nf), *v = rhs + n, *row = v + n;
+    for (int64_t r = 0; r < n; r++) {
+        border_row(x, e, t, r, row);
+        for (int64_t i = 0; i < nf; i++) rhs[r] += row[i] * du[i];
+    }
+    solve_or_least_squares(x->w, n, t->schur, rhs, 1e-15, v);
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t i = 0; i < nf; i++) du[i] -= v[r] * t->y[r * nf + i];
+    ws_release(x->w, mark);
+}
+
+/* dense_direction for a tree-structured stiffness, factorized in tree order (TreeSystem): the same shift search by
+ * the same definiteness tests, each linear in nf (times the loops' m + p). */
+static double tree_direction(const Context *x, const Evaluation *e, double *du) {
+    size_t mark = ws_mark(x->w);
+    TreeSystem t = tree_system_new(x);
     double level = shift_level(e, e->largest_stiffness), base = 1e-3 * level, shift = 0.0;
-    if (!is_tree_definite(x, e, -1e-8 * level, pivot, reach)) {
+    if (!is_tree_definite(x, e, -1e-8 * level, &t)) {
         int low = 0, high = 1100;
         while (low < high) {
             int middle = (low + high) / 2;
-            if (is_tree_definite(x, e, base * pow(2.0, middle), pivot, reach)) high = middle;
+            if (is_tree_definite(x, e, base * pow(2.0, middle), &t)) high = middle;
             else low = middle + 1;
         }
         shift = base * pow(2.0, low);
     }
-    tree_factor(x->w, x->model, nf, x->p->free, e->omega, e->columns, e->springs, shift, pivot, reach);
-    tree_solve(x->w, x->model, nf, x->p->free, e->omega, pivot, reach, e->residual, du);
+    tree_system_factor(x, e, shift, false, &t);
+    tree_system_solve(x, e, &t, e->residual, du);
     ws_release(x->w, mark);
     return shift;
 }
 
 /* Whether the reduced stiffness has the structure tree.c factorizes, and the problem is large enough
- * (structured_from free coordinates) for it to pay: a tree without loops, couplings, force fields (Python or native
- * ground), frame-pair springs or finite differences, whose loads are world-fixed forces (torques and following
- * loads add terms outside the structure). */
+ * (structured_from free coordinates) for it to pay: a tree (its loops, if any, through the bordered system of
+ * TreeSystem) without couplings, force fields (Python or native ground), frame-pair springs or finite differences,
+ * whose loads are world-fixed forces (torques and following loads add terms outside the structure). */
 bool is_tree_structured(const Model *model, const Problem *p, const Case *c) {
-    if (p->nf == 0 || p->nf < p->structured_from || p->m > 0 || model->n_closures > 0 || model->n_pairs > 0
+    if (p->nf == 0 || p->nf < p->structured_from || model->n_pairs > 0
         || p->coupling_apply || p->coupling_jacobian || p->field_terms || p->n_grounds > 0 || p->finite_difference)
         return false;
     for (int64_t i = 0; i < 3 * p->n_loads; i++)
@@ -639,14 +767,22 @@ static bool newton_step(const Context *x, double *q, Evaluation *e, State *s, Ev
 }
 
 /* Unit direction (nf) of most negative curvature on the closed-loop motions, signed toward anchor. */
-/* For a large tree: y = L^-T e_k for the most negative pivot d_k of H = L D L^T (tree order), y^T H y = d_k < 0. */
+/* For a large tree: y = L^-T e_k for the most negative pivot d_k of H = L D L^T (tree order), y^T H y = d_k < 0; with
+ * loops (H's symmetric part) projected onto the closed-loop motions, a direction of descent there though no longer
+ * the most negative curvature. */
 static void tree_escape_direction(const Context *x, const Evaluation *e, const double *q, const double *anchor,
                                   double *direction) {
     const Model *model = x->model;
     size_t mark = ws_mark(x->w);
     int64_t nf = x->p->nf, lowest = 0, *index = ws_indices(x->w, model->nq);
     double *pivot = zeros(x, 5 * nf), *reach = pivot + nf, *b = reach + 3 * nf, toward = 0.0, norm = 0.0;
-    tree_factor(x->w, model, nf, x->p->free, e->omega, e->columns, e->springs, 0.0, pivot, reach);
+    const double *columns = e->columns;
+    if (lower_columns(x, e)) { /* loops: the symmetric part's factorization */
+        double *half = zeros(x, 3 * model->nq);
+        for (int64_t i = 0; i < 3 * model->nq; i++) half[i] = 0.5 * (e->columns[i] + e->lower[i]);
+        columns = half;
+    }
+    tree_factor(x->w, model, nf, x->p->free, e->omega, columns, NULL, e->springs, 0.0, 0.0, pivot, reach, NULL, NULL);
     for (int64_t k = 0; k < model->nq; k++) index[k] = -1;
     for (int64_t i = 0; i < nf; i++) {
         index[x->p->free[i]] = i;
@@ -662,7 +798,17 @@ static void tree_escape_direction(const Context *x, const Evaluation *e, const d
         const double *om = e->omega + 3 * j;
         b[index[j]] = pivot[lowest] * (om[0] * w[0] + om[1] * w[1] + om[2] * w[2]);
     }
-    tree_solve(x->w, model, nf, x->p->free, e->omega, pivot, reach, b, direction);
+    tree_solve(x->w, model, nf, x->p->free, e->omega, pivot, reach, NULL, b, direction);
+    if (x->p->m > 0) { /* onto the closed-loop motions: direction - G_u^T (G_u G_u^T)^-1 G_u direction */
+        int64_t m = x->p->m;
+        double *gram = zeros(x, m * m + 2 * m), *g = gram + m * m, *y = g + m;
+        gram_matrix(m, nf, e->g_u, gram);
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t i = 0; i < nf; i++) g[r] += e->g_u[r * nf + i] * direction[i];
+        solve_or_least_squares(x->w, m, gram, g, 1e-12, y);
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t i = 0; i < nf; i++) direction[i] -= e->g_u[r * nf + i] * y[r];
+    }
     for (int64_t i = 0; i < nf; i++) {
         norm += direction[i] * direction[i];
         toward += direction[i] * (anchor[x->p->free[i]] - q[x->p->free[i]]);
@@ -817,6 +963,11 @@ static void unheld(const Context *x, const double *q, const Evaluation *e, uint8
     if (x->tree) { /* a bound on each column: zero bound, zero column */
         bounds = zeros(x, nf);
         tree_column_bounds(x->w, x->model, nf, p->free, e->omega, e->columns, e->springs, bounds);
+        if (lower_columns(x, e)) { /* loops: the entries below the diagonal too */
+            double *more = zeros(x, nf);
+            tree_column_bounds(x->w, x->model, nf, p->free, e->omega, e->lower, e->springs, more);
+            for (int64_t i = 0; i < nf; i++) bounds[i] = larger(bounds[i], more[i]);
+        }
     }
     for (int64_t i = 0; i < nf; i++) {
         double column = bounds ? bounds[i] : 0.0;
@@ -1052,11 +1203,12 @@ size_t workspace_doubles(const Model *model, const Problem *p, int tree, int pur
     if (purpose == FOR_ASSEMBLE) /* the state, its seven arrays, the couplings and pseudo_solve */
         return state + 4 * rows6 + rows6 * nq + rows6 * nf + nf + nq + coupled + couplings + rows6 * nf + nf * nf + nf
                + 16 * pad + 64;
-    size_t evaluation = 3 * nf + 2 * m + m * nf + (tree ? 7 * nq : nf * nf) + 1 + pad;
+    size_t evaluation = 3 * nf + 2 * m + m * nf + (tree ? (m ? 10 : 7) * nq : nf * nf) + 1 + pad;
     size_t least_squares = 2 * m * m + 2 * m + 3 * pad;                 /* lu_solve, then pseudo_solve */
     size_t terms = larger_size(larger_size(4 * nq + 12 * n, model->n_pairs ? nq * nq + 17 * nq : 0),
                                larger_size(10 * nq, 6 * (size_t)model->n_closures + 7 * nq)) + 8 * pad;
-    size_t closures = m ? 2 * rows6 + rows6 * nq + m * nq + m * m + m + least_squares + 5 * pad : 0;
+    size_t closures = m ? 2 * rows6 + rows6 * nq + m * nq + m * m + m + least_squares + 5 * pad
+                          + (tree ? 6 * nq + rows6 + 3 * pad : 0) : 0; /* closure_force_columns */
     size_t analytic = 13 * loads + (tree ? 0 : nq * nq) + 5 * nq + 2 * coupled + closures
                       + (tree ? 3 * n + 3 * 8 * n + nq : 0) + terms + 4 * pad;
     size_t evaluate = analytic + (p->finite_difference ? 2 * nq + state + 2 * evaluation + 4 * pad : 0);
@@ -1064,13 +1216,18 @@ size_t workspace_doubles(const Model *model, const Problem *p, int tree, int pur
     size_t project = m ? nq + 2 * rows6 + rows6 * nq + m * nq + m * nf + m * m + 2 * m + coupled + least_squares
                      + 10 * pad : 0;
     size_t factor = 4 * nf + nq + 9 * n + 3 * n + 4 * pad;             /* tree_factor, tree_solve */
-    size_t direction = tree ? factor : nf * r + 2 * r * r + 2 * r + larger_size(r * r + r, 2 * r * r + r) + 6 * pad;
+    size_t border = m ? m + 8 : 0; /* TreeSystem's border: the closure rows and a few lifted pivots */
+    size_t system = m ? 9 * nf + 3 * nq + border * nf + border * border + nf + factor      /* tree_system_factor */
+                        + 4 * border * border + 3 * border + nf + 2 * m * m + 2 * border + 12 * pad /* definite */
+                      : 4 * nf + factor + 2 * pad;
+    size_t direction = tree ? system : nf * r + 2 * r * r + 2 * r + larger_size(r * r + r, 2 * r * r + r) + 6 * pad;
     size_t dense_eigen = (tree ? nf * nf : 0) + nf * r + r * r + r + r * r + 2 * r * r + r + 8 * pad;
-    size_t eigen = tree && nf > TREE_WRITTEN_OUT ? factor + nf + nq : dense_eigen; /* escape and stability */
+    size_t eigen = tree && nf > TREE_WRITTEN_OUT ? system + nf + (m ? 4 * nq + m * m + 2 * m : nq) + 4 * pad
+                                                 : dense_eigen; /* escape and stability */
     size_t step = nf + nq + pad + larger_size(direction, project + evaluate + couplings);
     size_t newton = 2 * state + 2 * evaluation + nq + nf + 2 * pad
                     + larger_size(larger_size(step, eigen + nq), project + evaluate + couplings);
-    size_t unheld = nf + state + evaluation + nq + 4 * pad + evaluate + couplings + (tree ? 2 * n + nq : 0);
+    size_t unheld = nf + state + evaluation + nq + 4 * pad + evaluate + couplings + (tree ? 2 * n + nq + (m ? nf : 0) : 0);
     size_t stepping = nq + m + nf / 8 + 1 + 3 * pad + newton;
     return state + evaluation + nq + 3 * pad + larger_size(larger_size(project + evaluate, unheld),
                                                            larger_size(larger_size(newton, stepping), eigen)) + 512;
