@@ -26,8 +26,8 @@ nothing; sweeps with a time axis pass the rates between steps (``rates``).
 
 The iteration runs in the compiled core (``solve_case`` in core/src/newton.c, docs/core.md), one case at a
 time, batches over threads: :func:`solve_batch` is the batched mode, :func:`solve` the single solve (its
-loaded case and its unloaded reference in one call). This module holds the API: it validates, lays the
-problem out for the core, calls it and wraps the arrays.
+loaded case; the unloaded reference is solved when deflections are first asked for). This module holds the
+API: it validates, lays the problem out for the core, calls it and wraps the arrays.
 """
 
 from __future__ import annotations
