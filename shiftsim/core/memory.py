@@ -25,7 +25,8 @@ from pathlib import Path
 from ..errors import ShiftsimError
 
 DENSE_MATRICES = 10
-TREE_BYTES_PER_COORDINATE = 1024  # measured: a peak of about 250 bytes per coordinate (chains, flat models)
+# measured: a peak of 0.98 to 1.06 kB per coordinate (chains of 1,500 to 6,000 links, the case workspace included)
+TREE_BYTES_PER_COORDINATE = 2048
 LOOP_ROW_ARRAYS = 6  # per closure equation, arrays as long as the coordinates that a solve in tree order holds
 STRUCTURED_FROM = 64  # free coordinates from which a loop-free tree is factorized in tree order (SolverOptions)
 WRITTEN_OUT_UP_TO = 2000  # WRITTEN_OUT_UP_TO in core/src/newton.c
