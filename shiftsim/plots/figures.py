@@ -2,7 +2,7 @@
 series, failed-step marks.
 
 Figures are laid out with fixed margins in inches (no layout engine: the constrained layout cost as much as the
-drawing itself); sizes in inches are :data:`FIGURE_SIZES`, pixels are inches x dpi. The x axis of the sweep plots
+drawing itself); sizes in inches are each plot's (:data:`.registry.PLOTS`), pixels are inches x dpi. The x axis of the sweep plots
 is the first parameter of a line sweep, the last (chain) parameter of a grid with one curve per combination of the
 others, or the step index without a sweep. A grid's curves are coloured by the parameter before the x axis (a colour
 bar names it), each series has its own line style, and combinations of any earlier parameters their own marker.
@@ -27,8 +27,6 @@ from ..scenario.runner import StepResult
 from ..scenario.sweep import Parameter
 from .text import keep_texts_plain
 
-FIGURE_SIZES = {"deflection": (9.0, 6.0), "efforts": (9.0, 7.0), "pin_loads": (9.0, 7.0), "pose": (14.0, 8.0),
-                "convergence": (9.0, 6.0), "actuators": (10.0, 8.0), "collisions": (9.0, 6.0), "footprint": (11.0, 5.5)}
 MAX_SERIES = 10
 FAILED_COLOUR = "tab:red"
 LINE_STYLES = ("-", "--", ":", "-.")
@@ -96,11 +94,11 @@ def sweep_axis(scenario: Scenario, steps: Sequence[StepResult]) -> SweepAxis:
                      lambda s: shown_value(scenario, p, s.parameters[p.name])[0], named, shading)
 
 
-def figure(name: str, dpi: int, rows: int = 1, columns: int = 1, *, left: float = 0.9, right: float = 0.25,
-           bottom: float = 0.65, top: float = 0.75, hspace: float = 0.35, wspace: float = 0.25,
+def figure(size: tuple[float, float], dpi: int, rows: int = 1, columns: int = 1, *, left: float = 0.9,
+           right: float = 0.25, bottom: float = 0.65, top: float = 0.75, hspace: float = 0.35, wspace: float = 0.25,
            **subplot_options) -> tuple[Figure, np.ndarray]:
-    """A figure of size ``FIGURE_SIZES[name]`` with a grid of axes (rows, columns), margins in inches."""
-    width, height = FIGURE_SIZES[name]
+    """A figure of ``size`` (width, height) inches with a grid of axes (rows, columns), margins in inches."""
+    width, height = size
     fig = Figure(figsize=(width, height), dpi=dpi)
     FigureCanvasAgg(fig)
     fig.subplots_adjust(left=left / width, right=1.0 - right / width, bottom=bottom / height, top=1.0 - top / height,

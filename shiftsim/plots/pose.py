@@ -286,7 +286,7 @@ def _draw(ax, posed: list[_Posed], view: tuple[int, int], size: float, stands: b
                    hatch="////", linewidth=0.0, zorder=0)
 
 
-def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
+def pose_plot(scenario: Scenario, steps: list[StepResult], figure_size: tuple[float, float], dpi: int) -> bytes:
     by_index = {s.index: s for s in steps}
     chosen = _chosen_steps(scenario, steps)
     solved = {index: [_solved(scenario, m, by_index[index]) for m in scenario.machines if m.id in by_index[index].q]
@@ -318,7 +318,7 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
     high = np.max([p.max(axis=0) for p in drawn], axis=0) + 0.05 * size
     panels = [(index, roles, view) for index, roles in chosen.items() for view in views]
     rows, columns = _grid(len(panels), high - low, views)
-    fig, axes = figure("pose", dpi, rows, columns, top=1.45, bottom=0.55, left=0.75, hspace=0.3, wspace=0.2)
+    fig, axes = figure(figure_size, dpi, rows, columns, top=1.45, bottom=0.55, left=0.75, hspace=0.3, wspace=0.2)
     closest = closest_approaches([by_index[i] for i in chosen])
     peak = peak_deflection(steps)  # the summary's peak: the same frame, step and number
     stated = (f"; peak deflection {number(peak.value * 1e3)} mm at {peak.entity}, step {peak.step.index}"

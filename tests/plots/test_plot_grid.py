@@ -11,6 +11,7 @@ from matplotlib.colors import to_hex
 from helpers.scenario import REPO
 
 from shiftsim.plots import sweep as sweep_plots
+from shiftsim.plots.registry import FIGURE_SIZES
 from shiftsim.scenario import load_scenario
 from shiftsim.scenario.runner import StepResult
 
@@ -38,7 +39,7 @@ def figures(monkeypatch):
 
 def test_a_grid_colours_its_curves_by_one_parameter_with_a_colour_bar(capacity_grid, figures):
     scenario, steps = capacity_grid
-    sweep_plots.deflection_plot(scenario, steps, 30)
+    sweep_plots.deflection_plot(scenario, steps, FIGURE_SIZES["deflection"], 30)
     figure = figures[0]
     ax, colour_bar = figure.axes
     assert colour_bar.get_ylabel() == f"{BOOM} (m)"
@@ -59,7 +60,7 @@ def test_a_grid_colours_its_curves_by_one_parameter_with_a_colour_bar(capacity_g
 @pytest.mark.slow
 def test_the_grid_plot_keeps_its_texts_inside_the_figure(capacity_grid, figures):
     scenario, steps = capacity_grid
-    sweep_plots.deflection_plot(scenario, steps, 30)
+    sweep_plots.deflection_plot(scenario, steps, FIGURE_SIZES["deflection"], 30)
     figure = figures[0]
     renderer = figure.canvas.get_renderer()
     figure.canvas.draw()

@@ -12,6 +12,7 @@ from helpers.scenario import beam_scenario, write_scenario
 
 from shiftsim.analysis.digest import result_lines
 from shiftsim.plots import pose as pose_plots
+from shiftsim.plots.registry import FIGURE_SIZES
 from shiftsim.scenario import LocalExecutor, execute, load_scenario
 
 
@@ -21,7 +22,7 @@ def test_the_pose_plot_states_the_summary_peak_deflection(tmp_path, monkeypatch)
     monkeypatch.setattr(pose_plots, "png", lambda fig: drawn.append(fig) or b"")
     scenario = load_scenario(write_scenario(tmp_path, beam_scenario()))
     steps = execute(scenario, LocalExecutor(1))
-    pose_plots.pose_plot(scenario, steps, 30)
+    pose_plots.pose_plot(scenario, steps, FIGURE_SIZES["pose"], 30)
     figure = drawn[0]
     title = next(t.get_text() for t in figure.legends[0].get_texts() if t.get_text().startswith("unloaded reference"))
     stated = re.search(r"peak deflection (\S+) mm at (\S+), step (\d+)", title)
@@ -46,7 +47,7 @@ def test_the_demo_pose_title_and_legend_lie_inside_the_figure(monkeypatch):
     monkeypatch.setattr(pose_plots, "png", lambda fig: drawn.append(fig) or b"")
     scenario = load_scenario(REPO / "scenarios" / "excavator_lift.json")
     steps = execute(scenario, LocalExecutor(1))
-    pose_plots.pose_plot(scenario, steps, 30)
+    pose_plots.pose_plot(scenario, steps, FIGURE_SIZES["pose"], 30)
     figure = drawn[0]
     figure.canvas.draw()
     renderer, box = figure.canvas.get_renderer(), figure.bbox

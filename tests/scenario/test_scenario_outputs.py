@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import csv
@@ -40,7 +42,8 @@ def test_results_follow_the_issue_layout_and_validate(tmp_path, capsys):
     assert results["scenario"] == "slider" and results["shiftsim_version"] == __version__
     assert results["partial"] is False and results["steps_planned"] == 3 and results["angle_unit"] == "rad"
     assert results["units"] == {"parameters": {"sc:slider_crank:slider_guide": "m"},
-                                "joints": {"sc:slider_crank:crank_pin": ["rad"]}}
+                                "joints": {"sc:slider_crank:crank_pin": ["rad"]},
+                                "coordinates": {"sc": ["rad", "rad", "rad", "m"]}}  # the file's Ry, Ry, Ry, Tx joints
     assert results["parameters"] == ["sc:slider_crank:slider_guide"]
     good, bad, last = results["steps"]
     assert list(good)[:10] == ["index", "parameters", "status", "iterations", "residual", "stable", "stability",
@@ -102,9 +105,14 @@ def test_tidy_csv_holds_the_json_numbers(tmp_path, capsys):
                 step["frames"]["beam:link10:tip"]["deflection"][k]
         rotation = np.array(step["bodies"]["beam:link10"]["rotation"])
         assert float(table[(i, "beam:link10", "rotation", "zx")]) == rotation[2, 0]
+        for k in range(10):  # the machine's every coordinate, loaded and unloaded (the pose plot's)
+            assert float(table[(i, "beam", "coordinates", str(k))]) == step["coordinates"]["beam"]["loaded"][k]
+            assert float(table[(i, "beam", "coordinates_reference", str(k))]) == \
+                step["coordinates"]["beam"]["unloaded"][k]
+        assert float(table[(i, "beam", "coordinates", "0")]) == step["joints"]["beam:hinge1"]["position"]
     assert {r[0] for r in rows[1:]} == {"0", "1", "2"}
-    # joint: 3 scalars + 2 wrenches, frame: 2 vectors, body: position and rotation
-    assert len(rows) - 1 == 3 * ((3 + 12) + 6 + (3 + 9))
+    # joint: 3 scalars + 2 wrenches, frame: 2 vectors, body: position and rotation, 2 x 10 machine coordinates
+    assert len(rows) - 1 == 3 * ((3 + 12) + 6 + (3 + 9) + 2 * 10)
 
 
 @pytest.mark.slow
@@ -198,7 +206,7 @@ def test_rendering_failure_keeps_the_results_and_drops_the_plots(tmp_path, capsy
     def broken(*args):
         raise RuntimeError("renderer crashed")
 
-    monkeypatch.setitem(plots.PLOTTERS, "pose", broken)
+    monkeypatch.setitem(plots.PLOTS, "pose", dataclasses.replace(plots.PLOTS["pose"], draw=broken))
     path = write_scenario(tmp_path, beam_scenario(outputs={"plots": ["convergence", "pose"]}))
     code, _, err = run_cli(capsys, "run", path, "-o", tmp_path / "out")
     assert code == 1 and "a plot could not be drawn (RuntimeError: renderer crashed)" in err

@@ -1,0 +1,154 @@
+"""What every plot draws from: a run's results read through the results object's public interface.
+
+The plots of a run and the plots of a results folder drawn again (``shiftsim plot``) come from the same place: the
+:class:`~shiftsim.output.run_results.RunResults` of the run (``results[entity, quantity]`` arrays by step,
+``results.steps``, ``results.keys()``) and the scenario it ran. :func:`steps_of` turns those arrays back into the
+per-step records (:class:`~shiftsim.scenario.runner.StepResult`) that the plots and the digest read, holding only
+what the results hold: a value that is NaN at a step (a failed step, a machine that did not converge) is left out of
+that step, as the run left it out.
+
+The quantities read (entity kinds as in :mod:`shiftsim.output.run_results`):
+
+* joints: ``position``, ``deflection``, ``effort``, ``wrench_joint``, ``wrench_world``;
+* frames: ``position``, ``deflection``;
+* machines: ``coordinates``, ``reference_coordinates`` (the pose plot's poses);
+* machine pairs ``a|b``: ``distance``, ``in_collision``, ``closest_points``;
+* Mdx machines and legs: ``platform_pose``; ``actuator_length``, ``actuator_raw``, ``actuator_in_range``,
+  ``actuator_force``;
+* standing machines and their contacts: ``centre_of_pressure``, ``tipping_margin``; ``contact_force``,
+  ``contact_point`` (the support polygon and tipping edge follow from these by :func:`shiftsim.ground.footprint.
+  footprint`, as the run found them);
+* per step (``results.steps``): ``index``, the swept values, ``status``, ``iterations``, ``residual``, ``stable``,
+  ``stability``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..ground.footprint import footprint
+from ..scenario.definition import Scenario
+from ..scenario.runner import StepResult
+
+JOINT_QUANTITIES = ("position", "deflection", "effort", "wrench_joint", "wrench_world")
+FRAME_QUANTITIES = ("position", "deflection")
+LEG_QUANTITIES = {"lengths": "actuator_length", "raw": "actuator_raw", "in_range": "actuator_in_range",
+                  "forces": "actuator_force"}
+
+
+class Results(Protocol):
+    """The part of :class:`~shiftsim.output.run_results.RunResults` plots read (it sits above the plots)."""
+
+    steps: Any  # index (n,), values {parameter: (n,)}, status, iterations, residual, stable, stability (n,)
+
+    def __getitem__(self, key: tuple[str, str]) -> np.ndarray: ...
+
+    def keys(self) -> list[tuple[str, str]]: ...
+
+
+def _value(array: np.ndarray, row: int) -> Any:
+    """A step's value as the run recorded it: a float or (nested) list; None where it is NaN throughout."""
+    value = array[row]
+    if np.all(np.isnan(value)):
+        return None
+    return value.tolist()
+
+
+def steps_of(scenario: Scenario, results: Results) -> list[StepResult]:
+    """The steps of ``results`` (a run of ``scenario``) as the records the plots read (see the module docstring)."""
+    entities: dict[str, list[str]] = {}
+    for entity, quantity in results.keys():
+        entities.setdefault(quantity, []).append(entity)
+    joints = entities.get("effort", [])
+    frames = [e for e in entities.get("deflection", []) if e not in set(joints)]
+    needed = ([(j, q) for j in joints for q in JOINT_QUANTITIES] + [(f, q) for f in frames for q in FRAME_QUANTITIES]
+              + [(e, q) for q in ("coordinates", "reference_coordinates", "distance", "in_collision",
+                                  "closest_points", "platform_pose", "centre_of_pressure", "tipping_margin",
+                                  "contact_force", "contact_point", *LEG_QUANTITIES.values())
+                 for e in entities.get(q, [])])
+    arrays = {key: results[key] for key in needed}
+    table = results.steps
+    steps = []
+    for row, index in enumerate(table.index):
+        residual = float(table.residual[row])
+        step = StepResult(int(index), {name: float(v[row]) for name, v in table.values.items()}, str(table.status[row]),
+                          int(table.iterations[row]), None if math.isnan(residual) else residual,
+                          bool(table.stable[row]), stability=str(table.stability[row]))
+        for name in joints:
+            if _value(arrays[name, "effort"], row) is not None:
+                step.joints[name] = {q: _value(arrays[name, q], row) for q in JOINT_QUANTITIES}
+        for name in frames:
+            if _value(arrays[name, "deflection"], row) is not None:
+                step.frames[name] = {q: _value(arrays[name, q], row) for q in FRAME_QUANTITIES}
+        for machine_id in entities.get("coordinates", []):
+            if _value(arrays[machine_id, "coordinates"], row) is not None:
+                step.q[machine_id] = arrays[machine_id, "coordinates"][row]
+                step.q_reference[machine_id] = arrays[machine_id, "reference_coordinates"][row]
+        step.collisions = _collisions(arrays, entities.get("distance", []), row)
+        step.actuators = _actuators(scenario, arrays, set(entities.get("platform_pose", [])), row)
+        step.ground = _ground(arrays, entities.get("tipping_margin", []), entities.get("contact_force", []), row)
+        steps.append(step)
+    return steps
+
+
+def _collisions(arrays: dict, pairs: list[str], row: int) -> list[dict[str, Any]] | None:
+    """The step's pair records (``a``, ``b``, ``distance`` m, ``in_collision``, ``points``); None without pairs."""
+    if not pairs:
+        return None
+    found = []
+    for pair in pairs:
+        distance = _value(arrays[pair, "distance"], row)
+        if distance is None:
+            continue
+        a, b = pair.split("|", 1)
+        record = {"a": a, "b": b, "distance": distance, "in_collision": bool(arrays[pair, "in_collision"][row])}
+        points = _value(arrays[pair, "closest_points"], row) if (pair, "closest_points") in arrays else None
+        if points is not None:  # ax, ay, az, bx, by, bz
+            record["points"] = [points[:3], points[3:]]
+        found.append(record)
+    return found
+
+
+def _actuators(scenario: Scenario, arrays: dict, platforms: set[str], row: int) -> dict[str, dict[str, Any]]:
+    """Per Mdx machine posed at the step: its legs' lengths, raw values, range flags and forces, and its pose."""
+    out = {}
+    for machine in scenario.machines:
+        if machine.id not in platforms or _value(arrays[machine.id, "platform_pose"], row) is None:
+            continue
+        legs = [machine.name(leg) for leg in machine.vocabulary.legs]
+        record: dict[str, Any] = {"joints": legs, "pose": _value(arrays[machine.id, "platform_pose"], row)}
+        for key, quantity in LEG_QUANTITIES.items():
+            record[key] = [float(arrays[leg, quantity][row]) for leg in legs]
+        record["in_range"] = [bool(v) for v in record["in_range"]]
+        out[machine.id] = record
+    return out
+
+
+def _ground(arrays: dict, machines: list[str], contacts: list[str], row: int) -> dict[str, dict[str, Any]]:
+    """Per standing machine converged at the step: its contacts' forces and points, centre of pressure, tipping
+    margin, and the support polygon and tipping edge they give (contact names)."""
+    out = {}
+    for machine_id in machines:
+        names = [c for c in contacts if c.startswith(machine_id + ":")
+                 and _value(arrays[c, "contact_force"], row) is not None]
+        if not names:
+            continue
+        forces = np.array([arrays[c, "contact_force"][row] for c in names])
+        points = np.array([arrays[c, "contact_point"][row] for c in names])
+        found = footprint(points, forces)
+        margin = float(arrays[machine_id, "tipping_margin"][row])
+        out[machine_id] = {
+            "contact_forces": {c: f.tolist() for c, f in zip(names, forces)},
+            "contact_points": {c: p.tolist() for c, p in zip(names, points)},
+            "centre_of_pressure": [None if math.isnan(v) else float(v)
+                                   for v in arrays[machine_id, "centre_of_pressure"][row]],
+            "support_polygon": [names[i] for i in found.polygon],
+            "tipping_margin": None if math.isnan(margin) else margin,
+            "tipping_edge": [names[i] for i in found.edge] if found.edge[0] >= 0 else []}
+    return out
+
+
+__all__ = ["Results", "steps_of"]
