@@ -1,6 +1,7 @@
 """``shiftsim plot RESULTS_FOLDER [--only NAME ...] [-o OUT] [--dpi N]``: draw a results folder's plots again.
 
-The plots are drawn from the folder's results (:func:`shiftsim.load_results`), as ``shiftsim run`` drew them; the
+The plots are drawn from the folder's results (:func:`shiftsim.load_results`), as ``shiftsim run`` drew them (and,
+without ``--only``, capacity.png and sensitivity.png from results.json's ``capacity`` and ``sensitivity``); the
 machines (what the pose and footprint plots draw) are built again from the inputs results.json's ``metadata``
 records: the scenario as it was read, and every input file, which must still be where it was with the same
 SHA-256 (a file changed or gone is refused, naming it). Nothing is solved. Every plot is drawn before any file is
@@ -115,7 +116,7 @@ def _write(folder: Path, files: dict[str, bytes]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..output.run_results import load_results
-    from ..plots.registry import chosen_plots, render
+    from ..plots.registry import analysis_charts, chosen_plots, render
 
     source = Path(args.folder)
     if not source.exists():
@@ -134,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError([Problem(str(results_file), "metadata.scenario_document", str(error),
                                   "plots that apply to the scenario")]) from None
     files, skipped = render(scenario, results, args.dpi, names)
+    if args.only is None:  # the analyses' charts, from results.json's summary
+        files.update(analysis_charts(results.document, scenario.outputs.dpi if args.dpi is None else args.dpi))
     folder = Path(args.output) if args.output else results_file.parent
     _write(folder, files)
     print(f"{results.scenario}: {len(files)} plot{'s' if len(files) != 1 else ''} in {folder}/: "

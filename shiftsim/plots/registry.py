@@ -17,7 +17,7 @@ plotted again (``shiftsim plot``). Everything is drawn on matplotlib's Agg canva
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..analysis.digest import NO_DEFLECTION, effort_peaks, peak_deflection, pin_load_peaks
 from ..errors import Problems, ScenarioError
@@ -26,8 +26,9 @@ from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 from .collisions import collisions_plot
 from .data import Results, steps_of
-from .ground import footprint_plot
+from .ground import capacity_chart, footprint_plot
 from .pose import pose_plot
+from .tornado import sensitivity_chart
 from .sweep import actuators_plot, convergence_plot, deflection_plot, efforts_plot, pin_loads_plot
 
 Size = tuple[float, float]
@@ -173,4 +174,18 @@ def render(scenario: Scenario, results: Results, dpi: int | None = None,
     return drawn, skipped
 
 
-__all__ = ["FIGURE_SIZES", "PLOTS", "Plot", "chosen_plots", "render", "skipped_plots"]
+def analysis_charts(summary: dict[str, Any], dpi: int) -> dict[str, bytes]:
+    """The charts of a run's analyses, from its results document's summary sections: ``capacity.png`` (the
+    lift-capacity chart, when the capacity analysis was solved) and ``sensitivity.png`` (tornado charts, when a step
+    has sensitivities)."""
+    charts = {}
+    capacity = summary.get("capacity")
+    if capacity is not None and "error" not in capacity:
+        charts["capacity.png"] = capacity_chart(capacity, dpi)
+    chart = sensitivity_chart(summary["sensitivity"], dpi) if summary.get("sensitivity") else None
+    if chart is not None:
+        charts["sensitivity.png"] = chart
+    return charts
+
+
+__all__ = ["FIGURE_SIZES", "PLOTS", "Plot", "analysis_charts", "chosen_plots", "render", "skipped_plots"]
