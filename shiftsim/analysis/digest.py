@@ -108,6 +108,13 @@ def pin_load_peaks(steps: Iterable[StepResult]) -> dict[str, Peak]:
     return _peaks((name, float(np.linalg.norm(f)), s) for s in steps for name, f in pin_forces(s).items())
 
 
+def force_level(scenario: Scenario, steps: Sequence[StepResult]) -> float:
+    """The run's force scale: its largest tracked effort or pin load (N; N m as if at a 1 m lever). An effort below
+    :data:`CARRIES_NOTHING` of it is round-off, even when every effort is as small (a joint nothing turns)."""
+    efforts_ = [abs(p.value) for found in effort_peaks(scenario, steps).values() for p in found.values()]
+    return max([*efforts_, *(p.value for p in pin_load_peaks(steps).values())], default=0.0)
+
+
 def closest_approaches(steps: Sequence[StepResult]) -> dict[str, tuple[dict[str, Any], StepResult]]:
     """Per machine pair (``a - b``), its pair result (``distance`` m, ``in_collision``, ``closest``, ``points``)
     at the step of least distance, and that step; empty without collision checks."""
@@ -151,9 +158,11 @@ def worst_step(scenario: Scenario, steps: Sequence[StepResult]) -> StepResult | 
     return converged[0] if converged else None
 
 
-def carrying(peaks: dict[str, dict[str, Peak]]) -> dict[str, dict[str, Peak]]:
-    """The peaks above :data:`CARRIES_NOTHING` of the largest of all kinds (N and N m compared as if at a 1 m lever)."""
-    level = max((abs(p.value) for found in peaks.values() for p in found.values()), default=0.0)
+def carrying(peaks: dict[str, dict[str, Peak]], level: float | None = None) -> dict[str, dict[str, Peak]]:
+    """The peaks above :data:`CARRIES_NOTHING` of ``level`` (default: the largest of all kinds; N and N m compared as
+    if at a 1 m lever)."""
+    if level is None:
+        level = max((abs(p.value) for found in peaks.values() for p in found.values()), default=0.0)
     return {kind: {n: p for n, p in found.items() if abs(p.value) > CARRIES_NOTHING * level}
             for kind, found in peaks.items()}
 
@@ -213,7 +222,8 @@ def result_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
         lines.append(f"  peak deflection  {number(deflection.value * 1e3)} mm at {deflection.entity}, "
                      f"{step_text(scenario, deflection.step)}")
     found = peak_efforts(scenario, steps)
-    carried = carrying({kind: {peak.entity: peak} for kind, peak in found.items()})  # round-off is not a peak
+    # round-off is not a peak: an effort below CARRIES_NOTHING of the run's force level (pin loads included)
+    carried = carrying({kind: {peak.entity: peak} for kind, peak in found.items()}, force_level(scenario, steps))
     for kind, peak in found.items():
         if carried[kind]:
             lines.append(f"  peak {kind:11s} {force_text(peak.value, kind)} at {peak.entity}, "

@@ -11,6 +11,7 @@ bar names it), each series has its own line style, and combinations of any earli
 from __future__ import annotations
 
 import io
+import textwrap
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -108,11 +109,42 @@ def figure(size: tuple[float, float], dpi: int, rows: int = 1, columns: int = 1,
     return fig, axes
 
 
+CHARACTER_WIDTH = 0.6  # a character's average width in a text's size (DejaVu Sans), for wrapping before drawing
+
+
+def wrapped(text: str, width: float, fontsize: float) -> str:
+    """``text`` broken into lines that fit ``width`` inches at ``fontsize`` points (names are never split)."""
+    characters = max(10, int(width * 72.0 / (CHARACTER_WIDTH * fontsize)))
+    return "\n".join(textwrap.wrap(text, characters, break_long_words=False, break_on_hyphens=False)) or text
+
+
+def fit_legend(fig: Figure, handles: list, columns: int, fontsize: float, **options) -> None:
+    """A figure legend above the axes (``loc`` upper center) in as many of ``columns`` columns as fit the figure's
+    width, each label wrapped to fit it."""
+    renderer = fig.canvas.get_renderer()
+    for handle in handles:
+        handle.set_label(wrapped(handle.get_label(), 0.9 * fig.get_figwidth(), fontsize))
+    for ncol in range(min(columns, len(handles)), 0, -1):
+        shown = fig.legend(handles=handles, loc="upper center", ncol=ncol, fontsize=fontsize, **options)
+        if shown.get_window_extent(renderer).width <= 0.98 * fig.bbox.width or ncol == 1:
+            return
+        shown.remove()
+
+
 def png(fig: Figure) -> bytes:
     keep_texts_plain(fig)  # names from users' files are never mathtext
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 3})  # 6 (the default): 1.4x the time, 7 % smaller
     return buffer.getvalue()
+
+
+def series_budget(axis: SweepAxis) -> int:
+    """How many series one panel draws so that each can be told apart: a grid's curves are coloured by a parameter
+    and each series has its own line style, so as many series as there are line styles (every curve of each drawn);
+    otherwise :data:`MAX_SERIES` lines shared among the curve groups (one colour per series)."""
+    if axis.shading is not None:
+        return len(LINE_STYLES)
+    return max(1, MAX_SERIES // len(axis.groups))
 
 
 def style(entity: int, group: int) -> dict:

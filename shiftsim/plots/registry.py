@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..analysis.digest import NO_DEFLECTION, effort_peaks, peak_deflection, pin_load_peaks
+from ..analysis.digest import (CARRIES_NOTHING, NO_DEFLECTION, carrying, effort_peaks, force_level, peak_deflection,
+                               pin_load_peaks)
 from ..errors import Problems, ScenarioError
 from ..scenario.collisions import checks_collisions, collision_settings
 from ..scenario.definition import Scenario
@@ -70,8 +71,14 @@ def _efforts_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | Non
     peaks = effort_peaks(scenario, steps)
     if not peaks:
         return "no tracked joint was solved"
-    level = max(abs(p.value) for found in peaks.values() for p in found.values())
-    return None if level > 0.0 else "no tracked joint carries an effort (every effort is 0)"
+    largest = max(abs(p.value) for found in peaks.values() for p in found.values())
+    if largest == 0.0:
+        return "no tracked joint carries an effort (every effort is 0)"
+    level = force_level(scenario, steps)
+    if not any(carrying(peaks, level).values()):
+        return (f"no tracked joint carries an effort: the largest, {largest:.2g}, is round-off (under "
+                f"{CARRIES_NOTHING:g} of the run's largest pin load, {level:.4g} N)")
+    return None
 
 
 def _pin_loads_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:

@@ -11,7 +11,8 @@
 
 Series that coincide over the whole sweep (a cylinder and its oil column in series carry the same force) are
 drawn once, labelled with every name. Failed steps leave gaps and are marked by red dotted lines. Only the
-:data:`~.figures.MAX_SERIES` largest series are drawn; the title says how many were left out.
+:func:`~.figures.series_budget` largest series are drawn (a grid: one line style per series, as many as there
+are styles); the title says how many were left out.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
 from ..analysis.digest import (FORCE, TORQUE, carrying, deflection_peaks, deflections, effort_peaks, efforts,
-                               force_unit, number, pin_forces, pin_load_peaks)
+                               force_level, force_unit, number, pin_forces, pin_load_peaks)
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 from ..statics import SolverOptions
-from .figures import (FAILED_COLOUR, MAX_SERIES, figure, largest, legend, mark_failures, plot_series, png, style,
+from .figures import (FAILED_COLOUR, figure, largest, legend, mark_failures, plot_series, png, series_budget, style,
                       sweep_axis)
 
 AXES = "xyz"
@@ -42,7 +43,7 @@ def _left_out(shown: int, total: int, idle: int = 0, what: str = "") -> str:
 def deflection_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
     axis = sweep_axis(scenario, steps)
     peaks = {name: peak.value for name, peak in deflection_peaks(steps).items()}
-    shown = largest(peaks, max(1, MAX_SERIES // len(axis.groups)))
+    shown = largest(peaks, series_budget(axis))
     values = {s.index: deflections(s) for s in steps}
     fig, axes = figure(size, dpi)
     ax = axes[0, 0]
@@ -57,17 +58,18 @@ def deflection_plot(scenario: Scenario, steps: list[StepResult], size: tuple[flo
 
 
 def efforts_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
-    """Efforts per kind; a joint whose peak effort is below :data:`~.digest.CARRIES_NOTHING` of the largest of the
-    run (N and N m compared as if at a 1 m lever) carries nothing and is left out, as is a panel left empty."""
+    """Efforts per kind; a joint whose peak effort is below :data:`~.digest.CARRIES_NOTHING` of the run's force
+    level (its largest effort or pin load, :func:`~.digest.force_level`; N and N m compared as if at a 1 m lever)
+    carries nothing (round-off) and is left out, as is a panel left empty."""
     axis = sweep_axis(scenario, steps)
     every = effort_peaks(scenario, steps)
-    found = carrying(every)
+    found = carrying(every, force_level(scenario, steps))
     kinds = [k for k in (FORCE, TORQUE) if found.get(k)]
     per_step = {s.index: {kind: dict(entries) for kind, entries in efforts(scenario, s).items()} for s in steps}
     fig, axes = figure(size, dpi, max(1, len(kinds)), 1, sharex=True, top=0.8)
     for ax, kind in zip(axes[:, 0], kinds):
         peaks = {name: abs(peak.value) for name, peak in found[kind].items()}
-        shown = largest(peaks, max(1, MAX_SERIES // len(axis.groups)))
+        shown = largest(peaks, series_budget(axis))
         scale, unit = force_unit(max(peaks.values()), kind)
         plot_series(ax, axis, lambda s, name: per_step[s.index][kind].get(name, math.nan), shown, scale)
         mark_failures(ax, axis, steps)
@@ -88,7 +90,7 @@ def pin_loads_plot(scenario: Scenario, steps: list[StepResult], size: tuple[floa
     every = {name: peak.value for name, peak in pin_load_peaks(steps).items()}
     level = max(every.values(), default=0.0)
     peaks = {name: value for name, value in every.items() if value > 1e-9 * level}
-    shown = largest(peaks, max(1, MAX_SERIES // len(axis.groups)))
+    shown = largest(peaks, series_budget(axis))
     forces = {s.index: pin_forces(s) for s in steps}
     options = scenario.outputs.plot_options.get("pin_loads", {})
     components = [k for k in range(3) if options.get("components")
