@@ -115,7 +115,9 @@ CHARACTER_WIDTH = 0.6  # a character's average width in a text's size (DejaVu Sa
 def wrapped(text: str, width: float, fontsize: float) -> str:
     """``text`` broken into lines that fit ``width`` inches at ``fontsize`` points (names are never split)."""
     characters = max(10, int(width * 72.0 / (CHARACTER_WIDTH * fontsize)))
-    return "\n".join(textwrap.wrap(text, characters, break_long_words=False, break_on_hyphens=False)) or text
+    lines = [textwrap.wrap(line, characters, break_long_words=False, break_on_hyphens=False) or [line]
+             for line in text.split("\n")]
+    return "\n".join(part for line in lines for part in line)
 
 
 def fit_legend(fig: Figure, handles: list, columns: int, fontsize: float, **options) -> None:
@@ -131,8 +133,36 @@ def fit_legend(fig: Figure, handles: list, columns: int, fontsize: float, **opti
         shown.remove()
 
 
-def png(fig: Figure) -> bytes:
+LEGEND_FRAME = 0.6  # inches of a legend beside its labels: handles, padding, frame
+
+
+def fit_texts(fig: Figure) -> None:
+    """Break the titles and legend labels of ``fig`` into lines that fit: each axes' title and legend labels its
+    width, the figure's title and legends the figure's (names from real files are long; nothing is cut)."""
+    width = fig.get_figwidth()
+    if fig._suptitle is not None:
+        fig._suptitle.set_text(wrapped(fig._suptitle.get_text(), 0.95 * width, fig._suptitle.get_fontsize()))
+    for legend_ in fig.legends:
+        for text in legend_.get_texts():
+            text.set_text(wrapped(text.get_text(), 0.95 * width - LEGEND_FRAME, text.get_fontsize()))
+    for ax in fig.axes:
+        span = ax.get_position().width * width
+        for title in (ax.title, ax._left_title, ax._right_title):
+            if title.get_text():
+                title.set_text(wrapped(title.get_text(), span, title.get_fontsize()))
+        if ax.get_legend() is not None:
+            for text in ax.get_legend().get_texts():
+                text.set_text(wrapped(text.get_text(), span - LEGEND_FRAME, text.get_fontsize()))
+
+
+def finish(fig: Figure) -> None:
+    """What every figure gets before it is encoded: texts fitted (:func:`fit_texts`) and kept plain."""
+    fit_texts(fig)
     keep_texts_plain(fig)  # names from users' files are never mathtext
+
+
+def png(fig: Figure) -> bytes:
+    finish(fig)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 3})  # 6 (the default): 1.4x the time, 7 % smaller
     return buffer.getvalue()

@@ -16,12 +16,12 @@ from matplotlib.lines import Line2D
 
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
-from .text import keep_texts_plain
+from .figures import finish
 
 
 def _png(figure: Figure, dpi: int) -> bytes:
     FigureCanvasAgg(figure)
-    keep_texts_plain(figure)  # names from users' files are never mathtext
+    finish(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
