@@ -16,8 +16,7 @@ The quantities read (entity kinds as in :mod:`shiftsim.output.run_results`):
 * Mdx machines and legs: ``platform_pose``; ``actuator_length``, ``actuator_raw``, ``actuator_in_range``,
   ``actuator_force``;
 * standing machines and their contacts: ``centre_of_pressure``, ``tipping_margin``; ``contact_force``,
-  ``contact_point`` (the support polygon and tipping edge follow from these by :func:`shiftsim.ground.footprint.
-  footprint`, as the run found them);
+  ``contact_point`` (the support polygon follows from these, as the run found it: :func:`.ground.support_polygon`);
 * per step (``results.steps``): ``index``, the swept values, ``status``, ``iterations``, ``residual``, ``stable``,
   ``stability``.
 """
@@ -29,7 +28,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..ground.footprint import footprint
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 
@@ -49,12 +47,17 @@ class Results(Protocol):
     def keys(self) -> list[tuple[str, str]]: ...
 
 
-def _value(array: np.ndarray, row: int) -> Any:
-    """A step's value as the run recorded it: a float or (nested) list; None where it is NaN throughout."""
-    value = array[row]
-    if np.all(np.isnan(value)):
-        return None
-    return value.tolist()
+class _Column:
+    """One quantity of one entity over the steps, as the run recorded it: per step a float or (nested) list, or None
+    where it is NaN throughout (the step does not have it); converted once, read per step."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.values = array.tolist()
+        self.present = ~np.all(np.isnan(array.reshape(len(array), -1)), axis=1)
+
+    def __getitem__(self, row: int) -> Any:
+        return self.values[row] if self.present[row] else None
 
 
 def steps_of(scenario: Scenario, results: Results) -> list[StepResult]:
@@ -69,7 +72,7 @@ def steps_of(scenario: Scenario, results: Results) -> list[StepResult]:
                                   "closest_points", "platform_pose", "centre_of_pressure", "tipping_margin",
                                   "contact_force", "contact_point", *LEG_QUANTITIES.values())
                  for e in entities.get(q, [])])
-    arrays = {key: results[key] for key in needed}
+    arrays = {key: _Column(results[key]) for key in needed}
     table = results.steps
     steps = []
     for row, index in enumerate(table.index):
@@ -78,15 +81,15 @@ def steps_of(scenario: Scenario, results: Results) -> list[StepResult]:
                           int(table.iterations[row]), None if math.isnan(residual) else residual,
                           bool(table.stable[row]), stability=str(table.stability[row]))
         for name in joints:
-            if _value(arrays[name, "effort"], row) is not None:
-                step.joints[name] = {q: _value(arrays[name, q], row) for q in JOINT_QUANTITIES}
+            if arrays[name, "effort"][row] is not None:
+                step.joints[name] = {q: arrays[name, q][row] for q in JOINT_QUANTITIES}
         for name in frames:
-            if _value(arrays[name, "deflection"], row) is not None:
-                step.frames[name] = {q: _value(arrays[name, q], row) for q in FRAME_QUANTITIES}
+            if arrays[name, "deflection"][row] is not None:
+                step.frames[name] = {q: arrays[name, q][row] for q in FRAME_QUANTITIES}
         for machine_id in entities.get("coordinates", []):
-            if _value(arrays[machine_id, "coordinates"], row) is not None:
-                step.q[machine_id] = arrays[machine_id, "coordinates"][row]
-                step.q_reference[machine_id] = arrays[machine_id, "reference_coordinates"][row]
+            if arrays[machine_id, "coordinates"][row] is not None:
+                step.q[machine_id] = arrays[machine_id, "coordinates"].array[row]
+                step.q_reference[machine_id] = arrays[machine_id, "reference_coordinates"].array[row]
         step.collisions = _collisions(arrays, entities.get("distance", []), row)
         step.actuators = _actuators(scenario, arrays, set(entities.get("platform_pose", [])), row)
         step.ground = _ground(arrays, entities.get("tipping_margin", []), entities.get("contact_force", []), row)
@@ -100,12 +103,12 @@ def _collisions(arrays: dict, pairs: list[str], row: int) -> list[dict[str, Any]
         return None
     found = []
     for pair in pairs:
-        distance = _value(arrays[pair, "distance"], row)
+        distance = arrays[pair, "distance"][row]
         if distance is None:
             continue
         a, b = pair.split("|", 1)
-        record = {"a": a, "b": b, "distance": distance, "in_collision": bool(arrays[pair, "in_collision"][row])}
-        points = _value(arrays[pair, "closest_points"], row) if (pair, "closest_points") in arrays else None
+        record = {"a": a, "b": b, "distance": distance, "in_collision": bool(arrays[pair, "in_collision"].array[row])}
+        points = arrays[pair, "closest_points"][row] if (pair, "closest_points") in arrays else None
         if points is not None:  # ax, ay, az, bx, by, bz
             record["points"] = [points[:3], points[3:]]
         found.append(record)
@@ -116,38 +119,32 @@ def _actuators(scenario: Scenario, arrays: dict, platforms: set[str], row: int) 
     """Per Mdx machine posed at the step: its legs' lengths, raw values, range flags and forces, and its pose."""
     out = {}
     for machine in scenario.machines:
-        if machine.id not in platforms or _value(arrays[machine.id, "platform_pose"], row) is None:
+        if machine.id not in platforms or arrays[machine.id, "platform_pose"][row] is None:
             continue
         legs = [machine.name(leg) for leg in machine.vocabulary.legs]
-        record: dict[str, Any] = {"joints": legs, "pose": _value(arrays[machine.id, "platform_pose"], row)}
+        record: dict[str, Any] = {"joints": legs, "pose": arrays[machine.id, "platform_pose"][row]}
         for key, quantity in LEG_QUANTITIES.items():
-            record[key] = [float(arrays[leg, quantity][row]) for leg in legs]
+            record[key] = [float(arrays[leg, quantity].array[row]) for leg in legs]
         record["in_range"] = [bool(v) for v in record["in_range"]]
         out[machine.id] = record
     return out
 
 
 def _ground(arrays: dict, machines: list[str], contacts: list[str], row: int) -> dict[str, dict[str, Any]]:
-    """Per standing machine converged at the step: its contacts' forces and points, centre of pressure, tipping
-    margin, and the support polygon and tipping edge they give (contact names)."""
+    """Per standing machine converged at the step: its contacts' forces and points, centre of pressure and tipping
+    margin (the support polygon follows from the contacts: :func:`.ground.support_polygon`)."""
     out = {}
     for machine_id in machines:
-        names = [c for c in contacts if c.startswith(machine_id + ":")
-                 and _value(arrays[c, "contact_force"], row) is not None]
+        names = [c for c in contacts if c.startswith(machine_id + ":") and arrays[c, "contact_force"][row] is not None]
         if not names:
             continue
-        forces = np.array([arrays[c, "contact_force"][row] for c in names])
-        points = np.array([arrays[c, "contact_point"][row] for c in names])
-        found = footprint(points, forces)
-        margin = float(arrays[machine_id, "tipping_margin"][row])
+        margin = float(arrays[machine_id, "tipping_margin"].array[row])
         out[machine_id] = {
-            "contact_forces": {c: f.tolist() for c, f in zip(names, forces)},
-            "contact_points": {c: p.tolist() for c, p in zip(names, points)},
+            "contact_forces": {c: arrays[c, "contact_force"][row] for c in names},
+            "contact_points": {c: arrays[c, "contact_point"][row] for c in names},
             "centre_of_pressure": [None if math.isnan(v) else float(v)
-                                   for v in arrays[machine_id, "centre_of_pressure"][row]],
-            "support_polygon": [names[i] for i in found.polygon],
-            "tipping_margin": None if math.isnan(margin) else margin,
-            "tipping_edge": [names[i] for i in found.edge] if found.edge[0] >= 0 else []}
+                                   for v in arrays[machine_id, "centre_of_pressure"].array[row]],
+            "tipping_margin": None if math.isnan(margin) else margin}
     return out
 
 

@@ -14,6 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from ..ground.footprint import footprint
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 from .figures import finish
@@ -31,9 +32,19 @@ def footprint_plot(scenario: Scenario, steps: list[StepResult], size: tuple[floa
     """``footprint.png``: the first standing machine from above over the sweep (:func:`draw_footprint`), its
     contacts where the first step it converged at puts them."""
     machine = next(m for m in scenario.machines if m.support is not None)
-    reports = [s.ground[machine.id] for s in steps if machine.id in s.ground]
+    reports = [{**s.ground[machine.id], "support_polygon": support_polygon(s.ground[machine.id])}
+               for s in steps if machine.id in s.ground]
     contacts = {name: np.asarray(p, float) for name, p in reports[0]["contact_points"].items()}
     return draw_footprint(f"{scenario.name}: {machine.id}", contacts, reports, dpi, size)
+
+
+def support_polygon(record: dict[str, Any]) -> list[str]:
+    """The support polygon (contact names in order round it) of a step's ground record, from its contacts' points and
+    forces, as the run found it (:func:`shiftsim.ground.footprint.footprint`)."""
+    names = list(record["contact_forces"])
+    found = footprint(np.array([record["contact_points"][n] for n in names], float),
+                      np.array([record["contact_forces"][n] for n in names], float))
+    return [names[i] for i in found.polygon]
 
 
 def draw_footprint(title: str, contacts: dict[str, np.ndarray], reports: Sequence[dict[str, Any]], dpi: int = 100,
