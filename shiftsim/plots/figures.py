@@ -120,16 +120,16 @@ def wrapped(text: str, width: float, fontsize: float) -> str:
     return "\n".join(part for line in lines for part in line)
 
 
-def fit_legend(fig: Figure, handles: list, columns: int, fontsize: float, **options) -> None:
+def fit_legend(fig: Figure, handles: list, columns: int, fontsize: float, **options):
     """A figure legend above the axes (``loc`` upper center) in as many of ``columns`` columns as fit the figure's
-    width, each label wrapped to fit it."""
+    width, each label wrapped to fit it; returns the legend."""
     renderer = fig.canvas.get_renderer()
     for handle in handles:
         handle.set_label(wrapped(handle.get_label(), 0.9 * fig.get_figwidth(), fontsize))
     for ncol in range(min(columns, len(handles)), 0, -1):
         shown = fig.legend(handles=handles, loc="upper center", ncol=ncol, fontsize=fontsize, **options)
         if shown.get_window_extent(renderer).width <= 0.98 * fig.bbox.width or ncol == 1:
-            return
+            return shown
         shown.remove()
 
 

@@ -82,7 +82,8 @@ def _free_base(model: Model) -> tuple[set[str], set[int]]:
 
 def _parts(model: Model, shaped_bodies: set[int]) -> _Parts:
     """Bodies with collision shapes (``shaped_bodies``) are drawn by them; the fixed body, a free base's joints and
-    massless links, and the bodies at either end of a prismatic joint (cylinder barrels, pistons, rods) are not drawn
+    massless links, and the bodies at either end of a prismatic joint that take part in no more than two joints
+    (cylinder barrels, pistons, rods: a pin and the slide; a car's body, carrying four struts, is drawn) are not drawn
     as links."""
     by_length = sorted(model.body_names, key=len, reverse=True)  # frame names may hold ':' (attached ground frames)
     body_of = np.array([model.body_names.index(next(b for b in by_length if name.startswith(b + PATH_SEPARATOR)))
@@ -92,7 +93,10 @@ def _parts(model: Model, shaped_bodies: set[int]) -> _Parts:
     moving = {k for k in kept if any(model.node_kind[model.coordinate_node[c]] == PRISMATIC
                                      for c in model.joints[k].coordinates)}
     prismatic = [model.joints[k] for k in kept if k in moving]
-    actuator_bodies = {int(body_of[f]) for j in prismatic for f in (j.parent_frame, j.child_frame)}
+    joints_at = np.bincount([int(body_of[f]) for j in model.joints for f in (j.parent_frame, j.child_frame)],
+                            minlength=len(model.body_names))
+    actuator_bodies = {b for j in prismatic for f in (j.parent_frame, j.child_frame)
+                       if joints_at[b := int(body_of[f])] <= 2}  # a barrel, piston or rod: its pin and its slide
     fixed_body = model.body_names.index(FIXED)
     hidden = shaped_bodies | actuator_bodies | base_bodies | {fixed_body}
     drawn = [b for b in range(len(model.body_names)) if b not in hidden]
@@ -394,11 +398,9 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], figure_size: tuple[fl
         values = textwrap.wrap(parameter_text(scenario, by_index[index]), width=TITLE_CHARACTERS // columns)
         titles.append("\n".join([f"{' = '.join(roles)}: step {index}, {VIEW_NAMES[(h, v)]}", *values[:3]]))
     lines = max(title.count("\n") + 1 for title in titles)
-    top, bottom = 1.45, 0.55
+    height, bottom = figure_size[1], 0.55
     gap = 0.5 + 0.15 * lines  # inches between rows: the x label and ticks, then the next row's title
-    usable = figure_size[1] - top - bottom - (rows - 1) * gap
-    fig, axes = figure(figure_size, dpi, rows, columns, top=top, bottom=bottom, left=0.75, wspace=0.2,
-                       hspace=gap * rows / usable if rows > 1 else 0.3)
+    fig, axes = figure(figure_size, dpi, rows, columns, top=1.45, bottom=bottom, left=0.75, wspace=0.2)
     closest = closest_approaches([by_index[i] for i in chosen])
     peak = peak_deflection(steps)  # the summary's peak: the same frame, step and number
     stated = (f"; peak deflection {number(peak.value * 1e3)} mm at {peak.entity}, step {peak.step.index}"
@@ -416,7 +418,6 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], figure_size: tuple[fl
                 a, b = (np.asarray(p, float) for p in pair["points"])
                 ax.plot([a[h], b[h]], [a[v], b[v]], "-", color="tab:red", linewidth=1.5, marker="o",
                         markersize=3, zorder=7)
-        _limits(ax, low[[h, v]], high[[h, v]])
         ax.set_xlabel(f"{AXIS_NAMES[h]} (m)")
         ax.set_ylabel(f"{AXIS_NAMES[v]} (m)")
         ax.grid(True, alpha=0.3)
@@ -427,11 +428,19 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], figure_size: tuple[fl
                     fontsize=8, color="black", bbox=dict(facecolor="white", edgecolor="0.6", alpha=0.9))
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    fit_legend(fig, _legend_handles(posed, paths, closest, stands, sag), columns=5, fontsize=8, frameon=False,
-               bbox_to_anchor=(0.5, 1.0 - 0.4 / fig.get_figheight()))
     special = "closest approach" if closest else "worst (largest deflection, else largest effort)"
-    fig.suptitle(wrapped(f"{scenario.name}: poses in the world frame (z up) at the first, last and {special} steps; "
-                         f"{scale}", figure_size[0], 11), fontsize=11)
+    title = fig.suptitle(wrapped(f"{scenario.name}: poses in the world frame (z up) at the first, last and {special} "
+                                 f"steps; {scale}", 0.95 * figure_size[0], 11), fontsize=11, y=1.0 - 0.1 / height)
+    renderer = fig.canvas.get_renderer()
+    below = (fig.bbox.y1 - title.get_window_extent(renderer).y0) / fig.dpi + 0.05  # inches from the top
+    shown = fit_legend(fig, _legend_handles(posed, paths, closest, stands, sag), columns=5, fontsize=8,
+                       frameon=False, bbox_to_anchor=(0.5, 1.0 - below / height))
+    below = (fig.bbox.y1 - shown.get_window_extent(renderer).y0) / fig.dpi
+    top = below + 0.15 * lines + 0.2  # the panels' titles under the title and the legend
+    usable = height - top - bottom - (rows - 1) * gap
+    fig.subplots_adjust(top=1.0 - top / height, hspace=gap * rows / usable if rows > 1 else 0.3)
+    for k, (index, roles, (h, v)) in enumerate(panels):  # equal scales in the axes' final boxes
+        _limits(axes[k // columns, k % columns], low[[h, v]], high[[h, v]])
     return png(fig)
 
 
