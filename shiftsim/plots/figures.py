@@ -26,7 +26,7 @@ from ..analysis.digest import number, shown_value
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 from ..scenario.sweep import Parameter
-from .text import keep_texts_plain
+from .text import keep_texts_plain, make_plain
 
 MAX_SERIES = 10
 FAILED_COLOUR = "tab:red"
@@ -128,6 +128,8 @@ def fit_legend(fig: Figure, handles: list, columns: int, fontsize: float, **opti
         handle.set_label(wrapped(handle.get_label(), 0.9 * fig.get_figwidth(), fontsize))
     for ncol in range(min(columns, len(handles)), 0, -1):
         shown = fig.legend(handles=handles, loc="upper center", ncol=ncol, fontsize=fontsize, **options)
+        for text in shown.get_texts():  # plain before it is measured: a name from a file is never mathtext
+            make_plain(text)
         if shown.get_window_extent(renderer).width <= 0.98 * fig.bbox.width or ncol == 1:
             return shown
         shown.remove()

@@ -45,6 +45,7 @@ from ..scenario.definition import Scenario
 from ..scenario.machines import Machine
 from ..scenario.runner import StepResult, machine_values
 from .figures import figure, fit_legend, png, sweep_axis, wrapped
+from .text import make_plain
 
 SECOND_VIEW = 0.1  # a second view when the machines extend this share of their size along the view's depth
 SAG_SHARE = 0.15  # exaggerated deflections reach about this share of the machine size
@@ -431,6 +432,7 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], figure_size: tuple[fl
     special = "closest approach" if closest else "worst (largest deflection, else largest effort)"
     title = fig.suptitle(wrapped(f"{scenario.name}: poses in the world frame (z up) at the first, last and {special} "
                                  f"steps; {scale}", 0.95 * figure_size[0], 11), fontsize=11, y=1.0 - 0.1 / height)
+    make_plain(title)  # before it is measured
     renderer = fig.canvas.get_renderer()
     below = (fig.bbox.y1 - title.get_window_extent(renderer).y0) / fig.dpi + 0.05  # inches from the top
     shown = fit_legend(fig, _legend_handles(posed, paths, closest, stands, sag), columns=5, fontsize=8,

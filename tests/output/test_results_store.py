@@ -102,12 +102,20 @@ def assert_rows_match(csv_rows, stored):
 
 
 def assert_store_only_rows(table, document):
-    """The store's own rows: every pin reaction of results.json, in order, and nothing else."""
+    """The store's own rows: every pin reaction of results.json, then every pair's closest points and every
+    contact's point (what the plots draw), in order, and nothing else."""
     rows = table.filter(pc.is_in(table.column("quantity"), value_set=pa.array(STORE_ONLY))).to_pylist()
-    expected = [[step["index"], name, quantity, axis, value, unit] for step in document["steps"]
-                for name, reaction in step.get("pin_reactions", {}).items()
-                for quantity, key, unit in (("pin_force", "force_joint", "N"), ("pin_moment", "moment_joint", "N m"))
-                for axis, value in zip("xyz", reaction[key])]
+    expected = []
+    for step in document["steps"]:
+        i = step["index"]
+        expected += [[i, name, quantity, axis, value, unit] for name, reaction in step.get("pin_reactions", {}).items()
+                     for quantity, key, unit in (("pin_force", "force_joint", "N"), ("pin_moment", "moment_joint", "N m"))
+                     for axis, value in zip("xyz", reaction[key])]
+        expected += [[i, f"{pair['a']}|{pair['b']}", "closest_points", side + axis, value, "m"]
+                     for pair in step.get("collisions") or [] for side, point in zip("ab", pair.get("points") or [])
+                     for axis, value in zip("xyz", point)]
+        expected += [[i, contact, "contact_point", axis, value, "m"] for ground in step.get("ground", {}).values()
+                     for contact, point in ground.get("contact_points", {}).items() for axis, value in zip("xyz", point)]
     assert [list(row.values()) for row in rows] == expected
 
 

@@ -42,8 +42,7 @@ def test_results_follow_the_issue_layout_and_validate(tmp_path, capsys):
     assert results["scenario"] == "slider" and results["shiftsim_version"] == __version__
     assert results["partial"] is False and results["steps_planned"] == 3 and results["angle_unit"] == "rad"
     assert results["units"] == {"parameters": {"sc:slider_crank:slider_guide": "m"},
-                                "joints": {"sc:slider_crank:crank_pin": ["rad"]},
-                                "coordinates": {"sc": ["rad", "rad", "rad", "m"]}}  # the file's Ry, Ry, Ry, Tx joints
+                                "joints": {"sc:slider_crank:crank_pin": ["rad"]}}
     assert results["parameters"] == ["sc:slider_crank:slider_guide"]
     good, bad, last = results["steps"]
     assert list(good)[:10] == ["index", "parameters", "status", "iterations", "residual", "stable", "stability",
@@ -105,14 +104,9 @@ def test_tidy_csv_holds_the_json_numbers(tmp_path, capsys):
                 step["frames"]["beam:link10:tip"]["deflection"][k]
         rotation = np.array(step["bodies"]["beam:link10"]["rotation"])
         assert float(table[(i, "beam:link10", "rotation", "zx")]) == rotation[2, 0]
-        for k in range(10):  # the machine's every coordinate, loaded and unloaded (the pose plot's)
-            assert float(table[(i, "beam", "coordinates", str(k))]) == step["coordinates"]["beam"]["loaded"][k]
-            assert float(table[(i, "beam", "coordinates_reference", str(k))]) == \
-                step["coordinates"]["beam"]["unloaded"][k]
-        assert float(table[(i, "beam", "coordinates", "0")]) == step["joints"]["beam:hinge1"]["position"]
     assert {r[0] for r in rows[1:]} == {"0", "1", "2"}
-    # joint: 3 scalars + 2 wrenches, frame: 2 vectors, body: position and rotation, 2 x 10 machine coordinates
-    assert len(rows) - 1 == 3 * ((3 + 12) + 6 + (3 + 9) + 2 * 10)
+    # joint: 3 scalars + 2 wrenches, frame: 2 vectors, body: position and rotation
+    assert len(rows) - 1 == 3 * ((3 + 12) + 6 + (3 + 9))
 
 
 @pytest.mark.slow
