@@ -31,6 +31,7 @@ COMMANDS = {
     "sensitivity": "exact derivatives of an equilibrium's outputs w.r.t. design parameters",
     "ik": "inverse kinematics: joint values that reach target frame poses",
     "run": "run a scenario: sweep, results.json, CSV and plots",
+    "plot": "draw a results folder's plots again (from its results and the inputs it records)",
     "collide": "distances between a scenario's machines at every sweep step (kinematics only)",
     "capacity": "tipping, hydraulic and rated lift capacity (ISO 10567) at every sweep step",
     "mfk": "Topcon MFK resource configurations: show, encode, decode",

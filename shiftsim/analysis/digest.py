@@ -1,5 +1,4 @@
-"""What a run's results amount to: peaks per quantity and entity, the worst step, the plots that would show
-nothing (and why), and how to label numbers.
+"""What a run's results amount to: peaks per quantity and entity, the worst step, and how to label numbers.
 
 Shared by the end-of-run summary, the plots and the report. Efforts are split by
 what they are: coordinates of prismatic motion carry forces (N), revolute ones
@@ -109,6 +108,13 @@ def pin_load_peaks(steps: Iterable[StepResult]) -> dict[str, Peak]:
     return _peaks((name, float(np.linalg.norm(f)), s) for s in steps for name, f in pin_forces(s).items())
 
 
+def force_level(scenario: Scenario, steps: Sequence[StepResult]) -> float:
+    """The run's force scale: its largest tracked effort or pin load (N; N m as if at a 1 m lever). An effort below
+    :data:`CARRIES_NOTHING` of it is round-off, even when every effort is as small (a joint nothing turns)."""
+    efforts_ = [abs(p.value) for found in effort_peaks(scenario, steps).values() for p in found.values()]
+    return max([*efforts_, *(p.value for p in pin_load_peaks(steps).values())], default=0.0)
+
+
 def closest_approaches(steps: Sequence[StepResult]) -> dict[str, tuple[dict[str, Any], StepResult]]:
     """Per machine pair (``a - b``), its pair result (``distance`` m, ``in_collision``, ``closest``, ``points``)
     at the step of least distance, and that step; empty without collision checks."""
@@ -152,74 +158,13 @@ def worst_step(scenario: Scenario, steps: Sequence[StepResult]) -> StepResult | 
     return converged[0] if converged else None
 
 
-def carrying(peaks: dict[str, dict[str, Peak]]) -> dict[str, dict[str, Peak]]:
-    """The peaks above :data:`CARRIES_NOTHING` of the largest of all kinds (N and N m compared as if at a 1 m lever)."""
-    level = max((abs(p.value) for found in peaks.values() for p in found.values()), default=0.0)
+def carrying(peaks: dict[str, dict[str, Peak]], level: float | None = None) -> dict[str, dict[str, Peak]]:
+    """The peaks above :data:`CARRIES_NOTHING` of ``level`` (default: the largest of all kinds; N and N m compared as
+    if at a 1 m lever)."""
+    if level is None:
+        level = max((abs(p.value) for found in peaks.values() for p in found.values()), default=0.0)
     return {kind: {n: p for n, p in found.items() if abs(p.value) > CARRIES_NOTHING * level}
             for kind, found in peaks.items()}
-
-
-def _deflection_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
-    peak = peak_deflection(steps)
-    if peak is None:
-        return "no tracked frame was solved"
-    if peak.value < NO_DEFLECTION:
-        return f"no tracked frame deflects measurably (largest {peak.value:.2g} m, under 1 nm)"
-    return None
-
-
-def _efforts_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
-    peaks = effort_peaks(scenario, steps)
-    if not peaks:
-        return "no tracked joint was solved"
-    level = max(abs(p.value) for found in peaks.values() for p in found.values())
-    return None if level > 0.0 else "no tracked joint carries an effort (every effort is 0)"
-
-
-def _pin_loads_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
-    peaks = pin_load_peaks(steps)
-    if not peaks:
-        return "no tracked joint was solved"
-    if max(p.value for p in peaks.values()) > 0.0:
-        return None
-    return "no tracked joint carries a force (every pin load is 0)"
-
-
-def _pose_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
-    return None if any(s.converged for s in steps) else "no step converged"
-
-
-def _actuators_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
-    return None if any(s.actuators for s in steps) else "no motion platform was solved at any step"
-
-
-def _collisions_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
-    return None if any(s.collisions for s in steps) else "no pair of machines was posed at any step"
-
-
-def _footprint_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
-    """Why ``footprint.png`` would show nothing, or None."""
-    machine = next((m for m in scenario.machines if m.support is not None), None)
-    if machine is None:
-        return "no machine stands on the ground"
-    return None if any(machine.id in s.ground for s in steps) else f"machine {machine.id!r} converged at no step"
-
-
-EMPTY_WHEN = {"deflection": _deflection_empty, "efforts": _efforts_empty, "pin_loads": _pin_loads_empty,
-              "pose": _pose_empty, "actuators": _actuators_empty, "collisions": _collisions_empty,
-              "footprint": _footprint_empty}
-"""Per plot kind that can come out empty: ``(scenario, steps) -> reason or None``; a plot without an entry is
-always drawn."""
-
-
-def skipped_plots(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, str]:
-    """The plots the scenario asks for that would show nothing, file name -> why; they are not written."""
-    skipped = {}
-    for plot in scenario.outputs.plots:
-        reason = EMPTY_WHEN[plot](scenario, steps) if plot in EMPTY_WHEN else None
-        if reason is not None:
-            skipped[f"{plot}.png"] = reason
-    return skipped
 
 
 def shown_value(scenario: Scenario, parameter: Parameter, value: float) -> tuple[float, str]:
@@ -277,7 +222,8 @@ def result_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
         lines.append(f"  peak deflection  {number(deflection.value * 1e3)} mm at {deflection.entity}, "
                      f"{step_text(scenario, deflection.step)}")
     found = peak_efforts(scenario, steps)
-    carried = carrying({kind: {peak.entity: peak} for kind, peak in found.items()})  # round-off is not a peak
+    # round-off is not a peak: an effort below CARRIES_NOTHING of the run's force level (pin loads included)
+    carried = carrying({kind: {peak.entity: peak} for kind, peak in found.items()}, force_level(scenario, steps))
     for kind, peak in found.items():
         if carried[kind]:
             lines.append(f"  peak {kind:11s} {force_text(peak.value, kind)} at {peak.entity}, "
@@ -329,11 +275,12 @@ def capacity_lines(document: dict[str, Any] | None) -> list[str]:
             f"governs) over {len(document['points'])} lift points; capacity.csv", *lines]
 
 
-def summary_lines(run: Run, folder: str, files: list[str], how: str) -> list[str]:
-    """The one-screen report printed at the end of ``shiftsim run``."""
+def summary_lines(run: Run, folder: str, files: list[str], how: str, skipped: dict[str, str]) -> list[str]:
+    """The one-screen report printed at the end of ``shiftsim run``; ``skipped``: the plots not drawn, file name ->
+    why (:func:`shiftsim.plots.registry.skipped_plots`)."""
     scenario, steps = run.scenario, run.steps
     lines = [f"{count_line(scenario, steps)} ({how})", *result_lines(scenario, steps), *capacity_lines(run.capacity)]
-    for name, reason in skipped_plots(scenario, steps).items():
+    for name, reason in skipped.items():
         lines.append(f"  not plotted     {name}: {reason}")
     lines.append(f"  outputs in {folder}: {', '.join(files)}")
     return lines

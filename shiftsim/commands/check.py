@@ -63,6 +63,7 @@ def _scenario_document(path: Path) -> tuple[Any, list[str]] | None:
 
 
 def _check_scenario(args: argparse.Namespace, document: Any, json_warnings: list[str]) -> int:
+    from ..plots.registry import chosen_plots
     from ..scenario import build_scenario
 
     scenario = build_scenario(Path(args.model), document, json_warnings)
@@ -76,7 +77,7 @@ def _check_scenario(args: argparse.Namespace, document: Any, json_warnings: list
                      for m in scenario.machines],
         "loads": [load.name for load in scenario.loads],
         "sweep": {"mode": sweep.mode, "parameters": sweep.names, "steps": steps},
-        "plots": list(scenario.outputs.plots),
+        "plots": list(chosen_plots(scenario)),
         "warnings": list(scenario.warnings),
     }
     if args.json:

@@ -10,8 +10,10 @@ from pathlib import Path
 from ..analysis.digest import step_text, summary_lines
 from ..errors import InputError, Problem
 from ..interrupts import Interrupted, signals_raise
+from ..output.run_results import RunResults
 from ..output.write import ResultsStream, write_results
 from ..output.writers import CSV_STEP_LIMIT, check_folder, default_folder
+from ..plots.registry import chosen_plots, skipped_plots
 from ..progress import progress
 from ..scenario import DaskExecutor, LocalExecutor, load_scenario, run as run_scenario
 from ..scenario.capacity_analysis import unexpected_invalid
@@ -85,6 +87,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
     """The run; SIGINT/SIGTERM (``Interrupted``) while solving writes the steps solved so far."""
     executor, how = _executor(args)  # options first: a bad --scheduler is refused before any work
     scenario = load_scenario(args.scenario)
+    chosen_plots(scenario)  # a plot that does not apply is a scenario error, before solving
     check_fits(scenario, executor)
     folder = Path(args.output) if args.output else default_folder(scenario)
     check_folder(folder, args.force, scenario.input_files)
@@ -122,14 +125,15 @@ def _run(args: argparse.Namespace, started: float) -> int:
         print(f"shiftsim run: stopped by {stop.name} before any step was solved; no results written", file=sys.stderr)
         return stop.exit_code
     try:
-        files = write_results(ran, folder, args.csv, stream)
+        files = write_results(ran, folder, args.csv, stream, results_from=RunResults.open)
     except Interrupted as caught:
         print(f"shiftsim run: stopped by {caught.name} while writing; {folder}/ holds a complete set of results, "
               "the earlier one if the new one was not yet in place", file=sys.stderr)
         return caught.exit_code
     wall = time.perf_counter() - started
     if not args.quiet:
-        for line in summary_lines(ran, f"{folder}/", files, f"{how}, {wall:.1f} s wall, {solve_time:.1f} s solving"):
+        how = f"{how}, {wall:.1f} s wall, {solve_time:.1f} s solving"
+        for line in summary_lines(ran, f"{folder}/", files, how, skipped_plots(scenario, steps)):
             print(line)
     if stop is not None:
         print(f"shiftsim run: stopped by {stop.name} after {len(steps)} of {total} steps; "

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..analysis.digest import (CARRIES_NOTHING, FORCE, NO_DEFLECTION, carrying, count_line, deflection_peaks,
                                effort_peaks, force_unit, number, parameter_text, pin_load_peaks, result_lines,
-                               shown_value, skipped_plots)
+                               shown_value)
+from ..plots.registry import skipped_plots
 from ..scenario.collisions import checks_collisions, collision_settings
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult

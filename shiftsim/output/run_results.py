@@ -51,7 +51,8 @@ ROTATION_COMPONENTS = ["xx", "xy", "xz", "yx", "yy", "yz", "zx", "zy", "zz"]
 
 @dataclass(frozen=True, eq=False)
 class StepTable:
-    """Per step: its number (``index``), swept values by parameter name, solver figures."""
+    """Per step: its number (``index``), swept values by parameter name, solver figures (``status``, ``iterations``,
+    ``residual``, ``stable``, and ``stability``: that of the least stable machine, ``unknown`` for a failed step)."""
 
     index: np.ndarray
     values: dict[str, np.ndarray]
@@ -59,6 +60,7 @@ class StepTable:
     iterations: np.ndarray
     residual: np.ndarray
     stable: np.ndarray
+    stability: np.ndarray
 
     def __getitem__(self, parameter: str) -> np.ndarray:
         try:
@@ -79,7 +81,8 @@ class StepTable:
                    status=np.array(table.column("status").to_pylist(), dtype=str),
                    iterations=table.column("iterations").to_numpy().astype(int),
                    residual=residual,
-                   stable=table.column("stable").to_numpy(zero_copy_only=False).astype(bool))
+                   stable=table.column("stable").to_numpy(zero_copy_only=False).astype(bool),
+                   stability=np.array(table.column("stability").to_pylist(), dtype=str))
 
 
 @dataclass(frozen=True, eq=False)
@@ -316,6 +319,7 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
     import warnings
 
     from ..errors import ShiftsimWarning
+    from ..plots.registry import chosen_plots
     from ..scenario import LocalExecutor, build_scenario, load_scenario, run
     from ..threads import single_blas_thread
     from .write import ResultsStream, write_results
@@ -331,6 +335,7 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
                 built = build_scenario(Path("<scenario>"), scenario)
             else:
                 built = load_scenario(scenario)
+        chosen_plots(built)  # a plot that does not apply is a scenario error, before solving
         if output is not None:
             check_folder(Path(output), force, built.input_files)
 
@@ -344,7 +349,7 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
         else:
             with ResultsStream(Path(output), built) as stream:  # the steps go to the store as they are solved
                 ran = run(built, LocalExecutor(jobs), stream.add, on_warning=warn)
-                write_results(ran, Path(output), stream=stream)
+                write_results(ran, Path(output), stream=stream, results_from=RunResults.open)
     document = results_document(built, ran.steps, capacity=ran.capacity, sensitivity=ran.sensitivity)
     return RunResults.from_steps(document, ran.steps, joint_units(built))
 

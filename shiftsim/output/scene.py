@@ -66,10 +66,8 @@ def _links(model, shaped_bodies: set[int]) -> list[dict[str, Any]]:
 
 
 def _other_joints(model, parts) -> list:
-    """(joint index, (parent, child) frames) of the joints that are not cylinders, in ``parts.connections`` order."""
-    cylinders = {tuple(pair) for pair in parts.cylinders.tolist()}
-    others = [j for j, joint in enumerate(model.joints) if (joint.parent_frame, joint.child_frame) not in cylinders]
-    return list(zip(others, parts.connections))
+    """(joint index, (parent, child) frames) of the joints drawn as connections (not cylinders, not a free base's)."""
+    return list(zip(parts.connection_joints.tolist(), parts.connections))
 
 
 def _step_scene(scenario: Scenario, step: StepResult) -> dict[str, Any]:

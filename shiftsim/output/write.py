@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import PlotError
 from ..jsonio import dumps
-from ..plots.ground import capacity_chart
-from ..plots.registry import render
-from ..plots.tornado import sensitivity_chart
+from ..plots.data import Results
+from ..plots.registry import analysis_charts, chosen_plots, render
 from ..scenario.run import Run
 from ..sensitivity.document import csv_rows as sensitivity_rows
 from ..typed import ECHO_LIMIT
@@ -28,9 +27,9 @@ from .provenance import run_metadata
 from .report import report_html
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
-from .store import ROWS_PER_PART, StoreWriter
-from .writers import (CAPACITY_CSV, CAPACITY_PNG, OUTPUT_FOLDERS, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, SENSITIVITY_CSV,
-                      SENSITIVITY_PNG, STEPS_CSV, capacity_rows, csv_bytes, joint_units, open_staging, remove_created,
+from .store import ROWS_PER_PART, ResultsStore, StoreWriter
+from .writers import (CAPACITY_CSV, OUTPUT_FOLDERS, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, SENSITIVITY_CSV, STEPS_CSV,
+                      capacity_rows, csv_bytes, joint_units, open_staging, remove_created,
                       keeps_steps, results_document, step_rows, store_rows, tidy_rows, write_files, writes_csv)
 
 
@@ -72,8 +71,13 @@ class ResultsStream:
             self.discard()
 
 
-def write_results(run: Run, folder: Path, csv: bool | None = None, stream: ResultsStream | None = None) -> list[str]:
+def write_results(run: Run, folder: Path, csv: bool | None = None, stream: ResultsStream | None = None, *,
+                  results_from: Callable[[dict[str, Any], ResultsStore], Results]) -> list[str]:
     """Render and write every output file of ``run`` into ``folder`` as one set; return the file names written.
+
+    ``results_from``: the run's results object from its results document and store, what the plots draw from (as
+    ``shiftsim plot`` draws the folder again): :meth:`shiftsim.output.run_results.RunResults.open` (given by the
+    caller: that module runs scenarios and writes them through this one).
 
     ``csv``: write results.csv and steps.csv (True), not (False), or as the scenario's ``outputs.csv`` says
     (None; by default only for runs of up to :data:`~shiftsim.output.writers.CSV_STEP_LIMIT` steps).
@@ -91,19 +95,20 @@ def write_results(run: Run, folder: Path, csv: bool | None = None, stream: Resul
         with ResultsStream(folder, run.scenario) as stream:
             for step in run.steps:
                 stream.add(step)
-            return write_results(run, folder, csv, stream)
+            return write_results(run, folder, csv, stream, results_from=results_from)
     try:
         for step in run.steps:  # a step a signal cut short on its way to the store (the last one before it)
             if not stream.added[step.index]:
                 stream.add(step)
         stream.writer.close()
-        return _write_set(run, folder, csv, stream)
+        return _write_set(run, folder, csv, stream, results_from)
     except BaseException:
         stream.discard()
         raise
 
 
-def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream) -> list[str]:
+def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream,
+               results_from: Callable[[dict[str, Any], ResultsStore], Results]) -> list[str]:
     """Every file of ``run`` but the store, written into ``stream``'s staging folder and swapped in with it."""
     scenario, steps, capacity = run.scenario, run.steps, run.capacity
     interrupted = run.interrupted.name if run.interrupted else None
@@ -123,12 +128,10 @@ def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream) 
     if run.sensitivity is not None and asked is not False:  # one row per step, output and parameter
         files[SENSITIVITY_CSV] = csv_bytes(sensitivity_rows(run.sensitivity))
     try:  # a plot that cannot be drawn must not lose the solved results: they are written, then it is reported
-        plots = render(scenario, steps)
-        if solved_capacity and scenario.outputs.plots:
-            plots[CAPACITY_PNG] = capacity_chart(capacity, scenario.outputs.dpi)
-        chart = sensitivity_chart(run.sensitivity, scenario.outputs.dpi) if run.sensitivity else None
-        if chart is not None and scenario.outputs.plots:
-            plots[SENSITIVITY_PNG] = chart
+        # drawn from the results as the folder holds them (its store), as `shiftsim plot` draws them again
+        plots, _ = render(scenario, results_from(document, ResultsStore(stream.staging)))
+        if chosen_plots(scenario):  # plots: [] draws none
+            plots.update(analysis_charts(document, scenario.outputs.dpi))
         plot_failure = None
     except Exception as error:  # matplotlib's errors have no common base
         plots, plot_failure = {}, error

@@ -19,7 +19,7 @@ Safety rules:
 * the output folder is checked before anything is solved (:func:`check_folder`):
   it must be creatable and writable (exit 2 otherwise); an existing, non-empty
   folder is refused unless ``force``; with ``force`` only shiftsim's own output
-  files (:data:`OUTPUT_FILES`) in it are replaced or removed, anything else is
+  files (:func:`output_files`) in it are replaced or removed, anything else is
   left alone; an output file that is an input file (scenario or model) is refused always;
 * the whole set is first written into a staging folder ``DIR/.staging-PID-XXXX/`` (the columnar
   store's part folders :data:`OUTPUT_FOLDERS` while the run solves, the other files after it)
@@ -45,7 +45,7 @@ from typing import Any, Iterable, Iterator
 from ..errors import InputError, Problem, ShiftsimError
 from ..interrupts import signals_deferred
 from ..model import PRISMATIC
-from ..scenario.definition import ALL_PLOTS, Scenario, angle_factor, angle_unit_of
+from ..scenario.definition import Scenario, angle_factor, angle_unit_of
 from ..scenario.runner import StepResult
 
 RESULTS_JSON = "results.json"
@@ -55,8 +55,17 @@ REPORT_HTML = "report.html"
 CAPACITY_CSV, CAPACITY_PNG = "capacity.csv", "capacity.png"  # a scenario's analysis.capacity (docs/ground.md)
 SENSITIVITY_CSV, SENSITIVITY_PNG = "sensitivity.csv", "sensitivity.png"  # analysis.sensitivity (docs/sensitivity.md)
 STEPS_PARQUET, VALUES_PARQUET = "steps.parquet", "values.parquet"  # the store as single files (earlier versions)
-OUTPUT_FILES = (RESULTS_JSON, RESULTS_CSV, STEPS_CSV, REPORT_HTML, *(f"{plot}.png" for plot in ALL_PLOTS),
-                CAPACITY_CSV, CAPACITY_PNG, SENSITIVITY_CSV, SENSITIVITY_PNG, STEPS_PARQUET, VALUES_PARQUET)
+
+
+def output_files() -> tuple[str, ...]:
+    """Every file name shiftsim writes into a results folder (the plots' from the plot registry, imported here only:
+    it brings matplotlib)."""
+    from ..plots.registry import PLOTS
+
+    return (RESULTS_JSON, RESULTS_CSV, STEPS_CSV, REPORT_HTML, *(f"{plot}.png" for plot in PLOTS), CAPACITY_CSV,
+            CAPACITY_PNG, SENSITIVITY_CSV, SENSITIVITY_PNG, STEPS_PARQUET, VALUES_PARQUET)
+
+
 OUTPUT_FOLDERS = ("steps", "values")  # the columnar store's part folders (output/store.py), streamed while solving
 STAGING_PREFIX = ".staging-"
 PAUSE_ENV = "SHIFTSIM_TEST_WRITE_PAUSE"  # test hook: seconds to pause after the first staged file
@@ -104,7 +113,7 @@ def check_folder(folder: Path, force: bool, inputs: Iterable[Path]) -> None:
     if problem:
         raise InputError([Problem("output folder", str(folder), problem,
                                   "a folder path that can be created and written")])
-    targets = {(folder / name).resolve(): name for name in OUTPUT_FILES}
+    targets = {(folder / name).resolve(): name for name in output_files()}
     clashes = [p for p in inputs if p.resolve() in targets]
     if clashes:
         raise InputError([Problem("output folder", str(folder),
@@ -307,7 +316,7 @@ def step_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
         yield [step["index"], *values, step["status"], step["iterations"], stability]
 
 
-STORE_ONLY = ("pin_force", "pin_moment", "coordinates", "reference_coordinates")
+STORE_ONLY = ("pin_force", "pin_moment", "coordinates", "reference_coordinates", "closest_points", "contact_point")
 """Quantities the columnar store holds beyond results.csv's (:func:`store_value_rows`)."""
 
 
@@ -335,12 +344,21 @@ def store_value_rows(record: dict[str, Any], joint_units: dict[str, list[str]],
     results.json step object ``record``, then :data:`STORE_ONLY`: per loop joint and held actuator ``pin_force``
     (N) and ``pin_moment`` (N m) in its joint frame (``x, y, z``), and per machine its solved coordinates
     ``coordinates`` and ``reference_coordinates`` (the unloaded equilibrium) from ``q`` / ``q_reference``
-    (machine id -> (nq,) m or rad, in the solved model's coordinate order; components ``0 … nq-1``, unit ``-``)."""
+    (machine id -> (nq,) m or rad, in the solved model's coordinate order; components ``0 … nq-1``, unit ``-``);
+    per machine pair ``closest_points`` (``ax, ay, az, bx, by, bz``: the closest point on each, m) and per contact
+    ``contact_point`` (``x, y, z``, m), which the plots draw."""
     rows = list(step_value_rows(record, joint_units))
     i = record["index"]
     for name, reaction in record.get("pin_reactions", {}).items():
         rows += [[i, name, "pin_force", axis, value, "N"] for axis, value in zip(AXES, reaction["force_joint"])]
         rows += [[i, name, "pin_moment", axis, value, "N m"] for axis, value in zip(AXES, reaction["moment_joint"])]
+    for pair in record.get("collisions") or []:  # the closest points, on a then on b (the pose plot draws them)
+        for side, point in zip("ab", pair.get("points") or []):
+            rows += [[i, f"{pair['a']}|{pair['b']}", "closest_points", side + axis, value, "m"]
+                     for axis, value in zip(AXES, point)]
+    for ground in record.get("ground", {}).values():  # where each contact is (the footprint plot draws them)
+        for contact, point in ground.get("contact_points", {}).items():
+            rows += [[i, contact, "contact_point", axis, value, "m"] for axis, value in zip(AXES, point)]
     for quantity, coordinates in (("coordinates", q or {}), ("reference_coordinates", q_reference or {})):
         for machine_id, values in coordinates.items():
             if values is not None:
@@ -443,7 +461,7 @@ def write_files(folder: Path, files: dict[str, bytes], staging: Path | None = No
                     os.replace(staging / name, folder / name)
             for name in files:
                 os.replace(staging / name, folder / name)
-            for name in OUTPUT_FILES:
+            for name in output_files():
                 if name not in files:
                     (folder / name).unlink(missing_ok=True)
         written = True
@@ -465,7 +483,7 @@ def remove_stale_staging(folder: Path) -> list[Path]:
         if name.startswith(STAGING_PREFIX) and path.is_dir() and not _alive(name[len(STAGING_PREFIX):].split("-")[0]):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
-        elif name.endswith(".tmp") and any(name.startswith(f".{output}.") for output in OUTPUT_FILES) and path.is_file():
+        elif name.endswith(".tmp") and any(name.startswith(f".{output}.") for output in output_files()) and path.is_file():
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed

@@ -22,7 +22,7 @@ COLLISION_COLOUR = "tab:red"
 MARGIN_COLOUR = "tab:orange"
 
 
-def collisions_plot(scenario: Scenario, steps: Sequence[StepResult], dpi: int = 100) -> bytes:
+def collisions_plot(scenario: Scenario, steps: Sequence[StepResult], size: tuple[float, float], dpi: int) -> bytes:
     """PNG bytes of the plot (see the module docstring) of steps with ``index``, ``parameters`` and
     ``collisions`` (pair results, or None where not checked); the margin is the scenario's."""
     margin = collision_settings(scenario).margin
@@ -30,7 +30,7 @@ def collisions_plot(scenario: Scenario, steps: Sequence[StepResult], dpi: int = 
     by_step = {s.index: {f"{p['a']} - {p['b']}": p for p in s.collisions or []} for s in steps}
     names = list(dict.fromkeys(name for pairs in by_step.values() for name in pairs))
     distances = [p["distance"] for pairs in by_step.values() for p in pairs.values()]
-    fig, axes = figure("collisions", dpi)
+    fig, axes = figure(size, dpi)
     ax = axes[0, 0]
     marked = set()
     for g, (suffix, group) in enumerate(axis.groups):

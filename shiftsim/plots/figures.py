@@ -2,7 +2,7 @@
 series, failed-step marks.
 
 Figures are laid out with fixed margins in inches (no layout engine: the constrained layout cost as much as the
-drawing itself); sizes in inches are :data:`FIGURE_SIZES`, pixels are inches x dpi. The x axis of the sweep plots
+drawing itself); sizes in inches are each plot's (:data:`.registry.PLOTS`), pixels are inches x dpi. The x axis of the sweep plots
 is the first parameter of a line sweep, the last (chain) parameter of a grid with one curve per combination of the
 others, or the step index without a sweep. A grid's curves are coloured by the parameter before the x axis (a colour
 bar names it), each series has its own line style, and combinations of any earlier parameters their own marker.
@@ -11,6 +11,7 @@ bar names it), each series has its own line style, and combinations of any earli
 from __future__ import annotations
 
 import io
+import textwrap
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -25,10 +26,8 @@ from ..analysis.digest import number, shown_value
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 from ..scenario.sweep import Parameter
-from .text import keep_texts_plain
+from .text import keep_texts_plain, make_plain
 
-FIGURE_SIZES = {"deflection": (9.0, 6.0), "efforts": (9.0, 7.0), "pin_loads": (9.0, 7.0), "pose": (14.0, 8.0),
-                "convergence": (9.0, 6.0), "actuators": (10.0, 8.0), "collisions": (9.0, 6.0), "footprint": (11.0, 5.5)}
 MAX_SERIES = 10
 FAILED_COLOUR = "tab:red"
 LINE_STYLES = ("-", "--", ":", "-.")
@@ -96,11 +95,11 @@ def sweep_axis(scenario: Scenario, steps: Sequence[StepResult]) -> SweepAxis:
                      lambda s: shown_value(scenario, p, s.parameters[p.name])[0], named, shading)
 
 
-def figure(name: str, dpi: int, rows: int = 1, columns: int = 1, *, left: float = 0.9, right: float = 0.25,
-           bottom: float = 0.65, top: float = 0.75, hspace: float = 0.35, wspace: float = 0.25,
+def figure(size: tuple[float, float], dpi: int, rows: int = 1, columns: int = 1, *, left: float = 0.9,
+           right: float = 0.25, bottom: float = 0.65, top: float = 0.75, hspace: float = 0.35, wspace: float = 0.25,
            **subplot_options) -> tuple[Figure, np.ndarray]:
-    """A figure of size ``FIGURE_SIZES[name]`` with a grid of axes (rows, columns), margins in inches."""
-    width, height = FIGURE_SIZES[name]
+    """A figure of ``size`` (width, height) inches with a grid of axes (rows, columns), margins in inches."""
+    width, height = size
     fig = Figure(figsize=(width, height), dpi=dpi)
     FigureCanvasAgg(fig)
     fig.subplots_adjust(left=left / width, right=1.0 - right / width, bottom=bottom / height, top=1.0 - top / height,
@@ -110,11 +109,74 @@ def figure(name: str, dpi: int, rows: int = 1, columns: int = 1, *, left: float 
     return fig, axes
 
 
-def png(fig: Figure) -> bytes:
+CHARACTER_WIDTH = 0.6  # a character's average width in a text's size (DejaVu Sans), for wrapping before drawing
+
+
+def wrapped(text: str, width: float, fontsize: float) -> str:
+    """``text`` broken into lines that fit ``width`` inches at ``fontsize`` points (names are never split)."""
+    characters = max(10, int(width * 72.0 / (CHARACTER_WIDTH * fontsize)))
+    lines = [textwrap.wrap(line, characters, break_long_words=False, break_on_hyphens=False) or [line]
+             for line in text.split("\n")]
+    return "\n".join(part for line in lines for part in line)
+
+
+def fit_legend(fig: Figure, handles: list, columns: int, fontsize: float, **options):
+    """A figure legend above the axes (``loc`` upper center) in as many of ``columns`` columns as fit the figure's
+    width, each label wrapped to fit it; returns the legend."""
+    renderer = fig.canvas.get_renderer()
+    for handle in handles:
+        handle.set_label(wrapped(handle.get_label(), 0.9 * fig.get_figwidth(), fontsize))
+    for ncol in range(min(columns, len(handles)), 0, -1):
+        shown = fig.legend(handles=handles, loc="upper center", ncol=ncol, fontsize=fontsize, **options)
+        for text in shown.get_texts():  # plain before it is measured: a name from a file is never mathtext
+            make_plain(text)
+        if shown.get_window_extent(renderer).width <= 0.98 * fig.bbox.width or ncol == 1:
+            return shown
+        shown.remove()
+
+
+LEGEND_FRAME = 0.6  # inches of a legend beside its labels: handles, padding, frame
+
+
+def fit_texts(fig: Figure) -> None:
+    """Break the titles and legend labels of ``fig`` into lines that fit: each axes' title and legend labels its
+    width, the figure's title and legends the figure's (names from real files are long; nothing is cut)."""
+    width = fig.get_figwidth()
+    if fig._suptitle is not None:
+        fig._suptitle.set_text(wrapped(fig._suptitle.get_text(), 0.95 * width, fig._suptitle.get_fontsize()))
+    for legend_ in fig.legends:
+        for text in legend_.get_texts():
+            text.set_text(wrapped(text.get_text(), 0.95 * width - LEGEND_FRAME, text.get_fontsize()))
+    for ax in fig.axes:
+        span = ax.get_position().width * width
+        for title in (ax.title, ax._left_title, ax._right_title):
+            if title.get_text():
+                title.set_text(wrapped(title.get_text(), span, title.get_fontsize()))
+        if ax.get_legend() is not None:
+            for text in ax.get_legend().get_texts():
+                text.set_text(wrapped(text.get_text(), span - LEGEND_FRAME, text.get_fontsize()))
+
+
+def finish(fig: Figure) -> None:
+    """What every figure gets before it is encoded: texts fitted (:func:`fit_texts`) and kept plain."""
+    fit_texts(fig)
     keep_texts_plain(fig)  # names from users' files are never mathtext
+
+
+def png(fig: Figure) -> bytes:
+    finish(fig)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 3})  # 6 (the default): 1.4x the time, 7 % smaller
     return buffer.getvalue()
+
+
+def series_budget(axis: SweepAxis) -> int:
+    """How many series one panel draws so that each can be told apart: a grid's curves are coloured by a parameter
+    and each series has its own line style, so as many series as there are line styles (every curve of each drawn);
+    otherwise :data:`MAX_SERIES` lines shared among the curve groups (one colour per series)."""
+    if axis.shading is not None:
+        return len(LINE_STYLES)
+    return max(1, MAX_SERIES // len(axis.groups))
 
 
 def style(entity: int, group: int) -> dict:

@@ -14,32 +14,37 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..kinematics import state
+from ..ground.footprint import footprint
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
-from .figures import FIGURE_SIZES
-from .text import keep_texts_plain
+from .figures import finish
 
 
 def _png(figure: Figure, dpi: int) -> bytes:
     FigureCanvasAgg(figure)
-    keep_texts_plain(figure)  # names from users' files are never mathtext
+    finish(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
 
 
-def footprint_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
+def footprint_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
     """``footprint.png``: the first standing machine from above over the sweep (:func:`draw_footprint`), its
-    contacts where the first solved step (or the start pose) puts them."""
+    contacts where the first step it converged at puts them."""
     machine = next(m for m in scenario.machines if m.support is not None)
-    solved = [s for s in steps if machine.id in s.ground]
-    field = machine.support.field(machine.model, machine)
-    at = solved[0].q[machine.id] if solved else machine.q_start
-    points = field.evaluate(state(machine.model, np.asarray(at, float)[None])).points[0]
-    contacts = {machine.name(n): p for n, p in zip(field.names, points)}
-    return draw_footprint(f"{scenario.name}: {machine.id}", contacts, [s.ground[machine.id] for s in solved], dpi,
-                          FIGURE_SIZES["footprint"])
+    reports = [{**s.ground[machine.id], "support_polygon": support_polygon(s.ground[machine.id])}
+               for s in steps if machine.id in s.ground]
+    contacts = {name: np.asarray(p, float) for name, p in reports[0]["contact_points"].items()}
+    return draw_footprint(f"{scenario.name}: {machine.id}", contacts, reports, dpi, size)
+
+
+def support_polygon(record: dict[str, Any]) -> list[str]:
+    """The support polygon (contact names in order round it) of a step's ground record, from its contacts' points and
+    forces, as the run found it (:func:`shiftsim.ground.footprint.footprint`)."""
+    names = list(record["contact_forces"])
+    found = footprint(np.array([record["contact_points"][n] for n in names], float),
+                      np.array([record["contact_forces"][n] for n in names], float))
+    return [names[i] for i in found.polygon]
 
 
 def draw_footprint(title: str, contacts: dict[str, np.ndarray], reports: Sequence[dict[str, Any]], dpi: int = 100,

@@ -14,8 +14,10 @@ both axes.
 What is drawn, per machine in its own colour: bodies with collision shapes by their shapes (boxes and cylinders
 by the outline of their bounding box, spheres as circles), other bodies as the outline of their frames (a plate
 through their pins), prismatic joints — cylinders — as thick orange bars from barrel pin to rod, pins as small
-circles, bodies labelled with their names. The ground: each machine's fixed attachments as hatched supports
-joined by the fixed link, and in views with z up the ground level (z = 0) when a machine stands on it. The
+circles, bodies labelled with their names; each load of the scenario as its point of application and an arrow along
+its force (:data:`LOAD_ARROW` of the machine size, named with its magnitude at the step). A standing machine's
+free base (its six joints and massless links) is not drawn. The ground: each machine's fixed attachments as
+hatched supports joined by the fixed link, and in views with z up the ground level (z = 0) when a machine stands on it. The
 unloaded reference is dashed grey underneath; deflections are drawn exaggerated by a factor from 1, 2, 5 x 10^n
 that makes the largest about :data:`SAG_SHARE` of the machine size, stated in the title and the legend.
 """
@@ -29,25 +31,29 @@ from dataclasses import dataclass
 import numpy as np
 from matplotlib.collections import LineCollection, PatchCollection, PolyCollection
 from matplotlib.lines import Line2D
-from matplotlib.patches import Circle, Patch, Polygon
+from matplotlib.patches import Circle, FancyArrow, Patch, Polygon
 from scipy.spatial import ConvexHull, QhullError
 
 from ..collision.shapes import SPHERE, ShapeTable, shape_table
+from ..ground.base import BASE, BASE_COORDINATES, is_floating
 from ..kinematics import Poses
 from ..model import PRISMATIC, Model
 from ..spec import FIXED, PATH_SEPARATOR
-from ..analysis.digest import (NO_DEFLECTION, closest_approaches, closest_step, number, parameter_text,
-                               peak_deflection, worst_step)
+from ..analysis.digest import (FORCE, NO_DEFLECTION, closest_approaches, closest_step, force_text, number,
+                               parameter_text, peak_deflection, worst_step)
 from ..scenario.definition import Scenario
 from ..scenario.machines import Machine
 from ..scenario.runner import StepResult, machine_values
-from .figures import figure, png, sweep_axis
+from .figures import figure, fit_legend, png, sweep_axis, wrapped
+from .text import make_plain
 
 SECOND_VIEW = 0.1  # a second view when the machines extend this share of their size along the view's depth
 SAG_SHARE = 0.15  # exaggerated deflections reach about this share of the machine size
 AXIS_NAMES = "xyz"
 VIEW_NAMES = {(0, 2): "side view (x-z)", (1, 2): "front view (y-z)", (0, 1): "top view (x-y)"}
 CYLINDER_COLOUR = "tab:orange"
+LOAD_COLOUR = "darkmagenta"
+LOAD_ARROW = 0.15  # a load's arrow is this share of the machine size long
 REFERENCE = dict(color="0.55", linestyle="--", linewidth=0.9)
 MAX_LABELS = 20  # bodies of a machine labelled at most
 TITLE_CHARACTERS = 200  # characters of a panel title line across the figure (divided among the columns)
@@ -62,27 +68,49 @@ class _Parts:
     cylinder_names: list[str]
     pins: np.ndarray  # child frames of the other joints
     connections: np.ndarray  # (k, 2) parent and child frame of the other joints (zero length where they coincide)
+    connection_joints: np.ndarray  # (k,) index in the model's joints of each connection
     fixed: np.ndarray  # ground attachment frames
 
 
+def _free_base(model: Model) -> tuple[set[str], set[int]]:
+    """The joints (names) and massless bodies (indices) of a standing machine's free base
+    (:func:`shiftsim.ground.base.free_base`): the machine's own parts hang from it, it is not drawn."""
+    if not is_floating(model):
+        return set(), set()
+    bodies = {b for b, name in enumerate(model.body_names) if name == BASE or name.startswith(BASE + ".")}
+    return set(BASE_COORDINATES), bodies
+
+
 def _parts(model: Model, shaped_bodies: set[int]) -> _Parts:
-    """Bodies with collision shapes (``shaped_bodies``) are drawn by them; the fixed body and the bodies at either
-    end of a prismatic joint (cylinder barrels, pistons, rods) are not drawn as links."""
+    """Bodies with collision shapes (``shaped_bodies``) are drawn by them; the fixed body, a free base's joints and
+    massless links, and the bodies at either end of a prismatic joint that take part in no more than two joints
+    (cylinder barrels, pistons, rods: a pin and the slide; a car's body, carrying four struts, is drawn) are not drawn
+    as links."""
     by_length = sorted(model.body_names, key=len, reverse=True)  # frame names may hold ':' (attached ground frames)
     body_of = np.array([model.body_names.index(next(b for b in by_length if name.startswith(b + PATH_SEPARATOR)))
                         for name in model.frame_names])
-    prismatic = [j for j in model.joints if j.coordinates
-                 and any(model.node_kind[model.coordinate_node[c]] == PRISMATIC for c in j.coordinates)]
-    actuator_bodies = {int(body_of[f]) for j in prismatic for f in (j.parent_frame, j.child_frame)}
+    base_joints, base_bodies = _free_base(model)
+    kept = [k for k, j in enumerate(model.joints) if j.name not in base_joints]
+    moving = {k for k in kept if any(model.node_kind[model.coordinate_node[c]] == PRISMATIC
+                                     for c in model.joints[k].coordinates)}
+    prismatic = [model.joints[k] for k in kept if k in moving]
+    joints_at = np.bincount([int(body_of[f]) for j in model.joints for f in (j.parent_frame, j.child_frame)],
+                            minlength=len(model.body_names))
+    actuator_bodies = {b for j in prismatic for f in (j.parent_frame, j.child_frame)
+                       if joints_at[b := int(body_of[f])] <= 2}  # a barrel, piston or rod: its pin and its slide
     fixed_body = model.body_names.index(FIXED)
-    drawn = [b for b in range(len(model.body_names)) if b not in shaped_bodies | actuator_bodies | {fixed_body}]
+    hidden = shaped_bodies | actuator_bodies | base_bodies | {fixed_body}
+    drawn = [b for b in range(len(model.body_names)) if b not in hidden]
     links = [(model.body_names[b].rsplit(PATH_SEPARATOR, 1)[-1], np.flatnonzero(body_of == b)) for b in drawn]
-    others = [j for j in model.joints if j not in prismatic]
-    fixed = sorted({f for j in model.joints for f in (j.parent_frame, j.child_frame) if body_of[f] == fixed_body})
+    connecting = [k for k in kept if k not in moving]
+    others = [model.joints[k] for k in connecting]
+    fixed = sorted({f for k in kept for f in (model.joints[k].parent_frame, model.joints[k].child_frame)
+                    if body_of[f] == fixed_body})
     return _Parts(links, np.array([(j.parent_frame, j.child_frame) for j in prismatic], int).reshape(-1, 2),
                   [j.name.rsplit(PATH_SEPARATOR, 1)[-1] for j in prismatic],
                   np.array([j.child_frame for j in others], int),
                   np.array([(j.parent_frame, j.child_frame) for j in others], int).reshape(-1, 2),
+                  np.array(connecting, int),
                   np.array(fixed, int))
 
 
@@ -98,6 +126,7 @@ class _Posed:
     reference_boxes: list[np.ndarray]  # the same, unloaded
     spheres: list[tuple[np.ndarray, float]]  # centre (3,), radius
     shape_labels: list[tuple[str, np.ndarray]]  # body label, centre (3,)
+    loads: list[tuple[str, np.ndarray, np.ndarray]]  # name, point (3,) loaded (exaggerated), world force (3,) N
 
 
 @dataclass(frozen=True)
@@ -110,14 +139,32 @@ class _Solved:
     reference: Poses
     shapes: ShapeTable
     parts: _Parts
+    loads: list[tuple[str, int, np.ndarray]]  # name, frame index, world force (3,) N at the step
 
 
 def _solved(scenario: Scenario, machine: Machine, step: StepResult) -> _Solved:
     setup = machine.setup(machine_values(scenario, machine, step.parameters))
     table, _ = shape_table([(machine.id, setup.model)])
-    return _Solved(machine, setup.model, machine.world_poses(step.q[machine.id], setup),
-                   machine.world_poses(step.q_reference[machine.id], setup), table,
-                   _parts(setup.model, {int(b) for b in table.body}))
+    loaded = machine.world_poses(step.q[machine.id], setup)
+    return _Solved(machine, setup.model, loaded, machine.world_poses(step.q_reference[machine.id], setup), table,
+                   _parts(setup.model, {int(b) for b in table.body}), _loads(scenario, machine, setup.model, loaded, step))
+
+
+def _loads(scenario: Scenario, machine: Machine, model: Model, loaded: Poses,
+           step: StepResult) -> list[tuple[str, int, np.ndarray]]:
+    """The scenario's forces on ``machine`` at the step: name, frame index, world force (N) — its components times
+    the step's load factor, turned with the frame's loaded pose for a ``body`` load (torques are not drawn)."""
+    factors = {p.target: step.parameters[p.name] for p in scenario.sweep.parameters if p.kind == "load"}
+    found = []
+    for load in scenario.loads:
+        if load.machine != machine.id or load.frame not in model.frame_names:
+            continue
+        frame = model.frame_names.index(load.frame)
+        force = np.asarray(load.force, float) * factors.get(load.name, load.factor)
+        if load.direction == "body":
+            force = loaded.frames[frame, :3, :3] @ force
+        found.append((load.name, frame, force))
+    return found
 
 
 def _pose(solved: _Solved, factor: float) -> _Posed:
@@ -138,8 +185,9 @@ def _pose(solved: _Solved, factor: float) -> _Posed:
             boxes.append(centre + (signs * table.size[k]) @ pose[:3, :3].T)
             reference_boxes.append(unloaded[:3, 3] + (signs * table.size[k]) @ unloaded[:3, :3].T)
         labels.setdefault(solved.model.body_names[table.body[k]].rsplit(PATH_SEPARATOR, 1)[-1], centre)
+    loads = [(name, frames[frame], force) for name, frame, force in solved.loads]
     return _Posed(solved.machine, solved.parts, frames, reference.frames[:, :3, 3], boxes, reference_boxes, spheres,
-                  list(labels.items()))
+                  list(labels.items()), loads)
 
 
 def _outline(points: np.ndarray) -> np.ndarray:
@@ -278,15 +326,41 @@ def _draw(ax, posed: list[_Posed], view: tuple[int, int], size: float, stands: b
                    if np.linalg.norm(item.loaded[pair[1]] - item.loaded[pair[0]]) > 0.05 * size]
         if len(labels) <= MAX_LABELS:
             for name, at in labels:
-                ax.text(at[h], at[v], name, fontsize=6.5, ha="center", va="center", zorder=6,
+                ax.text(at[h], at[v], name, fontsize=6.5, ha="center", va="center", zorder=6, clip_on=True,
                         bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.7))
+        _draw_loads(ax, item.loads, view, size)
     if stands and v == 2:
         ax.axhline(ground_level, color="saddlebrown", linewidth=1.2, zorder=0)
         ax.axhspan(ground_level - 0.02 * size, ground_level, facecolor="none", edgecolor="tan",
                    hatch="////", linewidth=0.0, zorder=0)
 
 
-def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
+def _load_arrow(force: np.ndarray, size: float) -> np.ndarray:
+    """The arrow (3,) drawn for a load: along its force, :data:`LOAD_ARROW` of the machine size long."""
+    magnitude = float(np.linalg.norm(force))
+    return force / magnitude * LOAD_ARROW * size if magnitude > 0.0 else np.zeros(3)
+
+
+def _draw_loads(ax, loads: list[tuple[str, np.ndarray, np.ndarray]], view: tuple[int, int], size: float) -> None:
+    """Each load as its point of application and an arrow along its force (its length says the direction, not
+    the size), labelled with its name and magnitude; a force along the view's depth is a point only."""
+    h, v = view
+    for name, point, force in loads:
+        magnitude = float(np.linalg.norm(force))
+        if magnitude == 0.0:
+            continue
+        arrow = _load_arrow(force, size)[[h, v]]
+        ax.plot(point[h], point[v], "o", color=LOAD_COLOUR, markersize=5, zorder=8)
+        if np.linalg.norm(arrow) > 0.05 * LOAD_ARROW * size:
+            ax.add_patch(FancyArrow(point[h], point[v], arrow[0], arrow[1], width=0.006 * size,
+                                    head_width=0.03 * size, head_length=0.03 * size, length_includes_head=True,
+                                    color=LOAD_COLOUR, zorder=8))
+        end = point[[h, v]] + arrow
+        ax.text(end[0], end[1], f"{name}: {force_text(magnitude, FORCE)}", fontsize=7, color=LOAD_COLOUR, zorder=8,
+                ha="left" if arrow[0] >= 0.0 else "right", va="top" if arrow[1] <= 0.0 else "bottom", clip_on=True)
+
+
+def pose_plot(scenario: Scenario, steps: list[StepResult], figure_size: tuple[float, float], dpi: int) -> bytes:
     by_index = {s.index: s for s in steps}
     chosen = _chosen_steps(scenario, steps)
     solved = {index: [_solved(scenario, m, by_index[index]) for m in scenario.machines if m.id in by_index[index].q]
@@ -313,12 +387,21 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
         for items in true_scale.values() for p in items)
 
     drawn = [points, *paths, *(p.loaded for items in posed.values() for p in items),
-             *(b for items in posed.values() for p in items for b in p.boxes)]
+             *(b for items in posed.values() for p in items for b in p.boxes),
+             *(np.array([at, at + _load_arrow(force, size)]) for items in posed.values() for p in items
+               for _, at, force in p.loads)]
     low = np.min([p.min(axis=0) for p in drawn], axis=0) - 0.05 * size
     high = np.max([p.max(axis=0) for p in drawn], axis=0) + 0.05 * size
     panels = [(index, roles, view) for index, roles in chosen.items() for view in views]
     rows, columns = _grid(len(panels), high - low, views)
-    fig, axes = figure("pose", dpi, rows, columns, top=1.45, bottom=0.55, left=0.75, hspace=0.3, wspace=0.2)
+    titles = []
+    for index, roles, (h, v) in panels:
+        values = textwrap.wrap(parameter_text(scenario, by_index[index]), width=TITLE_CHARACTERS // columns)
+        titles.append("\n".join([f"{' = '.join(roles)}: step {index}, {VIEW_NAMES[(h, v)]}", *values[:3]]))
+    lines = max(title.count("\n") + 1 for title in titles)
+    height, bottom = figure_size[1], 0.55
+    gap = 0.5 + 0.15 * lines  # inches between rows: the x label and ticks, then the next row's title
+    fig, axes = figure(figure_size, dpi, rows, columns, top=1.45, bottom=bottom, left=0.75, wspace=0.2)
     closest = closest_approaches([by_index[i] for i in chosen])
     peak = peak_deflection(steps)  # the summary's peak: the same frame, step and number
     stated = (f"; peak deflection {number(peak.value * 1e3)} mm at {peak.entity}, step {peak.step.index}"
@@ -336,24 +419,30 @@ def pose_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
                 a, b = (np.asarray(p, float) for p in pair["points"])
                 ax.plot([a[h], b[h]], [a[v], b[v]], "-", color="tab:red", linewidth=1.5, marker="o",
                         markersize=3, zorder=7)
-        _limits(ax, low[[h, v]], high[[h, v]])
         ax.set_xlabel(f"{AXIS_NAMES[h]} (m)")
         ax.set_ylabel(f"{AXIS_NAMES[v]} (m)")
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=8)
-        values = textwrap.wrap(parameter_text(scenario, by_index[index]), width=TITLE_CHARACTERS // columns)
-        ax.set_title("\n".join([f"{' = '.join(roles)}: step {index}, {VIEW_NAMES[(h, v)]}", *values[:3]]),
-                     fontsize=8.5 if columns < 4 else 7.5)
+        ax.set_title(titles[k], fontsize=8.5 if columns < 4 else 7.5)
         if factor != 1.0:
             ax.text(0.99, 0.01, f"deflection x{number(factor)}", transform=ax.transAxes, ha="right", va="bottom",
                     fontsize=8, color="black", bbox=dict(facecolor="white", edgecolor="0.6", alpha=0.9))
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    fig.legend(handles=_legend_handles(posed, paths, closest, stands, sag), loc="upper center",
-               ncol=5, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 1.0 - 0.4 / fig.get_figheight()))
     special = "closest approach" if closest else "worst (largest deflection, else largest effort)"
-    fig.suptitle(f"{scenario.name}: poses in the world frame (z up) at the first, last and {special} steps; {scale}",
-                 fontsize=11)
+    title = fig.suptitle(wrapped(f"{scenario.name}: poses in the world frame (z up) at the first, last and {special} "
+                                 f"steps; {scale}", 0.95 * figure_size[0], 11), fontsize=11, y=1.0 - 0.1 / height)
+    make_plain(title)  # before it is measured
+    renderer = fig.canvas.get_renderer()
+    below = (fig.bbox.y1 - title.get_window_extent(renderer).y0) / fig.dpi + 0.05  # inches from the top
+    shown = fit_legend(fig, _legend_handles(posed, paths, closest, stands, sag), columns=5, fontsize=8,
+                       frameon=False, bbox_to_anchor=(0.5, 1.0 - below / height))
+    below = (fig.bbox.y1 - shown.get_window_extent(renderer).y0) / fig.dpi
+    top = below + 0.15 * lines + 0.2  # the panels' titles under the title and the legend
+    usable = height - top - bottom - (rows - 1) * gap
+    fig.subplots_adjust(top=1.0 - top / height, hspace=gap * rows / usable if rows > 1 else 0.3)
+    for k, (index, roles, (h, v)) in enumerate(panels):  # equal scales in the axes' final boxes
+        _limits(axes[k // columns, k % columns], low[[h, v]], high[[h, v]])
     return png(fig)
 
 
@@ -368,7 +457,11 @@ def _legend_handles(posed: dict[int, list[_Posed]], paths: list, closest: dict, 
     handles.append(Line2D([], [], marker="o", markerfacecolor="white", markeredgecolor="black", linestyle="none",
                           label="pins (joints)"))
     handles.append(Line2D([], [], **REFERENCE, label=f"unloaded reference ({sag})"))
-    handles.append(Patch(facecolor="white", edgecolor="black", hatch="////", label="ground attachments"))
+    if any(len(p.parts.fixed) for p in items):
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="////", label="ground attachments"))
+    if any(np.any(force) for p in items for _, _, force in p.loads):
+        handles.append(Line2D([], [], color=LOAD_COLOUR, marker="o", markersize=4,
+                              label="loads: where they act, arrow along the force"))
     if stands:
         handles.append(Line2D([], [], color="saddlebrown", label="ground level"))
     if paths:

@@ -11,7 +11,8 @@
 
 Series that coincide over the whole sweep (a cylinder and its oil column in series carry the same force) are
 drawn once, labelled with every name. Failed steps leave gaps and are marked by red dotted lines. Only the
-:data:`~.figures.MAX_SERIES` largest series are drawn; the title says how many were left out.
+:func:`~.figures.series_budget` largest series are drawn (a grid: one line style per series, as many as there
+are styles); the title says how many were left out.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
 from ..analysis.digest import (FORCE, TORQUE, carrying, deflection_peaks, deflections, effort_peaks, efforts,
-                               force_unit, number, pin_forces, pin_load_peaks)
+                               force_level, force_unit, number, pin_forces, pin_load_peaks)
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 from ..statics import SolverOptions
-from .figures import (FAILED_COLOUR, MAX_SERIES, figure, largest, legend, mark_failures, plot_series, png, style,
+from .figures import (FAILED_COLOUR, figure, largest, legend, mark_failures, plot_series, png, series_budget, style,
                       sweep_axis)
 
 AXES = "xyz"
@@ -39,12 +40,12 @@ def _left_out(shown: int, total: int, idle: int = 0, what: str = "") -> str:
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def deflection_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
+def deflection_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
     axis = sweep_axis(scenario, steps)
     peaks = {name: peak.value for name, peak in deflection_peaks(steps).items()}
-    shown = largest(peaks, max(1, MAX_SERIES // len(axis.groups)))
+    shown = largest(peaks, series_budget(axis))
     values = {s.index: deflections(s) for s in steps}
-    fig, axes = figure("deflection", dpi)
+    fig, axes = figure(size, dpi)
     ax = axes[0, 0]
     plot_series(ax, axis, lambda s, name: values[s.index].get(name, math.nan), shown, scale=1e3)
     mark_failures(ax, axis, steps)
@@ -56,18 +57,19 @@ def deflection_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> by
     return png(fig)
 
 
-def efforts_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
-    """Efforts per kind; a joint whose peak effort is below :data:`~.digest.CARRIES_NOTHING` of the largest of the
-    run (N and N m compared as if at a 1 m lever) carries nothing and is left out, as is a panel left empty."""
+def efforts_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
+    """Efforts per kind; a joint whose peak effort is below :data:`~.digest.CARRIES_NOTHING` of the run's force
+    level (its largest effort or pin load, :func:`~.digest.force_level`; N and N m compared as if at a 1 m lever)
+    carries nothing (round-off) and is left out, as is a panel left empty."""
     axis = sweep_axis(scenario, steps)
     every = effort_peaks(scenario, steps)
-    found = carrying(every)
+    found = carrying(every, force_level(scenario, steps))
     kinds = [k for k in (FORCE, TORQUE) if found.get(k)]
     per_step = {s.index: {kind: dict(entries) for kind, entries in efforts(scenario, s).items()} for s in steps}
-    fig, axes = figure("efforts", dpi, max(1, len(kinds)), 1, sharex=True, top=0.8)
+    fig, axes = figure(size, dpi, max(1, len(kinds)), 1, sharex=True, top=0.8)
     for ax, kind in zip(axes[:, 0], kinds):
         peaks = {name: abs(peak.value) for name, peak in found[kind].items()}
-        shown = largest(peaks, max(1, MAX_SERIES // len(axis.groups)))
+        shown = largest(peaks, series_budget(axis))
         scale, unit = force_unit(max(peaks.values()), kind)
         plot_series(ax, axis, lambda s, name: per_step[s.index][kind].get(name, math.nan), shown, scale)
         mark_failures(ax, axis, steps)
@@ -82,13 +84,13 @@ def efforts_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes
     return png(fig)
 
 
-def pin_loads_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
+def pin_loads_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
     """Pin load magnitudes, and the world components on request; joints carrying nothing are left out."""
     axis = sweep_axis(scenario, steps)
     every = {name: peak.value for name, peak in pin_load_peaks(steps).items()}
     level = max(every.values(), default=0.0)
     peaks = {name: value for name, value in every.items() if value > 1e-9 * level}
-    shown = largest(peaks, max(1, MAX_SERIES // len(axis.groups)))
+    shown = largest(peaks, series_budget(axis))
     forces = {s.index: pin_forces(s) for s in steps}
     options = scenario.outputs.plot_options.get("pin_loads", {})
     components = [k for k in range(3) if options.get("components")
@@ -102,7 +104,7 @@ def pin_loads_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> byt
         return float(np.linalg.norm(force)) if component is None else float(force[component])
 
     panels = [None, *components]
-    fig, axes = figure("pin_loads", dpi, len(panels), 1, sharex=True, top=0.8)
+    fig, axes = figure(size, dpi, len(panels), 1, sharex=True, top=0.8)
     for ax, component in zip(axes[:, 0], panels):
         plot_series(ax, axis, lambda s, name: value(s, name, component), shown, scale)
         mark_failures(ax, axis, steps)
@@ -126,11 +128,11 @@ def pin_loads_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> byt
     return png(fig)
 
 
-def convergence_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
+def convergence_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
     """Iterations as bars coloured by the step's verdict (stable, neutral, unstable, failed; a step solved in 0
     iterations is a mark on the axis, not an empty bar); residuals on a log axis with the solver's tolerance; a
     residual of exactly 0 is drawn on the axis floor with its own mark."""
-    fig, axes = figure("convergence", dpi, 2, 1, sharex=True, top=0.55)
+    fig, axes = figure(size, dpi, 2, 1, sharex=True, top=0.55)
     top, bottom = axes[:, 0]
     index = np.array([s.index for s in steps])
     ok = np.array([s.converged for s in steps])
@@ -187,11 +189,11 @@ def convergence_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> b
     return png(fig)
 
 
-def actuators_plot(scenario: Scenario, steps: list[StepResult], dpi: int) -> bytes:
+def actuators_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
     """Actuator forces and leg lengths of every Mdx platform against the swept parameter, with the length range."""
     axis = sweep_axis(scenario, steps)
     platforms = [m for m in scenario.machines if m.vocabulary.kind == "mdx"]
-    fig, axes = figure("actuators", dpi, 2, len(platforms), sharex=True, top=0.8)
+    fig, axes = figure(size, dpi, 2, len(platforms), sharex=True, top=0.8)
     for column, machine in enumerate(platforms):
         forces_ax, lengths_ax = axes[0, column], axes[1, column]
         legs = machine.vocabulary.legs

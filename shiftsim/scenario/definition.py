@@ -25,17 +25,11 @@ from ..jsonio import read_json
 from ..spec import PATH_SEPARATOR
 from . import schema
 from .loading import load_machines
-from ..ground.tyres import tyre_modules
 from .ground import stand_machines
 from .machines import Machine, assemble_start, resolve
 from .sweep import MAX_JOINT_VALUE, MAX_STEPS, Parameter, Sweep, expand, values_beyond
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
-PLOTS = ("deflection", "efforts", "pin_loads", "pose", "convergence")
-ACTUATORS_PLOT = "actuators"  # drawn for scenarios with an Mdx platform
-COLLISIONS_PLOT = "collisions"  # drawn for scenarios that check collisions
-FOOTPRINT_PLOT = "footprint"  # drawn for scenarios with a machine standing on the ground (docs/ground.md)
-ALL_PLOTS = (*PLOTS, ACTUATORS_PLOT, COLLISIONS_PLOT, FOOTPRINT_PLOT)
 ANGLE_UNITS = {"rad": 1.0, "deg": 180.0 / math.pi}  # the value of one radian in each unit
 RESERVED_LOAD_PREFIX = "load"
 TIME = "time"
@@ -81,7 +75,7 @@ class Outputs:
     plot kind (``{"pin_loads": {"components": true}}``, see the scenario schema)."""
 
     csv: bool | None = None  # None: results.csv and steps.csv for runs of up to CSV_STEP_LIMIT steps (output/writers.py)
-    plots: tuple[str, ...] = PLOTS
+    plots: tuple[str, ...] | None = None  # as the scenario names them; None: all that apply (plots/registry.py)
     dpi: int = 100
     plot_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -154,7 +148,7 @@ def build_scenario(path: Path, document: Any, warnings: list[str] = ()) -> Scena
     known.broken_loads = {e["name"] for e in document.get("loads", [])} - known.loads
     sweep = _sweep(document.get("sweep"), known, problems)
     track = _track(document.get("track", {}), known, problems)
-    outputs = _outputs(document, machines, problems)
+    outputs = _outputs(document)
     problems.raise_if_any()
 
     swept: dict[str, list[str]] = {}
@@ -170,23 +164,13 @@ def build_scenario(path: Path, document: Any, warnings: list[str] = ()) -> Scena
                     angle_unit=document.get("angle_unit", "rad"))
 
 
-def _outputs(document: dict, machines: list[Machine], problems: Problems) -> Outputs:
-    """The outputs asked for; by default every plot that applies (actuators with an Mdx platform, collisions
-    when the scenario checks them). Asking for a plot that does not apply is a problem."""
+def _outputs(document: dict) -> Outputs:
+    """The outputs asked for (the plot names as written; which plots apply is the plot registry's,
+    :func:`shiftsim.plots.registry.chosen_plots`)."""
     wanted, default = document.get("outputs", {}), Outputs()
-    applies = {ACTUATORS_PLOT: any(m.vocabulary.kind == "mdx" for m in machines),
-               COLLISIONS_PLOT: "collision" in document,
-               FOOTPRINT_PLOT: any("contacts" in m for m in document["machines"])
-               or ("ground" in document and any(tyre_modules(m.model) for m in machines))}
-    reasons = {ACTUATORS_PLOT: "the scenario has no Mdx platform", COLLISIONS_PLOT: "the scenario has no 'collision'",
-               FOOTPRINT_PLOT: "no machine has 'contacts' (or tyres, with a 'ground')"}
-    plots = wanted.get("plots", [*default.plots, *(p for p, ok in applies.items() if ok)])
-    for k, plot in enumerate(plots):
-        if not applies.get(plot, True):
-            problems.add(f"outputs.plots[{k}]", f"{plot!r} cannot be drawn: {reasons[plot]}",
-                         "plots that apply to the scenario")
-    return Outputs(wanted.get("csv", default.csv), tuple(plots), int(wanted.get("dpi", default.dpi)),
-                   wanted.get("plot_options", {}))
+    plots = wanted.get("plots")
+    return Outputs(wanted.get("csv", default.csv), None if plots is None else tuple(plots),
+                   int(wanted.get("dpi", default.dpi)), wanted.get("plot_options", {}))
 
 
 def _check_finite(value: Any, path: list[str | int], problems: Problems) -> None:

@@ -7,6 +7,8 @@ only catches hangs.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import resource
 import subprocess
@@ -191,10 +193,10 @@ def test_a_plot_that_fails_does_not_lose_the_results(tmp_path, monkeypatch, caps
     from shiftsim.cli import main
     from shiftsim.plots import registry as plots
 
-    def broken(scenario, steps, dpi):
+    def broken(scenario, steps, size, dpi):
         raise ValueError("drawing failed\non two lines")
 
-    monkeypatch.setitem(plots.PLOTTERS, "efforts", broken)
+    monkeypatch.setitem(plots.PLOTS, "efforts", dataclasses.replace(plots.PLOTS["efforts"], draw=broken))
     monkeypatch.chdir(tmp_path)
     code = main(["run", str(mathtext_scenario(tmp_path)), "--out", "out", "--quiet"])
     error = capsys.readouterr().err

@@ -15,7 +15,7 @@ from helpers.scenario import (
     write_scenario,
 )
 
-from shiftsim.plots.figures import FIGURE_SIZES
+from shiftsim.plots.registry import FIGURE_SIZES
 from shiftsim.scenario.schema import load_schema
 
 G = 9.81

@@ -102,12 +102,20 @@ def assert_rows_match(csv_rows, stored):
 
 
 def assert_store_only_rows(table, document):
-    """The store's own rows: every pin reaction of results.json, in order, and nothing else."""
+    """The store's own rows: every pin reaction of results.json, then every pair's closest points and every
+    contact's point (what the plots draw), in order, and nothing else."""
     rows = table.filter(pc.is_in(table.column("quantity"), value_set=pa.array(STORE_ONLY))).to_pylist()
-    expected = [[step["index"], name, quantity, axis, value, unit] for step in document["steps"]
-                for name, reaction in step.get("pin_reactions", {}).items()
-                for quantity, key, unit in (("pin_force", "force_joint", "N"), ("pin_moment", "moment_joint", "N m"))
-                for axis, value in zip("xyz", reaction[key])]
+    expected = []
+    for step in document["steps"]:
+        i = step["index"]
+        expected += [[i, name, quantity, axis, value, unit] for name, reaction in step.get("pin_reactions", {}).items()
+                     for quantity, key, unit in (("pin_force", "force_joint", "N"), ("pin_moment", "moment_joint", "N m"))
+                     for axis, value in zip("xyz", reaction[key])]
+        expected += [[i, f"{pair['a']}|{pair['b']}", "closest_points", side + axis, value, "m"]
+                     for pair in step.get("collisions") or [] for side, point in zip("ab", pair.get("points") or [])
+                     for axis, value in zip("xyz", point)]
+        expected += [[i, contact, "contact_point", axis, value, "m"] for ground in step.get("ground", {}).values()
+                     for contact, point in ground.get("contact_points", {}).items() for axis, value in zip("xyz", point)]
     assert [list(row.values()) for row in rows] == expected
 
 
@@ -291,13 +299,15 @@ def test_a_streamed_run_of_every_shipped_scenario_stores_its_csv_and_json_values
     """Each shipped scenario cut to 2-3 steps, run as shiftsim run runs it (steps streamed into the store while
     solving, collisions checked before): the folder's store holds results.csv and steps.csv value for value,
     its pin reactions are results.json's, and it holds the machines' coordinates."""
+    from shiftsim.output.run_results import RunResults
     from shiftsim.output.write import ResultsStream, write_results
     from shiftsim.scenario import build_scenario, run
 
     path = SCENARIOS / f"{name}.json"
     scenario = build_scenario(path, cut_sweep(orjson.loads(path.read_bytes())))  # model paths from its folder
     with ResultsStream(tmp_path / "out", scenario) as stream:
-        write_results(run(scenario, LocalExecutor(1), stream.add), tmp_path / "out", stream=stream)
+        write_results(run(scenario, LocalExecutor(1), stream.add), tmp_path / "out", stream=stream,
+                      results_from=RunResults.open)
     document = orjson.loads((tmp_path / "out" / "results.json").read_bytes())
     store = open_store(tmp_path / "out")
     with open(tmp_path / "out" / "results.csv", newline="") as values, open(tmp_path / "out" / "steps.csv",

@@ -13,6 +13,7 @@ from helpers.scenario import SCENARIOS, beam_scenario, run_cli, write_scenario
 
 import shiftsim
 from shiftsim.output import writers
+from shiftsim.output.run_results import RunResults
 from shiftsim.output.store import open_store
 from shiftsim.output.write import ResultsStream, write_results
 from shiftsim.scenario import LocalExecutor, build_scenario, run
@@ -75,7 +76,7 @@ def test_steps_reach_the_store_while_the_run_solves_and_the_buffer_stays_bounded
     assert steps_per_part == 3  # 176 values a step: 10 bodies, 2 joints, a frame, the coordinates loaded and unloaded
     assert max(buffered for buffered, _ in seen) < rows_per_part  # a part is written as soon as one is full
     assert [parts for _, parts in seen] == [(k + 1) // steps_per_part for k in range(16)]
-    write_results(ran, tmp_path / "out", stream=stream)
+    write_results(ran, tmp_path / "out", stream=stream, results_from=RunResults.open)
     assert not stream.staging.exists()
     assert len(list((tmp_path / "out" / "values").glob("part-*.parquet"))) == 16 // steps_per_part + 1
     _assert_same_results(shiftsim.run_scenario(_sweep(16)), shiftsim.load_results(tmp_path / "out"))

@@ -11,6 +11,7 @@ from matplotlib.colors import to_hex
 from helpers.scenario import REPO
 
 from shiftsim.plots import sweep as sweep_plots
+from shiftsim.plots.registry import FIGURE_SIZES
 from shiftsim.scenario import load_scenario
 from shiftsim.scenario.runner import StepResult
 
@@ -38,7 +39,7 @@ def figures(monkeypatch):
 
 def test_a_grid_colours_its_curves_by_one_parameter_with_a_colour_bar(capacity_grid, figures):
     scenario, steps = capacity_grid
-    sweep_plots.deflection_plot(scenario, steps, 30)
+    sweep_plots.deflection_plot(scenario, steps, FIGURE_SIZES["deflection"], 30)
     figure = figures[0]
     ax, colour_bar = figure.axes
     assert colour_bar.get_ylabel() == f"{BOOM} (m)"
@@ -59,7 +60,7 @@ def test_a_grid_colours_its_curves_by_one_parameter_with_a_colour_bar(capacity_g
 @pytest.mark.slow
 def test_the_grid_plot_keeps_its_texts_inside_the_figure(capacity_grid, figures):
     scenario, steps = capacity_grid
-    sweep_plots.deflection_plot(scenario, steps, 30)
+    sweep_plots.deflection_plot(scenario, steps, FIGURE_SIZES["deflection"], 30)
     figure = figures[0]
     renderer = figure.canvas.get_renderer()
     figure.canvas.draw()
@@ -69,3 +70,25 @@ def test_the_grid_plot_keeps_its_texts_inside_the_figure(capacity_grid, figures)
         extent = artist.get_window_extent(renderer)
         assert np.all([box.x0 - 1 <= extent.x0, extent.x1 <= box.x1 + 1, box.y0 - 1 <= extent.y0,
                        extent.y1 <= box.y1 + 1]), (artist, extent, box)
+
+
+def test_a_grid_draws_every_series_of_its_efforts(capacity_grid, figures):
+    """The capacity grid's 16 curve groups used to leave room for 1 series (10 // 16): each series now has its line
+    style and every one is drawn, over every curve group."""
+    scenario, steps = capacity_grid
+    series = {BOOM: 1e5, STICK: -4e4}  # N per step index + 1: two cylinders, neither round-off
+    loaded = [StepResult(s.index, s.parameters, "converged", 3, 1e-12, True,
+                         joints={name: {"position": 0.0, "deflection": 0.0, "effort": scale * (s.index + 1),
+                                        "wrench_joint": [0.0] * 6, "wrench_world": [scale * (s.index + 1), 0, 0, 0, 0, 0]}
+                                 for name, scale in series.items()}) for s in steps]
+    sweep_plots.efforts_plot(scenario, loaded, FIGURE_SIZES["efforts"], 30)
+    ax = figures[0].axes[0]  # the force panel (then its colour bar)
+    drawn = [line for line in ax.get_lines() if line.get_marker() in ("o", "s")]
+    assert len(drawn) == len(series) * 16  # every series over every (slew, boom) curve
+    styles = {line.get_linestyle() for line in drawn}
+    assert len(styles) == len(series)  # one line style per series
+    labels = ax.get_legend_handles_labels()[1]
+    assert {label.split(",")[0] for label in labels} == set(series)
+    assert "largest of" not in ax.get_title()
+    # the values drawn are the steps' efforts, in kN: the largest is step 127's
+    assert max(abs(y) for line in drawn for y in line.get_ydata()) == pytest.approx(1e5 * 128 / 1e3)

@@ -15,7 +15,9 @@ from helpers.scenario import REPO, PNG_SIGNATURE, beam_scenario, model_path, png
 
 from shiftsim.scenario import LocalExecutor, execute, load_scenario
 from shiftsim.plots import registry as plots
-from shiftsim.analysis.digest import closest_step, number, parameter_text, pin_load_peaks, skipped_plots
+from shiftsim.analysis.digest import closest_step, number, parameter_text, pin_load_peaks
+from shiftsim.plots.registry import Plot, chosen_plots, skipped_plots
+from helpers.plots import results_of
 from shiftsim.plots.figures import SweepAxis, coinciding, plot_series, sweep_axis
 from shiftsim.plots.pose import SAG_SHARE, _exaggeration, _views
 from shiftsim.scenario.runner import StepResult
@@ -55,13 +57,19 @@ def test_empty_plots_are_not_written_and_the_summary_says_why(tmp_path, capsys):
     code, out, err = run_cli(capsys, "run", write_scenario(tmp_path, RIGID), "-o", tmp_path / "out")
     assert code == 0, err
     written = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert written == ["convergence.png", "efforts.png", "pin_loads.png", "report.html", "results.json", "steps",
-                       "values"]
+    assert written == ["convergence.png", "pin_loads.png", "report.html", "results.json", "steps", "values"]
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     largest = max(np.linalg.norm(f["deflection"]) for s in results["steps"] for f in s["frames"].values())
     assert largest < 1e-9  # the rigid slider-crank: nothing to plot, independently of the plot code
     assert "not plotted     deflection.png: no tracked frame deflects measurably" in out
-    for name in ("convergence", "efforts", "pin_loads"):
+    # the crank pin turns freely: its effort is round-off beside the force it carries (no "peak" of 1e-15 N m)
+    efforts = [abs(s["joints"]["sc:slider_crank:crank_pin"]["effort"]) for s in results["steps"]]
+    pin_load = max(np.linalg.norm(s["joints"]["sc:slider_crank:crank_pin"]["wrench_world"][:3])
+                   for s in results["steps"])
+    assert 0.0 < max(efforts) < 1e-12 * pin_load and pin_load > 1.0
+    assert "not plotted     efforts.png: no tracked joint carries an effort: the largest" in out
+    assert "is round-off" in out and "peak torque" not in out
+    for name in ("convergence", "pin_loads"):
         assert png_size(tmp_path / "out" / f"{name}.png") == tuple(round(v * 30) for v in plots.FIGURE_SIZES[name])
 
 
@@ -71,8 +79,8 @@ def test_a_deflecting_beam_gets_its_deflection_plot(tmp_path, capsys):
     scenario = load_scenario(write_scenario(tmp_path, document))
     steps = execute(scenario, LocalExecutor(1))
     assert skipped_plots(scenario, steps) == {}
-    files = plots.render(scenario, steps)
-    assert list(files) == ["deflection.png", "pose.png"]
+    files, skipped = plots.render(scenario, results_of(scenario, steps))
+    assert list(files) == ["deflection.png", "pose.png"] and skipped == {}
     assert all(data.startswith(PNG_SIGNATURE) for data in files.values())
 
 
@@ -89,7 +97,7 @@ def test_pin_loads_are_the_force_magnitudes_of_every_tracked_joint_loop_closing_
     mass_check = [s for s in steps if s.converged][0]
     assert mass_check.joints["fb:four_bar:crank_pin"]["wrench_world"][2] + \
         mass_check.joints["fb:four_bar:ground_pin"]["wrench_world"][2] == pytest.approx(weight, rel=1e-6)
-    assert "pin_loads" in scenario.outputs.plots and "pin_loads.png" not in skipped_plots(scenario, steps)
+    assert "pin_loads" in chosen_plots(scenario) and "pin_loads.png" not in skipped_plots(scenario, steps)
 
 
 @pytest.mark.slow
@@ -99,7 +107,7 @@ def test_pin_load_components_on_request(tmp_path):
     scenario = load_scenario(write_scenario(tmp_path, document))
     assert scenario.outputs.plot_options == {"pin_loads": {"components": True}}
     steps = execute(scenario, LocalExecutor(1))
-    assert plots.render(scenario, steps)["pin_loads.png"].startswith(PNG_SIGNATURE)
+    assert plots.render(scenario, results_of(scenario, steps))[0]["pin_loads.png"].startswith(PNG_SIGNATURE)
     bad = beam_scenario(outputs={"plot_options": {"pin_loads": {"components": "yes"}}})
     with pytest.raises(Exception, match="plot_options"):
         load_scenario(write_scenario(tmp_path, bad, "bad.json"))
@@ -143,9 +151,12 @@ def test_collision_scenarios_show_the_closest_approach_step():
 def test_a_new_plot_kind_is_one_registry_entry(tmp_path, monkeypatch):
     scenario = load_scenario(write_scenario(tmp_path, beam_scenario()))
     steps = execute(scenario, LocalExecutor(1))
-    monkeypatch.setitem(plots.PLOTTERS, "stroke_histogram", lambda sc, st, dpi: PNG_SIGNATURE + bytes([len(st), dpi]))
+    histogram = Plot("stroke_histogram", lambda sc, st, size, dpi: PNG_SIGNATURE + bytes([len(st), dpi, *size]),
+                     (3, 2), lambda sc, st: None, lambda sc: None)
+    monkeypatch.setitem(plots.PLOTS, "stroke_histogram", histogram)
     wanted = dataclasses.replace(scenario, outputs=dataclasses.replace(scenario.outputs, plots=("stroke_histogram",)))
-    assert plots.render(wanted, steps) == {"stroke_histogram.png": PNG_SIGNATURE + bytes([3, 100])}
+    files, skipped = plots.render(wanted, results_of(scenario, steps))
+    assert files == {"stroke_histogram.png": PNG_SIGNATURE + bytes([3, 100, 3, 2])} and skipped == {}
 
 
 def test_numbers_never_print_minus_zero():
@@ -183,7 +194,7 @@ def test_convergence_draws_the_tolerance_zeros_at_the_floor_and_no_empty_bars(tm
     steps = [StepResult(0, {"load:tip": 0.0}, "converged", 0, 0.0, True),
              StepResult(1, {"load:tip": 0.5}, "converged", 3, 2e-12, True),
              StepResult(2, {"load:tip": 1.0}, "failed", 60, 3e-3, False)]
-    plots.PLOTTERS["convergence"](scenario, steps, 30)
+    plots.PLOTS["convergence"].draw(scenario, steps, plots.FIGURE_SIZES["convergence"], 30)
     top, bottom = figures[0].axes
     heights = sorted(patch.get_height() for patch in top.patches)
     assert heights == [3, 60]  # step 0 took 0 iterations: a mark, not an empty bar
@@ -202,12 +213,12 @@ def test_every_axis_names_a_quantity_and_a_unit(figures):
     for name in ("excavator_lift.json", "four_bar_drive.json", "mdx_heave.json"):
         scenario = load_scenario(REPO / "scenarios" / name)
         scenario = dataclasses.replace(scenario, outputs=dataclasses.replace(
-            scenario.outputs, plots=tuple(p for p in plots.PLOTTERS if p in ("deflection", "efforts", "pin_loads",
+            scenario.outputs, plots=tuple(p for p in plots.PLOTS if p in ("deflection", "efforts", "pin_loads",
                                                                               "pose", "convergence", "actuators")
                                           and (p != "actuators" or "mdx" in name))))
         figures.clear()
         steps = execute(scenario, LocalExecutor(1))
-        plots.render(scenario, steps)
+        plots.render(scenario, results_of(scenario, steps))
         assert figures
         for figure in figures:
             for ax in figure.axes:
@@ -227,22 +238,42 @@ def test_convergence_colours_each_step_by_its_verdict(tmp_path, figures):
              StepResult(1, {"load:tip": 0.3}, "converged", 4, 1e-12, False, stability="neutral"),
              StepResult(2, {"load:tip": 0.6}, "converged", 5, 1e-12, False, stability="unstable"),
              StepResult(3, {"load:tip": 1.0}, "failed", 60, 3e-3, False, stability="unknown")]
-    plots.PLOTTERS["convergence"](scenario, steps, 30)
+    plots.PLOTS["convergence"].draw(scenario, steps, plots.FIGURE_SIZES["convergence"], 30)
     top = figures[0].axes[0]
     labels = {container.get_label(): [p.get_height() for p in container] for container in top.containers}
     assert labels == {"converged, stable": [2], "converged, neutral": [4], "converged, unstable": [5], "failed": [60]}
 
 
-def test_the_scenario_schema_offers_exactly_the_registered_plots():
-    """The plot kinds a scenario may name (schema enum, ``ALL_PLOTS``) are the registry's, each with a figure size;
-    every kind that can come out empty has its reason function."""
-    from shiftsim.analysis.digest import EMPTY_WHEN
-    from shiftsim.plots.figures import FIGURE_SIZES
-    from shiftsim.scenario.definition import ALL_PLOTS
+def test_the_scenario_schema_and_the_docs_offer_exactly_the_registered_plots():
+    """The plot kinds a scenario may name (the schema's enum, in order) and the plots docs/scenarios.md lists (its
+    outputs table and its Plots table) are the registry's records; plot options exist only for registered kinds."""
+    import re
+
     from shiftsim.scenario.schema import load_schema
 
     outputs = load_schema("scenario")["$defs"]["outputs"]["properties"]
-    enum = outputs["plots"]["items"]["enum"]
-    assert len(enum) == len(set(enum)) == 8
-    assert set(enum) == set(plots.PLOTTERS) == set(ALL_PLOTS) == set(FIGURE_SIZES)
-    assert set(EMPTY_WHEN) <= set(plots.PLOTTERS) and set(outputs["plot_options"]["properties"]) <= set(enum)
+    assert outputs["plots"]["items"]["enum"] == list(plots.PLOTS)
+    assert set(outputs["plot_options"]["properties"]) <= set(plots.PLOTS)
+    assert all(name == plot.name for name, plot in plots.PLOTS.items())
+    docs = (REPO / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    offered = re.search(r"\| `plots` \| subset of `\[([^]]*)\]`", docs).group(1)
+    assert [name.strip().strip('"') for name in offered.split(",")] == list(plots.PLOTS)
+    table = docs[docs.index("### Plots"):]
+    listed = re.findall(r"^\| `(\w+)\.png` \| (\d+) × (\d+) \|", table, flags=re.M)
+    assert [(name, (int(w), int(h))) for name, w, h in listed] == [
+        (name, (round(plot.size[0] * 100), round(plot.size[1] * 100))) for name, plot in plots.PLOTS.items()]
+
+
+def test_plots_that_do_not_apply_are_refused_naming_the_place(tmp_path):
+    """A plot asked for that cannot be drawn for the scenario is a scenario error naming outputs.plots[k] and why;
+    unnamed, only the plots that apply are drawn."""
+    from shiftsim.errors import ScenarioError
+
+    scenario = load_scenario(write_scenario(tmp_path, beam_scenario(outputs={"plots": ["pose", "footprint"]})))
+    with pytest.raises(ScenarioError, match=r"outputs.plots\[1\]: 'footprint' cannot be drawn: no machine has"):
+        chosen_plots(scenario)
+    default = load_scenario(write_scenario(tmp_path, beam_scenario(outputs={}), "default.json"))
+    assert chosen_plots(default) == ("deflection", "efforts", "pin_loads", "pose", "convergence")
+    assert all(plots.PLOTS[name].applies(default) is None for name in chosen_plots(default))
+    assert {name for name, plot in plots.PLOTS.items() if plot.applies(default) is not None} == {
+        "actuators", "collisions", "footprint"}
