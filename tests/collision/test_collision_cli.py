@@ -12,6 +12,7 @@ import pytest
 
 from shiftsim.cli import main
 from shiftsim.plots.collisions import collisions_plot
+from shiftsim.plots.registry import PLOTS
 from shiftsim.scenario.collisions import attach_collisions, check, collision_summary
 from shiftsim.scenario import LocalExecutor, execute, load_scenario
 
@@ -189,7 +190,7 @@ def test_a_run_gets_collisions_a_summary_line_and_a_plot(tmp_path):
         assert step.as_dict()["collisions"] == step.collisions
     assert collision_summary(scenario, steps).startswith(
         "within margin (0.05 m) first at step 4 (ex1:c1:tracks.rz = 0.3491 rad)")  # 20 degrees: 9 mm apart
-    png = collisions_plot(scenario, steps, dpi=50)
+    png = collisions_plot(scenario, steps, PLOTS["collisions"].size, dpi=50)
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
 
 
@@ -209,7 +210,7 @@ def test_the_plot_marks_steps_in_collision_and_steps_within_the_margin_apart(mon
     monkeypatch.setattr(collision_plot, "png", lambda fig: figures.append(fig) or b"")
     scenario = load_scenario(str(SHIPPED))
     steps, _ = check(scenario)
-    collisions_plot(scenario, steps, dpi=50)
+    collisions_plot(scenario, steps, PLOTS["collisions"].size, dpi=50)
     ax = figures[0].axes[0]
     marks = {line.get_color(): line.get_xdata() for line in ax.get_lines() if line.get_marker() in ("x", "o")
              and line.get_linestyle() == "None"}
