@@ -187,7 +187,9 @@ def _drive(browser, view, two: dict, row: int, last: int) -> None:
     after = browser.settled_screenshot()
     assert browser.evaluate("document.querySelector('[role=slider]').getAttribute('aria-valuenow')") == str(row)
     changed = np.any(np.abs(after - before) > 0.1, axis=-1).mean()
-    assert changed > 0.01 and _drawn(after) > 0.1, f"{changed:.2%} of pixels changed with the step"
+    assert changed > 0.01, f"only {changed:.2%} of pixels changed with the step"
+    # not blank is what is checked here (the 10 % wait above is the scene-loaded check; a later pose may cover less)
+    assert _drawn(after) > 0.05, f"only {_drawn(after):.2%} of the page drawn at step row {row}"
 
     nodes = view.server.scene._handle_from_node_name  # the scene graph viser sends to its clients
     step = two["steps"][row]
