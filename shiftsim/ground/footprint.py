@@ -60,10 +60,16 @@ def footprint(points: np.ndarray, forces: np.ndarray) -> Footprint:
     if not np.isfinite(centre[0, 0]):
         return Footprint(force, moment, np.full(3, np.nan), [], -np.inf, (-1, -1))
     cop = centre[0]
-    polygon = _hull(points[loaded, :2])
-    ring = [int(loaded[i]) for i in polygon]
+    ring = support_ring(points, loaded_mask[0])
     margin, edge = _margin(points[:, :2], ring, cop[:2])
     return Footprint(force, moment, cop, ring, margin, edge)
+
+
+def support_ring(points: np.ndarray, loaded: np.ndarray) -> list[int]:
+    """The support polygon of one state: the indices of its ``loaded`` (n,) contacts on the convex hull of their
+    points (n, 3) in the x-y plane, counter-clockwise (two ends when collinear, one when alone)."""
+    chosen = np.flatnonzero(loaded)
+    return [int(chosen[i]) for i in _hull(points[chosen, :2])]
 
 
 def _hull(xy: np.ndarray) -> list[int]:

@@ -70,11 +70,12 @@ class PathOptions:
 
 @dataclass
 class Reduced:
-    """At one equilibrium: the smallest eigenvalue of the reduced stiffness ``Z^T K Z`` (N m per unit of the
-    free coordinates; ``Z`` an orthonormal basis of the closure rows' null space, ``K`` symmetrized), its
-    eigenvector as a change of all coordinates (nq,), and the tangent ``dq/dlambda`` (nq,) (nan: singular)."""
+    """At n equilibria: the smallest eigenvalue (n,) of the reduced stiffness ``Z^T K Z`` (N m per unit of the
+    free coordinates; ``Z`` an orthonormal basis of the closure rows' null space, ``K`` symmetrized; inf where
+    the closures leave no freedom), its eigenvector as a change of all coordinates (n, nq) (unit norm), and the
+    tangent ``dq/dlambda`` (n, nq) (nan: singular or not asked for)."""
 
-    lowest: float
+    lowest: np.ndarray
     null_vector: np.ndarray
     tangent: np.ndarray
 
@@ -82,38 +83,67 @@ class Reduced:
 DIFFERENCES = st.SolverOptions(finite_difference_stiffness=True)
 
 
+def reduced_stiffness(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
+                      loads_next: list[AppliedLoad] | None = None, fields: tuple = (),
+                      rows: list[tuple[int, ...]] | None = None, differences: bool = False,
+                      vectors: bool = True) -> Reduced:
+    """:class:`Reduced` at ``q`` (n, nq) under ``gravity`` (n, 3) and ``loads`` ((n, 3) arrays); ``loads_next``:
+    the same with the factor one more (their difference is the load per unit factor; None: no tangent, nan);
+    ``rows`` per case its independent closure rows (default: those at ``q``). One or two evaluations of the
+    solver's own residual and stiffness per case (:func:`shiftsim.statics.evaluate`); the null-space bases and
+    eigenvalues in stacked linear algebra over the cases with as many rows. ``differences``: the stiffness by
+    central differences of the residual instead of the analytic one; ``vectors`` False: the eigenvalues only
+    (null vectors and tangents left zero and nan)."""
+    options = DIFFERENCES if differences else st.SolverOptions()
+    n, nf = q.shape[0], len(free)
+    k, per_factor, g = np.empty((n, nf, nf)), np.full((n, nf), np.nan), []
+    for i in range(n):
+        one, at_rows = np.array([i]), None if rows is None else np.array(rows[i], dtype=int)
+        e = st.evaluate(model, q[i], free, gravity[i], [take(load, one) for load in loads], rows=at_rows,
+                        fields=fields, options=options)
+        k[i] = e.hessian
+        g.append(e.closure_jacobian)
+        if loads_next is not None:
+            per_factor[i] = st.evaluate(model, q[i], free, gravity[i], [take(load, one) for load in loads_next],
+                                        rows=at_rows, fields=fields, options=options).q_force_reduced - e.q_force_reduced
+    out = Reduced(np.full(n, np.inf), np.zeros((n, model.nq)), np.full((n, model.nq), np.nan))
+    for m in sorted({len(rows_i) for rows_i in g}):
+        cases = np.array([i for i in range(n) if len(g[i]) == m])
+        if m >= nf:  # no freedom left
+            out.tangent[cases] = 0.0
+            continue
+        if m:  # the rows are independent (statics.independent_rows): the last nf - m columns of G^T's Q span its null space
+            z = np.linalg.qr(np.swapaxes(np.array([g[i] for i in cases]), 1, 2), mode="complete")[0][..., m:]
+        else:
+            z = np.broadcast_to(np.eye(nf), (len(cases), nf, nf))
+        z_t = np.swapaxes(z, 1, 2)
+        values, eigenvectors = np.linalg.eigh(z_t @ (0.5 * (k[cases] + np.swapaxes(k[cases], 1, 2))) @ z)
+        out.lowest[cases] = values[:, 0]
+        if not vectors:
+            continue
+        for j, i in enumerate(cases):
+            to_q = coupling_map(model, q[i])[:, free]
+            null = to_q @ (z[j] @ eigenvectors[j][:, 0])
+            out.null_vector[i] = null / max(np.linalg.norm(null), 1e-300)
+            # the tangent: du = Z w with (Z^T K Z) w = Z^T dQ/dlambda, K unsymmetrized (the closure force's change
+            # has no part along Z)
+            if loads_next is not None:
+                try:
+                    out.tangent[i] = to_q @ (z[j] @ np.linalg.solve(z_t[j] @ k[i] @ z[j], z_t[j] @ per_factor[i]))
+                except np.linalg.LinAlgError:
+                    pass
+    return out
+
+
 def reduced(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
             loads_next: list[AppliedLoad] | None = None, fields: tuple = (), rows: np.ndarray | None = None,
             differences: bool = False) -> Reduced:
-    """:class:`Reduced` at ``q`` (nq,) under ``gravity`` (3,) and ``loads`` (one case each); ``loads_next``: the
-    same with the factor one more (their difference is the load per unit factor; None: no tangent, nan). One
-    or two evaluations of the solver's own residual and stiffness (:func:`shiftsim.statics.evaluate`);
-    ``differences``: the stiffness by central differences of the residual instead of the analytic one."""
-    options = DIFFERENCES if differences else st.SolverOptions()
-    e = st.evaluate(model, q, free, gravity, loads, rows=rows, fields=fields, options=options)
-    per_factor = None if loads_next is None else st.evaluate(
-        model, q, free, gravity, loads_next, rows=rows, fields=fields, options=options).q_force_reduced - e.q_force_reduced
-    k = 0.5 * (e.hessian + e.hessian.T)
-    g = e.closure_jacobian
-    nf, m = k.shape[0], g.shape[0]
-    if m:  # the rows are independent (statics.independent_rows): the last nf - m columns of G^T's Q span its null space
-        z = np.linalg.qr(g.T, mode="complete")[0][:, m:]
-    else:
-        z = np.eye(nf)
-    to_q = coupling_map(model, q)[:, free]
-    if z.shape[1] == 0:
-        return Reduced(np.inf, np.zeros(model.nq), np.zeros(model.nq))
-    values, vectors = np.linalg.eigh(z.T @ k @ z)
-    null = to_q @ (z @ vectors[:, 0])
-    # the tangent: du = Z w with (Z^T K Z) w = Z^T dQ/dlambda, K unsymmetrized (the closure force's change has
-    # no part along Z)
-    tangent = np.full(model.nq, np.nan)
-    if per_factor is not None:
-        try:
-            tangent = to_q @ (z @ np.linalg.solve(z.T @ e.hessian @ z, z.T @ per_factor))
-        except np.linalg.LinAlgError:
-            pass
-    return Reduced(float(values[0]), null / max(np.linalg.norm(null), 1e-300), tangent)
+    """:func:`reduced_stiffness` at one equilibrium ``q`` (nq,) under ``gravity`` (3,) and ``loads`` (one case
+    each): ``lowest`` a float, ``null_vector`` and ``tangent`` (nq,)."""
+    at = reduced_stiffness(model, np.asarray(q, float)[None], free, np.asarray(gravity, float)[None], loads,
+                           loads_next, fields, None if rows is None else [tuple(np.asarray(rows).tolist())],
+                           differences)
+    return Reduced(float(at.lowest[0]), at.null_vector[0], at.tangent[0])
 
 
 @dataclass
@@ -373,24 +403,25 @@ def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarra
     def loads(cases: np.ndarray, factors: np.ndarray) -> list[AppliedLoad]:
         return factored(load, others, cases, factors)
 
-    def reduced_at(b: int, q: np.ndarray, factor: float, tangent: bool = False, differences: bool = False) -> Reduced:
-        one = np.array([b])
-        return reduced(model, q, free, gravity[b], loads(one, np.array([factor])),
-                       loads(one, np.array([factor + 1.0])) if tangent else None, fields, np.array(rows[b], dtype=int),
-                       differences)
-
-    def observe(cases: np.ndarray, factors: np.ndarray, result: Equilibria, careful: np.ndarray) -> Trial:
+    def observe(cases: np.ndarray, factors: np.ndarray, result: Equilibria, careful: np.ndarray,
+                known: np.ndarray | None = None) -> Trial:
         """The caller's events and the stiffness ratio: evaluated where the solver's verdict is not stable, where
         the ratio was last below 1/2, and where ``careful`` (a long step, after a rejected one); else nan (not
-        evaluated: it neither predicts nor crosses an event; the solver's stable verdict says it is positive)."""
+        evaluated: it neither predicts nor crosses an event; the solver's stable verdict says it is positive).
+        ``known`` (n,): the ratios, already evaluated at every converged case (nan elsewhere)."""
         own = watch(cases, factors, result) if watch else (np.zeros((len(cases), 0)), np.zeros((len(cases), 0)),
                                                              np.ones(len(cases), dtype=bool), [""] * len(cases))
         if not stiffness:
             return Trial(result.q, result.converged, own[0], own[1], own[2], own[3])
         lowest = np.full(len(cases), np.nan)
-        for i, b in enumerate(cases):
-            if result.converged[i] and (careful[i] or not result.stable[i] or ratio[b] < 0.5):
-                ratio[b] = lowest[i] = reduced_at(b, result.q[i], factors[i]).lowest / lowest0[b]
+        wanted = np.flatnonzero(result.converged & (careful | ~result.stable | (ratio[cases] < 0.5)))
+        if known is not None:
+            lowest[wanted] = ratio[cases[wanted]] = known[wanted]
+        elif len(wanted):
+            at = cases[wanted]
+            lowest[wanted] = reduced_stiffness(model, result.q[wanted], free, gravity[at], loads(at, factors[wanted]),
+                                               fields=fields, rows=[rows[b] for b in at], vectors=False).lowest / lowest0[at]
+            ratio[at] = lowest[wanted]
         return Trial(result.q, result.converged, np.column_stack([own[0], lowest]), own[1], own[2], own[3])
 
     def steps(cases: np.ndarray, factors: np.ndarray, q_start: np.ndarray, careful: np.ndarray) -> Trial:
@@ -400,20 +431,29 @@ def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarra
     everyone = np.arange(batch)
     rows = closure_rows(model, q0, free)  # where the loops close; kept along the path (see solve_grouped)
     first = solve_grouped(model, q0, free, gravity, loads(everyone, np.zeros(batch)), solver, fields, rows)
-    at_start = [reduced_at(b, first.q[b], 0.0, True) if first.converged[b] else None for b in everyone]
-    lowest0 = np.array([r.lowest if r is not None and r.lowest > 0.0 else np.nan for r in at_start])
-    tangent0 = np.array([r.tangent if r is not None else np.full(model.nq, np.nan) for r in at_start])
+    solved = np.flatnonzero(first.converged)
+    at_start = reduced_stiffness(model, first.q[solved], free, gravity[solved], loads(solved, np.zeros(len(solved))),
+                                 loads(solved, np.ones(len(solved))), fields, [rows[b] for b in solved])
+    lowest_start, tangent0 = np.full(batch, np.nan), np.full((batch, model.nq), np.nan)
+    lowest_start[solved], tangent0[solved] = at_start.lowest, at_start.tangent
+    lowest0 = np.where(lowest_start > 0.0, lowest_start, np.nan)
     ratio = np.ones(batch)  # the stiffness ratio last evaluated per case
-    start = observe(everyone, np.zeros(batch), first, np.ones(batch, dtype=bool))
+    start = observe(everyone, np.zeros(batch), first, np.ones(batch, dtype=bool), lowest_start / lowest0)
     start.converged &= first.stable & (np.isfinite(lowest0) | (not stiffness))
     own = start.values.shape[1] - int(stiffness)
     events = Events(("",) * own + (LIMIT_POINT,) * int(stiffness), (False,) * own + (True,) * int(stiffness))
     path = follow(steps, first.q, start, events, np.ones(batch) if first_step is None else first_step,
                   np.full(batch, np.inf) if bound is None else bound, tangent0, sizes(model, first.q), options)
     null, differences = np.full((batch, model.nq), np.nan), np.full(batch, np.nan)
-    for b in np.flatnonzero(stiffness & (path.event == own)):
-        null[b] = reduced_at(b, path.q[b], path.lo[b]).null_vector
-        differences[b] = (reduced_at(b, path.q[b], path.lo[b], differences=True).lowest
-                          / reduced_at(b, first.q[b], 0.0, differences=True).lowest)
+    limits = np.flatnonzero(stiffness & (path.event == own))
+    if len(limits):
+        at_limit, limit_rows = loads(limits, path.lo[limits]), [rows[b] for b in limits]
+        null[limits] = reduced_stiffness(model, path.q[limits], free, gravity[limits], at_limit, fields=fields,
+                                         rows=limit_rows).null_vector
+        differences[limits] = (
+            reduced_stiffness(model, path.q[limits], free, gravity[limits], at_limit, fields=fields, rows=limit_rows,
+                              differences=True, vectors=False).lowest
+            / reduced_stiffness(model, first.q[limits], free, gravity[limits], loads(limits, np.zeros(len(limits))),
+                                fields=fields, rows=limit_rows, differences=True, vectors=False).lowest)
     at_zero = np.array([where in ("extrapolated", "crossed") for where in path.located])
     return LoadPath(path, null, np.where(at_zero, path.hi, path.lo), 1 + path.solves, differences)

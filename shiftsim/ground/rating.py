@@ -36,10 +36,10 @@ import numpy as np
 from .. import statics as st
 from ..forces import AppliedLoad, frame_point
 from ..kinematics import state
-from ..solution import joint_loads
+from ..solution import joint_load_arrays
 from .path import LIMIT_POINT, PathOptions, factored, load_path
 from .selfcheck import BALANCE_TOLERANCE, balance_factors
-from .footprint import centres_of_pressure, footprint, ring_margins
+from .footprint import centres_of_pressure, ring_margins, support_ring
 from .stand import Stand, solve_grouped, take
 from .validity import Limits, Violation, assess, violations
 
@@ -193,8 +193,8 @@ def _watch(stand: Stand, field_, q: np.ndarray, edge: np.ndarray, rings: dict[tu
     ring = []
     for b, case in enumerate(cases):
         key = (int(case), tuple(loaded[b].tolist()))
-        if key not in rings:
-            rings[key] = tuple(footprint(c.points[b], c.forces[b]).polygon)
+        if key not in rings:  # footprint()'s polygon: none where nothing presses on the ground
+            rings[key] = tuple(support_ring(c.points[b], loaded[b])) if np.isfinite(cop[b, 0]) else ()
         ring.append(rings[key])
     spans = np.array([len(r) >= 3 for r in ring]) & np.isfinite(cop[:, 0])
     distance = _edge_distance(c.points, cop[:, :2], edge)
@@ -347,7 +347,7 @@ def hydraulic_factors(stand: Stand, q_standing: np.ndarray, free: np.ndarray, gr
     model = stand.model
     held = np.array([i for i in free if i not in stand.base], dtype=int)
     grav = np.broadcast_to(np.asarray(gravity, float), (batch, 3))
-    index = [model.joint_index(c.joint) for c in cylinders]
+    stroke = [model.joints[model.joint_index(c.joint)].coordinates[0] for c in cylinders]  # its effort: the force
     push = np.array([c.push for c in cylinders])
     pull = np.array([c.pull for c in cylinders])
     names = [c.joint for c in cylinders]
@@ -356,10 +356,9 @@ def hydraulic_factors(stand: Stand, q_standing: np.ndarray, free: np.ndarray, gr
     def watch(cases: np.ndarray, factors: np.ndarray, result) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """Each cylinder's headroom; a stable equilibrium."""
         loads = factored(load, others, cases, factors)
-        per_case = [joint_loads(model, result.q[i], result.multipliers[i], grav[b], [take(l, np.array([i]))
-                                                                                      for l in loads])
-                    for i, b in enumerate(cases)]
-        force = np.array([[case[j].effort[0] for j in index] for case in per_case]).reshape(len(cases), len(index))
+        force = np.array([joint_load_arrays(model, result.q[i], result.multipliers[i], grav[b],
+                                            [take(l, np.array([i])) for l in loads])[2][stroke]
+                          for i, b in enumerate(cases)]).reshape(len(cases), len(stroke))
         why = ["" if s else "no stable equilibrium with the base held" for s in result.stable]
         return 1.0 - np.maximum(force / push, -force / pull), np.zeros((len(cases), 0)), result.stable, why
 
