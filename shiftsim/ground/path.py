@@ -222,8 +222,8 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
         active = np.flatnonzero(~done)
         if not len(active):
             break
-        target = np.array([_target(lo[b], hi[b], step[b], bound[b], v_lo[b], v_hi[b], prev[b], v_prev[b],
-                                   events.fold, crossed[b], stuck[b], tol) for b in active])
+        target = _targets(lo[active], hi[active], step[active], bound[active], v_lo[active], v_hi[active],
+                          prev[active], v_prev[active], events.fold, crossed[active], stuck[active], tol)
         with np.errstate(invalid="ignore"):
             secant = (q_lo[active] - q_prev[active]) / (lo[active] - prev[active])[:, None]
         slope = np.where(np.isfinite(prev[active])[:, None], secant, np.nan_to_num(tangent0[active]))
@@ -251,6 +251,7 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
         near = (corrector <= reach + 1e-9 * size[active]) | ~np.isfinite(predictor)
         let_go = _unexpected_lift(f_prev[active], f_lo[active], trial.forces, prev[active], lo[active], target)
         good = trial.converged & trial.accept & near & ~let_go
+        moved = []  # the cases whose lo moved below every event
         for i, b in enumerate(active):
             t = target[i]
             rejected[b] = not good[i]
@@ -260,9 +261,7 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
                 taken[b] += 1
                 stuck[b] = max(stuck[b], 0) + 1 if crossed[b] else 0
                 step[b] = min(options.growth * (t - prev[b]), bound[b] - t) if not crossed[b] else step[b]
-                zero, first = _predicted(lo[b], v_lo[b], prev[b], v_prev[b], events.fold)
-                if not crossed[b] and zero - lo[b] <= 0.5 * tol * max(lo[b], 1e-300):  # the secant has converged
-                    hi[b], event[b], located[b], why[b] = max(zero, lo[b]), first, "extrapolated", ""
+                moved.append(b)
             elif good[i] and np.nanmin(trial.values[i]) == 0.0:  # exactly at an event's zero (a linear event)
                 prev[b], q_prev[b], v_prev[b], f_prev[b] = lo[b], q_lo[b], v_lo[b], f_lo[b]
                 lo[b], q_lo[b], v_lo[b], f_lo[b] = t, trial.q[i], trial.values[i], trial.forces[i]
@@ -278,57 +277,73 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
                                           "a loaded contact let go unexpectedly" if let_go[i] else "")
                 if crossed[b] or t - lo[b] <= tol * max(lo[b], 1e-300):
                     hi[b], why[b], located[b] = min(hi[b], t), reason, "failed"
-                    zero, first = _predicted(lo[b], v_lo[b], prev[b], v_prev[b], events.fold)
-                    event[b] = first if zero - lo[b] <= 100.0 * tol * max(lo[b], 1e-300) else -1
+                    zero, first = _predicted(lo[[b]], v_lo[[b]], prev[[b]], v_prev[[b]], events.fold)
+                    event[b] = first[0] if zero[0] - lo[b] <= 100.0 * tol * max(lo[b], 1e-300) else -1
                     crossed[b] = False  # an unacceptable point inside a sign bracket: close in from below
                 else:
                     why[b] = reason
                     step[b] = 0.5 * (t - lo[b])
-            done[b] = (hi[b] - lo[b] <= tol * max(lo[b], 1e-300)) or lo[b] >= bound[b]
+        moved = np.array(moved, dtype=int)
+        zero, first = _predicted(lo[moved], v_lo[moved], prev[moved], v_prev[moved], events.fold)
+        converged = ~crossed[moved] & (zero - lo[moved] <= 0.5 * tol * np.maximum(lo[moved], 1e-300))
+        for b, at, e in zip(moved[converged], zero[converged], first[converged]):  # the secant has converged
+            hi[b], event[b], located[b], why[b] = max(at, lo[b]), e, "extrapolated", ""
+        done[active] = (hi[active] - lo[active] <= tol * np.maximum(lo[active], 1e-300)) | (lo[active] >= bound[active])
     return Path(lo, q_lo, v_lo, hi, event, located, why, solves, taken, trials, ~done)
 
 
-def _target(lo: float, hi: float, step: float, bound: float, v_lo: np.ndarray, v_hi: np.ndarray, prev: float,
-            v_prev: np.ndarray, fold: tuple[bool, ...], crossed: bool, stuck: int, tol: float) -> float:
-    """The next trial factor of one case."""
-    closing = lo + tol * max(lo, 1e-300)
-    if crossed:  # regula falsi on the first event crossed between lo and hi, Illinois-weighted, kept inside
-        known = np.isfinite(v_lo) & np.isfinite(v_hi)
-        if not np.any(known & (v_hi <= 0.0)):  # the crossed function was not evaluated at lo: bisection
-            return 0.5 * (lo + hi)
-        e = int(np.nanargmin(np.where(known, v_hi / np.where(np.abs(v_lo) > 0, np.abs(v_lo), 1.0), np.nan)))
-        a, c = v_lo[e], v_hi[e]
-        if stuck >= 2:  # the same end kept: weigh it down
-            c *= 0.5 ** (stuck - 1)
-        elif stuck <= -2:
-            a *= 0.5 ** (-stuck - 1)
-        t = lo + (hi - lo) * a / (a - c) if a - c > 0.0 else 0.5 * (lo + hi)
-        margin = 0.5 * tol * max(lo, 1e-300)
-        return float(min(max(t, lo + margin), hi - margin)) if hi - lo > 2 * margin else 0.5 * (lo + hi)
+def _targets(lo: np.ndarray, hi: np.ndarray, step: np.ndarray, bound: np.ndarray, v_lo: np.ndarray, v_hi: np.ndarray,
+             prev: np.ndarray, v_prev: np.ndarray, fold: tuple[bool, ...], crossed: np.ndarray, stuck: np.ndarray,
+             tol: float) -> np.ndarray:
+    """The next trial factors (n,) of n cases: the step, cut short of a predicted crossing, inside ``hi``; in a
+    sign bracket (``crossed``) regula falsi (:func:`_bracketed`)."""
     t = lo + step
     predicted, _ = _predicted(lo, v_lo, prev, v_prev, fold)
-    if np.isfinite(predicted):
-        if predicted - lo <= 0.5 * tol * max(lo, 1e-300):
-            t = min(t, closing)
-        elif predicted < t:
-            t = max(predicted * (1.0 - SHORT * tol), closing)
-    if np.isfinite(hi) and t >= hi:
-        t = 0.5 * (lo + hi)
-    return float(min(t, bound))
+    closing = lo + tol * np.maximum(lo, 1e-300)
+    falls = np.isfinite(predicted)
+    with np.errstate(invalid="ignore"):
+        t = np.where(falls & (predicted - lo <= 0.5 * tol * np.maximum(lo, 1e-300)), np.minimum(t, closing),
+                     np.where(falls & (predicted < t), np.maximum(predicted * (1.0 - SHORT * tol), closing), t))
+    t = np.where(np.isfinite(hi) & (t >= hi), 0.5 * (lo + hi), t)
+    t = np.minimum(t, bound)
+    for i in np.flatnonzero(crossed):
+        t[i] = _bracketed(lo[i], hi[i], v_lo[i], v_hi[i], stuck[i], tol)
+    return t
 
 
-def _predicted(lo: float, v_lo: np.ndarray, prev: float, v_prev: np.ndarray,
-               fold: tuple[bool, ...]) -> tuple[float, int]:
-    """The first factor past ``lo`` where an event function reaches zero, extrapolated from (prev, v_prev) and
-    (lo, v_lo) (a fold's function squared), and that function's index; (inf, -1) when none falls."""
-    best, which = np.inf, -1
-    if not np.isfinite(prev):
-        return best, which
-    for e, is_fold in enumerate(fold):
-        a, b = (v_prev[e] ** 2, v_lo[e] ** 2) if is_fold else (v_prev[e], v_lo[e])
-        if np.isfinite(a) and np.isfinite(b) and b < a and lo + b * (lo - prev) / (a - b) < best:
-            best, which = lo + b * (lo - prev) / (a - b), e
-    return best, which
+def _bracketed(lo: float, hi: float, v_lo: np.ndarray, v_hi: np.ndarray, stuck: int, tol: float) -> float:
+    """The next trial factor of one case in a sign bracket: regula falsi on the first event crossed between lo and
+    hi, Illinois-weighted, kept inside."""
+    known = np.isfinite(v_lo) & np.isfinite(v_hi)
+    if not np.any(known & (v_hi <= 0.0)):  # the crossed function was not evaluated at lo: bisection
+        return 0.5 * (lo + hi)
+    e = int(np.nanargmin(np.where(known, v_hi / np.where(np.abs(v_lo) > 0, np.abs(v_lo), 1.0), np.nan)))
+    a, c = v_lo[e], v_hi[e]
+    if stuck >= 2:  # the same end kept: weigh it down
+        c *= 0.5 ** (stuck - 1)
+    elif stuck <= -2:
+        a *= 0.5 ** (-stuck - 1)
+    t = lo + (hi - lo) * a / (a - c) if a - c > 0.0 else 0.5 * (lo + hi)
+    margin = 0.5 * tol * max(lo, 1e-300)
+    return float(min(max(t, lo + margin), hi - margin)) if hi - lo > 2 * margin else 0.5 * (lo + hi)
+
+
+def _predicted(lo: np.ndarray, v_lo: np.ndarray, prev: np.ndarray, v_prev: np.ndarray,
+               fold: tuple[bool, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per case (n,) the first factor past ``lo`` where an event function reaches zero, extrapolated from
+    (prev, v_prev) and (lo, v_lo) ((n, k); a fold's function squared), and that function's index; inf and -1
+    where none falls."""
+    zero, first = np.full(len(lo), np.inf), np.full(len(lo), -1)
+    if not v_lo.shape[1]:
+        return zero, first
+    fold = np.asarray(fold, dtype=bool)
+    a, b = np.where(fold, v_prev ** 2, v_prev), np.where(fold, v_lo ** 2, v_lo)
+    falls = np.isfinite(a) & np.isfinite(b) & (b < a) & np.isfinite(prev)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        at = np.where(falls, lo[:, None] + b * (lo - prev)[:, None] / (a - b), np.inf)
+    which = np.argmin(at, axis=1)
+    zero = at[np.arange(len(lo)), which]
+    return zero, np.where(zero < np.inf, which, -1)
 
 
 def _unexpected_lift(f_prev: np.ndarray, f_lo: np.ndarray, f_new: np.ndarray, prev: np.ndarray, lo: np.ndarray,
