@@ -121,18 +121,30 @@ def reduced_stiffness(model: Model, q: np.ndarray, free: np.ndarray, gravity: np
         out.lowest[cases] = values[:, 0]
         if not vectors:
             continue
-        for j, i in enumerate(cases):
-            to_q = coupling_map(model, q[i])[:, free]
-            null = to_q @ (z[j] @ eigenvectors[j][:, 0])
-            out.null_vector[i] = null / max(np.linalg.norm(null), 1e-300)
-            # the tangent: du = Z w with (Z^T K Z) w = Z^T dQ/dlambda, K unsymmetrized (the closure force's change
-            # has no part along Z)
-            if loads_next is not None:
-                try:
-                    out.tangent[i] = to_q @ (z[j] @ np.linalg.solve(z_t[j] @ k[i] @ z[j], z_t[j] @ per_factor[i]))
-                except np.linalg.LinAlgError:
-                    pass
+        to_q = np.array([coupling_map(model, q[i])[:, free] for i in cases]) if model.couplings else \
+            np.broadcast_to(np.eye(model.nq)[:, free], (len(cases), model.nq, nf))
+        null = (to_q @ (z @ eigenvectors[..., :1]))[..., 0]
+        out.null_vector[cases] = null / np.maximum(np.linalg.norm(null, axis=1), 1e-300)[:, None]
+        if loads_next is None:
+            continue
+        # the tangent: du = Z w with (Z^T K Z) w = Z^T dQ/dlambda, K unsymmetrized (the closure force's change has
+        # no part along Z)
+        out.tangent[cases] = _tangents(z, z_t @ k[cases] @ z, z_t @ per_factor[cases][..., None], to_q)
     return out
+
+
+def _tangents(z: np.ndarray, stiffness: np.ndarray, per_factor: np.ndarray, to_q: np.ndarray) -> np.ndarray:
+    """``to_q Z w`` (n, nq) with ``stiffness w = per_factor`` ((n, r, r), (n, r, 1)); a singular case's row nan."""
+    try:
+        w = np.linalg.solve(stiffness, per_factor)
+    except np.linalg.LinAlgError:  # one is singular: each case alone
+        w = np.full(per_factor.shape, np.nan)
+        for j in range(len(w)):
+            try:
+                w[j] = np.linalg.solve(stiffness[j], per_factor[j])
+            except np.linalg.LinAlgError:
+                pass
+    return (to_q @ (z @ w))[..., 0]
 
 
 def reduced(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
