@@ -61,10 +61,17 @@ class Violation:
 
 
 def base_nodes(model: Model, base: list[int]) -> np.ndarray:
-    """(n_nodes,) bool: the nodes that only the ``base`` coordinates move (the machine's base body)."""
-    moves = model.subtree[model.coordinate_node]  # (nq, n_nodes): coordinate k moves node n
-    others = np.setdiff1d(np.arange(model.nq), base)
-    return moves[base].any(axis=0) & ~moves[others].any(axis=0)
+    """(n_nodes,) bool, read-only: the nodes that only the ``base`` coordinates move (the machine's base body).
+    Kept on the model per base (a path asks at every step)."""
+    key = ("ground_base_nodes", tuple(base))
+    nodes = model.cache.get(key)
+    if nodes is None:
+        moves = model.subtree[model.coordinate_node]  # (nq, n_nodes): coordinate k moves node n
+        others = np.setdiff1d(np.arange(model.nq), base)
+        nodes = moves[base].any(axis=0) & ~moves[others].any(axis=0)
+        nodes.flags.writeable = False
+        model.cache[key] = nodes
+    return nodes
 
 
 def base_frames(model: Model, base: list[int]) -> np.ndarray:

@@ -127,8 +127,10 @@ def lift_points(scenario: Any, spec: CapacitySpec) -> tuple[Machine, Stand, np.n
         model = floating_model(setup.model)
         models.add(id(model))
         q, held = st.resolve_prescribed(model, set_values(machine, setup.joints), [])
+        set_here = np.zeros(model.nq, dtype=bool)
+        set_here[held] = True
         try:
-            q = closed_start(model, np.where(np.isin(np.arange(model.nq), held), q, previous), held, previous)
+            q = closed_start(model, np.where(set_here, q, previous), held, previous)
         except SolveError as error:
             raise SolveError(f"step {len(starts)} ({', '.join(f'{k} = {v:g}' for k, v in values.items())}): the joints "
                              f"cannot take these values with the springs unstretched: {error}") from None
