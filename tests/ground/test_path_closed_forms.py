@@ -7,42 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.closed_forms import downward, pendulum, truss
 
 from shiftsim.forces import AppliedLoad
 from shiftsim.ground.path import LIMIT_POINT, PathOptions, load_path, reduced
-from shiftsim.model import compile_model
-from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, RestraintSpec
 from shiftsim.statics import free_coordinates
 
 G = 9.81
-
-
-def _downward(model, frame: str, size: float) -> AppliedLoad:
-    return AppliedLoad(model.frame_index(frame), np.array([[0.0, 0.0, -size]]), np.zeros((1, 3)), False)
-
-
-def pendulum(mass: float, length: float, k: float):
-    """A bob of ``mass`` at ``length`` above a revolute joint (axis y) with a torsion spring ``k``, no gravity:
-    the load on the bob stands in for its weight."""
-    bob = BodySpec("bob", mass, np.array([0.0, 0.0, length]), np.eye(3) * 1e-3,
-                   {"tip": FrameSpec("tip", translation=np.array([0.0, 0.0, length]))})
-    hinge = JointSpec("hinge", "revolute", FrameRef(FIXED), FrameRef("bob"), axis=np.array([0.0, 1.0, 0.0]),
-                      initial=(0.0,), stiffness=(0.0, k))
-    return compile_model(ModelSpec("pendulum", "test", "test", gravity=np.zeros(3), bodies=[bob], joints=[hinge]))
-
-
-def truss(a: float, h: float, k: float):
-    """A von Mises truss: an apex on a vertical slider (start height ``h``) held by two bars of axial stiffness
-    ``k`` from supports at x = -a and x = a, unstressed at the start (rest length sqrt(a^2 + h^2))."""
-    rest = float(np.hypot(a, h))
-    apex = BodySpec("apex", 1.0, np.zeros(3), np.eye(3) * 1e-3, {"top": FrameSpec("top")})
-    slider = JointSpec("slider", "prismatic", FrameRef(FIXED), FrameRef("apex"), axis=np.array([0.0, 0.0, 1.0]),
-                       initial=(h,))
-    supports = {side: FrameSpec(side, translation=np.array([x, 0.0, 0.0])) for side, x in (("left", -a), ("right", a))}
-    bars = [RestraintSpec(f"bar_{side}", "spring", (), ((k, -k * rest),), pair=(FrameRef(FIXED, side), FrameRef("apex")))
-            for side in supports]
-    return compile_model(ModelSpec("truss", "test", "test", gravity=np.zeros(3), bodies=[apex], fixed_frames=supports,
-                                   joints=[slider], restraints=bars))
 
 
 def _follow(model, load, first_step):
@@ -57,7 +28,7 @@ def test_an_inverted_pendulum_on_a_torsion_spring_loses_stability_at_k_equal_m_g
     change of the lowest eigenvalue and locates it; the null vector is the hinge."""
     mass, length, k = 20.0, 1.5, 1000.0
     model = pendulum(mass, length, k)
-    followed = _follow(model, _downward(model, "bob:tip", mass * G), 0.3)
+    followed = _follow(model, downward(model, "bob:tip", mass * G), 0.3)
     path = followed.path
     exact = k / (mass * G * length)
     assert path.event[0] == 0 and LIMIT_POINT == "limit point"
@@ -80,7 +51,7 @@ def test_a_von_mises_truss_snaps_through_at_its_closed_form_limit_load():
     P* to 1e-6, at the apex height y* = sqrt(L*^2 - a^2), with a limit point on the slider."""
     a, h, k = 1.0, 0.2, 1e5
     model = truss(a, h, k)
-    followed = _follow(model, _downward(model, "apex:top", 1000.0), 0.5)
+    followed = _follow(model, downward(model, "apex:top", 1000.0), 0.5)
     path = followed.path
     exact = _snap_load(a, h, k) / 1000.0
     assert path.event[0] == 0
@@ -101,7 +72,7 @@ def test_the_limit_point_check_tells_a_real_fold_from_a_point_short_of_it():
     model = pendulum(mass, length, k)
     free = free_coordinates(model, np.array([], dtype=int))
     exact = k / (mass * G * length)
-    load = _downward(model, "bob:tip", mass * G)
+    load = downward(model, "bob:tip", mass * G)
     for fraction in (0.5, 1.0 - 1e-7):
         at = reduced(model, model.q0, free, np.zeros(3), [AppliedLoad(load.frame, load.force * fraction * exact,
                                                                       load.torque, False)], differences=True)
