@@ -84,7 +84,8 @@ def reference_tree(ref: str, folder: Path) -> str:
     why = build_core(folder)
     if why:
         return f"building {ref}'s compiled core failed: {why}"
-    print(f"(built {ref}'s compiled core in {time.perf_counter() - started:.0f} s: its sources differ from this tree's)")
+    print(f"(built {ref}'s compiled core in {time.perf_counter() - started:.0f} s: its sources differ from "
+          "this tree's)")
     return ""
 
 
@@ -153,10 +154,10 @@ def where_the_time_goes() -> None:
     evaluations = Clock(statics, "evaluate")  # of which: the solver's residual and stiffness, one case each
     assembly = Clock(capacity_analysis, "lift_points")  # the lift points' starts, loops closed
     document, cpu, wall = chart(1)
-    points = document["points"]
+    per_point = sum(p["path_solves"] for p in document["points"]) / len(document["points"])
     print(f"where the time goes (one more run here: {cpu:.2f} CPU s, {wall:.2f} s wall): the compiled core's solves "
-          f"{solves.seconds:.2f} s wall ({solves.calls} batches; {sum(p['path_solves'] for p in points) / len(points):.1f}"
-          f" solves per point on the standing path), the reduced stiffness {stiffness.seconds:.2f} s ({stiffness.calls} "
+          f"{solves.seconds:.2f} s wall ({solves.calls} batches; {per_point:.1f} solves per point on the standing "
+          f"path), the reduced stiffness {stiffness.seconds:.2f} s ({stiffness.calls} "
           f"batches, {evaluations.calls} evaluations of the residual and stiffness, {evaluations.seconds:.2f} s), the "
           f"lift points' assembly {assembly.seconds:.2f} s; the rest (event functions, footprints, cylinder forces, "
           f"path control) {wall - solves.seconds - stiffness.seconds - assembly.seconds:.2f} s")

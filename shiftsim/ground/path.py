@@ -104,15 +104,16 @@ def reduced_stiffness(model: Model, q: np.ndarray, free: np.ndarray, gravity: np
         k[i] = e.hessian
         g.append(e.closure_jacobian)
         if loads_next is not None:
-            per_factor[i] = st.evaluate(model, q[i], free, gravity[i], [take(load, one) for load in loads_next],
-                                        rows=at_rows, fields=fields, options=options).q_force_reduced - e.q_force_reduced
+            e_next = st.evaluate(model, q[i], free, gravity[i], [take(load, one) for load in loads_next],
+                                 rows=at_rows, fields=fields, options=options)
+            per_factor[i] = e_next.q_force_reduced - e.q_force_reduced
     out = Reduced(np.full(n, np.inf), np.zeros((n, model.nq)), np.full((n, model.nq), np.nan))
     for m in sorted({len(rows_i) for rows_i in g}):
         cases = np.array([i for i in range(n) if len(g[i]) == m])
         if m >= nf:  # no freedom left
             out.tangent[cases] = 0.0
             continue
-        if m:  # the rows are independent (statics.independent_rows): the last nf - m columns of G^T's Q span its null space
+        if m:  # independent rows (statics.independent_rows): the last nf - m columns of G^T's Q span its null space
             z = np.linalg.qr(np.swapaxes(np.array([g[i] for i in cases]), 1, 2), mode="complete")[0][..., m:]
         else:
             z = np.broadcast_to(np.eye(nf), (len(cases), nf, nf))
@@ -297,8 +298,8 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
                     step[b] = 0.5 * (t - lo[b])
         moved = np.array(moved, dtype=int)
         zero, first = _predicted(lo[moved], v_lo[moved], prev[moved], v_prev[moved], events.fold)
-        converged = ~crossed[moved] & (zero - lo[moved] <= 0.5 * tol * np.maximum(lo[moved], 1e-300))
-        for b, at, e in zip(moved[converged], zero[converged], first[converged]):  # the secant has converged
+        extrapolated = ~crossed[moved] & (zero - lo[moved] <= 0.5 * tol * np.maximum(lo[moved], 1e-300))
+        for b, at, e in zip(moved[extrapolated], zero[extrapolated], first[extrapolated]):  # the secant has converged
             hi[b], event[b], located[b], why[b] = max(at, lo[b]), e, "extrapolated", ""
         done[active] = (hi[active] - lo[active] <= tol * np.maximum(lo[active], 1e-300)) | (lo[active] >= bound[active])
     return Path(lo, q_lo, v_lo, hi, event, located, why, solves, taken, trials, ~done)
@@ -447,7 +448,8 @@ def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarra
         elif len(wanted):
             at = cases[wanted]
             lowest[wanted] = reduced_stiffness(model, result.q[wanted], free, gravity[at], loads(at, factors[wanted]),
-                                               fields=fields, rows=[rows[b] for b in at], vectors=False).lowest / lowest0[at]
+                                               fields=fields, rows=[rows[b] for b in at], vectors=False).lowest \
+                / lowest0[at]
             ratio[at] = lowest[wanted]
         return Trial(result.q, result.converged, np.column_stack([own[0], lowest]), own[1], own[2], own[3])
 
