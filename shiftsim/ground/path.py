@@ -49,7 +49,7 @@ import numpy as np
 
 from .. import statics as st
 from ..forces import AppliedLoad
-from ..kinematics import coupling_map, model_size
+from ..kinematics import coupling_map, forward
 from ..model import Model
 from .stand import Equilibria, closure_rows, solve_grouped, take
 
@@ -375,8 +375,10 @@ def _unexpected_lift(f_prev: np.ndarray, f_lo: np.ndarray, f_new: np.ndarray, pr
 
 
 def sizes(model: Model, q: np.ndarray) -> np.ndarray:
-    """Each case's machine size (B,) (m), for the corrector's floor."""
-    return np.array([model_size(model, row) for row in q])
+    """Each case's machine size (B,) (m; :func:`shiftsim.kinematics.model_size` of each row of ``q`` (B, nq), in one
+    batch of forward kinematics), for the corrector's floor."""
+    origins = forward(model, q, bodies=False).frames[..., :3, 3]
+    return np.sqrt(np.max(np.einsum("bfi,bfi->bf", origins, origins), axis=1, initial=0.0))
 
 
 LIMIT_POINT = "limit point"

@@ -13,7 +13,8 @@ from helpers.statics import loop_spec
 from shiftsim import statics as st
 from shiftsim.forces import AppliedLoad
 from shiftsim.ground.footprint import support_ring
-from shiftsim.ground.path import _predicted, reduced_stiffness
+from shiftsim.ground.path import _predicted, reduced_stiffness, sizes
+from shiftsim.kinematics import model_size
 from shiftsim.model import compile_model
 
 
@@ -148,3 +149,10 @@ def test_the_support_ring_is_the_counter_clockwise_hull_of_the_loaded_contacts()
     line = np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [1.0, 0.0, 0.0], [5.0, 5.0, 0.0]])
     assert sorted(support_ring(line, np.array([True, True, True, False]))) == [0, 1]
     assert support_ring(line, np.array([False, False, False, True])) == [3]
+
+
+def test_the_sizes_of_a_batch_are_each_rows_model_size():
+    """The corrector's floor: one batch of forward kinematics gives every case the size model_size gives it alone."""
+    model, _, _, _, _, q = _loop_equilibria()
+    q = np.vstack([q, q + 0.3])
+    np.testing.assert_array_equal(sizes(model, q), [model_size(model, row) for row in q])
