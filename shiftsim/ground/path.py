@@ -264,39 +264,42 @@ def follow(steps: Steps, q0: np.ndarray, start: Trial, events: Events, first_ste
         near = (corrector <= reach + 1e-9 * size[active]) | ~np.isfinite(predictor)
         let_go = _unexpected_lift(f_prev[active], f_lo[active], trial.forces, prev[active], lo[active], target)
         good = trial.converged & trial.accept & near & ~let_go
-        moved = []  # the cases whose lo moved below every event
-        for i, b in enumerate(active):
-            t = target[i]
-            rejected[b] = not good[i]
-            if good[i] and not np.any(trial.values[i] <= 0.0):  # nan: not evaluated there
-                prev[b], q_prev[b], v_prev[b], f_prev[b] = lo[b], q_lo[b], v_lo[b], f_lo[b]
-                lo[b], q_lo[b], v_lo[b], f_lo[b] = t, trial.q[i], trial.values[i], trial.forces[i]
-                taken[b] += 1
-                stuck[b] = max(stuck[b], 0) + 1 if crossed[b] else 0
-                step[b] = min(options.growth * (t - prev[b]), bound[b] - t) if not crossed[b] else step[b]
-                moved.append(b)
-            elif good[i] and np.nanmin(trial.values[i]) == 0.0:  # exactly at an event's zero (a linear event)
-                prev[b], q_prev[b], v_prev[b], f_prev[b] = lo[b], q_lo[b], v_lo[b], f_lo[b]
-                lo[b], q_lo[b], v_lo[b], f_lo[b] = t, trial.q[i], trial.values[i], trial.forces[i]
-                taken[b] += 1
-                hi[b], event[b], located[b], why[b] = t, int(np.nanargmin(trial.values[i])), "exact", ""
-            elif good[i]:  # an acceptable equilibrium past an event: a sign bracket
-                stuck[b] = min(stuck[b], 0) - 1 if crossed[b] else 0
-                hi[b], v_hi[b], why[b], crossed[b] = t, trial.values[i], "", True
-                event[b], located[b] = int(np.nanargmin(trial.values[i])), "crossed"
+        rejected[active] = ~good
+        below = good & ~np.any(trial.values <= 0.0, axis=1)  # nan: not evaluated there
+        past = np.flatnonzero(good & ~below)  # an acceptable equilibrium at or past an event
+        exact = np.zeros(len(active), dtype=bool)
+        exact[past] = np.nanmin(trial.values[past], axis=1) == 0.0  # exactly at an event's zero (a linear event)
+        bracket = good & ~below & ~exact  # past an event: a sign bracket
+        ahead = np.flatnonzero(below | exact)  # lo moves to the trial
+        on = active[ahead]
+        prev[on], q_prev[on], v_prev[on], f_prev[on] = lo[on], q_lo[on], v_lo[on], f_lo[on]
+        lo[on], q_lo[on], v_lo[on], f_lo[on] = target[ahead], trial.q[ahead], trial.values[ahead], trial.forces[ahead]
+        taken[on] += 1
+        moved = active[below]
+        stuck[moved] = np.where(crossed[moved], np.maximum(stuck[moved], 0) + 1, 0)
+        step[moved] = np.where(crossed[moved], step[moved],
+                               np.minimum(options.growth * (lo[moved] - prev[moved]), bound[moved] - lo[moved]))
+        for i in np.flatnonzero(exact):
+            b = active[i]
+            hi[b], event[b], located[b], why[b] = target[i], int(np.nanargmin(trial.values[i])), "exact", ""
+        for i in np.flatnonzero(bracket):
+            b = active[i]
+            stuck[b] = min(stuck[b], 0) - 1 if crossed[b] else 0
+            hi[b], v_hi[b], why[b], crossed[b] = target[i], trial.values[i], "", True
+            event[b], located[b] = int(np.nanargmin(trial.values[i])), "crossed"
+        for i in np.flatnonzero(~good):
+            b, t = active[i], target[i]
+            reason = trial.why[i] or ("no equilibrium found" if not trial.converged[i] else
+                                      "the solution jumped (another well)" if not near[i] else
+                                      "a loaded contact let go unexpectedly" if let_go[i] else "")
+            if crossed[b] or t - lo[b] <= tol * max(lo[b], 1e-300):
+                hi[b], why[b], located[b] = min(hi[b], t), reason, "failed"
+                zero, first = _predicted(lo[[b]], v_lo[[b]], prev[[b]], v_prev[[b]], events.fold)
+                event[b] = first[0] if zero[0] - lo[b] <= 100.0 * tol * max(lo[b], 1e-300) else -1
+                crossed[b] = False  # an unacceptable point inside a sign bracket: close in from below
             else:
-                reason = trial.why[i] or ("no equilibrium found" if not trial.converged[i] else
-                                          "the solution jumped (another well)" if not near[i] else
-                                          "a loaded contact let go unexpectedly" if let_go[i] else "")
-                if crossed[b] or t - lo[b] <= tol * max(lo[b], 1e-300):
-                    hi[b], why[b], located[b] = min(hi[b], t), reason, "failed"
-                    zero, first = _predicted(lo[[b]], v_lo[[b]], prev[[b]], v_prev[[b]], events.fold)
-                    event[b] = first[0] if zero[0] - lo[b] <= 100.0 * tol * max(lo[b], 1e-300) else -1
-                    crossed[b] = False  # an unacceptable point inside a sign bracket: close in from below
-                else:
-                    why[b] = reason
-                    step[b] = 0.5 * (t - lo[b])
-        moved = np.array(moved, dtype=int)
+                why[b] = reason
+                step[b] = 0.5 * (t - lo[b])
         zero, first = _predicted(lo[moved], v_lo[moved], prev[moved], v_prev[moved], events.fold)
         extrapolated = ~crossed[moved] & (zero - lo[moved] <= 0.5 * tol * np.maximum(lo[moved], 1e-300))
         for b, at, e in zip(moved[extrapolated], zero[extrapolated], first[extrapolated]):  # the secant has converged
