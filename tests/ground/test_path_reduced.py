@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.linalg
-from helpers.closed_forms import truss
+from helpers.closed_forms import pendulum, truss
 from helpers.statics import loop_spec
 
 from shiftsim import statics as st
@@ -156,3 +156,17 @@ def test_the_sizes_of_a_batch_are_each_rows_model_size():
     model, _, _, _, _, q = _loop_equilibria()
     q = np.vstack([q, q + 0.3])
     np.testing.assert_array_equal(sizes(model, q), [model_size(model, row) for row in q])
+
+
+def test_a_singular_case_has_no_tangent_and_leaves_its_batch_neighbours_theirs():
+    """The inverted pendulum (no gravity, a bob load W at l above the hinge) upright: stiffness k - W l, singular at
+    W = k / l. In one batch with W = k / (2 l), that case alone gets a nan tangent; the other's is 0 (a vertical
+    load on the upright bob turns it nowhere) and both lowest eigenvalues are k - W l."""
+    mass, length, k = 1.0, 2.0, 1000.0
+    model = pendulum(mass, length, k)
+    weights = np.array([k / length, 0.5 * k / length])
+    frame = model.frame_index("bob:tip")
+    out = reduced_stiffness(model, np.zeros((2, 1)), np.arange(1), np.zeros((2, 3)), [_vertical(frame, weights)],
+                            [_vertical(frame, 2 * weights)])
+    np.testing.assert_allclose(out.lowest, k - weights * length, atol=1e-9 * k)
+    assert np.isnan(out.tangent[0]).all() and out.tangent[1] == pytest.approx([0.0], abs=1e-12)
