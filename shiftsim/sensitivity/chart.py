@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import statics as st
+from ..errors import InputError
 from ..forces import AppliedLoad
 from ..ground.base import BASE_COORDINATES
 from ..ground.rating import Capacity, CapacityOptions, Cylinder
@@ -40,7 +41,7 @@ from . import ground as ground_terms
 from . import outputs as output_table
 from . import parameters as parameter_table
 from .hydraulic import cylinder_limit
-from .limit import LimitSensitivities
+from .limit import LimitSensitivities, fold_sensitivities, locate_fold
 from .rated import NEAR_SWITCH, RatedSensitivities, rated_load_sensitivity
 
 
@@ -119,10 +120,7 @@ PARAMETER_KINDS = (*parameter_table.KINDS, *ground_terms.PARAMETER_KINDS)
 def _tipping(chart: Chart, result: Capacity, b: int, params: list, per_factor: parameter_table.Parameter,
              mode: str) -> tuple[LimitSensitivities | None, str | None, float]:
     if result.event[b] == "limit point":
-        return None, ("the load path ends at a limit point (the reduced stiffness' lowest eigenvalue reaches "
-                      "zero) before the centre of pressure reaches the tipping edge: the envelope theorem at the "
-                      "path's last state is off by the square root of its distance from the fold (7 % against "
-                      "re-solves on the shipped chart); not given until the fold itself is located"), np.nan
+        return _fold(chart, result, b, params, per_factor)
     if result.event[b] != "lift-off" or not all(result.edge[b]):
         return None, {"not standing": "the machine does not stand unloaded here",
                       "path ends": "the load path ended without tipping (" + "; ".join(
@@ -154,6 +152,23 @@ def _tipping(chart: Chart, result: Capacity, b: int, params: list, per_factor: p
                           "reaches the tipping edge (no standing equilibrium there: a limit point first, whose "
                           "derivative needs the path's null vector)"), np.nan
     return None, "the tipping event was not reached from the search's last standing state", np.nan
+
+
+def _fold(chart: Chart, result: Capacity, b: int, params: list, per_factor: parameter_table.Parameter
+          ) -> tuple[LimitSensitivities | None, str | None, float]:
+    """The tipping branch of a path that ends at a limit point: the fold located from the path's last state and
+    null vector (:func:`.limit.locate_fold`), then the envelope theorem there (:func:`.limit.fold_sensitivities`)."""
+    model, searched = chart.stand.model, float(result.tipping[b])
+    named, *others = _loads(chart, b, 1.0)
+    try:
+        fold = locate_fold(model, result.q_last[b], chart.free, chart.gravity, [named], searched,
+                           result.null_vector[b], others, (chart.field,), expected=float(result.event_factor[b]))
+        eq = implicit.equilibrium_at(model, fold.q, chart.free, chart.gravity, _loads(chart, b, fold.factor),
+                                     "neutral", chart.field)
+        found = fold_sensitivities(eq, params, per_factor, fold.factor)
+    except InputError as error:
+        return None, "; ".join(p.what for p in error.problems), np.nan
+    return found, None, fold.factor / searched - 1.0
 
 
 MAX_REFINEMENTS = 6
