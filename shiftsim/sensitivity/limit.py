@@ -145,7 +145,12 @@ def locate_fold(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarr
     q, free, gravity = np.asarray(q, float), np.asarray(free, int), np.asarray(gravity, float)
     rows = statics.independent_rows(model, q, free) if rows is None else np.asarray(rows, int)
     branch = _Branch(model, q, free, gravity, scaled, fixed, np.asarray(direction, float), tuple(fields), rows)
-    start = branch._evaluate(q[free], None, factor, False)[1].multipliers
+    _, first, along = branch._evaluate(q[free], None, factor, True)
+    if abs(branch.phi @ along) <= SINGULAR * float(np.linalg.norm(along)):
+        raise InputError([Problem("limit point", f"load factor {factor:g}", "the load does no work along the "
+                                  "lowest mode: the path bifurcates there, it does not fold",
+                                  "a fold (a bifurcation: shiftsim.sensitivity.bifurcation)")])
+    start = first.multipliers
     here = branch.solve(0.0, q[free].copy(), start, factor)
     if here is None:
         raise InputError([Problem("limit point", f"load factor {factor:g}", "no equilibrium of the extended system "

@@ -2,6 +2,9 @@
 (shiftsim/sensitivity/limit.py: ``locate_fold``, ``fold_sensitivities``; chart.py's tipping branch at a limit
 point), against independent answers:
 
+* an inverted pendulum on a torsion spring k under a load P at l above its hinge buckles at lambda* P l = k (a
+  bifurcation: the upright path goes on, the load does no work along the mode; shiftsim/sensitivity/bifurcation.py):
+  d lambda*/dk = 1/(P l), d lambda*/dl = -k/(P l^2); a side load or an offset breaks the symmetry (no derivative);
 * the von Mises two-bar truss (tests/ground/test_path_closed_forms.py): its snap-through load
   P* = 2 k (L0^(2/3) - a^(2/3))^(3/2) is linear in the bars' stiffness k at fixed rest length, so
   d lambda*/dk = lambda*/k, and d lambda*/d(load) = -lambda*/P;
@@ -22,11 +25,13 @@ from helpers.ground import OPTIONS, free_of, lift_points, machine, standing
 from helpers.sensitivity import edited
 from scipy.optimize import minimize_scalar
 
+from shiftsim.errors import InputError
 from shiftsim.forces import AppliedLoad
 from shiftsim.ground.path import PathOptions, load_path
 from shiftsim.ground.rating import capacity
 from shiftsim.ground.terrain import Ground
 from shiftsim.model import compile_model
+from shiftsim.sensitivity.bifurcation import bifurcation_load_sensitivity
 from shiftsim.sensitivity.chart import Chart, chart_sensitivities
 from shiftsim.sensitivity.limit import limit_load_sensitivity
 from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, RestraintSpec
@@ -69,6 +74,44 @@ def test_the_truss_fold_located_from_the_path_end_and_its_derivative_as_the_clos
     assert d["load:apex:top.fz"] == pytest.approx(exact / size, rel=1e-9)  # lambda* = P* / (-fz)
     assert d["gravity.z"] == pytest.approx(1.0 / size, rel=1e-9)  # the apex's 1 kg weighs on the fold too
     assert abs(result.null_vector[0]) == pytest.approx(1.0, rel=1e-12)  # the slider
+
+
+def pendulum(mass: float, length: float, k: float):
+    """A bob on a revolute joint (axis y) at ``length`` above it, with a torsion spring ``k``, no gravity."""
+    bob = BodySpec("bob", mass, np.array([0.0, 0.0, length]), np.eye(3) * 1e-3,
+                   {"tip": FrameSpec("tip", translation=np.array([0.0, 0.0, length]))})
+    hinge = JointSpec("hinge", "revolute", FrameRef(FIXED), FrameRef("bob"), axis=np.array([0.0, 1.0, 0.0]),
+                      initial=(0.0,), stiffness=(0.0, k))
+    return compile_model(ModelSpec("pendulum", "test", "test", gravity=np.zeros(3), bodies=[bob], joints=[hinge]))
+
+
+def test_the_inverted_pendulum_s_critical_load_and_its_derivatives_as_k_equals_lambda_p_l():
+    mass, length, k = 20.0, 1.5, 1000.0
+    size = mass * 9.81
+    model = pendulum(mass, length, k)
+    load = AppliedLoad(model.frame_index("bob:tip"), np.array([[0.0, 0.0, -size]]), np.zeros((1, 3)), False)
+    followed = load_path(model, model.q0[None], free_coordinates(model, np.array([], dtype=int)), np.zeros((1, 3)),
+                         load, first_step=np.array([0.3]), options=PathOptions(tolerance=1e-6))
+    exact = k / (size * length)
+    result, reasons = bifurcation_load_sensitivity(model, followed.path.q[0], followed.path.lo[0],
+                                                   [Load("bob:tip", force=(0.0, 0.0, -size))],
+                                                   followed.null_vector[0], gravity=np.zeros(3))
+    assert result.factor == pytest.approx(exact, rel=1e-13)
+    d = dict(zip(result.parameters, result.derivative))
+    assert d["hinge.k"] == pytest.approx(1.0 / (size * length), rel=1e-9)
+    assert d["bob:tip.z"] == pytest.approx(-k / (size * length ** 2), rel=1e-9)
+    assert d["load:bob:tip.fz"] == pytest.approx(k / (size ** 2 * length), rel=1e-9)  # lambda* = k / (-fz l)
+    assert d["gravity.z"] == pytest.approx(mass / size, rel=1e-9)  # the bob's own weight m g at the same height
+    assert d["bob.mass"] == 0.0  # no gravity here
+    why = dict(zip(result.parameters, reasons))
+    for breaking in ("load:bob:tip.fx", "bob:tip.x", "hinge.preload", "gravity.x"):
+        assert np.isnan(d[breaking]) and "symmetry" in why[breaking]
+    assert why["hinge.k"] is None
+    # the envelope theorem of a fold has nothing to divide by here: its locator says the path does not fold
+    with pytest.raises(InputError, match="bifurcates"):
+        limit_load_sensitivity(model, followed.path.q[0], followed.path.lo[0],
+                               [Load("bob:tip", force=(0.0, 0.0, -size))], gravity=np.zeros(3),
+                               direction=followed.null_vector[0])
 
 
 # ---------------------------------------------------------------------- a chart whose paths fold
