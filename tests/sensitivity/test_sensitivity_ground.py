@@ -127,6 +127,51 @@ def test_forward_and_adjoint_agree_and_contact_groups_add_up_to_the_ground(sidew
     assert "box:c0.x" not in forward.parameters
 
 
+class GroupFriction(ContactField):
+    """A contact field whose contacts ``members`` have their own Coulomb coefficient ``friction`` (the core takes
+    one per contact; the ground's for the others)."""
+
+    def __init__(self, field: ContactField, members: list[int], friction: float):
+        super().__init__(field.contacts, field.ground, field.rotation, field.translation, field.normal,
+                         field.tangential, field.anchors)
+        self.members, self.friction = members, friction
+
+    def core_arrays(self):
+        arrays = super().core_arrays()
+        arrays["contact_friction"] = arrays["contact_friction"].copy()
+        arrays["contact_friction"][self.members] = self.friction
+        return arrays
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pad", [0, 2, 3])
+def test_one_contact_group_s_friction_against_re_solves_with_only_its_coefficient_moved(pad):
+    """The rear pads (c2, c3) slip under the sideways load: each one's own friction moves every output, as
+    Richardson differences of re-solves with only that pad's coefficient moved say; a sticking pad's (c0) moves
+    nothing."""
+    model, field, loads, solution = stood(2500.0)
+    name = f"box:c{pad}.friction"
+    result = sensitivity(solution, of=OF, wrt=[name], hold=["slew"], loads=loads, ground=field)
+    assert not any(result.reasons) and result.parameter_values[0] == field.ground.friction
+
+    def central(step):
+        return (footprint_outputs(GroupFriction(field, [pad], field.ground.friction + step), solution.model, loads,
+                                  solution.q)
+                - footprint_outputs(GroupFriction(field, [pad], field.ground.friction - step), solution.model, loads,
+                                    solution.q)) / (2 * step)
+
+    h = 1e-2
+    reference = (4 * central(h / 2) - central(h)) / 3
+    ours = result.derivative[:, 0]
+    if pad == 0:
+        assert np.all(ours == 0.0) and np.max(np.abs(reference)) <= 1e-6
+        return
+    assert np.max(np.abs(ours[:12])) > 100.0  # a slipping pad's friction moves the forces
+    for kind in (slice(0, 12), slice(12, 15), slice(15, 18)):
+        scale = max(float(np.max(np.abs(reference[kind]))), 1e-12)
+        assert np.max(np.abs(ours[kind] - reference[kind])) <= 1e-6 * scale, (kind, ours[kind], reference[kind])
+
+
 # ---------------------------------------------------------------------- the capacity chart
 SLEWS = np.array([0.0, 0.5, 1.0])
 GRAVITY = np.array([0.0, 0.0, -9.81])
