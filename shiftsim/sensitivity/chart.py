@@ -103,12 +103,13 @@ def chart_sensitivities(chart: Chart, result: Capacity, wrt=("all",), mode: str 
     # one parameter list for every point (the model, the loads that stay and the ground are the chart's)
     params, per_factor = _own(parameter_catalogue(unloaded[0]))
     params = parameter_table.select(params, list(wrt), kinds=PARAMETER_KINDS) if "all" not in wrt else params
+    held = {c.joint: _held(chart, c.joint) for c in chart.cylinders}
     out = []
     for b in range(batch):
         reasons: dict[str, str | None] = {"tipping": None, "hydraulic": None, "rated": None}
         tipping, reasons["tipping"], gap = _tipping(chart, result, b, params, per_factor, mode)
         hydraulic, reasons["hydraulic"] = _hydraulic(chart, result, b, params, per_factor, unloaded[b],
-                                                     hydraulic_q[b], mode)
+                                                     hydraulic_q[b], held, mode)
         rated, reasons["rated"] = _rated(chart, result, b, tipping, hydraulic, reasons)
         out.append(PointSensitivities(tipping, hydraulic, rated, reasons, gap))
     return out
@@ -132,15 +133,19 @@ def _tipping(chart: Chart, result: Capacity, b: int, params: list, per_factor: p
     for refinement in range(MAX_REFINEMENTS + 1):  # Newton on the margin event
         eq = implicit.equilibrium_at(chart.stand.model, q, chart.free, chart.gravity, _loads(chart, b, factor),
                                      "stable", chart.field)
-        # the search's state is short of the event: there only the margin's slope in the load; once a step was
-        # taken, every parameter's (the step usually lands within the target)
-        found = differentiate_items(eq, [margin], [*(params if refinement else []), per_factor], mode,
-                                    knots=bool(refinement))  # the path's last state may sit on the lift-off knot
+        found = differentiate_items(eq, [margin], [*params, per_factor], mode)
+        if found.reasons[0] and not refinement:  # the path's last state may sit on the lift-off knot: step back
+            found = differentiate_items(eq, [margin], [per_factor], mode, knots=False)
         if found.reasons[0]:
             return None, found.reasons[0], np.nan
         slope = float(found.derivative[0, -1])
         if not slope < 0.0:
             return None, "the load does not move the centre of pressure toward the tipping edge there", np.nan
+        to_event = -float(found.values[0]) / slope
+        if not refinement and len(found.parameters) > 1 and abs(to_event) <= chart.options.tolerance * searched:
+            # within the search's tolerance of the event (as the chart's load is): its derivative, to that tolerance
+            return LimitSensitivities(factor + to_event, found.parameters[:-1], found.parameter_values[:-1],
+                                      -found.derivative[0, :-1] / slope, None), None, to_event / searched
         target = EVENT_MARGIN * _edge_length(chart, eq, result.edge[b])
         step = (target - float(found.values[0])) / slope
         if abs(step) <= 0.5 * abs(target / slope) and refinement:  # within half the target margin of it
@@ -219,7 +224,7 @@ def _hydraulic_states(chart: Chart, result: Capacity) -> np.ndarray:
 
 
 def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, per_factor: parameter_table.Parameter,
-               unloaded: implicit.Equilibrium, q: np.ndarray, mode: str) -> tuple[LimitSensitivities | None,
+               unloaded: implicit.Equilibrium, q: np.ndarray, held: dict, mode: str) -> tuple[LimitSensitivities | None,
                                                                                       str | None]:
     if not np.isfinite(result.hydraulic[b]) or result.hydraulic[b] <= 0.0 or not result.cylinder[b]:
         return None, "no cylinder reaches its limit here"
@@ -227,12 +232,9 @@ def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, per_factor:
         return None, "the equilibrium at the hydraulic load could not be solved again"
     model = chart.stand.model
     cylinder = next(c for c in chart.cylinders if c.joint == result.cylinder[b])
-    coordinate = model.coordinates_of(cylinder.joint)[0]
-    base = np.array(chart.stand.base)
-    held_free = np.array([i for i in chart.free if i not in base], dtype=int)
+    base, held_free, effort = held[cylinder.joint]
     factor = float(result.hydraulic[b])
     eq = implicit.equilibrium_at(model, q, held_free, chart.gravity, _loads(chart, b, factor), "stable")
-    effort = next(o for o in output_table.catalogue(model, held_free) if o.kind == "effort" and o.target == coordinate)
     factors = implicit.factorize(eq)
     at_base = differentiate_items(eq, [effort], [*params, per_factor], mode, factors)
     if at_base.reasons[0]:
@@ -256,6 +258,17 @@ def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, per_factor:
     values = np.array([*at_base.parameter_values[:-1], cylinder.bore, cylinder.rod, cylinder.pressure])
     return LimitSensitivities(factor, names, values,
                               np.concatenate([-d_force, limit_partial]) / slope, None), None
+
+
+def _held(chart: Chart, joint: str) -> tuple[np.ndarray, np.ndarray, output_table.Output]:
+    """The base's coordinates, the free coordinates with the base held, and the effort output of the cylinder
+    ``joint`` (the same at every lift point of the chart)."""
+    model = chart.stand.model
+    base = np.array(chart.stand.base)
+    held_free = np.array([i for i in chart.free if i not in base], dtype=int)
+    coordinate = model.coordinates_of(joint)[0]
+    effort = next(o for o in output_table.catalogue(model, held_free) if o.kind == "effort" and o.target == coordinate)
+    return base, held_free, effort
 
 
 def _effort_per_held(eq: implicit.Equilibrium, factors: implicit.Factorized, effort, held: np.ndarray,

@@ -219,48 +219,48 @@ def evaluate(field, model: Model, s: State) -> GroundState:
 def force_partials(gs: GroundState, parameters: list[Parameter]) -> np.ndarray:
     """dQ/dp (nq, P) of the ground's generalized forces for the ground parameters among ``parameters`` (zero
     columns for the others), configuration fixed."""
-    out = np.zeros((gs.point_jacobian.shape[1] if len(gs.point_jacobian) else gs.tyre_jacobians.shape[2],
-                    len(parameters)))
-    for column, p in enumerate(parameters):
-        if p.kind in PARAMETER_KINDS:
-            contact_forces, tyre_forces = world_partials(gs, p)
-            out[:, column] = (np.einsum("ikj,ij->k", gs.point_jacobian, contact_forces)
-                              + np.einsum("iakj,iaj->k", gs.tyre_jacobians, tyre_forces.reshape(-1, 3, 3)))
-    return out
+    contact_forces, tyre_forces = world_partials(gs, parameters)
+    return (np.einsum("ikj,ijp->kp", gs.point_jacobian, contact_forces)
+            + np.einsum("iakj,iajp->kp", gs.tyre_jacobians, tyre_forces.reshape(len(tyre_forces), 3, 3, len(parameters))))
 
 
-def world_partials(gs: GroundState, p: Parameter) -> tuple[np.ndarray, np.ndarray]:
-    """d(contact forces)/dp (C, 3) and d(tyre forces)/dp (T, 9) of one ground parameter, world axes."""
-    field_name, members, tyre_members = p.component
+def world_partials(gs: GroundState, parameters: list[Parameter]) -> tuple[np.ndarray, np.ndarray]:
+    """d(contact forces)/dp (C, 3, P) and d(tyre forces)/dp (T, 9, P) of the ground parameters among
+    ``parameters`` (zero for the others), world axes. Each law is linear in its numbers within its regime, so a
+    parameter's column is the part of the force it scales divided by it (see the module docstring)."""
     contacts, tyres = parts(gs.field)
-    d_contact, d_tyre = np.zeros_like(gs.forces), np.zeros_like(gs.tyre_force)
     ground = (contacts or tyres).ground
     follows = ground.tangential_stiffness is None  # stick stiffness = the normal (a tyre's: its radial) one
-    for i in members:
-        if not gs.touching[i]:
+    n_c, n_t, n = len(gs.forces), len(gs.tyre_force), len(parameters)
+    # per contact and tyre, what one unit of each field's parameter adds (zero where it does not act)
+    by_contact, by_tyre = {}, {}
+    if n_c:
+        on, stick = gs.touching[:, None], ~gs.slipping[:, None]
+        by_contact = {
+            "stiffness": np.where(on, gs.normal_part + np.where(~stick | follows, gs.friction_part, 0.0), 0.0)
+            / contacts.normal[:, None],
+            "tangential": np.where(on & stick, gs.friction_part / contacts.tangential[:, None], 0.0),
+            "friction": np.where(on & ~stick, gs.friction_part / ground.friction, 0.0)}
+    if n_t:
+        on, stick = gs.tyre_touching[:, None], ~gs.tyre_slipping[:, None]
+        normal, friction = gs.tyre_force[:, :6], gs.tyre_force[:, 6:]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_compression = np.where(on, 1.0 / gs.compression[:, None], 0.0)
+        by_tyre = {
+            "stiffness": np.where(on, np.hstack([normal, np.where(~stick | follows, friction, 0.0)]), 0.0)
+            / tyres.stiffness[:, None],
+            "radius": np.hstack([normal, np.where(stick, 0.0, friction)]) * per_compression,
+            "tangential": np.where(on & stick, np.hstack([0.0 * normal, friction / tyres.tangential[:, None]]), 0.0),
+            "friction": np.where(on & ~stick, np.hstack([0.0 * normal, friction / tyres.mu[:, None]]), 0.0)}
+    d_contact, d_tyre = np.zeros((n_c, 3, n)), np.zeros((n_t, 9, n))
+    for column, p in enumerate(parameters):
+        if p.kind not in PARAMETER_KINDS:
             continue
-        stick = not gs.slipping[i]
-        if field_name == "stiffness":
-            k = contacts.normal[i]
-            d_contact[i] = (gs.normal_part[i] + (gs.friction_part[i] if not stick or follows else 0.0)) / k
-        elif field_name == "tangential":
-            d_contact[i] = gs.friction_part[i] / contacts.tangential[i] if stick else 0.0
-        elif field_name == "friction":
-            d_contact[i] = gs.friction_part[i] / ground.friction if not stick else 0.0
-    for t in tyre_members:
-        if not gs.tyre_touching[t]:
-            continue
-        stick, normal, friction = not gs.tyre_slipping[t], gs.tyre_force[t, :6], gs.tyre_force[t, 6:]
-        if field_name == "stiffness":
-            d_tyre[t, :6] = normal / tyres.stiffness[t]
-            d_tyre[t, 6:] = friction / tyres.stiffness[t] if not stick or follows else 0.0
-        elif field_name == "radius":
-            d_tyre[t, :6] = normal / gs.compression[t]
-            d_tyre[t, 6:] = 0.0 if stick else friction / gs.compression[t]
-        elif field_name == "tangential":
-            d_tyre[t, 6:] = friction / tyres.tangential[t] if stick else 0.0
-        elif field_name == "friction":
-            d_tyre[t, 6:] = friction / tyres.mu[t] if not stick else 0.0
+        field_name, members, tyre_members = p.component
+        if members and field_name in by_contact:
+            d_contact[list(members), :, column] = by_contact[field_name][list(members)]
+        if tyre_members and field_name in by_tyre:
+            d_tyre[list(tyre_members), :, column] = by_tyre[field_name][list(tyre_members)]
     return d_contact, d_tyre
 
 
@@ -316,10 +316,7 @@ def linearization(gs: GroundState, outputs: list[GroundOutput], free: np.ndarray
     # per contact: d point / du (C, 3, nf), d force / du (C, 3, nf), d force / dp (C, 3, P)
     d_point = np.transpose(gs.point_jacobian[:, free], (0, 2, 1))
     d_force = np.einsum("cij,cjk->cik", gs.stiffness, d_point)
-    ground_columns = [j for j, p in enumerate(parameters) if p.kind in PARAMETER_KINDS]
-    d_force_p = np.zeros((n_c, 3, len(parameters)))
-    for j in ground_columns:
-        d_force_p[:, :, j] = world_partials(gs, parameters[j])[0]
+    d_force_p = world_partials(gs, parameters)[0]
     for i, o in enumerate(outputs):
         if o.kind == "reaction" and o.target >= n_c or o.kind != "reaction" and tyres is not None:
             reasons[i] = ("not implemented: tyre forces and a footprint with tyres (the core does not return a "
