@@ -179,7 +179,7 @@ SEARCH = dataclasses.replace(OPTIONS, tolerance=1e-12, max_solves=120,
                              solver=dataclasses.replace(OPTIONS.solver, force_tolerance=1e-12))
 
 
-def chart(spec=None, stiffness=1e8, bore=0.05):
+def chart(spec=None, stiffness=1e8, bore=0.05, options=SEARCH):
     """The box with a 100 kg mast 3 m out on its slew, standing on four pads, at three slew angles; its lift
     cylinder (bore ``bore``, rod 0.03 m, 2 MPa) holds the mast; a 1 kN load at the hook."""
     model = machine(reach=3.0, mast=True) if spec is None else compile_model(spec)
@@ -187,8 +187,8 @@ def chart(spec=None, stiffness=1e8, bore=0.05):
     free = free_of(stand.model)
     starts, load = lift_points(stand, q, SLEWS, "mast:hook")
     cylinders = (Cylinder("lift", bore, 0.03, 2e6),)
-    result = capacity(stand, starts, free, GRAVITY, load, list(cylinders), SEARCH)
-    return Chart(stand, stand.field(starts[0]), free, GRAVITY, load, (), cylinders, SEARCH), result
+    result = capacity(stand, starts, free, GRAVITY, load, list(cylinders), options)
+    return Chart(stand, stand.field(starts[0]), free, GRAVITY, load, (), cylinders, options), result
 
 
 @pytest.fixture(scope="module")
@@ -245,6 +245,28 @@ def test_tipping_hydraulic_and_rated_loads_against_whole_capacity_re_solves(char
         assert p.rated.governs == "hydraulic" and not p.rated.near_switch
         assert p.reasons == {"tipping": None, "hydraulic": None, "rated": None}
     assert all(abs(p.tipping_gap) < 1e-5 for p in points)
+
+
+@pytest.mark.slow
+def test_at_the_shipped_tolerance_the_tipping_branch_is_taken_at_the_path_s_last_state(charted, monkeypatch):
+    """A search to 1e-6 (the shipped charts') ends within that of the lift-off: the tipping branch is the
+    derivative there, without Newton steps to the event (no standing solve), and agrees to 1e-6 with the one of
+    the search to 1e-12 (checked against whole re-solves above), which steps back from the lift-off knot."""
+    import shiftsim.sensitivity.chart as chart_module
+
+    _, tight = charted
+    found, result = chart(options=dataclasses.replace(SEARCH, tolerance=1e-6, max_solves=60))
+    assert result.event == ["lift-off"] * 3
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("a standing solve toward the event")
+
+    monkeypatch.setattr(chart_module, "_standing_at", no_solve)
+    points = chart_sensitivities(found, result)
+    for ours, reference in zip(points, tight):
+        assert np.max(np.abs(ours.tipping.derivative - reference.tipping.derivative)) <= 1e-6 * np.max(
+            np.abs(reference.tipping.derivative))
+        assert ours.tipping.factor == pytest.approx(reference.tipping.factor, rel=1e-6)
 
 
 @pytest.mark.slow
