@@ -29,9 +29,10 @@ force the stick spring or ``mu k e`` along the slip. So df/dp is the force's par
 Outputs (world axes of the scenario, z up): ``<contact or tyre>.fx|fy|fz`` the ground's force on it (kind
 ``reaction``); ``cop.x``, ``cop.y`` the centre of pressure (kind ``cop``); ``margin`` the tipping margin, the
 distance of the centre of pressure inside the nearest edge of the support polygon (kind ``margin``,
-:mod:`shiftsim.ground.footprint`). Contact forces change with the configuration through the core's contact
-stiffness d force / d point; a tyre's force through its energy's Hessian, which the core does not return: tyre
-reactions, and the centre of pressure and margin of a machine on tyres, are refused with that reason.
+:mod:`shiftsim.ground.footprint`); a tyre counts at its contact point with the force on its centre and friction
+point, as in the footprint. Contact forces change with the configuration through the core's contact stiffness
+d force / d point; a tyre's force through the tyre law's stiffness d force / d (centre, spin axis, friction
+point) and its contact point through d point / d (centre, spin axis), both from the core (src/ground.c).
 
 At a knot of a law (a contact or tyre just lifting off, a contact at its friction limit) the equilibrium has only
 one-sided derivatives: every output says so instead of a number.
@@ -136,8 +137,7 @@ def output_catalogue(field) -> list[GroundOutput]:
 def margin_about(field, edge: tuple[str, str]) -> GroundOutput:
     """The output "distance of the centre of pressure inside the line through the contacts ``edge``" (m): the
     capacity search's tipping margin about its tipping edge."""
-    contacts, _ = parts(field)
-    a, b = (contacts.names.index(name) for name in edge)
+    a, b = (field.names.index(name) for name in edge)
     return GroundOutput(f"margin about {edge[0]} - {edge[1]}", "margin", a, b)
 
 
@@ -149,7 +149,9 @@ class GroundState:
     (T, 9) on the centre, the spin axis and the friction point, ``compression`` (T,) m, ``tyre_touching``,
     ``tyre_slipping`` (T,), ``tyre_jacobians`` (T, 3, nq, 3): d(centre, spin axis, friction point)/dq, world;
     ``stick_pull`` (C,), ``tyre_stick_pull`` (T,): what the stick springs pull with (slipping where more than
-    the Coulomb limit)."""
+    the Coulomb limit); ``tyre_stiffness`` (T, 9, 9) d tyre force / d (centre, spin axis, friction point),
+    ``tyre_points`` (T, 3) the tyres' contact points and ``tyre_point_jacobian`` (T, 3, 6) their derivative in
+    (centre, spin axis) (the core's, src/ground.c)."""
 
     field: object
     points: np.ndarray
@@ -168,6 +170,16 @@ class GroundState:
     tyre_jacobians: np.ndarray
     stick_pull: np.ndarray
     tyre_stick_pull: np.ndarray
+    tyre_stiffness: np.ndarray
+    tyre_points: np.ndarray
+    tyre_point_jacobian: np.ndarray
+
+    def carried(self) -> tuple[np.ndarray, np.ndarray]:
+        """What the ground carries as point forces (C + T, 3) each, world axes, contacts then tyres: the points and
+        forces of :meth:`shiftsim.ground.tyres.OnGround.evaluate` (a tyre's at its contact point: the force on its
+        centre and friction point)."""
+        return (np.concatenate([self.points, self.tyre_points]),
+                np.concatenate([self.forces, self.tyre_force[:, :3] + self.tyre_force[:, 6:]]))
 
 
 def _stick_pull(part, points: np.ndarray) -> np.ndarray:
@@ -213,7 +225,8 @@ def evaluate(field, model: Model, s: State) -> GroundState:
     return GroundState(field, g.contact_point[0], g.contact_force[0], g.contact_stiffness[0], normal_part,
                        friction_part, pen, g.contact_touching[0], g.contact_slipping[0], jac, g.tyre_force[0],
                        g.tyre_compression[0], g.tyre_touching[0], g.tyre_slipping[0], tyre_jac,
-                       _stick_pull(contacts, g.contact_point[0]) if n_c else np.zeros(0), tyre_pull)
+                       _stick_pull(contacts, g.contact_point[0]) if n_c else np.zeros(0), tyre_pull,
+                       g.tyre_stiffness[0], g.tyre_point[0], g.tyre_point_jacobian[0])
 
 
 def force_partials(gs: GroundState, parameters: list[Parameter]) -> np.ndarray:
@@ -291,16 +304,9 @@ def knot_reasons(gs: GroundState) -> list[str]:
 # ---------------------------------------------------------------------- outputs
 def output_value(gs: GroundState, o: GroundOutput) -> float:
     if o.kind == "reaction":
-        n_c = len(gs.forces)
-        if o.target < n_c:
-            return float(gs.forces[o.target, o.component])
-        t = o.target - n_c
-        return float((gs.tyre_force[t, :3] + gs.tyre_force[t, 6:])[o.component])
-    contacts, tyres = parts(gs.field)
+        return float(gs.carried()[1][o.target, o.component])
     if o.kind == "cop":
-        return float(_cop(gs.points, gs.forces)[0][o.component]) if tyres is None else np.nan
-    if tyres is not None:
-        return np.nan
+        return float(_cop(*gs.carried())[0][o.component])
     return float(_margin(gs, o)[0])
 
 
@@ -311,22 +317,13 @@ def linearization(gs: GroundState, outputs: list[GroundOutput], free: np.ndarray
     nf = len(free)
     c, d = np.zeros((len(outputs), nf + n_multipliers)), np.zeros((len(outputs), len(parameters)))
     reasons: list[str | None] = [None] * len(outputs)
-    contacts, tyres = parts(gs.field)
-    n_c = len(gs.forces)
-    # per contact: d point / du (C, 3, nf), d force / du (C, 3, nf), d force / dp (C, 3, P)
-    d_point = np.transpose(gs.point_jacobian[:, free], (0, 2, 1))
-    d_force = np.einsum("cij,cjk->cik", gs.stiffness, d_point)
-    d_force_p = world_partials(gs, parameters)[0]
+    d_point, d_force, d_force_p = _carried_derivatives(gs, free, parameters)
     for i, o in enumerate(outputs):
-        if o.kind == "reaction" and o.target >= n_c or o.kind != "reaction" and tyres is not None:
-            reasons[i] = ("not implemented: tyre forces and a footprint with tyres (the core does not return a "
-                          "tyre's force stiffness)")
-            continue
         if o.kind == "reaction":
             c[i, :nf], d[i] = d_force[o.target, o.component], d_force_p[o.target, o.component]
             continue
         if o.kind == "cop":
-            _, g_point, g_force = _cop(gs.points, gs.forces, o.component)
+            _, g_point, g_force = _cop(*gs.carried(), o.component)
         else:
             value, g_point, g_force, why = _margin(gs, o, gradient=True)
             if why:
@@ -335,6 +332,24 @@ def linearization(gs: GroundState, outputs: list[GroundOutput], free: np.ndarray
         c[i, :nf] = np.einsum("ci,cik->k", g_point, d_point) + np.einsum("ci,cik->k", g_force, d_force)
         d[i] = np.einsum("ci,cij->j", g_force, d_force_p)
     return c, d, reasons
+
+
+def _carried_derivatives(gs: GroundState, free: np.ndarray, parameters: list[Parameter]
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of what the ground carries (:meth:`GroundState.carried`, contacts then tyres): d point / du and d force / du
+    (C + T, 3, nf), d force / dp (C + T, 3, P). A contact's force moves with its point (its stiffness); a tyre's
+    with its centre, spin axis and friction point (the tyre law's stiffness) and its contact point with its centre
+    and axis."""
+    d_point = np.transpose(gs.point_jacobian[:, free], (0, 2, 1))
+    d_force = np.einsum("cij,cjk->cik", gs.stiffness, d_point)
+    contact_p, tyre_p = world_partials(gs, parameters)
+    # each tyre's vectors (centre, axis, friction point) per free coordinate: (T, 9, nf)
+    vectors = np.transpose(gs.tyre_jacobians[:, :, free], (0, 1, 3, 2)).reshape(len(gs.tyre_force), 9, len(free))
+    reaction = gs.tyre_stiffness[:, :3] + gs.tyre_stiffness[:, 6:]  # (T, 3, 9): the centre's and friction point's
+    tyre_point = np.einsum("tij,tjk->tik", gs.tyre_point_jacobian, vectors[:, :6])
+    tyre_force = np.einsum("tij,tjk->tik", reaction, vectors)
+    return (np.concatenate([d_point, tyre_point]), np.concatenate([d_force, tyre_force]),
+            np.concatenate([contact_p, tyre_p[:, :3] + tyre_p[:, 6:]]))
 
 
 def _loaded(forces: np.ndarray) -> np.ndarray:
@@ -381,7 +396,7 @@ def _margin(gs: GroundState, o: GroundOutput, gradient: bool = False):
     forces (C, 3) each, and why it has none (None where it has one). The margin about a line through contacts
     a and b is the signed distance cross(b - a, c - a) / |b - a| of the centre of pressure c (positive on the
     left of a -> b: inside a counter-clockwise polygon)."""
-    points, forces = gs.points, gs.forces
+    points, forces = gs.carried()
     if o.target >= 0:
         a, b = o.target, o.component
         why = None
