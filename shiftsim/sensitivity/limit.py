@@ -179,25 +179,37 @@ def fold_derivative(eq: implicit.Equilibrium, rhs: np.ndarray, along_path: np.nd
                     ) -> tuple[np.ndarray, np.ndarray]:
     """d lambda*/dp (P,) at a fold ``eq`` (its factor ``factor``) from the bordered system's right-hand sides
     ``rhs`` ((nf + m), P) of the parameters and ``along_path`` ((nf + m),) of the load factor; and the right null
-    vector ((nf + m),). InputError where the state is no equilibrium, no fold, or a bifurcation."""
-    u, singular, vt = np.linalg.svd(implicit.bordered(eq))
+    vector ((nf + m),). InputError where the state is no equilibrium, no fold, or a bifurcation.
+
+    The null vectors come from the loop-projected stiffness Z^T H Z (Z an orthonormal basis of the closure rows'
+    null space), not from the bordered matrix itself: its multiplier block has singular values of order
+    |G|^2 / |H| (1e-7 of the largest on a machine on stiff ground), so near a fold its smallest singular vector is
+    mixed with theirs. With y^T (Z^T H Z) = 0 the left null vector is w = (Z y, mu), G^T mu = -H^T Z y; the
+    right one (Z v, nu), G^T nu = H Z v."""
+    free = eq.free
+    h, g = eq.hessian[np.ix_(free, free)], eq.closure_jacobian[:, free]
+    nf, m = h.shape[0], g.shape[0]
+    z = np.linalg.qr(g.T, mode="complete")[0][:, m:] if m else np.eye(nf)
+    u, singular, vt = np.linalg.svd(z.T @ h @ z)
     # scale: the largest stiffness, or the path load's generalized force per unit coordinate (a one-coordinate path)
     scale = max(float(singular[0]), abs(factor) * float(np.linalg.norm(along_path)))
-    unbalanced = float(np.max(np.abs(eq.residual[eq.free]), initial=0.0))
+    unbalanced = float(np.max(np.abs(eq.residual[free]), initial=0.0))
     if unbalanced > SINGULAR * scale:
         raise InputError([Problem("limit point", f"load factor {factor:g}", f"unbalanced by {unbalanced:.3g} "
                                   f"(scale {scale:.3g}): not an equilibrium", "the state of a fold of the path")])
     if singular[-1] > SINGULAR * scale:
-        raise InputError([Problem("limit point", f"load factor {factor:g}", "the bordered matrix is not singular "
-                                  f"there (smallest singular value {singular[-1] / scale:.3g} of the scale): "
-                                  "not a limit point of the load path", "the state of a fold of the path")])
-    left = u[:, -1]
+        raise InputError([Problem("limit point", f"load factor {factor:g}", "the loop-projected stiffness is not "
+                                  f"singular there (smallest singular value {singular[-1] / scale:.3g} of the "
+                                  "scale): not a limit point of the load path", "the state of a fold of the path")])
+    left_u, right_u = z @ u[:, -1], z @ vt[-1]
+    left = np.concatenate([left_u, np.linalg.lstsq(g.T, -h.T @ left_u, rcond=None)[0] if m else []])
+    right = np.concatenate([right_u, np.linalg.lstsq(g.T, h @ right_u, rcond=None)[0] if m else []])
     work = float(left @ along_path)
     if abs(work) <= SINGULAR * float(np.linalg.norm(along_path)):
         raise InputError([Problem("limit point", f"load factor {factor:g}", "the load does no work along the "
                                   "fold's mode: a bifurcation, not a limit point (its load has no derivative)",
                                   "a fold at which the load path turns back")])
-    return -(left @ rhs) / work, vt[-1]
+    return -(left @ rhs) / work, right
 
 
 def fold_sensitivities(eq: implicit.Equilibrium, params: list[parameter_table.Parameter],

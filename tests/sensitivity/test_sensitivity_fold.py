@@ -12,7 +12,12 @@ point), against independent answers:
   standing on four pads: its capacity path ends at a limit point (the boom folds) long before the machine tips.
   The independent answer is a second algorithm on the re-solved machine: the hinge held at an angle theta, the
   load factor lambda(theta) that frees it (secant on the hinge's effort, each a tight standing solve), maximized
-  over theta (scipy's Brent). Its Richardson differences over edited model files are the reference.
+  over theta (scipy's Brent). Its Richardson differences over edited model files are the reference;
+* the shipped excavator chart's step 6, whose path folds over the front (closed loops, a free base on stiff
+  pads: the bordered matrix's multiplier block has singular values of 1e-15 of its largest, so the fold's null
+  vectors must come from the loop-projected stiffness): Richardson differences of the fold located again (the
+  locator being checked by the second algorithm above) on the lift point re-solved with one model parameter
+  moved.
 """
 
 from __future__ import annotations
@@ -196,3 +201,57 @@ def test_the_folding_boom_s_limit_load_against_re_solves_by_a_second_algorithm(f
     ours = np.array([dict(zip(p.tipping.parameters, p.tipping.derivative))[name] for p in points])
     floor = 1e-13 / h  # the reference's own noise (its load factor to ~1e-14) over the step
     assert np.all(np.abs(ours - reference) <= 1e-6 * np.abs(reference) + floor), (ours, reference)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, h", [("front:arm:boom.mass", 10.0), ("front:arm:boom:boom_cyl_head.x", 1e-3),
+                                     ("lower:carbody.mass", 100.0)])
+def test_the_shipped_excavator_s_folding_lift_point_against_its_fold_located_again(excavator_chart, name, h):
+    from shiftsim.ground.stand import take
+    from shiftsim.sensitivity.chart import _loads
+    from shiftsim.sensitivity.limit import locate_fold
+
+    solved, chart, point = excavator_chart
+    b = 6
+    one = np.array([b])
+    assert solved.result.event[b] == "limit point"
+
+    def fold(delta: float) -> float:
+        stand = dataclasses.replace(solved.stand, model=compile_model(edited(solved.stand.model.spec, [], name,
+                                                                             delta)[0]))
+        load, others = take(solved.load, one), [take(o, one) for o in solved.others]
+        found = capacity(stand, solved.starts[one], solved.free, solved.gravity, load, list(chart.cylinders),
+                         chart.options, others)
+        assert found.event == ["limit point"]
+        again = Chart(stand, chart.field, solved.free, solved.gravity, load, tuple(others), chart.cylinders,
+                      chart.options)
+        named, *rest = _loads(again, 0, 1.0)
+        return locate_fold(stand.model, found.q_last[0], solved.free, solved.gravity, [named], float(found.tipping[0]),
+                           found.null_vector[0], rest, (chart.field,), expected=float(found.event_factor[0])).factor
+
+    def central(step: float) -> float:
+        return (fold(step) - fold(-step)) / (2 * step)
+
+    reference = (4 * central(h / 2) - central(h)) / 3
+    ours = dict(zip(point.tipping.parameters, point.tipping.derivative))[name]
+    assert point.tipping.factor == pytest.approx(fold(0.0), rel=1e-13)
+    assert ours == pytest.approx(reference, rel=1e-6)
+
+
+@pytest.fixture(scope="module")
+def excavator_chart():
+    """The shipped capacity chart solved, and its step 6's sensitivities."""
+    import json
+
+    from helpers.scenario import SCENARIOS
+
+    from shiftsim.scenario.capacity_analysis import analysis_spec, solve_chart
+    from shiftsim.scenario.definition import build_scenario
+
+    path = SCENARIOS / "excavator_capacity.json"
+    scenario = build_scenario(path, json.loads(path.read_text()))
+    spec = analysis_spec(scenario)
+    solved = solve_chart(scenario, spec)
+    chart = Chart(solved.stand, solved.stand.field(solved.starts[0]), solved.free, solved.gravity, solved.load,
+                  solved.others, spec.cylinders, spec.options)
+    return solved, chart, chart_sensitivities(chart, solved.result)[6]
