@@ -323,7 +323,8 @@ def linearization(gs: GroundState, outputs: list[GroundOutput], free: np.ndarray
             c[i, :nf], d[i] = d_force[o.target, o.component], d_force_p[o.target, o.component]
             continue
         if o.kind == "cop":
-            _, g_point, g_force = _cop(*gs.carried(), o.component)
+            _, g_point, g_force = _cop(*gs.carried(), True)
+            g_point, g_force = g_point[o.component], g_force[o.component]
         else:
             value, g_point, g_force, why = _margin(gs, o, gradient=True)
             if why:
@@ -357,38 +358,30 @@ def _loaded(forces: np.ndarray) -> np.ndarray:
     return forces[:, 2] > 1e-6 * max(abs(total), 1e-300)  # as shiftsim.ground.footprint
 
 
-def _cop(points: np.ndarray, forces: np.ndarray, axis: int | None = None):
-    """The centre of pressure (3,) (as :func:`shiftsim.ground.footprint.footprint`) and, for ``axis`` (0: x,
-    1: y), its gradient with respect to the points (C, 3) and the forces (C, 3)."""
+def _cop(points: np.ndarray, forces: np.ndarray, gradient: bool = False):
+    """The centre of pressure (3,) (as :func:`shiftsim.ground.footprint.footprint`) and, with ``gradient``, the
+    gradients of its x and y with respect to the points and the forces ((2, C, 3) each)."""
     loaded = _loaded(forces)
     w = np.where(loaded, forces[:, 2], 0.0)
     level = float(w @ points[:, 2] / w.sum())
     total = forces.sum(axis=0)
     moment = np.cross(points, forces).sum(axis=0)
     cop = np.array([(level * total[0] - moment[1]) / total[2], (moment[0] + level * total[1]) / total[2], level])
-    if axis is None:
+    if not gradient:
         return cop, None, None
-    g_point, g_force = np.zeros_like(points), np.zeros_like(forces)
+    g_point, g_force = np.zeros((2, *points.shape)), np.zeros((2, *forces.shape))
     # level = sum w z / sum w over the loaded contacts
     d_level_z = np.where(loaded, w / w.sum(), 0.0)
     d_level_fz = np.where(loaded, (points[:, 2] - level) / w.sum(), 0.0)
-    # M = sum p x f: dM_x = y df_z - z df_y + f_z dy - f_y dz; dM_y = z df_x - x df_z + f_x dz - f_z dx
-    if axis == 0:  # (level F_x - M_y) / F_z
-        numerator = level * total[0] - moment[1]
-        g_point[:, 2] += total[0] * d_level_z - forces[:, 0]
-        g_point[:, 0] += forces[:, 2]
-        g_force[:, 2] += total[0] * d_level_fz + points[:, 0]
-        g_force[:, 0] += level - points[:, 2]
-    else:  # (M_x + level F_y) / F_z
-        numerator = moment[0] + level * total[1]
-        g_point[:, 2] += total[1] * d_level_z - forces[:, 1]
-        g_point[:, 1] += forces[:, 2]
-        g_force[:, 2] += total[1] * d_level_fz + points[:, 1]
-        g_force[:, 1] += level - points[:, 2]
-    g_point /= total[2]
-    g_force /= total[2]
-    g_force[:, 2] -= numerator / total[2] ** 2
-    return cop, g_point, g_force
+    # x = (level F_x - M_y) / F_z, y = (M_x + level F_y) / F_z with M = sum p x f:
+    # dM_x = y df_z - z df_y + f_z dy - f_y dz; dM_y = z df_x - x df_z + f_x dz - f_z dx
+    for axis in (0, 1):
+        g_point[axis, :, 2] = total[axis] * d_level_z - forces[:, axis]
+        g_point[axis, :, axis] = forces[:, 2]
+        g_force[axis, :, 2] = total[axis] * d_level_fz + points[:, axis]
+        g_force[axis, :, axis] = level - points[:, 2]
+        g_force[axis, :, 2] -= cop[axis]  # the quotient's d/dF_z (after dividing by F_z below)
+    return cop, g_point / total[2], g_force / total[2]
 
 
 def _margin(gs: GroundState, o: GroundOutput, gradient: bool = False):
@@ -408,8 +401,7 @@ def _margin(gs: GroundState, o: GroundOutput, gradient: bool = False):
             return fp.margin, None, None, why
         if why:
             return fp.margin, None, None, why
-    cop, gx_point, gx_force = _cop(points, forces, 0)
-    _, gy_point, gy_force = _cop(points, forces, 1)
+    cop, g_cop_point, g_cop_force = _cop(points, forces, gradient)
     e = points[b, :2] - points[a, :2]
     r = cop[:2] - points[a, :2]
     length = float(np.linalg.norm(e))
@@ -419,8 +411,8 @@ def _margin(gs: GroundState, o: GroundOutput, gradient: bool = False):
     # d value = (de x r + e x dr) / L - value (e . de) / L^2, de = d p_b - d p_a, dr = dc - d p_a
     d_c = np.array([-e[1], e[0]]) / length  # d value / d c (x, y)
     d_e = np.array([r[1], -r[0]]) / length - value * e / length ** 2
-    g_point = d_c[0] * gx_point + d_c[1] * gy_point
-    g_force = d_c[0] * gx_force + d_c[1] * gy_force
+    g_point = np.einsum("a,aij->ij", d_c, g_cop_point)
+    g_force = np.einsum("a,aij->ij", d_c, g_cop_force)
     g_point[b, :2] += d_e
     g_point[a, :2] -= d_e + d_c
     return value, g_point, g_force, why
