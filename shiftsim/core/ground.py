@@ -52,7 +52,9 @@ class GroundPoints:
     (B, C, 3), ``contact_stiffness`` (B, C, 3, 3) d force / d point, ``contact_energy``, ``contact_touching``,
     ``contact_slipping`` (B, C). Tyres (T): ``tyre_point`` (B, T, 3) the contact point, ``tyre_force`` (B, T, 9) on
     the centre, the spin axis and the friction point, ``tyre_compression`` (m; negative: clear of the ground),
-    ``tyre_energy``, ``tyre_touching``, ``tyre_slipping`` (B, T)."""
+    ``tyre_energy``, ``tyre_touching``, ``tyre_slipping`` (B, T), ``tyre_stiffness`` (B, T, 9, 9) the derivative of
+    the tyre's force with respect to (centre, spin axis, friction point), the law's own (analytic), and
+    ``tyre_point_jacobian`` (B, T, 3, 6) the contact point's with respect to (centre, spin axis)."""
 
     contact_point: np.ndarray
     contact_force: np.ndarray
@@ -66,6 +68,8 @@ class GroundPoints:
     tyre_energy: np.ndarray
     tyre_touching: np.ndarray
     tyre_slipping: np.ndarray
+    tyre_stiffness: np.ndarray
+    tyre_point_jacobian: np.ndarray
 
 
 def points(capsule, n_contacts: int, n_tyres: int, rotation: np.ndarray, position: np.ndarray) -> GroundPoints:
@@ -76,7 +80,8 @@ def points(capsule, n_contacts: int, n_tyres: int, rotation: np.ndarray, positio
     out = GroundPoints(np.empty((batch, c, 3)), np.empty((batch, c, 3)), np.empty((batch, c, 3, 3)),
                        np.empty((batch, c)), np.empty((batch, c), np.uint8), np.empty((batch, c), np.uint8),
                        np.empty((batch, t, 3)), np.empty((batch, t, 9)), np.empty((batch, t)), np.empty((batch, t)),
-                       np.empty((batch, t), np.uint8), np.empty((batch, t), np.uint8))
+                       np.empty((batch, t), np.uint8), np.empty((batch, t), np.uint8), np.empty((batch, t, 9, 9)),
+                       np.empty((batch, t, 3, 6)))
     core.ground_points(capsule, np.ascontiguousarray(rotation, dtype=float), np.ascontiguousarray(position, dtype=float),
                        *(getattr(out, name) for name in GroundPoints.__dataclass_fields__))
     flags = ("contact_touching", "contact_slipping", "tyre_touching", "tyre_slipping")

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import statics as st
+from ..errors import InputError
 from ..forces import AppliedLoad
 from ..ground.base import BASE_COORDINATES
 from ..ground.rating import Capacity, CapacityOptions, Cylinder
@@ -40,7 +41,7 @@ from . import ground as ground_terms
 from . import outputs as output_table
 from . import parameters as parameter_table
 from .hydraulic import cylinder_limit
-from .limit import LimitSensitivities
+from .limit import LimitSensitivities, fold_sensitivities, locate_fold
 from .rated import NEAR_SWITCH, RatedSensitivities, rated_load_sensitivity
 
 
@@ -102,12 +103,13 @@ def chart_sensitivities(chart: Chart, result: Capacity, wrt=("all",), mode: str 
     # one parameter list for every point (the model, the loads that stay and the ground are the chart's)
     params, per_factor = _own(parameter_catalogue(unloaded[0]))
     params = parameter_table.select(params, list(wrt), kinds=PARAMETER_KINDS) if "all" not in wrt else params
+    held = {c.joint: _held(chart, c.joint) for c in chart.cylinders}
     out = []
     for b in range(batch):
         reasons: dict[str, str | None] = {"tipping": None, "hydraulic": None, "rated": None}
         tipping, reasons["tipping"], gap = _tipping(chart, result, b, params, per_factor, mode)
         hydraulic, reasons["hydraulic"] = _hydraulic(chart, result, b, params, per_factor, unloaded[b],
-                                                     hydraulic_q[b], mode)
+                                                     hydraulic_q[b], held, mode)
         rated, reasons["rated"] = _rated(chart, result, b, tipping, hydraulic, reasons)
         out.append(PointSensitivities(tipping, hydraulic, rated, reasons, gap))
     return out
@@ -119,10 +121,7 @@ PARAMETER_KINDS = (*parameter_table.KINDS, *ground_terms.PARAMETER_KINDS)
 def _tipping(chart: Chart, result: Capacity, b: int, params: list, per_factor: parameter_table.Parameter,
              mode: str) -> tuple[LimitSensitivities | None, str | None, float]:
     if result.event[b] == "limit point":
-        return None, ("the load path ends at a limit point (the reduced stiffness' lowest eigenvalue reaches "
-                      "zero) before the centre of pressure reaches the tipping edge: the envelope theorem at the "
-                      "path's last state is off by the square root of its distance from the fold (7 % against "
-                      "re-solves on the shipped chart); not given until the fold itself is located"), np.nan
+        return _fold(chart, result, b, params, per_factor)
     if result.event[b] != "lift-off" or not all(result.edge[b]):
         return None, {"not standing": "the machine does not stand unloaded here",
                       "path ends": "the load path ended without tipping (" + "; ".join(
@@ -134,15 +133,19 @@ def _tipping(chart: Chart, result: Capacity, b: int, params: list, per_factor: p
     for refinement in range(MAX_REFINEMENTS + 1):  # Newton on the margin event
         eq = implicit.equilibrium_at(chart.stand.model, q, chart.free, chart.gravity, _loads(chart, b, factor),
                                      "stable", chart.field)
-        # the search's state is short of the event: there only the margin's slope in the load; once a step was
-        # taken, every parameter's (the step usually lands within the target)
-        found = differentiate_items(eq, [margin], [*(params if refinement else []), per_factor], mode,
-                                    knots=bool(refinement))  # the path's last state may sit on the lift-off knot
+        found = differentiate_items(eq, [margin], [*params, per_factor], mode)
+        if found.reasons[0] and not refinement:  # the path's last state may sit on the lift-off knot: step back
+            found = differentiate_items(eq, [margin], [per_factor], mode, knots=False)
         if found.reasons[0]:
             return None, found.reasons[0], np.nan
         slope = float(found.derivative[0, -1])
         if not slope < 0.0:
             return None, "the load does not move the centre of pressure toward the tipping edge there", np.nan
+        to_event = -float(found.values[0]) / slope
+        if not refinement and len(found.parameters) > 1 and abs(to_event) <= chart.options.tolerance * searched:
+            # within the search's tolerance of the event (as the chart's load is): its derivative, to that tolerance
+            return LimitSensitivities(factor + to_event, found.parameters[:-1], found.parameter_values[:-1],
+                                      -found.derivative[0, :-1] / slope, None), None, to_event / searched
         target = EVENT_MARGIN * _edge_length(chart, eq, result.edge[b])
         step = (target - float(found.values[0])) / slope
         if abs(step) <= 0.5 * abs(target / slope) and refinement:  # within half the target margin of it
@@ -154,6 +157,23 @@ def _tipping(chart: Chart, result: Capacity, b: int, params: list, per_factor: p
                           "reaches the tipping edge (no standing equilibrium there: a limit point first, whose "
                           "derivative needs the path's null vector)"), np.nan
     return None, "the tipping event was not reached from the search's last standing state", np.nan
+
+
+def _fold(chart: Chart, result: Capacity, b: int, params: list, per_factor: parameter_table.Parameter
+          ) -> tuple[LimitSensitivities | None, str | None, float]:
+    """The tipping branch of a path that ends at a limit point: the fold located from the path's last state and
+    null vector (:func:`.limit.locate_fold`), then the envelope theorem there (:func:`.limit.fold_sensitivities`)."""
+    model, searched = chart.stand.model, float(result.tipping[b])
+    named, *others = _loads(chart, b, 1.0)
+    try:
+        fold = locate_fold(model, result.q_last[b], chart.free, chart.gravity, [named], searched,
+                           result.null_vector[b], others, (chart.field,), expected=float(result.event_factor[b]))
+        eq = implicit.equilibrium_at(model, fold.q, chart.free, chart.gravity, _loads(chart, b, fold.factor),
+                                     "neutral", chart.field)
+        found = fold_sensitivities(eq, params, per_factor, fold.factor)
+    except InputError as error:
+        return None, "; ".join(p.what for p in error.problems), np.nan
+    return found, None, fold.factor / searched - 1.0
 
 
 MAX_REFINEMENTS = 6
@@ -204,7 +224,7 @@ def _hydraulic_states(chart: Chart, result: Capacity) -> np.ndarray:
 
 
 def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, per_factor: parameter_table.Parameter,
-               unloaded: implicit.Equilibrium, q: np.ndarray, mode: str) -> tuple[LimitSensitivities | None,
+               unloaded: implicit.Equilibrium, q: np.ndarray, held: dict, mode: str) -> tuple[LimitSensitivities | None,
                                                                                       str | None]:
     if not np.isfinite(result.hydraulic[b]) or result.hydraulic[b] <= 0.0 or not result.cylinder[b]:
         return None, "no cylinder reaches its limit here"
@@ -212,12 +232,9 @@ def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, per_factor:
         return None, "the equilibrium at the hydraulic load could not be solved again"
     model = chart.stand.model
     cylinder = next(c for c in chart.cylinders if c.joint == result.cylinder[b])
-    coordinate = model.coordinates_of(cylinder.joint)[0]
-    base = np.array(chart.stand.base)
-    held_free = np.array([i for i in chart.free if i not in base], dtype=int)
+    base, held_free, effort = held[cylinder.joint]
     factor = float(result.hydraulic[b])
     eq = implicit.equilibrium_at(model, q, held_free, chart.gravity, _loads(chart, b, factor), "stable")
-    effort = next(o for o in output_table.catalogue(model, held_free) if o.kind == "effort" and o.target == coordinate)
     factors = implicit.factorize(eq)
     at_base = differentiate_items(eq, [effort], [*params, per_factor], mode, factors)
     if at_base.reasons[0]:
@@ -241,6 +258,17 @@ def _hydraulic(chart: Chart, result: Capacity, b: int, params: list, per_factor:
     values = np.array([*at_base.parameter_values[:-1], cylinder.bore, cylinder.rod, cylinder.pressure])
     return LimitSensitivities(factor, names, values,
                               np.concatenate([-d_force, limit_partial]) / slope, None), None
+
+
+def _held(chart: Chart, joint: str) -> tuple[np.ndarray, np.ndarray, output_table.Output]:
+    """The base's coordinates, the free coordinates with the base held, and the effort output of the cylinder
+    ``joint`` (the same at every lift point of the chart)."""
+    model = chart.stand.model
+    base = np.array(chart.stand.base)
+    held_free = np.array([i for i in chart.free if i not in base], dtype=int)
+    coordinate = model.coordinates_of(joint)[0]
+    effort = next(o for o in output_table.catalogue(model, held_free) if o.kind == "effort" and o.target == coordinate)
+    return base, held_free, effort
 
 
 def _effort_per_held(eq: implicit.Equilibrium, factors: implicit.Factorized, effort, held: np.ndarray,

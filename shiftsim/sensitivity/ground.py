@@ -29,9 +29,10 @@ force the stick spring or ``mu k e`` along the slip. So df/dp is the force's par
 Outputs (world axes of the scenario, z up): ``<contact or tyre>.fx|fy|fz`` the ground's force on it (kind
 ``reaction``); ``cop.x``, ``cop.y`` the centre of pressure (kind ``cop``); ``margin`` the tipping margin, the
 distance of the centre of pressure inside the nearest edge of the support polygon (kind ``margin``,
-:mod:`shiftsim.ground.footprint`). Contact forces change with the configuration through the core's contact
-stiffness d force / d point; a tyre's force through its energy's Hessian, which the core does not return: tyre
-reactions, and the centre of pressure and margin of a machine on tyres, are refused with that reason.
+:mod:`shiftsim.ground.footprint`); a tyre counts at its contact point with the force on its centre and friction
+point, as in the footprint. Contact forces change with the configuration through the core's contact stiffness
+d force / d point; a tyre's force through the tyre law's stiffness d force / d (centre, spin axis, friction
+point) and its contact point through d point / d (centre, spin axis), both from the core (src/ground.c).
 
 At a knot of a law (a contact or tyre just lifting off, a contact at its friction limit) the equilibrium has only
 one-sided derivatives: every output says so instead of a number.
@@ -136,8 +137,7 @@ def output_catalogue(field) -> list[GroundOutput]:
 def margin_about(field, edge: tuple[str, str]) -> GroundOutput:
     """The output "distance of the centre of pressure inside the line through the contacts ``edge``" (m): the
     capacity search's tipping margin about its tipping edge."""
-    contacts, _ = parts(field)
-    a, b = (contacts.names.index(name) for name in edge)
+    a, b = (field.names.index(name) for name in edge)
     return GroundOutput(f"margin about {edge[0]} - {edge[1]}", "margin", a, b)
 
 
@@ -149,7 +149,9 @@ class GroundState:
     (T, 9) on the centre, the spin axis and the friction point, ``compression`` (T,) m, ``tyre_touching``,
     ``tyre_slipping`` (T,), ``tyre_jacobians`` (T, 3, nq, 3): d(centre, spin axis, friction point)/dq, world;
     ``stick_pull`` (C,), ``tyre_stick_pull`` (T,): what the stick springs pull with (slipping where more than
-    the Coulomb limit)."""
+    the Coulomb limit); ``tyre_stiffness`` (T, 9, 9) d tyre force / d (centre, spin axis, friction point),
+    ``tyre_points`` (T, 3) the tyres' contact points and ``tyre_point_jacobian`` (T, 3, 6) their derivative in
+    (centre, spin axis) (the core's, src/ground.c)."""
 
     field: object
     points: np.ndarray
@@ -168,6 +170,16 @@ class GroundState:
     tyre_jacobians: np.ndarray
     stick_pull: np.ndarray
     tyre_stick_pull: np.ndarray
+    tyre_stiffness: np.ndarray
+    tyre_points: np.ndarray
+    tyre_point_jacobian: np.ndarray
+
+    def carried(self) -> tuple[np.ndarray, np.ndarray]:
+        """What the ground carries as point forces (C + T, 3) each, world axes, contacts then tyres: the points and
+        forces of :meth:`shiftsim.ground.tyres.OnGround.evaluate` (a tyre's at its contact point: the force on its
+        centre and friction point)."""
+        return (np.concatenate([self.points, self.tyre_points]),
+                np.concatenate([self.forces, self.tyre_force[:, :3] + self.tyre_force[:, 6:]]))
 
 
 def _stick_pull(part, points: np.ndarray) -> np.ndarray:
@@ -213,54 +225,55 @@ def evaluate(field, model: Model, s: State) -> GroundState:
     return GroundState(field, g.contact_point[0], g.contact_force[0], g.contact_stiffness[0], normal_part,
                        friction_part, pen, g.contact_touching[0], g.contact_slipping[0], jac, g.tyre_force[0],
                        g.tyre_compression[0], g.tyre_touching[0], g.tyre_slipping[0], tyre_jac,
-                       _stick_pull(contacts, g.contact_point[0]) if n_c else np.zeros(0), tyre_pull)
+                       _stick_pull(contacts, g.contact_point[0]) if n_c else np.zeros(0), tyre_pull,
+                       g.tyre_stiffness[0], g.tyre_point[0], g.tyre_point_jacobian[0])
 
 
 def force_partials(gs: GroundState, parameters: list[Parameter]) -> np.ndarray:
     """dQ/dp (nq, P) of the ground's generalized forces for the ground parameters among ``parameters`` (zero
     columns for the others), configuration fixed."""
-    out = np.zeros((gs.point_jacobian.shape[1] if len(gs.point_jacobian) else gs.tyre_jacobians.shape[2],
-                    len(parameters)))
-    for column, p in enumerate(parameters):
-        if p.kind in PARAMETER_KINDS:
-            contact_forces, tyre_forces = world_partials(gs, p)
-            out[:, column] = (np.einsum("ikj,ij->k", gs.point_jacobian, contact_forces)
-                              + np.einsum("iakj,iaj->k", gs.tyre_jacobians, tyre_forces.reshape(-1, 3, 3)))
-    return out
+    contact_forces, tyre_forces = world_partials(gs, parameters)
+    return (np.einsum("ikj,ijp->kp", gs.point_jacobian, contact_forces)
+            + np.einsum("iakj,iajp->kp", gs.tyre_jacobians, tyre_forces.reshape(len(tyre_forces), 3, 3, len(parameters))))
 
 
-def world_partials(gs: GroundState, p: Parameter) -> tuple[np.ndarray, np.ndarray]:
-    """d(contact forces)/dp (C, 3) and d(tyre forces)/dp (T, 9) of one ground parameter, world axes."""
-    field_name, members, tyre_members = p.component
+def world_partials(gs: GroundState, parameters: list[Parameter]) -> tuple[np.ndarray, np.ndarray]:
+    """d(contact forces)/dp (C, 3, P) and d(tyre forces)/dp (T, 9, P) of the ground parameters among
+    ``parameters`` (zero for the others), world axes. Each law is linear in its numbers within its regime, so a
+    parameter's column is the part of the force it scales divided by it (see the module docstring)."""
     contacts, tyres = parts(gs.field)
-    d_contact, d_tyre = np.zeros_like(gs.forces), np.zeros_like(gs.tyre_force)
     ground = (contacts or tyres).ground
     follows = ground.tangential_stiffness is None  # stick stiffness = the normal (a tyre's: its radial) one
-    for i in members:
-        if not gs.touching[i]:
+    n_c, n_t, n = len(gs.forces), len(gs.tyre_force), len(parameters)
+    # per contact and tyre, what one unit of each field's parameter adds (zero where it does not act)
+    by_contact, by_tyre = {}, {}
+    if n_c:
+        on, stick = gs.touching[:, None], ~gs.slipping[:, None]
+        by_contact = {
+            "stiffness": np.where(on, gs.normal_part + np.where(~stick | follows, gs.friction_part, 0.0), 0.0)
+            / contacts.normal[:, None],
+            "tangential": np.where(on & stick, gs.friction_part / contacts.tangential[:, None], 0.0),
+            "friction": np.where(on & ~stick, gs.friction_part / ground.friction, 0.0)}
+    if n_t:
+        on, stick = gs.tyre_touching[:, None], ~gs.tyre_slipping[:, None]
+        normal, friction = gs.tyre_force[:, :6], gs.tyre_force[:, 6:]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_compression = np.where(on, 1.0 / gs.compression[:, None], 0.0)
+        by_tyre = {
+            "stiffness": np.where(on, np.hstack([normal, np.where(~stick | follows, friction, 0.0)]), 0.0)
+            / tyres.stiffness[:, None],
+            "radius": np.hstack([normal, np.where(stick, 0.0, friction)]) * per_compression,
+            "tangential": np.where(on & stick, np.hstack([0.0 * normal, friction / tyres.tangential[:, None]]), 0.0),
+            "friction": np.where(on & ~stick, np.hstack([0.0 * normal, friction / tyres.mu[:, None]]), 0.0)}
+    d_contact, d_tyre = np.zeros((n_c, 3, n)), np.zeros((n_t, 9, n))
+    for column, p in enumerate(parameters):
+        if p.kind not in PARAMETER_KINDS:
             continue
-        stick = not gs.slipping[i]
-        if field_name == "stiffness":
-            k = contacts.normal[i]
-            d_contact[i] = (gs.normal_part[i] + (gs.friction_part[i] if not stick or follows else 0.0)) / k
-        elif field_name == "tangential":
-            d_contact[i] = gs.friction_part[i] / contacts.tangential[i] if stick else 0.0
-        elif field_name == "friction":
-            d_contact[i] = gs.friction_part[i] / ground.friction if not stick else 0.0
-    for t in tyre_members:
-        if not gs.tyre_touching[t]:
-            continue
-        stick, normal, friction = not gs.tyre_slipping[t], gs.tyre_force[t, :6], gs.tyre_force[t, 6:]
-        if field_name == "stiffness":
-            d_tyre[t, :6] = normal / tyres.stiffness[t]
-            d_tyre[t, 6:] = friction / tyres.stiffness[t] if not stick or follows else 0.0
-        elif field_name == "radius":
-            d_tyre[t, :6] = normal / gs.compression[t]
-            d_tyre[t, 6:] = 0.0 if stick else friction / gs.compression[t]
-        elif field_name == "tangential":
-            d_tyre[t, 6:] = friction / tyres.tangential[t] if stick else 0.0
-        elif field_name == "friction":
-            d_tyre[t, 6:] = friction / tyres.mu[t] if not stick else 0.0
+        field_name, members, tyre_members = p.component
+        if members and field_name in by_contact:
+            d_contact[list(members), :, column] = by_contact[field_name][list(members)]
+        if tyre_members and field_name in by_tyre:
+            d_tyre[list(tyre_members), :, column] = by_tyre[field_name][list(tyre_members)]
     return d_contact, d_tyre
 
 
@@ -291,16 +304,9 @@ def knot_reasons(gs: GroundState) -> list[str]:
 # ---------------------------------------------------------------------- outputs
 def output_value(gs: GroundState, o: GroundOutput) -> float:
     if o.kind == "reaction":
-        n_c = len(gs.forces)
-        if o.target < n_c:
-            return float(gs.forces[o.target, o.component])
-        t = o.target - n_c
-        return float((gs.tyre_force[t, :3] + gs.tyre_force[t, 6:])[o.component])
-    contacts, tyres = parts(gs.field)
+        return float(gs.carried()[1][o.target, o.component])
     if o.kind == "cop":
-        return float(_cop(gs.points, gs.forces)[0][o.component]) if tyres is None else np.nan
-    if tyres is not None:
-        return np.nan
+        return float(_cop(*gs.carried())[0][o.component])
     return float(_margin(gs, o)[0])
 
 
@@ -311,25 +317,14 @@ def linearization(gs: GroundState, outputs: list[GroundOutput], free: np.ndarray
     nf = len(free)
     c, d = np.zeros((len(outputs), nf + n_multipliers)), np.zeros((len(outputs), len(parameters)))
     reasons: list[str | None] = [None] * len(outputs)
-    contacts, tyres = parts(gs.field)
-    n_c = len(gs.forces)
-    # per contact: d point / du (C, 3, nf), d force / du (C, 3, nf), d force / dp (C, 3, P)
-    d_point = np.transpose(gs.point_jacobian[:, free], (0, 2, 1))
-    d_force = np.einsum("cij,cjk->cik", gs.stiffness, d_point)
-    ground_columns = [j for j, p in enumerate(parameters) if p.kind in PARAMETER_KINDS]
-    d_force_p = np.zeros((n_c, 3, len(parameters)))
-    for j in ground_columns:
-        d_force_p[:, :, j] = world_partials(gs, parameters[j])[0]
+    d_point, d_force, d_force_p = _carried_derivatives(gs, free, parameters)
     for i, o in enumerate(outputs):
-        if o.kind == "reaction" and o.target >= n_c or o.kind != "reaction" and tyres is not None:
-            reasons[i] = ("not implemented: tyre forces and a footprint with tyres (the core does not return a "
-                          "tyre's force stiffness)")
-            continue
         if o.kind == "reaction":
             c[i, :nf], d[i] = d_force[o.target, o.component], d_force_p[o.target, o.component]
             continue
         if o.kind == "cop":
-            _, g_point, g_force = _cop(gs.points, gs.forces, o.component)
+            _, g_point, g_force = _cop(*gs.carried(), True)
+            g_point, g_force = g_point[o.component], g_force[o.component]
         else:
             value, g_point, g_force, why = _margin(gs, o, gradient=True)
             if why:
@@ -340,43 +335,53 @@ def linearization(gs: GroundState, outputs: list[GroundOutput], free: np.ndarray
     return c, d, reasons
 
 
+def _carried_derivatives(gs: GroundState, free: np.ndarray, parameters: list[Parameter]
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of what the ground carries (:meth:`GroundState.carried`, contacts then tyres): d point / du and d force / du
+    (C + T, 3, nf), d force / dp (C + T, 3, P). A contact's force moves with its point (its stiffness); a tyre's
+    with its centre, spin axis and friction point (the tyre law's stiffness) and its contact point with its centre
+    and axis."""
+    d_point = np.transpose(gs.point_jacobian[:, free], (0, 2, 1))
+    d_force = np.einsum("cij,cjk->cik", gs.stiffness, d_point)
+    contact_p, tyre_p = world_partials(gs, parameters)
+    # each tyre's vectors (centre, axis, friction point) per free coordinate: (T, 9, nf)
+    vectors = np.transpose(gs.tyre_jacobians[:, :, free], (0, 1, 3, 2)).reshape(len(gs.tyre_force), 9, len(free))
+    reaction = gs.tyre_stiffness[:, :3] + gs.tyre_stiffness[:, 6:]  # (T, 3, 9): the centre's and friction point's
+    tyre_point = np.einsum("tij,tjk->tik", gs.tyre_point_jacobian, vectors[:, :6])
+    tyre_force = np.einsum("tij,tjk->tik", reaction, vectors)
+    return (np.concatenate([d_point, tyre_point]), np.concatenate([d_force, tyre_force]),
+            np.concatenate([contact_p, tyre_p[:, :3] + tyre_p[:, 6:]]))
+
+
 def _loaded(forces: np.ndarray) -> np.ndarray:
     total = forces[:, 2].sum()
     return forces[:, 2] > 1e-6 * max(abs(total), 1e-300)  # as shiftsim.ground.footprint
 
 
-def _cop(points: np.ndarray, forces: np.ndarray, axis: int | None = None):
-    """The centre of pressure (3,) (as :func:`shiftsim.ground.footprint.footprint`) and, for ``axis`` (0: x,
-    1: y), its gradient with respect to the points (C, 3) and the forces (C, 3)."""
+def _cop(points: np.ndarray, forces: np.ndarray, gradient: bool = False):
+    """The centre of pressure (3,) (as :func:`shiftsim.ground.footprint.footprint`) and, with ``gradient``, the
+    gradients of its x and y with respect to the points and the forces ((2, C, 3) each)."""
     loaded = _loaded(forces)
     w = np.where(loaded, forces[:, 2], 0.0)
     level = float(w @ points[:, 2] / w.sum())
     total = forces.sum(axis=0)
     moment = np.cross(points, forces).sum(axis=0)
     cop = np.array([(level * total[0] - moment[1]) / total[2], (moment[0] + level * total[1]) / total[2], level])
-    if axis is None:
+    if not gradient:
         return cop, None, None
-    g_point, g_force = np.zeros_like(points), np.zeros_like(forces)
+    g_point, g_force = np.zeros((2, *points.shape)), np.zeros((2, *forces.shape))
     # level = sum w z / sum w over the loaded contacts
     d_level_z = np.where(loaded, w / w.sum(), 0.0)
     d_level_fz = np.where(loaded, (points[:, 2] - level) / w.sum(), 0.0)
-    # M = sum p x f: dM_x = y df_z - z df_y + f_z dy - f_y dz; dM_y = z df_x - x df_z + f_x dz - f_z dx
-    if axis == 0:  # (level F_x - M_y) / F_z
-        numerator = level * total[0] - moment[1]
-        g_point[:, 2] += total[0] * d_level_z - forces[:, 0]
-        g_point[:, 0] += forces[:, 2]
-        g_force[:, 2] += total[0] * d_level_fz + points[:, 0]
-        g_force[:, 0] += level - points[:, 2]
-    else:  # (M_x + level F_y) / F_z
-        numerator = moment[0] + level * total[1]
-        g_point[:, 2] += total[1] * d_level_z - forces[:, 1]
-        g_point[:, 1] += forces[:, 2]
-        g_force[:, 2] += total[1] * d_level_fz + points[:, 1]
-        g_force[:, 1] += level - points[:, 2]
-    g_point /= total[2]
-    g_force /= total[2]
-    g_force[:, 2] -= numerator / total[2] ** 2
-    return cop, g_point, g_force
+    # x = (level F_x - M_y) / F_z, y = (M_x + level F_y) / F_z with M = sum p x f:
+    # dM_x = y df_z - z df_y + f_z dy - f_y dz; dM_y = z df_x - x df_z + f_x dz - f_z dx
+    for axis in (0, 1):
+        g_point[axis, :, 2] = total[axis] * d_level_z - forces[:, axis]
+        g_point[axis, :, axis] = forces[:, 2]
+        g_force[axis, :, 2] = total[axis] * d_level_fz + points[:, axis]
+        g_force[axis, :, axis] = level - points[:, 2]
+        g_force[axis, :, 2] -= cop[axis]  # the quotient's d/dF_z (after dividing by F_z below)
+    return cop, g_point / total[2], g_force / total[2]
 
 
 def _margin(gs: GroundState, o: GroundOutput, gradient: bool = False):
@@ -384,7 +389,7 @@ def _margin(gs: GroundState, o: GroundOutput, gradient: bool = False):
     forces (C, 3) each, and why it has none (None where it has one). The margin about a line through contacts
     a and b is the signed distance cross(b - a, c - a) / |b - a| of the centre of pressure c (positive on the
     left of a -> b: inside a counter-clockwise polygon)."""
-    points, forces = gs.points, gs.forces
+    points, forces = gs.carried()
     if o.target >= 0:
         a, b = o.target, o.component
         why = None
@@ -396,8 +401,7 @@ def _margin(gs: GroundState, o: GroundOutput, gradient: bool = False):
             return fp.margin, None, None, why
         if why:
             return fp.margin, None, None, why
-    cop, gx_point, gx_force = _cop(points, forces, 0)
-    _, gy_point, gy_force = _cop(points, forces, 1)
+    cop, g_cop_point, g_cop_force = _cop(points, forces, gradient)
     e = points[b, :2] - points[a, :2]
     r = cop[:2] - points[a, :2]
     length = float(np.linalg.norm(e))
@@ -407,8 +411,8 @@ def _margin(gs: GroundState, o: GroundOutput, gradient: bool = False):
     # d value = (de x r + e x dr) / L - value (e . de) / L^2, de = d p_b - d p_a, dr = dc - d p_a
     d_c = np.array([-e[1], e[0]]) / length  # d value / d c (x, y)
     d_e = np.array([r[1], -r[0]]) / length - value * e / length ** 2
-    g_point = d_c[0] * gx_point + d_c[1] * gy_point
-    g_force = d_c[0] * gx_force + d_c[1] * gy_force
+    g_point = np.einsum("a,aij->ij", d_c, g_cop_point)
+    g_force = np.einsum("a,aij->ij", d_c, g_cop_force)
     g_point[b, :2] += d_e
     g_point[a, :2] -= d_e + d_c
     return value, g_point, g_force, why

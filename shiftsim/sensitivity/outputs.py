@@ -29,7 +29,6 @@ from ..kinematics import point_jacobian
 from ..model import Model
 from . import wrenches
 from .names import choose
-from .ground import grounded_nodes as ground_nodes
 from .implicit import Equilibrium
 from .parameters import AXES, FrameMotion, Parameter, frame_motions
 
@@ -106,7 +105,6 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
     multipliers = np.zeros(6 * len(model.closures))
     multipliers[eq.rows] = eq.multipliers
     wrench_terms: dict[int, tuple] = {}
-    grounded = ground_nodes(eq.ground) if eq.ground is not None else set()
     for i, o in enumerate(outputs):
         if o.kind == "joint":
             if o.target in position:
@@ -125,7 +123,7 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
             else:
                 reasons[i] = "not determined: a redundant closure row (statically indeterminate; reported as 0)"
         elif o.kind == "wrench":
-            reasons[i] = wrenches.supported(model, o.target, grounded)
+            reasons[i] = wrenches.supported(model, o.target)
             if reasons[i] is None:
                 if o.target not in wrench_terms:
                     wrench_terms[o.target] = wrenches.linearization(eq, o.target, multipliers, parameters, motions)

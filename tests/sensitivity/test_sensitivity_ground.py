@@ -127,6 +127,51 @@ def test_forward_and_adjoint_agree_and_contact_groups_add_up_to_the_ground(sidew
     assert "box:c0.x" not in forward.parameters
 
 
+class GroupFriction(ContactField):
+    """A contact field whose contacts ``members`` have their own Coulomb coefficient ``friction`` (the core takes
+    one per contact; the ground's for the others)."""
+
+    def __init__(self, field: ContactField, members: list[int], friction: float):
+        super().__init__(field.contacts, field.ground, field.rotation, field.translation, field.normal,
+                         field.tangential, field.anchors)
+        self.members, self.friction = members, friction
+
+    def core_arrays(self):
+        arrays = super().core_arrays()
+        arrays["contact_friction"] = arrays["contact_friction"].copy()
+        arrays["contact_friction"][self.members] = self.friction
+        return arrays
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pad", [0, 2, 3])
+def test_one_contact_group_s_friction_against_re_solves_with_only_its_coefficient_moved(pad):
+    """The rear pads (c2, c3) slip under the sideways load: each one's own friction moves every output, as
+    Richardson differences of re-solves with only that pad's coefficient moved say; a sticking pad's (c0) moves
+    nothing."""
+    model, field, loads, solution = stood(2500.0)
+    name = f"box:c{pad}.friction"
+    result = sensitivity(solution, of=OF, wrt=[name], hold=["slew"], loads=loads, ground=field)
+    assert not any(result.reasons) and result.parameter_values[0] == field.ground.friction
+
+    def central(step):
+        return (footprint_outputs(GroupFriction(field, [pad], field.ground.friction + step), solution.model, loads,
+                                  solution.q)
+                - footprint_outputs(GroupFriction(field, [pad], field.ground.friction - step), solution.model, loads,
+                                    solution.q)) / (2 * step)
+
+    h = 1e-2
+    reference = (4 * central(h / 2) - central(h)) / 3
+    ours = result.derivative[:, 0]
+    if pad == 0:
+        assert np.all(ours == 0.0) and np.max(np.abs(reference)) <= 1e-6
+        return
+    assert np.max(np.abs(ours[:12])) > 100.0  # a slipping pad's friction moves the forces
+    for kind in (slice(0, 12), slice(12, 15), slice(15, 18)):
+        scale = max(float(np.max(np.abs(reference[kind]))), 1e-12)
+        assert np.max(np.abs(ours[kind] - reference[kind])) <= 1e-6 * scale, (kind, ours[kind], reference[kind])
+
+
 # ---------------------------------------------------------------------- the capacity chart
 SLEWS = np.array([0.0, 0.5, 1.0])
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -134,7 +179,7 @@ SEARCH = dataclasses.replace(OPTIONS, tolerance=1e-12, max_solves=120,
                              solver=dataclasses.replace(OPTIONS.solver, force_tolerance=1e-12))
 
 
-def chart(spec=None, stiffness=1e8, bore=0.05):
+def chart(spec=None, stiffness=1e8, bore=0.05, options=SEARCH):
     """The box with a 100 kg mast 3 m out on its slew, standing on four pads, at three slew angles; its lift
     cylinder (bore ``bore``, rod 0.03 m, 2 MPa) holds the mast; a 1 kN load at the hook."""
     model = machine(reach=3.0, mast=True) if spec is None else compile_model(spec)
@@ -142,8 +187,8 @@ def chart(spec=None, stiffness=1e8, bore=0.05):
     free = free_of(stand.model)
     starts, load = lift_points(stand, q, SLEWS, "mast:hook")
     cylinders = (Cylinder("lift", bore, 0.03, 2e6),)
-    result = capacity(stand, starts, free, GRAVITY, load, list(cylinders), SEARCH)
-    return Chart(stand, stand.field(starts[0]), free, GRAVITY, load, (), cylinders, SEARCH), result
+    result = capacity(stand, starts, free, GRAVITY, load, list(cylinders), options)
+    return Chart(stand, stand.field(starts[0]), free, GRAVITY, load, (), cylinders, options), result
 
 
 @pytest.fixture(scope="module")
@@ -200,6 +245,28 @@ def test_tipping_hydraulic_and_rated_loads_against_whole_capacity_re_solves(char
         assert p.rated.governs == "hydraulic" and not p.rated.near_switch
         assert p.reasons == {"tipping": None, "hydraulic": None, "rated": None}
     assert all(abs(p.tipping_gap) < 1e-5 for p in points)
+
+
+@pytest.mark.slow
+def test_at_the_shipped_tolerance_the_tipping_branch_is_taken_at_the_path_s_last_state(charted, monkeypatch):
+    """A search to 1e-6 (the shipped charts') ends within that of the lift-off: the tipping branch is the
+    derivative there, without Newton steps to the event (no standing solve), and agrees to 1e-6 with the one of
+    the search to 1e-12 (checked against whole re-solves above), which steps back from the lift-off knot."""
+    import shiftsim.sensitivity.chart as chart_module
+
+    _, tight = charted
+    found, result = chart(options=dataclasses.replace(SEARCH, tolerance=1e-6, max_solves=60))
+    assert result.event == ["lift-off"] * 3
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("a standing solve toward the event")
+
+    monkeypatch.setattr(chart_module, "_standing_at", no_solve)
+    points = chart_sensitivities(found, result)
+    for ours, reference in zip(points, tight):
+        assert np.max(np.abs(ours.tipping.derivative - reference.tipping.derivative)) <= 1e-6 * np.max(
+            np.abs(reference.tipping.derivative))
+        assert ours.tipping.factor == pytest.approx(reference.tipping.factor, rel=1e-6)
 
 
 @pytest.mark.slow

@@ -932,15 +932,16 @@ static PyObject *py_ground_terms(PyObject *self, PyObject *args) {
 
 /* ground_points(ground, rotation (B, n, 3, 3), position (B, n, 3), then per contact (B, C, ...): point, force,
  * stiffness (3, 3), energy, touching (uint8), slipping (uint8); per tyre (B, T, ...): contact point, force (9) on
- * centre, axis and friction point, compression, energy, touching, slipping): each written where not None, world
- * axes (ground_points in ground.c). */
+ * centre, axis and friction point, compression, energy, touching, slipping, stiffness (9, 9) d force / d (centre,
+ * axis, friction point), contact point's Jacobian (3, 6) d point / d (centre, axis)): each written where not None,
+ * world axes (ground_points in ground.c). */
 static PyObject *py_ground_points(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *ground, *o[14];
-    Buffer b[14] = {0};
-    void *out[12] = {NULL};
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOO", &ground, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13]))
+    PyObject *ground, *o[16];
+    Buffer b[16] = {0};
+    void *out[14] = {NULL};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOO", &ground, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15]))
         return NULL;
     GroundCapsule *c = PyCapsule_GetPointer(ground, "shiftsim.Ground");
     const GroundField *g = c ? &c->ground : NULL;
@@ -948,15 +949,16 @@ static PyObject *py_ground_points(PyObject *self, PyObject *args) {
     double *position = rotation ? take(o[1], &b[1], 'd', 0, 0, "position") : NULL;
     int64_t n = c ? c->n_nodes : 0, batch = position ? (int64_t)(b[1].view.len / 8) / (3 * n) : -1;
     int ok = position && has_items(&b[0], 9 * n * batch, "rotation") && has_items(&b[1], 3 * n * batch, "position");
-    static const char *names[12] = {"contact_point", "contact_force", "contact_stiffness", "contact_energy",
+    static const char *names[14] = {"contact_point", "contact_force", "contact_stiffness", "contact_energy",
                                     "contact_touching", "contact_slipping", "tyre_point", "tyre_force",
-                                    "tyre_compression", "tyre_energy", "tyre_touching", "tyre_slipping"};
-    static const char kinds[12] = {'d', 'd', 'd', 'd', 'B', 'B', 'd', 'd', 'd', 'd', 'B', 'B'};
+                                    "tyre_compression", "tyre_energy", "tyre_touching", "tyre_slipping",
+                                    "tyre_stiffness", "tyre_point_jacobian"};
+    static const char kinds[14] = {'d', 'd', 'd', 'd', 'B', 'B', 'd', 'd', 'd', 'd', 'B', 'B', 'd', 'd'};
     if (ok) {
-        int64_t per_case[12] = {3 * g->n_contacts, 3 * g->n_contacts, 9 * g->n_contacts, g->n_contacts, g->n_contacts,
+        int64_t per_case[14] = {3 * g->n_contacts, 3 * g->n_contacts, 9 * g->n_contacts, g->n_contacts, g->n_contacts,
                                 g->n_contacts, 3 * g->n_tyres, 9 * g->n_tyres, g->n_tyres, g->n_tyres, g->n_tyres,
-                                g->n_tyres};
-        for (int i = 0; i < 12 && ok; i++) {
+                                g->n_tyres, 81 * g->n_tyres, 18 * g->n_tyres};
+        for (int i = 0; i < 14 && ok; i++) {
             out[i] = take(o[2 + i], &b[2 + i], kinds[i], 1, 1, names[i]);
             ok = !PyErr_Occurred() && has_items(&b[2 + i], batch * per_case[i], names[i]);
         }
@@ -968,12 +970,13 @@ static PyObject *py_ground_points(PyObject *self, PyObject *args) {
 #define AT(i, type, size) (out[i] ? (type *)out[i] + k * (size) : NULL)
             GroundPoints points = {AT(0, double, 3 * nc), AT(1, double, 3 * nc), AT(2, double, 9 * nc), AT(3, double, nc),
                                    AT(4, uint8_t, nc), AT(5, uint8_t, nc), AT(6, double, 3 * nt), AT(7, double, 9 * nt),
-                                   AT(8, double, nt), AT(9, double, nt), AT(10, uint8_t, nt), AT(11, uint8_t, nt)};
+                                   AT(8, double, nt), AT(9, double, nt), AT(10, uint8_t, nt), AT(11, uint8_t, nt),
+                                   AT(12, double, 81 * nt), AT(13, double, 18 * nt)};
 #undef AT
             ground_points(&s, g, &points);
         }
     }
-    release(b, 14);
+    release(b, 16);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
 }
@@ -1044,7 +1047,7 @@ static PyObject *py_joint_loads(PyObject *self, PyObject *args) {
     for (int i = 0; i < 13 && ok; i++) ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 10, 0, "joint_loads array")) != NULL;
     if (ok) {
         int64_t loads = b[3].view.shape[0], points = b[7].view.shape[0];
-        static const char *names[13] = {"q", "multipliers", "gravity", "frames", "forces", "torques", "follow", "point_node",
+        static const char *names[14] = {"q", "multipliers", "gravity", "frames", "forces", "torques", "follow", "point_node",
                                         "point", "force", "wrench_world", "rotation", "effort"};
         int64_t counts[13] = {core_model->nq, 6 * core_model->n_closures, 3, loads, 3 * loads, 3 * loads, loads, points, 3 * points,
                               3 * points, 6 * core_model->n_joints, 9 * core_model->n_joints, core_model->nq};

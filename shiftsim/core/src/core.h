@@ -168,6 +168,8 @@ typedef struct {
     uint8_t *contact_touching, *contact_slipping;                               /* (C) */
     double *tyre_point, *tyre_force, *tyre_compression, *tyre_energy;          /* (T, 3), (T, 9) on c, a, b, (T), (T) */
     uint8_t *tyre_touching, *tyre_slipping;                                     /* (T) */
+    double *tyre_stiffness;      /* (T, 9, 9): d force / d (c, a, b), the tyre law's own (analytic) derivative */
+    double *tyre_point_jacobian; /* (T, 3, 6): d contact point / d (c, a) */
 } GroundPoints;
 
 double ground_terms(Workspace *w, const Model *model, const State *s, const GroundField *ground, double *q_force,

@@ -111,10 +111,10 @@ static void contact_law(const GroundField *g, int64_t i, const double *p, double
     *slipping = f.slipping;
 }
 
-/* Compression e of tyre i with world centre c and spin axis a, its gradient (6) and Hessian (6, 6) in (c, a), and the
- * contact point (3). */
+/* Compression e of tyre i with world centre c and spin axis a, its gradient (6) and Hessian (6, 6) in (c, a), the
+ * contact point (3) and, where ``point_jacobian`` is not NULL, its derivative d point / d (c, a) (3, 6). */
 static double tyre_compression(const GroundField *g, int64_t i, const double *c, const double *a, double *grad,
-                               double *hess, double *point) {
+                               double *hess, double *point, double *point_jacobian) {
     double h, gradient[2], twist;
     surface(g, c[0], c[1], &h, gradient, &twist);
     double m[3] = {-gradient[0], -gradient[1], 1.0}, t[9] = {0, -twist, 0, -twist, 0, 0, 0, 0, 0}; /* t = dm/dc */
@@ -142,15 +142,25 @@ static double tyre_compression(const GroundField *g, int64_t i, const double *c,
                                 + 0.5 * r32 * (grad_d[r] * grad_w[col] + grad_w[r] * grad_d[col])
                                 + 0.5 * depth * r32 * hess_w[6 * r + col] - 0.75 * depth * r52 * grad_w[r] * grad_w[col];
     for (int r = 0; r < 3; r++) point[r] = c[r] - depth / big_w * w[r]; /* c - (depth / |w|) w / |w| */
+    if (point_jacobian) /* d(c - depth w / W)/dx: dw/dc = t - a (t a)^T, dw/da = -(m.a) I - a m^T */
+        for (int r = 0; r < 3; r++)
+            for (int col = 0; col < 6; col++) {
+                double dw = col < 3 ? t[3 * r + col] - a[r] * ta[col] : -ma * (r == col - 3) - a[r] * m[col - 3];
+                point_jacobian[6 * r + col] = (col == r) - (grad_d[col] * w[r] + depth * dw) / big_w
+                                              + depth * w[r] * grad_w[col] / (big_w * big_w);
+            }
     return g->tyre_radius[i] - depth * r12;
 }
 
 /* Tyre i with world centre c, spin axis a and friction point b: force on (c, a, b) (9), its derivative (9, 9),
- * energy, contact point, compression (negative: clear of the ground), touching and slipping. */
+ * energy, contact point and (not NULL) its derivative in (c, a) (3, 6), compression (negative: clear of the ground),
+ * touching and slipping. */
 static void tyre_law(const GroundField *g, int64_t i, const double *c, const double *a, const double *b, double *force,
-                     double *deriv, double *energy, double *point, double *compression, int *touching, int *slipping) {
+                     double *deriv, double *energy, double *point, double *point_jacobian, double *compression,
+                     int *touching, int *slipping) {
     double grad[6], hess[36];
-    double e = tyre_compression(g, i, c, a, grad, hess, point), k = g->tyre_stiffness[i], mu = g->tyre_friction[i];
+    double e = tyre_compression(g, i, c, a, grad, hess, point, point_jacobian), k = g->tyre_stiffness[i];
+    double mu = g->tyre_friction[i];
     *compression = e, *touching = e > 0.0;
     double on = *touching ? e : 0.0;
     Friction f = stick_friction(g->tyre_projector + 9 * i, b, g->tyre_anchor + 3 * i, g->tyre_tangential[i],
@@ -275,7 +285,8 @@ double ground_terms(Workspace *w, const Model *model, const State *s, const Grou
         double x[9], world[9], force[9], deriv[81], e, contact[3], compression;
         int touching, slipping;
         tyre_vectors(s, g, i, x, world);
-        tyre_law(g, i, world, world + 3, world + 6, force, deriv, &e, contact, &compression, &touching, &slipping);
+        tyre_law(g, i, world, world + 3, world + 6, force, deriv, &e, contact, NULL, &compression, &touching,
+                 &slipping);
         energy += e;
         if (slipping) *conservative = 0;
         if (touching)
@@ -302,15 +313,18 @@ void ground_points(const State *s, const GroundField *g, const GroundPoints *out
         if (out->contact_slipping) out->contact_slipping[i] = (uint8_t)slipping;
     }
     for (int64_t i = 0; i < g->n_tyres; i++) {
-        double x[9], world[9], force[9], deriv[81], e, contact[3], compression;
+        double x[9], world[9], force[9], deriv[81], e, contact[3], contact_jacobian[18], compression;
         int touching, slipping;
         tyre_vectors(s, g, i, x, world);
-        tyre_law(g, i, world, world + 3, world + 6, force, deriv, &e, contact, &compression, &touching, &slipping);
+        tyre_law(g, i, world, world + 3, world + 6, force, deriv, &e, contact, contact_jacobian, &compression,
+                 &touching, &slipping);
         if (out->tyre_point) memcpy(out->tyre_point + 3 * i, contact, sizeof contact);
         if (out->tyre_force) memcpy(out->tyre_force + 9 * i, force, sizeof force);
         if (out->tyre_compression) out->tyre_compression[i] = compression;
         if (out->tyre_energy) out->tyre_energy[i] = e;
         if (out->tyre_touching) out->tyre_touching[i] = (uint8_t)touching;
         if (out->tyre_slipping) out->tyre_slipping[i] = (uint8_t)slipping;
+        if (out->tyre_stiffness) memcpy(out->tyre_stiffness + 81 * i, deriv, sizeof deriv);
+        if (out->tyre_point_jacobian) memcpy(out->tyre_point_jacobian + 18 * i, contact_jacobian, sizeof contact_jacobian);
     }
 }

@@ -1,0 +1,101 @@
+"""The wrench of a joint that carries the ground on its child side (shiftsim/sensitivity/wrenches.py): the car's
+suspension joints, each with a wheel below it standing on a tyre (6 kN sideways at the boot: the rear right one
+slips), or on two contact points under the wheel (3 kN: all stick), against
+Richardson central differences of tight re-solves with one parameter moved, the wrenches read by the solution's own
+joint loads (``Solution.joint_loads``, which add the fields' point forces in the compiled core), not by the
+sensitivity code."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from helpers.sensitivity import edited
+from helpers.vehicle import RADIUS, car
+
+from shiftsim.ground.contacts import ContactField, ContactPoint, anchored_at
+from shiftsim.ground.terrain import Ground
+from shiftsim.ground.tyres import TyreField, anchored_tyres, read_tyres
+from shiftsim.model import compile_model
+from shiftsim.sensitivity import sensitivity
+from shiftsim.statics import Load, SolverOptions, solve
+
+TIGHT = SolverOptions(force_tolerance=1e-12, closure_tolerance=1e-14)
+
+def loads(sideways: float) -> list[Load]:
+    return [Load("car:chassis:boot", force=(300.0, sideways, -2000.0))]
+
+
+OF = [f"car:suspension_{w}.{c}" for w in ("fl", "rr") for c in ("fx", "fy", "fz", "mx", "my", "mz")]
+GROUND = Ground(friction=0.6, tangential_stiffness=1e5)
+
+
+def on_tyres(model):
+    return anchored_tyres(read_tyres(model), model, model.q0, GROUND, np.eye(3), np.zeros(3), np.full(4, 1e5))
+
+
+def on_contacts(model):
+    """Two contacts under each wheel (0.1 m ahead and behind its lowest point), 2e5 N/m."""
+    wheels = [int(model.frame_node[model.frame_index(f"car:wheel_{w}:origin")]) for w in ("fl", "fr", "rl", "rr")]
+    points = [ContactPoint(f"wheel_{w}:{end}", node, np.array([x, 0.0, -RADIUS]))
+              for w, node in zip(("fl", "fr", "rl", "rr"), wheels) for end, x in (("front", 0.1), ("rear", -0.1))]
+    return anchored_at(points, model, model.q0, GROUND, np.eye(3), np.zeros(3), np.full(8, 2e5), np.full(8, 1e5))
+
+
+def moved(model, field, given: list[Load], name: str, delta: float):
+    """The model, field and loads with one parameter moved (the anchors kept)."""
+    if name == "ground.tangential_stiffness":
+        ground = dataclasses.replace(field.ground, tangential_stiffness=field.ground.tangential_stiffness + delta)
+        if isinstance(field, TyreField):
+            field = TyreField(field.tyres, ground, field.rotation, field.translation, field.tangential + delta,
+                              field.friction_points, field.anchors)
+        else:
+            field = ContactField(field.contacts, ground, field.rotation, field.translation, field.normal,
+                                 field.tangential + delta, field.anchors)
+        return model, field, given
+    if name == "ground.stiffness":
+        return model, ContactField(field.contacts, field.ground, field.rotation, field.translation,
+                                   field.normal + delta, field.tangential, field.anchors), given
+    if name == "tyre_fl.vertical_stiffness":
+        tyres = list(field.tyres)
+        tyres[0] = dataclasses.replace(tyres[0], stiffness=tyres[0].stiffness + delta)
+        return model, TyreField(tyres, field.ground, field.rotation, field.translation, field.tangential,
+                                field.friction_points, field.anchors), given
+    spec, changed = edited(model.spec, given, name, delta)
+    return compile_model(spec), field, changed
+
+
+def wrenches(model, field, loads, q_start) -> np.ndarray:
+    found = solve(model, loads=loads, q_start=q_start, fields=(field,), options=TIGHT)
+    assert found.converged
+    return np.concatenate([found.joint_loads[f"car:suspension_{w}"].wrench_world for w in ("fl", "rr")])
+
+
+STEPS = {"car:chassis.mass": 10.0, "car:wheel_fl.mass": 1.0, "car:suspension_fl.k": 500.0,
+         "load:car:chassis:boot.fy": 10.0, "ground.tangential_stiffness": 1e3, "tyre_fl.vertical_stiffness": 2000.0,
+         "ground.stiffness": 2000.0}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("standing, sideways", [(on_tyres, 6000.0), (on_contacts, 3000.0)], ids=["tyres", "contacts"])
+def test_a_suspension_joint_s_wrench_with_the_ground_below_it_against_re_solves(standing, sideways):
+    model = car()
+    field = standing(model)
+    given = loads(sideways)
+    solution = solve(model, loads=given, fields=(field,), options=TIGHT)
+    assert solution.converged
+    wanted = [n for n in STEPS if n != ("ground.stiffness" if standing is on_tyres else "tyre_fl.vertical_stiffness")]
+    result = sensitivity(solution, of=OF, wrt=wanted, loads=given, ground=field)
+    assert not any(result.reasons)
+    assert np.allclose(result.values, wrenches(model, field, given, solution.q), rtol=1e-10, atol=1e-8)
+    for j, name in enumerate(result.parameters):
+        h = STEPS[name]
+
+        def central(step):
+            return (wrenches(*moved(model, field, given, name, step), solution.q)
+                    - wrenches(*moved(model, field, given, name, -step), solution.q)) / (2 * step)
+
+        reference = (4 * central(h / 2) - central(h)) / 3
+        scale = float(np.max(np.abs(reference)))
+        assert scale > 0.0 and np.max(np.abs(result.derivative[:, j] - reference)) <= 1e-6 * scale, name
