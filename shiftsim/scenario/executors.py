@@ -1,6 +1,6 @@
 """Where the chains of a sweep run: this process, a pool of local processes, or a Dask cluster.
 
-Every executor solves the same chains with the same code (``runner.run_chain``);
+Every executor solves the same chains with the same code (``chain.run_chain``);
 the partition into chains is fixed by the scenario (see ``sweep``), so results
 do not depend on the executor or the number of processes, bit for bit.
 
@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import InputError, Problem, ShiftsimError
-from .runner import StepCallback, StepResult, run_chain
+from .chain import run_chain
+from .runner import StepCallback, StepResult
 from .definition import Scenario, build_scenario
 
 

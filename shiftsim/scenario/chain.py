@@ -1,0 +1,361 @@
+"""One chain of a sweep's steps: in blocks through the compiled continuation where the scenario allows, step by step
+otherwise.
+
+The *block path* hands up to :data:`BLOCK_STEPS` steps of a chain at a time to the core's continuation
+(:func:`shiftsim.statics.solve_chain`: every step from the previous equilibrium, its loops closed, loaded and
+reference solves, joint loads, all in C), machine by machine, and computes what the steps report for the whole
+block with numpy: tracked joints' positions, deflections, efforts and wrenches, tracked frames' world positions and
+deflections, bodies' world poses (one forward-kinematics pass per block, the placement applied as one matrix
+product), pin reactions and coordinates. Its steps are :class:`BlockStep` objects: rows of the block's arrays, whose
+dictionaries (joints, frames, bodies, pin reactions) are built only when read; the results store takes their values
+straight from the block (``BlockStep.store_values``).
+
+A step the block path does not report itself goes through :func:`~.runner.solve_step` from the same states, which
+gives it its messages: a step of any machine whose loops do not close, whose independent loop equations change,
+that does not converge, has no equilibrium, is neutral, or whose loop forces are statically indeterminate (the
+minimum-norm split). The chain then goes on in blocks from that step's equilibria (a block after such a step starts
+with one step and doubles, so a chain where every step needs the step path wastes at most one step per step).
+Large-motion remarks are kept, with the step path's words.
+
+The block path applies to scenarios whose swept parameters are joints and load factors (no time axis: rates need
+the previous steps' equilibria in Python) and whose machines neither stand on the ground nor are Mdx platforms nor
+have coupled coordinates nor change their model or placement with the sweep (:func:`block_path_problem` says
+which); the others run step by step. Both give the same numbers (to round-off; tests/scenario/test_chain_blocks.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ..kinematics import forward
+from ..loads import statically_open
+from ..model import REVOLUTE
+from ..solution import _large_motion, loop_joints
+from ..statics import STABILITY, Load, applied, free_coordinates, resolve_prescribed, solve_chain
+from .definition import Scenario
+from .machines import Machine
+from .runner import StepCallback, StepResult, _machine_loads, _MachineChainState, _set_values, machine_values, solve_step
+
+BLOCK_STEPS = 512  # steps per block at most: its arrays stay a few MB, and a part file's worth reaches the store soon
+
+
+def block_path_problem(scenario: Scenario) -> str | None:
+    """Why the scenario's steps cannot go through the block path (None when they can; see the module docstring)."""
+    kinds = {p.kind for p in scenario.sweep.parameters}
+    if "time" in kinds:
+        return "a time sweep (dampers and friction take rates from the previous steps)"
+    other = sorted(kinds - {"joint", "load"})
+    if other:
+        return f"swept {', '.join(other)} values (the block path sweeps joints and load factors)"
+    first = {p.name: float(v) for p, v in zip(scenario.sweep.parameters, scenario.sweep.table()[0])}
+    for machine in scenario.machines:
+        if machine.support is not None:
+            return f"machine {machine.id!r} stands on the ground"
+        if machine.model.couplings:
+            return f"machine {machine.id!r} has coupled coordinates"
+        setup = machine.setup(machine_values(scenario, machine, first))
+        if setup.actuators is not None or setup.legs:
+            return f"machine {machine.id!r} is an Mdx platform"
+        if setup.model is not machine.model or not _same_placement(setup.placement, machine.placement):
+            return f"machine {machine.id!r} changes its model or placement with the sweep"
+    return None
+
+
+def _same_placement(a, b) -> bool:
+    return bool(np.array_equal(a.rotation, b.rotation) and np.array_equal(a.position, b.position))
+
+
+@dataclass(frozen=True)
+class _MachinePlan:
+    """What a machine's block needs, fixed for the chain: its prescribed coordinates and their per-step values
+    (``template`` (nq,) with the held values, ``swept`` (coordinate, table column) pairs), loads in its model frame
+    (factors by name), gravity in its model frame, and what it reports (tracked joints, frames, bodies; pin-reaction
+    joints)."""
+
+    machine: Machine
+    prescribed: np.ndarray
+    free: np.ndarray
+    template: np.ndarray
+    swept: tuple[tuple[int, int], ...]
+    loads: tuple[tuple[Any, int | None], ...]  # (Load in the model frame, its factor's table column or None)
+    gravity: np.ndarray
+    joints: tuple[int, ...]
+    frames: tuple[int, ...]
+    bodies: tuple[int, ...]
+    pins: tuple[tuple[int, str], ...]  # (joint, role) in model order
+    revolute: np.ndarray  # (nf,) of the free coordinates
+
+
+def _plan(scenario: Scenario, machine: Machine) -> _MachinePlan:
+    model = machine.model
+    parameters = scenario.sweep.parameters
+    first = {p.name: float(v) for p, v in zip(parameters, scenario.sweep.table()[0])}
+    setup = machine.setup(machine_values(scenario, machine, first))
+    template, prescribed = resolve_prescribed(model, _set_values(machine, setup.joints), [])
+    swept = tuple((coordinate, column) for column, p in enumerate(parameters)
+                  if p.kind == "joint" and p.machine == machine.id for coordinate in model.coordinates_of(p.target))
+    columns = {p.target: column for column, p in enumerate(parameters) if p.kind == "load"}
+    named = [load.name for load in scenario.loads if load.machine == machine.id]  # _machine_loads' order
+    loads = tuple((load, columns.get(name)) for load, name in
+                  zip(_machine_loads(scenario, machine, machine.placement, {}), named))
+    free = free_coordinates(model, prescribed)
+    track = scenario.track
+    wanted = {kind: track.local(kind, machine) for kind in ("joints", "frames", "bodies")}
+    held = set(prescribed.tolist())
+    in_loops = loop_joints(model)
+    pins = tuple((j, "held actuator" if joint.coordinates and set(joint.coordinates) <= held else "loop")
+                 for j, joint in enumerate(model.joints)
+                 if (joint.coordinates and set(joint.coordinates) <= held) or j in in_loops)
+    return _MachinePlan(
+        machine, prescribed, free, template, swept, loads, machine.placement.vector_to_model(scenario.gravity),
+        tuple(j for j, joint in enumerate(model.joints) if wanted["joints"] is None or joint.name in wanted["joints"]),
+        tuple(f for f, name in enumerate(model.frame_names) if wanted["frames"] is None or name in wanted["frames"]),
+        tuple(b for b, name in enumerate(model.body_names) if b and (wanted["bodies"] is None or name in wanted["bodies"])),
+        pins, model.node_kind[model.coordinate_node[free]] == REVOLUTE)
+
+
+@dataclass
+class _MachineBlock:
+    """One machine's solved block: the chain's arrays (:class:`~shiftsim.statics.ChainResult`) and its poses."""
+
+    plan: _MachinePlan
+    q: np.ndarray            # (S, nq)
+    q_reference: np.ndarray  # (S, nq)
+    wrench: np.ndarray       # (S, J, 6) model axes
+    rotation: np.ndarray     # (S, J, 3, 3) model <- child-side joint frame
+    effort: np.ndarray       # (S, nq)
+    iterations: np.ndarray   # (S,)
+    residual: np.ndarray     # (S,)
+    stability: np.ndarray    # (S,)
+    remarks: dict[int, list[str]]  # row -> the step's remarks (large motion), rows with none left out
+
+
+class StepBlock:
+    """Consecutive plain steps of one chain, every machine solved by the block path (see the module docstring).
+
+    ``indices`` (S,) the steps' indices; ``table`` (S, P) their swept values; per machine a :class:`_MachineBlock`.
+    ``values`` (S, V): every number the store holds for a step, in its row order (joints' position, deflection,
+    effort, wrench_joint, wrench_world; frames' position and deflection; bodies' position and rotation; pin forces and
+    moments; coordinates and reference coordinates: machine after machine within each), SI units; a step's names
+    are those of :meth:`BlockStep.as_dict`'s store rows (the stream takes them once per block).
+    """
+
+    def __init__(self, scenario: Scenario, indices: np.ndarray, table: np.ndarray, machines: list[_MachineBlock]):
+        self.scenario, self.indices, self.table, self.machines = scenario, indices, table, machines
+        self.iterations = sum(m.iterations for m in machines)
+        self.residual = np.max([m.residual for m in machines], axis=0)
+        rank = np.max([[STABILITY.index(v) for v in m.stability] for m in machines], axis=0)
+        self.stability = np.array(STABILITY)[rank]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def steps(self) -> list[BlockStep]:
+        """The block's steps, in order (their dictionaries are built when first read)."""
+        names = self.scenario.sweep.names
+        remarks = [{m.plan.machine.id: m.remarks[row] for m in self.machines if row in m.remarks}
+                   for row in range(len(self))]
+        return [BlockStep(self, row, int(index), dict(zip(names, map(float, values))), remarks[row])
+                for row, (index, values) in enumerate(zip(self.indices, self.table))]
+
+    @cached_property
+    def poses(self) -> list[tuple[Any, Any]]:
+        """Per machine the forward kinematics of q and q_reference over the block (one pass each)."""
+        return [(forward(m.plan.machine.model, m.q), forward(m.plan.machine.model, m.q_reference))
+                for m in self.machines]
+
+    @cached_property
+    def _parts(self) -> dict[str, list[np.ndarray]]:
+        """Per machine, per quantity group, the (S, n) columns of its values, world terms where the step's are."""
+        parts: dict[str, list[np.ndarray]] = {"joints": [], "frames": [], "bodies": [], "pins": [], "q": [], "q_ref": []}
+        for m, (loaded, reference) in zip(self.machines, self.poses):
+            plan, placement = m.plan, m.plan.machine.placement
+            model = plan.machine.model
+            for j in plan.joints:
+                coordinates = list(model.joints[j].coordinates)
+                rotation_t = np.swapaxes(m.rotation[:, j], 1, 2)
+                wrench_joint = np.concatenate([np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, :3]),
+                                               np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, 3:])], axis=1)
+                wrench_world = np.concatenate([placement.vector_to_world(m.wrench[:, j, :3]),
+                                               placement.vector_to_world(m.wrench[:, j, 3:])], axis=1)
+                parts["joints"] += [m.q[:, coordinates], m.q[:, coordinates] - m.q_reference[:, coordinates],
+                                    m.effort[:, coordinates], wrench_joint, wrench_world]
+            for f in plan.frames:
+                p, p_reference = loaded.frames[:, f, :3, 3], reference.frames[:, f, :3, 3]
+                parts["frames"] += [placement.point_to_world(p), placement.vector_to_world(p - p_reference)]
+            for b in plan.bodies:
+                rotation = placement.rotation @ loaded.bodies[:, b, :3, :3]
+                parts["bodies"] += [placement.point_to_world(loaded.bodies[:, b, :3, 3]), rotation.reshape(-1, 9)]
+            for j, _ in plan.pins:
+                rotation_t = np.swapaxes(m.rotation[:, j], 1, 2)
+                parts["pins"] += [np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, :3]),
+                                  np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, 3:])]
+            parts["q"].append(m.q)
+            parts["q_ref"].append(m.q_reference)
+        return parts
+
+    @cached_property
+    def values(self) -> np.ndarray:
+        """(S, V) every number the store holds for each step, in its row order (see the class docstring)."""
+        parts = self._parts
+        return np.concatenate([column for group in ("joints", "frames", "bodies", "pins", "q", "q_ref")
+                               for column in parts[group]], axis=1)
+
+
+class BlockStep(StepResult):
+    """One step of a :class:`StepBlock`: a :class:`~.runner.StepResult` whose joints, frames, bodies and pin reactions
+    are built from the block's arrays when first read (:meth:`store_values` gives the store's numbers without them)."""
+
+    def __init__(self, block: StepBlock, row: int, index: int, parameters: dict[str, float],
+                 remarks: dict[str, list[str]]):
+        self.block, self.row = block, row
+        self.index, self.parameters, self.status = index, parameters, "converged"
+        self.iterations, self.residual = int(block.iterations[row]), float(block.residual[row])
+        self.stability = str(block.stability[row])
+        self.stable = self.stability == "stable"
+        self.failures, self.actuators, self.collisions, self.ground, self.neutral = [], {}, None, {}, {}
+        self.remarks = remarks
+        self.q = {m.plan.machine.id: m.q[row] for m in block.machines}
+        self.q_reference = {m.plan.machine.id: m.q_reference[row] for m in block.machines}
+
+    def store_values(self) -> np.ndarray | None:
+        """The step's numbers in the store (a row of :meth:`StepBlock.values`), or None when the step carries more
+        than the block computed (collisions checked after solving): then its rows come from :meth:`as_dict`."""
+        return None if self.collisions is not None else self.block.values[self.row]
+
+    @cached_property
+    def _reports(self) -> tuple[dict, dict, dict, dict]:
+        joints, frames, bodies, pins = {}, {}, {}, {}
+        row = self.row
+        for m, (loaded, reference) in zip(self.block.machines, self.block.poses):
+            plan, placement, machine = m.plan, m.plan.machine.placement, m.plan.machine
+            model = machine.model
+            q, q_reference = m.q[row], m.q_reference[row]
+            for j in plan.joints:
+                joint = model.joints[j]
+                coordinates = list(joint.coordinates)
+                wrench, rotation = m.wrench[row, j], m.rotation[row, j]
+                position, deflection = q[coordinates], q[coordinates] - q_reference[coordinates]
+                effort = m.effort[row, coordinates]
+                scalar = len(coordinates) == 1
+                world = np.concatenate([placement.vector_to_world(wrench[:3]), placement.vector_to_world(wrench[3:])])
+                joints[machine.name(joint.name)] = {
+                    "type": joint.source_type,
+                    "position": float(position[0]) if scalar else position.tolist(),
+                    "deflection": float(deflection[0]) if scalar else deflection.tolist(),
+                    "effort": float(effort[0]) if scalar else effort.tolist(),
+                    "wrench_joint": np.concatenate([rotation.T @ wrench[:3], rotation.T @ wrench[3:]]).tolist(),
+                    "wrench_world": world.tolist(), "determinate": True}
+            for f in plan.frames:
+                p, p_reference = loaded.frames[row, f, :3, 3], reference.frames[row, f, :3, 3]
+                frames[machine.name(model.frame_names[f])] = {
+                    "position": placement.point_to_world(p).tolist(),
+                    "deflection": placement.vector_to_world(p - p_reference).tolist()}
+            for b in plan.bodies:
+                pose = loaded.bodies[row, b]
+                bodies[machine.name(model.body_names[b])] = {
+                    "position": placement.point_to_world(pose[:3, 3]).tolist(),
+                    "rotation": (placement.rotation @ pose[:3, :3]).tolist()}
+            for j, role in plan.pins:
+                joint = model.joints[j]
+                wrench, rotation = m.wrench[row, j], m.rotation[row, j]
+                force, moment = rotation.T @ wrench[:3], rotation.T @ wrench[3:]
+                pins[machine.name(joint.name)] = {
+                    "role": role, "type": joint.source_type, "force_joint": force.tolist(),
+                    "moment_joint": moment.tolist(), "force": float(np.linalg.norm(force)),
+                    "moment": float(np.linalg.norm(moment)), "effort": m.effort[row, list(joint.coordinates)].tolist(),
+                    "determinate": True}
+        return joints, frames, bodies, pins
+
+    joints = property(lambda self: self._reports[0])
+    frames = property(lambda self: self._reports[1])
+    bodies = property(lambda self: self._reports[2])
+    pin_reactions = property(lambda self: self._reports[3])
+
+
+def _solve_block(scenario: Scenario, plans: list[_MachinePlan], chain: tuple[int, ...], table: np.ndarray,
+                 states: dict[str, _MachineChainState]) -> tuple[list[_MachineBlock], int]:
+    """Solve ``chain``'s steps (at most a block) for every machine from ``states``: the machines' blocks and how many
+    leading steps every machine solved plainly (those the block reports; the states are not advanced)."""
+    rows = table[list(chain)]
+    steps = len(chain)
+    blocks, plain = [], steps
+    for plan in plans:
+        model = plan.machine.model
+        target = np.repeat(plan.template[None], steps, axis=0)
+        for coordinate, column in plan.swept:
+            target[:, coordinate] = rows[:, column]
+        loads = applied(model, [load for load, _ in plan.loads], steps)
+        for applied_load, (load, column) in zip(loads, plan.loads):
+            if column is not None:  # the step's factor replaces the load's: force * factor as applied() scales it
+                unit = applied(model, [Load(load.frame, load.force, load.torque, load.direction, 1.0)], 1)[0]
+                applied_load.force[:] = unit.force[0] * rows[:, column, None]
+                applied_load.torque[:] = unit.torque[0] * rows[:, column, None]
+        result = solve_chain(model, states[plan.machine.id].q[None], target, plan.prescribed, np.array([0, steps]),
+                             np.broadcast_to(plan.gravity, (steps, 3)), loads, threads=1)
+        ok = result.plain.copy()
+        solved = int(np.argmin(ok)) if not ok.all() else steps
+        if solved:
+            ok[:solved] &= ~statically_open(model, result.q[:solved], plan.free)
+        solved = int(np.argmin(ok)) if not ok.all() else steps
+        remarks = {}
+        moved = np.abs(result.q[:solved][:, plan.free] - result.assembled[:solved][:, plan.free])
+        far = moved > np.where(plan.revolute, 0.5, 0.1 * result.size[:solved, None])
+        for row in np.flatnonzero(far.any(axis=1)):
+            words = _large_motion(model, result.assembled[row], result.q[row], plan.free, float(result.size[row]))
+            if words:
+                remarks[int(row)] = words
+        plain = min(plain, solved)
+        blocks.append(_MachineBlock(plan, result.q, result.q_reference, result.wrench_world, result.rotation,
+                                    result.effort, result.iterations, result.residual, result.stability, remarks))
+    return blocks, plain
+
+
+def run_chain(scenario: Scenario, chain: tuple[int, ...], on_step: StepCallback | None = None) -> list[StepResult]:
+    """Solve the steps of one chain in order, each from the previous equilibrium (all from the start state first):
+    in blocks where :func:`block_path_problem` finds nothing against it, step by step otherwise."""
+    table = scenario.sweep.table()
+    states = {m.id: _MachineChainState(m.q_start.copy()) for m in scenario.machines}
+    results: list[StepResult] = []
+
+    def hand_on(step: StepResult) -> None:
+        results.append(step)
+        if on_step is not None:
+            on_step(step)
+
+    if block_path_problem(scenario) is not None:
+        for index in chain:
+            hand_on(solve_step(scenario, index, table[index], states))
+        return results
+    plans = [_plan(scenario, machine) for machine in scenario.machines]
+    position, size = 0, BLOCK_STEPS
+    while position < len(chain):
+        part = chain[position:position + size]
+        blocks, plain = _solve_block(scenario, plans, part, table, states)
+        if plain:
+            block = StepBlock(scenario, np.asarray(part[:plain]), table[list(part[:plain])],
+                              [_cut(m, plain) for m in blocks])
+            for step in block.steps():
+                hand_on(step)
+            for m in block.machines:
+                states[m.plan.machine.id].advance(m.q[-1].copy(), None)
+        position += plain
+        if plain < len(part):  # this step needs the step path; the next block starts small
+            hand_on(solve_step(scenario, chain[position], table[chain[position]], states))
+            position += 1
+            size = 1
+        else:
+            size = min(2 * size, BLOCK_STEPS)
+    return results
+
+
+def _cut(block: _MachineBlock, steps: int) -> _MachineBlock:
+    """The first ``steps`` rows of a machine's block."""
+    return _MachineBlock(block.plan, block.q[:steps], block.q_reference[:steps], block.wrench[:steps],
+                         block.rotation[:steps], block.effort[:steps], block.iterations[:steps],
+                         block.residual[:steps], block.stability[:steps],
+                         {row: text for row, text in block.remarks.items() if row < steps})
