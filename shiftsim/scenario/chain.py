@@ -169,41 +169,93 @@ class StepBlock:
                 for m in self.machines]
 
     @cached_property
-    def _parts(self) -> dict[str, list[np.ndarray]]:
-        """Per machine, per quantity group, the (S, n) columns of its values, world terms where the step's are."""
+    def _columns(self) -> tuple[np.ndarray, np.ndarray, list[tuple[str, Machine, int, int, str]]]:
+        """The block's numbers: ``values`` (S, V) as the store holds them (see the class docstring), ``extras``
+        (S, E) what results.json adds (per pin reaction its force and moment sizes and its efforts), and where each
+        item is: (kind, machine, model index, its coordinates' count, its pin role), in the order of the values."""
         parts: dict[str, list[np.ndarray]] = {"joints": [], "frames": [], "bodies": [], "pins": [], "q": [], "q_ref": []}
+        extras: list[np.ndarray] = []
+        items: list[tuple[str, Machine, int, int, str]] = []
         for m, (loaded, reference) in zip(self.machines, self.poses):
             plan, placement = m.plan, m.plan.machine.placement
-            model = plan.machine.model
+            machine = plan.machine
             for j in plan.joints:
-                coordinates = list(model.joints[j].coordinates)
-                rotation_t = np.swapaxes(m.rotation[:, j], 1, 2)
-                wrench_joint = np.concatenate([np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, :3]),
-                                               np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, 3:])], axis=1)
-                wrench_world = np.concatenate([placement.vector_to_world(m.wrench[:, j, :3]),
-                                               placement.vector_to_world(m.wrench[:, j, 3:])], axis=1)
+                coordinates = list(machine.model.joints[j].coordinates)
                 parts["joints"] += [m.q[:, coordinates], m.q[:, coordinates] - m.q_reference[:, coordinates],
-                                    m.effort[:, coordinates], wrench_joint, wrench_world]
+                                    m.effort[:, coordinates], *_in_joint_frame(m, j),
+                                    placement.vector_to_world(m.wrench[:, j, :3]),
+                                    placement.vector_to_world(m.wrench[:, j, 3:])]
+                items.append(("joint", machine, j, len(coordinates), ""))
             for f in plan.frames:
                 p, p_reference = loaded.frames[:, f, :3, 3], reference.frames[:, f, :3, 3]
                 parts["frames"] += [placement.point_to_world(p), placement.vector_to_world(p - p_reference)]
+                items.append(("frame", machine, f, 0, ""))
             for b in plan.bodies:
                 rotation = placement.rotation @ loaded.bodies[:, b, :3, :3]
                 parts["bodies"] += [placement.point_to_world(loaded.bodies[:, b, :3, 3]), rotation.reshape(-1, 9)]
-            for j, _ in plan.pins:
-                rotation_t = np.swapaxes(m.rotation[:, j], 1, 2)
-                parts["pins"] += [np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, :3]),
-                                  np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, 3:])]
+                items.append(("body", machine, b, 0, ""))
+            for j, role in plan.pins:
+                force, moment = _in_joint_frame(m, j)
+                parts["pins"] += [force, moment]
+                coordinates = list(machine.model.joints[j].coordinates)
+                extras += [np.linalg.norm(force, axis=1)[:, None], np.linalg.norm(moment, axis=1)[:, None],
+                           m.effort[:, coordinates]]
+                items.append(("pin", machine, j, len(coordinates), role))
             parts["q"].append(m.q)
             parts["q_ref"].append(m.q_reference)
-        return parts
+        values = np.concatenate([column for group in ("joints", "frames", "bodies", "pins", "q", "q_ref")
+                                 for column in parts[group]], axis=1)
+        order = ("joint", "frame", "body", "pin")
+        items.sort(key=lambda item: order.index(item[0]))  # as the values: each kind over every machine (a stable sort)
+        return values, np.concatenate(extras, axis=1) if extras else np.zeros((len(self), 0)), items
 
-    @cached_property
+    @property
     def values(self) -> np.ndarray:
         """(S, V) every number the store holds for each step, in its row order (see the class docstring)."""
-        parts = self._parts
-        return np.concatenate([column for group in ("joints", "frames", "bodies", "pins", "q", "q_ref")
-                               for column in parts[group]], axis=1)
+        return self._columns[0]
+
+    def reports(self, row: int) -> tuple[dict, dict, dict, dict]:
+        """Step ``row``'s joints, frames, bodies and pin reactions as results.json has them (scenario names)."""
+        values, extras, items = self._columns
+        numbers, more = values[row].tolist(), extras[row].tolist()
+        joints, frames, bodies, pins = {}, {}, {}, {}
+        at = extra = 0
+        for kind, machine, index, count, _ in items:
+            if kind == "joint":
+                joint = machine.model.joints[index]
+                position, deflection, effort = (numbers[at + k * count: at + (k + 1) * count] for k in range(3))
+                at += 3 * count
+                scalar = count == 1
+                joints[machine.name(joint.name)] = {
+                    "type": joint.source_type, "position": position[0] if scalar else position,
+                    "deflection": deflection[0] if scalar else deflection, "effort": effort[0] if scalar else effort,
+                    "wrench_joint": numbers[at:at + 6], "wrench_world": numbers[at + 6:at + 12], "determinate": True}
+                at += 12
+            elif kind == "frame":
+                frames[machine.name(machine.model.frame_names[index])] = {"position": numbers[at:at + 3],
+                                                                          "deflection": numbers[at + 3:at + 6]}
+                at += 6
+            elif kind == "body":
+                bodies[machine.name(machine.model.body_names[index])] = {
+                    "position": numbers[at:at + 3], "rotation": [numbers[at + 3 + 3 * i:at + 6 + 3 * i] for i in range(3)]}
+                at += 12
+        for kind, machine, index, count, role in items:  # the pin reactions follow every joint, frame and body
+            if kind == "pin":
+                joint = machine.model.joints[index]
+                pins[machine.name(joint.name)] = {
+                    "role": role, "type": joint.source_type, "force_joint": numbers[at:at + 3],
+                    "moment_joint": numbers[at + 3:at + 6], "force": more[extra], "moment": more[extra + 1],
+                    "effort": more[extra + 2:extra + 2 + count], "determinate": True}
+                at += 6
+                extra += 2 + count
+        return joints, frames, bodies, pins
+
+
+def _in_joint_frame(m: _MachineBlock, j: int) -> tuple[np.ndarray, np.ndarray]:
+    """Joint j's force and moment (S, 3) over the block in its child-side joint frame: R^T f, R^T m."""
+    rotation_t = np.swapaxes(m.rotation[:, j], 1, 2)
+    return (np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, :3]),
+            np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, 3:]))
 
 
 class BlockStep(StepResult):
@@ -223,53 +275,13 @@ class BlockStep(StepResult):
         self.q_reference = {m.plan.machine.id: m.q_reference[row] for m in block.machines}
 
     def store_values(self) -> np.ndarray | None:
-        """The step's numbers in the store (a row of :meth:`StepBlock.values`), or None when the step carries more
+        """The step's numbers in the store (a row of :attr:`StepBlock.values`), or None when the step carries more
         than the block computed (collisions checked after solving): then its rows come from :meth:`as_dict`."""
         return None if self.collisions is not None else self.block.values[self.row]
 
     @cached_property
     def _reports(self) -> tuple[dict, dict, dict, dict]:
-        joints, frames, bodies, pins = {}, {}, {}, {}
-        row = self.row
-        for m, (loaded, reference) in zip(self.block.machines, self.block.poses):
-            plan, placement, machine = m.plan, m.plan.machine.placement, m.plan.machine
-            model = machine.model
-            q, q_reference = m.q[row], m.q_reference[row]
-            for j in plan.joints:
-                joint = model.joints[j]
-                coordinates = list(joint.coordinates)
-                wrench, rotation = m.wrench[row, j], m.rotation[row, j]
-                position, deflection = q[coordinates], q[coordinates] - q_reference[coordinates]
-                effort = m.effort[row, coordinates]
-                scalar = len(coordinates) == 1
-                world = np.concatenate([placement.vector_to_world(wrench[:3]), placement.vector_to_world(wrench[3:])])
-                joints[machine.name(joint.name)] = {
-                    "type": joint.source_type,
-                    "position": float(position[0]) if scalar else position.tolist(),
-                    "deflection": float(deflection[0]) if scalar else deflection.tolist(),
-                    "effort": float(effort[0]) if scalar else effort.tolist(),
-                    "wrench_joint": np.concatenate([rotation.T @ wrench[:3], rotation.T @ wrench[3:]]).tolist(),
-                    "wrench_world": world.tolist(), "determinate": True}
-            for f in plan.frames:
-                p, p_reference = loaded.frames[row, f, :3, 3], reference.frames[row, f, :3, 3]
-                frames[machine.name(model.frame_names[f])] = {
-                    "position": placement.point_to_world(p).tolist(),
-                    "deflection": placement.vector_to_world(p - p_reference).tolist()}
-            for b in plan.bodies:
-                pose = loaded.bodies[row, b]
-                bodies[machine.name(model.body_names[b])] = {
-                    "position": placement.point_to_world(pose[:3, 3]).tolist(),
-                    "rotation": (placement.rotation @ pose[:3, :3]).tolist()}
-            for j, role in plan.pins:
-                joint = model.joints[j]
-                wrench, rotation = m.wrench[row, j], m.rotation[row, j]
-                force, moment = rotation.T @ wrench[:3], rotation.T @ wrench[3:]
-                pins[machine.name(joint.name)] = {
-                    "role": role, "type": joint.source_type, "force_joint": force.tolist(),
-                    "moment_joint": moment.tolist(), "force": float(np.linalg.norm(force)),
-                    "moment": float(np.linalg.norm(moment)), "effort": m.effort[row, list(joint.coordinates)].tolist(),
-                    "determinate": True}
-        return joints, frames, bodies, pins
+        return self.block.reports(self.row)
 
     joints = property(lambda self: self._reports[0])
     frames = property(lambda self: self._reports[1])
@@ -315,9 +327,10 @@ def _solve_block(scenario: Scenario, plans: list[_MachinePlan], chain: tuple[int
     return blocks, plain
 
 
-def run_chain(scenario: Scenario, chain: tuple[int, ...], on_step: StepCallback | None = None) -> list[StepResult]:
+def run_chain(scenario: Scenario, chain: tuple[int, ...], on_step: StepCallback | None = None,
+              blocks: bool = True) -> list[StepResult]:
     """Solve the steps of one chain in order, each from the previous equilibrium (all from the start state first):
-    in blocks where :func:`block_path_problem` finds nothing against it, step by step otherwise."""
+    in blocks where :func:`block_path_problem` finds nothing against it (and ``blocks``), step by step otherwise."""
     table = scenario.sweep.table()
     states = {m.id: _MachineChainState(m.q_start.copy()) for m in scenario.machines}
     results: list[StepResult] = []
@@ -327,7 +340,7 @@ def run_chain(scenario: Scenario, chain: tuple[int, ...], on_step: StepCallback 
         if on_step is not None:
             on_step(step)
 
-    if block_path_problem(scenario) is not None:
+    if not blocks or block_path_problem(scenario) is not None:
         for index in chain:
             hand_on(solve_step(scenario, index, table[index], states))
         return results
