@@ -41,6 +41,7 @@ from .machines import Machine
 from .runner import StepCallback, StepResult, _machine_loads, _MachineChainState, _set_values, machine_values, solve_step
 
 BLOCK_STEPS = 512  # steps per block at most: its arrays stay a few MB, and a part file's worth reaches the store soon
+CHAINS_AT_ONCE = 8  # chains whose blocks go to the core together (on its threads), at most
 
 
 def block_path_problem(scenario: Scenario) -> str | None:
@@ -289,13 +290,15 @@ class BlockStep(StepResult):
     pin_reactions = property(lambda self: self._reports[3])
 
 
-def _solve_block(scenario: Scenario, plans: list[_MachinePlan], chain: tuple[int, ...], table: np.ndarray,
-                 states: dict[str, _MachineChainState]) -> tuple[list[_MachineBlock], int]:
-    """Solve ``chain``'s steps (at most a block) for every machine from ``states``: the machines' blocks and how many
+def _solve_blocks(plans: list[_MachinePlan], parts: list[tuple[int, ...]], table: np.ndarray,
+                  states: list[dict[str, _MachineChainState]]) -> list[tuple[list[_MachineBlock], int]]:
+    """Solve every chain's part (at most a block each) for every machine from that chain's ``states``, all chains in
+    one call of the core per machine (the chains on every thread): per chain the machines' blocks and how many
     leading steps every machine solved plainly (those the block reports; the states are not advanced)."""
-    rows = table[list(chain)]
-    steps = len(chain)
-    blocks, plain = [], steps
+    starts = np.cumsum([0, *(len(part) for part in parts)])
+    rows = table[[index for part in parts for index in part]]
+    steps = int(starts[-1])
+    solved: list[tuple[list[_MachineBlock], int]] = [([], len(part)) for part in parts]
     for plan in plans:
         model = plan.machine.model
         target = np.repeat(plan.template[None], steps, axis=0)
@@ -307,32 +310,45 @@ def _solve_block(scenario: Scenario, plans: list[_MachinePlan], chain: tuple[int
                 unit = applied(model, [Load(load.frame, load.force, load.torque, load.direction, 1.0)], 1)[0]
                 applied_load.force[:] = unit.force[0] * rows[:, column, None]
                 applied_load.torque[:] = unit.torque[0] * rows[:, column, None]
-        result = solve_chain(model, states[plan.machine.id].q[None], target, plan.prescribed, np.array([0, steps]),
-                             np.broadcast_to(plan.gravity, (steps, 3)), loads, threads=1)
-        ok = result.plain.copy()
-        solved = int(np.argmin(ok)) if not ok.all() else steps
-        if solved:
-            ok[:solved] &= ~statically_open(model, result.q[:solved], plan.free)
-        solved = int(np.argmin(ok)) if not ok.all() else steps
-        remarks = {}
-        moved = np.abs(result.q[:solved][:, plan.free] - result.assembled[:solved][:, plan.free])
-        far = moved > np.where(plan.revolute, 0.5, 0.1 * result.size[:solved, None])
-        for row in np.flatnonzero(far.any(axis=1)):
-            words = _large_motion(model, result.assembled[row], result.q[row], plan.free, float(result.size[row]))
-            if words:
-                remarks[int(row)] = words
-        plain = min(plain, solved)
-        blocks.append(_MachineBlock(plan, result.q, result.q_reference, result.wrench_world, result.rotation,
-                                    result.effort, result.iterations, result.residual, result.stability, remarks))
-    return blocks, plain
+        result = solve_chain(model, np.stack([chain_states[plan.machine.id].q for chain_states in states]), target,
+                             plan.prescribed, starts, np.broadcast_to(plan.gravity, (steps, 3)), loads)
+        for k, (first, end) in enumerate(zip(starts[:-1], starts[1:])):
+            ok = result.plain[first:end].copy()
+            plain = int(np.argmin(ok)) if not ok.all() else len(ok)
+            if plain:
+                ok[:plain] &= ~statically_open(model, result.q[first:first + plain], plan.free)
+            plain = int(np.argmin(ok)) if not ok.all() else len(ok)
+            q, assembled, size = result.q[first:end], result.assembled[first:end], result.size[first:end]
+            moved = np.abs(q[:plain][:, plan.free] - assembled[:plain][:, plan.free])
+            far = moved > np.where(plan.revolute, 0.5, 0.1 * size[:plain, None])
+            remarks = {}
+            for row in np.flatnonzero(far.any(axis=1)):
+                words = _large_motion(model, assembled[row], q[row], plan.free, float(size[row]))
+                if words:
+                    remarks[int(row)] = words
+            blocks, least = solved[k]
+            blocks.append(_MachineBlock(plan, q, result.q_reference[first:end], result.wrench_world[first:end],
+                                        result.rotation[first:end], result.effort[first:end],
+                                        result.iterations[first:end], result.residual[first:end],
+                                        result.stability[first:end], remarks))
+            solved[k] = (blocks, min(least, plain))
+    return solved
 
 
 def run_chain(scenario: Scenario, chain: tuple[int, ...], on_step: StepCallback | None = None,
               blocks: bool = True) -> list[StepResult]:
     """Solve the steps of one chain in order, each from the previous equilibrium (all from the start state first):
     in blocks where :func:`block_path_problem` finds nothing against it (and ``blocks``), step by step otherwise."""
+    return run_chains(scenario, [chain], on_step, blocks)
+
+
+def run_chains(scenario: Scenario, chains: list[tuple[int, ...]], on_step: StepCallback | None = None,
+               blocks: bool = True) -> list[StepResult]:
+    """Solve several chains (each as :func:`run_chain` does) in this process: by the block path, up to
+    :data:`CHAINS_AT_ONCE` chains' blocks at a time in one call of the core (the chains on every thread), so steps
+    of different chains reach ``on_step`` interleaved, each chain's in order; step by step, one chain after another."""
     table = scenario.sweep.table()
-    states = {m.id: _MachineChainState(m.q_start.copy()) for m in scenario.machines}
+    states = [{m.id: _MachineChainState(m.q_start.copy()) for m in scenario.machines} for _ in chains]
     results: list[StepResult] = []
 
     def hand_on(step: StepResult) -> None:
@@ -341,29 +357,34 @@ def run_chain(scenario: Scenario, chain: tuple[int, ...], on_step: StepCallback 
             on_step(step)
 
     if not blocks or block_path_problem(scenario) is not None:
-        for index in chain:
-            hand_on(solve_step(scenario, index, table[index], states))
+        for chain, chain_states in zip(chains, states):
+            for index in chain:
+                hand_on(solve_step(scenario, index, table[index], chain_states))
         return results
     plans = [_plan(scenario, machine) for machine in scenario.machines]
-    position, size = 0, BLOCK_STEPS
-    while position < len(chain):
-        part = chain[position:position + size]
-        blocks, plain = _solve_block(scenario, plans, part, table, states)
-        if plain:
-            block = StepBlock(scenario, np.asarray(part[:plain]), table[list(part[:plain])],
-                              [_cut(m, plain) for m in blocks])
-            for step in block.steps():
-                hand_on(step)
-            for m in block.machines:
-                states[m.plan.machine.id].advance(m.q[-1].copy(), None)
-        position += plain
-        if plain < len(part):  # this step needs the step path; the next block starts small
-            hand_on(solve_step(scenario, chain[position], table[chain[position]], states))
-            position += 1
-            size = 1
-        else:
-            size = min(2 * size, BLOCK_STEPS)
-    return results
+    position, size = [0] * len(chains), [BLOCK_STEPS] * len(chains)
+    while True:
+        active = [k for k, chain in enumerate(chains) if position[k] < len(chain)][:CHAINS_AT_ONCE]
+        if not active:
+            return results
+        parts = [chains[k][position[k]:position[k] + size[k]] for k in active]
+        for k, part, (machine_blocks, plain) in zip(active, parts,
+                                                    _solve_blocks(plans, parts, table, [states[k] for k in active])):
+            if plain:
+                block = StepBlock(scenario, np.asarray(part[:plain]), table[list(part[:plain])],
+                                  [_cut(m, plain) for m in machine_blocks])
+                for step in block.steps():
+                    hand_on(step)
+                for m in block.machines:
+                    states[k][m.plan.machine.id].advance(m.q[-1].copy(), None)
+            position[k] += plain
+            if plain < len(part):  # this step needs the step path; the chain's next block starts small
+                index = chains[k][position[k]]
+                hand_on(solve_step(scenario, index, table[index], states[k]))
+                position[k] += 1
+                size[k] = 1
+            else:
+                size[k] = min(2 * size[k], BLOCK_STEPS)
 
 
 def _cut(block: _MachineBlock, steps: int) -> _MachineBlock:

@@ -18,7 +18,7 @@ from shiftsim.loads import indeterminate_directions, statically_open
 from shiftsim.output.store import ResultsStore
 from shiftsim.output.write import ResultsStream
 from shiftsim.scenario import load_scenario
-from shiftsim.scenario.chain import BlockStep, block_path_problem, run_chain
+from shiftsim.scenario.chain import BlockStep, block_path_problem, run_chain, run_chains
 from shiftsim.model import compile_model
 from shiftsim.statics import free_coordinates, solve
 
@@ -152,3 +152,23 @@ def test_the_batched_open_test_agrees_with_the_directions_one_pose_at_a_time():
         assert statically_open(model, np.array(poses), free).tolist() == one_by_one
         seen.update(one_by_one)
     assert seen == {True, False}
+
+
+def test_chains_solved_together_on_the_cores_threads_equal_each_chain_alone(tmp_path):
+    """run_chains hands several chains' blocks to the core at once (on its threads): the same numbers, bit for bit,
+    as each chain alone, and each chain's steps in order."""
+    document = json.loads((SCENARIOS / "excavator_lift.json").read_text())
+    for machine in document["machines"]:
+        machine["model"] = str((SCENARIOS / machine["model"]).resolve())
+    document["sweep"]["parameters"]["ex1:arm:boom_cyl"]["steps"] = 12
+    document["sweep"]["segment"] = 5
+    scenario = load_scenario(write_scenario(tmp_path, document))
+    chains = scenario.sweep.chains()
+    assert [len(chain) for chain in chains] == [5, 5, 2]
+    together = run_chains(scenario, chains)
+    for chain in chains:
+        mine = [step for step in together if step.index in chain]
+        assert [step.index for step in mine] == list(chain)
+        for ours, alone in zip(mine, run_chain(scenario, chain)):
+            np.testing.assert_array_equal(ours.store_values(), alone.store_values())
+            assert ours.as_dict() == alone.as_dict()
