@@ -25,7 +25,7 @@ which); the others run step by step. Both give the same numbers (to round-off; t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -121,14 +121,14 @@ def _plan(scenario: Scenario, machine: Machine) -> _MachinePlan:
 
 @dataclass
 class _MachineBlock:
-    """One machine's solved block: the chain's arrays (:class:`~shiftsim.statics.ChainResult`) and its poses."""
+    """One machine's solved block: the chain's arrays (:class:`~shiftsim.statics.ChainResult`) it reports from."""
 
-    plan: _MachinePlan
+    plan: _MachinePlan | str  # the machine's id while the block travels between processes (see StepBlock.attach)
     q: np.ndarray            # (S, nq)
     q_reference: np.ndarray  # (S, nq)
-    wrench: np.ndarray       # (S, J, 6) model axes
-    rotation: np.ndarray     # (S, J, 3, 3) model <- child-side joint frame
-    effort: np.ndarray       # (S, nq)
+    wrench: np.ndarray | None    # (S, J, 6) model axes (None once the block's values are computed)
+    rotation: np.ndarray | None  # (S, J, 3, 3) model <- child-side joint frame (likewise)
+    effort: np.ndarray | None    # (S, nq) (likewise)
     iterations: np.ndarray   # (S,)
     residual: np.ndarray     # (S,)
     stability: np.ndarray    # (S,)
@@ -155,6 +155,28 @@ class StepBlock:
     def __len__(self) -> int:
         return len(self.indices)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the scenario and the machines' plans (compiled models): a block sent back from a worker
+        process is :meth:`attach`-ed to the receiving process's scenario."""
+        state = {key: value for key, value in self.__dict__.items() if key not in ("scenario", "_columns")}
+        state["machines"] = [replace(m, plan=m.plan.machine.id) for m in self.machines]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, scenario=None)
+
+    def attach(self, scenario: Scenario, plans: dict[str, _MachinePlan]) -> None:
+        """Give a block that arrived from another process this process's ``scenario`` and plans (by machine id,
+        filled as needed)."""
+        if self.scenario is not None:
+            return
+        by_id = {machine.id: machine for machine in scenario.machines}
+        for m in self.machines:
+            if m.plan not in plans:
+                plans[m.plan] = _plan(scenario, by_id[m.plan])
+            m.plan = plans[m.plan]
+        self.scenario = scenario
+
     def steps(self) -> list[BlockStep]:
         """The block's steps, in order (their dictionaries are built when first read)."""
         names = self.scenario.sweep.names
@@ -164,21 +186,18 @@ class StepBlock:
                 for row, (index, values) in enumerate(zip(self.indices, self.table))]
 
     @cached_property
-    def poses(self) -> list[tuple[Any, Any]]:
-        """Per machine the forward kinematics of q and q_reference over the block (one pass each)."""
-        return [(forward(m.plan.machine.model, m.q), forward(m.plan.machine.model, m.q_reference))
-                for m in self.machines]
-
-    @cached_property
     def _columns(self) -> tuple[np.ndarray, np.ndarray, list[tuple[str, Machine, int, int, str]]]:
         """The block's numbers: ``values`` (S, V) as the store holds them (see the class docstring), ``extras``
         (S, E) what results.json adds (per pin reaction its force and moment sizes and its efforts), and where each
-        item is: (kind, machine, model index, its coordinates' count, its pin role), in the order of the values."""
+        item is: (kind, machine, model index, its coordinates' count, its pin role), in the order of the values.
+        Computed once (one forward-kinematics pass per machine over the block for q and for q_reference); the joint
+        loads' arrays are let go then (the block keeps only these numbers and the coordinates)."""
         parts: dict[str, list[np.ndarray]] = {"joints": [], "frames": [], "bodies": [], "pins": [], "q": [], "q_ref": []}
         extras: list[np.ndarray] = []
         items: list[tuple[str, Machine, int, int, str]] = []
-        for m, (loaded, reference) in zip(self.machines, self.poses):
+        for m in self.machines:
             plan, placement = m.plan, m.plan.machine.placement
+            loaded, reference = forward(plan.machine.model, m.q), forward(plan.machine.model, m.q_reference)
             machine = plan.machine
             for j in plan.joints:
                 coordinates = list(machine.model.joints[j].coordinates)
@@ -208,6 +227,8 @@ class StepBlock:
                                  for column in parts[group]], axis=1)
         order = ("joint", "frame", "body", "pin")
         items.sort(key=lambda item: order.index(item[0]))  # as the values: each kind over every machine (a stable sort)
+        for m in self.machines:
+            m.wrench = m.rotation = m.effort = None  # in values and extras now
         return values, np.concatenate(extras, axis=1) if extras else np.zeros((len(self), 0)), items
 
     @property
@@ -385,6 +406,16 @@ def run_chains(scenario: Scenario, chains: list[tuple[int, ...]], on_step: StepC
                 size[k] = 1
             else:
                 size[k] = min(2 * size[k], BLOCK_STEPS)
+
+
+def attach_blocks(scenario: Scenario, steps: list[StepResult]) -> list[StepResult]:
+    """``steps`` (from another process), their blocks attached to this process's ``scenario``
+    (:meth:`StepBlock.attach`); returned for chaining."""
+    plans: dict[str, _MachinePlan] = {}
+    for step in steps:
+        if isinstance(step, BlockStep):
+            step.block.attach(scenario, plans)
+    return steps
 
 
 def _cut(block: _MachineBlock, steps: int) -> _MachineBlock:

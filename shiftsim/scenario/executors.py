@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import InputError, Problem, ShiftsimError
-from .chain import run_chain, run_chains
+from .chain import attach_blocks, run_chain, run_chains
 from .runner import StepCallback, StepResult
 from .definition import Scenario, build_scenario
 
@@ -106,7 +106,7 @@ class LocalExecutor:
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    chain_result = future.result()
+                    chain_result = attach_blocks(scenario, future.result())
                     results.append(chain_result)
                     for step in chain_result:
                         if on_step is not None:
@@ -219,7 +219,7 @@ class DaskExecutor:
             futures = [client.submit(run_chain, shared, chain, pure=False) for chain in chains]
             results = []
             for future in as_completed(futures, loop=client.loop):
-                chain_result = future.result()
+                chain_result = attach_blocks(scenario, future.result())
                 results.append(chain_result)
                 for step in chain_result:
                     if on_step is not None:

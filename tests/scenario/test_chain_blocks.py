@@ -8,6 +8,7 @@ the same rows, names for names and values to 1e-12 relative, and the steps' resu
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from shiftsim.loads import indeterminate_directions, statically_open
 from shiftsim.output.store import ResultsStore
 from shiftsim.output.write import ResultsStream
 from shiftsim.scenario import load_scenario
-from shiftsim.scenario.chain import BlockStep, block_path_problem, run_chain, run_chains
+from shiftsim.scenario.chain import BlockStep, attach_blocks, block_path_problem, run_chain, run_chains
 from shiftsim.model import compile_model
 from shiftsim.statics import free_coordinates, solve
 
@@ -172,3 +173,17 @@ def test_chains_solved_together_on_the_cores_threads_equal_each_chain_alone(tmp_
         for ours, alone in zip(mine, run_chain(scenario, chain)):
             np.testing.assert_array_equal(ours.store_values(), alone.store_values())
             assert ours.as_dict() == alone.as_dict()
+
+
+def test_a_block_travels_between_processes_without_its_scenario(tmp_path):
+    """A worker's block steps are pickled without the compiled models (each chain's result would carry a copy of the
+    scenario) and attached to the receiving process's scenario: the same store values and results.json objects."""
+    scenario = _shortened("two_excavators", 3, tmp_path)
+    steps = run_chain(scenario, scenario.sweep.chains()[0])
+    payload = pickle.dumps(steps)
+    assert b"excavator_hydraulic" not in payload  # no model came along
+    arrived = attach_blocks(scenario, pickle.loads(payload))
+    for ours, theirs in zip(arrived, steps):
+        assert ours.block.scenario is scenario
+        np.testing.assert_array_equal(ours.store_values(), theirs.store_values())
+        assert ours.as_dict() == theirs.as_dict()
