@@ -18,7 +18,14 @@ evenly spaced (its cost per step does not depend on the batch's length past a fe
 A run whose peak memory, extrapolated linearly from the smaller sizes' peaks, would pass half of the
 memory available is skipped and says so.
 
+Beside both, in this process: the part of a run that solves and streams, every step solved along its chain and
+streamed into a results store (``ResultsStream``), by the block path (``scenario.chain``: the compiled continuation,
+outputs per block with numpy) and by the step path (``blocks=False``: per step a ``Solution`` and its dictionaries),
+steps per CPU second (``time.process_time``) beside the core's rate on one thread (the ``--stream-steps`` first steps,
+default all up to 30,000).
+
     python benchmarks/bench_sweep.py [--steps 3000 300000] [--jobs 1 2] [--core-sample 3000] [--plots]
+                                     [--stream-steps 30000]
 """
 
 from __future__ import annotations
@@ -143,12 +150,30 @@ def core_rate(threads: int | None, cases) -> float:
     return steps / seconds
 
 
+def solve_and_stream(steps: int, blocks: bool) -> float:
+    """Steps per CPU second of solving the stretched scenario's chain and streaming it into a results store."""
+    from shiftsim.output.write import ResultsStream
+    from shiftsim.scenario import build_scenario
+    from shiftsim.scenario.chain import run_chain
+
+    scenario = build_scenario(SCENARIO, stretched(steps, 1, plots=False))
+    chain, = scenario.sweep.chains()
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.process_time()
+        with ResultsStream(Path(folder), scenario) as stream:
+            run_chain(scenario, chain, stream.add, blocks=blocks)
+            stream.writer.close()
+        return steps / (time.process_time() - started)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="+", default=[3000, 300_000])
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--core-sample", type=int, default=3000)
     parser.add_argument("--plots", action="store_true", help="draw the shipped scenario's four plots too")
+    parser.add_argument("--stream-steps", type=int, default=30_000,
+                        help="solve and stream in this process at most this many steps")
     args = parser.parse_args()
     peaks: dict[int, list[tuple[int, int]]] = {jobs: [] for jobs in args.jobs}  # jobs -> [(steps, peak bytes)]
     for steps in sorted(args.steps):
@@ -159,6 +184,11 @@ def main() -> None:
         one, every = core_rate(1, cases), core_rate(None, cases)
         print(f"  core solve_batch (loaded + reference case per step): {one:9.0f} steps/s on 1 thread, "
               f"{every:9.0f} steps/s on {os.cpu_count()}", flush=True)
+        if steps <= args.stream_steps:
+            for blocks in (True, False):
+                rate = solve_and_stream(steps, blocks)
+                print(f"  solve and stream, {'block' if blocks else 'step'} path: {rate:8.0f} steps per CPU s "
+                      f"({rate / one:5.1%} of the core's {one:.0f} on 1 thread)", flush=True)
         for jobs in args.jobs:
             estimate = extrapolated_peak(peaks[jobs], steps)
             if estimate > 0.5 * available_memory():

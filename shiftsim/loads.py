@@ -47,39 +47,43 @@ class IndeterminateSplit:
 
 
 def _rigid_columns(model: Model, q: np.ndarray) -> np.ndarray:
-    """(6 n_closures, 6 r): the closure rows' rates per unit relative twist [v at the world origin, omega] of each of
-    the model's r rigid joints (a rigid closure's own six rows; a rigid tree joint moves every closure side in its
-    subtree)."""
-    rows = 6 * len(model.closures)
+    """(B, 6 n_closures, 6 r) at configurations q (B, nq): the closure rows' rates per unit relative twist [v at the
+    world origin, omega] of each of the model's r rigid joints (a rigid closure's own six rows; a rigid tree joint
+    moves every closure side in its subtree)."""
+    rows, batch = 6 * len(model.closures), len(q)
     rigid = [j for j, joint in enumerate(model.joints) if joint.type == "rigid"]
     if not rigid:
-        return np.zeros((rows, 0))
+        return np.zeros((batch, rows, 0))
     closure_of = {c.joint: k for k, c in enumerate(model.closures)}
-    _, p_a, _, p_b = closure_poses(model, state(model, q[None]))
+    _, p_a, _, p_b = closure_poses(model, state(model, q))
     # per closure side: its six rows' rates per unit twist of everything on that side,
     # linear rows v + omega x p = v - [p]x omega, angular rows omega
     side_rates = []
     for k, closure in enumerate(model.closures):
-        for side, point, sign in ((closure.node_b, p_b[0, k], 1.0), (closure.node_a, p_a[0, k], -1.0)):
-            rate = np.eye(6)
-            rate[:3, 3:] = -_skew(point)
+        for side, point, sign in ((closure.node_b, p_b[:, k], 1.0), (closure.node_a, p_a[:, k], -1.0)):
+            rate = np.broadcast_to(np.eye(6), (batch, 6, 6)).copy()
+            rate[:, :3, 3:] = -_skews(point)
             side_rates.append((k, side, sign * rate))
-    columns = np.zeros((rows, 6 * len(rigid)))
+    columns = np.zeros((batch, rows, 6 * len(rigid)))
     for column, j in enumerate(rigid):
-        block = columns[:, 6 * column: 6 * column + 6]
+        block = columns[:, :, 6 * column: 6 * column + 6]
         if j in closure_of:
             k = closure_of[j]
-            block[6 * k: 6 * k + 6] = np.eye(6)
+            block[:, 6 * k: 6 * k + 6] = np.eye(6)
             continue
         node = model.joints[j].nodes[0]
         for k, side, rate in side_rates:
             if model.subtree[node, side]:
-                block[6 * k: 6 * k + 6] += rate
+                block[:, 6 * k: 6 * k + 6] += rate
     return columns
 
 
-def _skew(p: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+def _skews(p: np.ndarray) -> np.ndarray:
+    """[p]x (B, 3, 3) of points p (B, 3)."""
+    out = np.zeros((len(p), 3, 3))
+    out[:, 0, 1], out[:, 0, 2], out[:, 1, 2] = -p[:, 2], p[:, 1], -p[:, 0]
+    out[:, 1, 0], out[:, 2, 0], out[:, 2, 1] = p[:, 2], -p[:, 1], p[:, 0]
+    return out
 
 
 def _complement_in(space: np.ndarray, part: np.ndarray) -> np.ndarray:
@@ -95,13 +99,45 @@ def _null(matrix: np.ndarray, rows: int) -> np.ndarray:
     return null_space(matrix.T, rcond=RANK_TOLERANCE) if matrix.shape[1] else np.eye(rows)
 
 
-def _rank(matrix: np.ndarray) -> int:
-    """The rank of ``matrix`` as :func:`_null` counts it (singular values above :data:`RANK_TOLERANCE` of the
-    largest), from its singular values alone."""
-    if not matrix.shape[1]:
-        return 0
-    sigma = np.linalg.svd(matrix, compute_uv=False)
-    return int(np.count_nonzero(sigma > RANK_TOLERANCE * sigma[0])) if sigma.size and sigma[0] > 0 else 0
+def _ranks(matrices: np.ndarray) -> np.ndarray:
+    """The rank (B,) of each of ``matrices`` (B, rows, c) as :func:`_null` counts it (singular values above
+    :data:`RANK_TOLERANCE` of the largest), from its singular values alone."""
+    if not matrices.shape[2]:
+        return np.zeros(len(matrices), dtype=int)
+    sigma = np.linalg.svd(matrices, compute_uv=False)
+    top = sigma[:, :1]
+    return np.where(top[:, 0] > 0, np.count_nonzero(sigma > RANK_TOLERANCE * top, axis=1), 0)
+
+
+def _parts(model: Model, q: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """The closure Jacobian's columns (B, 6 n_closures, c) at q (B, nq) on the free coordinates, on the free and the
+    held ones, and on those and the rigid joints' relative twists; None where nothing is held or rigid."""
+    rows = 6 * len(model.closures)
+    coupled = {c.target for c in model.couplings}
+    free_set = set(np.asarray(free, int).tolist())
+    held = [i for i in range(model.nq) if i not in free_set and i not in coupled]
+    if not rows or (not held and not any(joint.type == "rigid" for joint in model.joints)):
+        return None
+    jac = closure_jacobian(model, state(model, q))
+    if model.couplings:
+        jac = jac @ np.array([coupling_map(model, one) for one in q])  # (B, 6K, nq)
+    on_free = jac[:, :, free]
+    free_and_held = np.concatenate([on_free, jac[:, :, held]], axis=2)
+    return on_free, free_and_held, np.concatenate([free_and_held, _rigid_columns(model, q)], axis=2)
+
+
+def statically_open(model: Model, q: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """(B,) True at those configurations q (B, nq) where held or rigid parts leave loop forces open (where
+    :func:`indeterminate_directions` finds directions), by the ranks alone."""
+    q = np.atleast_2d(q)
+    parts = _parts(model, q, free)
+    return np.zeros(len(q), dtype=bool) if parts is None else _open(parts)
+
+
+def _open(parts: tuple[np.ndarray, ...]) -> np.ndarray:
+    """(B,) True where the ranks of :func:`_parts` differ: some loop-force pattern loads a held or a rigid part."""
+    on_free, free_and_held, all_parts = (_ranks(part) for part in parts)
+    return (on_free != free_and_held) | (free_and_held != all_parts)
 
 
 def indeterminate_directions(model: Model, q: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -109,19 +145,12 @@ def indeterminate_directions(model: Model, q: np.ndarray, free: np.ndarray) -> t
     (6 n_closures, d): those that load a held coordinate, and those that load only rigid joints (the loop
     equations' own redundancy, which loads nothing, taken out of both)."""
     rows = 6 * len(model.closures)
-    coupled = {c.target for c in model.couplings}
-    free_set = set(np.asarray(free, int).tolist())
-    held = [i for i in range(model.nq) if i not in free_set and i not in coupled]
-    if not rows or (not held and not any(joint.type == "rigid" for joint in model.joints)):
-        return np.zeros((rows, 0)), np.zeros((rows, 0))  # nothing held or rigid: nothing to split
-    jac = closure_jacobian(model, state(model, q[None]))[0] @ coupling_map(model, q)  # (6K, nq)
-    on_free = jac[:, free]
-    free_and_held = np.hstack([on_free, jac[:, held]])
-    all_parts = np.hstack([free_and_held, _rigid_columns(model, q)])
-    # the patterns' counts are differences of ranks: singular values alone tell whether there is anything to split
-    # (the usual case, nothing), and only then are the bases computed
-    if _rank(on_free) == _rank(free_and_held) == _rank(all_parts):
+    parts = _parts(model, q[None], free)
+    # nothing held or rigid: nothing to split; the patterns' counts are differences of ranks: singular values alone
+    # tell whether there is anything to split (the usual case, nothing), and only then are the bases computed
+    if parts is None or not _open(parts)[0]:
         return np.zeros((rows, 0)), np.zeros((rows, 0))
+    on_free, free_and_held, all_parts = (part[0] for part in parts)
     open_patterns = _null(on_free, rows)
     with_held = _null(free_and_held, rows)
     carried_by_nothing = _null(all_parts, rows)

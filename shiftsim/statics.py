@@ -44,7 +44,8 @@ from .core.library import core
 from .core import problem as core_tables
 from .core.problem import problem as core_problem
 from .errors import InputError, Problem
-from .kinematics import State, assemble, closure_jacobian, coupling_callbacks, coupling_map, model_size, state
+from .kinematics import (State, _assembly_problem, assemble, closure_jacobian, coupling_callbacks, coupling_map,
+                         model_size, state)
 from .model import PRISMATIC, Model
 from .solve_memory import tree_structured
 
@@ -331,6 +332,121 @@ def solve_batch(model: Model, q_start: np.ndarray, free: np.ndarray, gravity: np
                         core_library.threads() if threads is None else max(int(threads), 1))
 
 
+@dataclass
+class ChainResult:
+    """Steps solved along continuation chains (:func:`solve_chain`), C steps in all.
+
+    ``outcome`` (C,) one of :data:`CHAIN_OUTCOMES` per step; ``assembled`` (C, nq) each step's start (the previous
+    equilibrium with the step's prescribed values, loops closed); ``iterations``, ``residual`` (C,) and ``stability``
+    (C,) of the loaded solve. Meaningful only where ``outcome == "plain"``: ``q`` and ``q_reference`` (C, nq) the
+    loaded and the unloaded equilibrium, ``multipliers`` (C, 6 n_closures) the solver's closure wrenches (zero on
+    redundant rows), ``size`` (C,) m, and the joint loads at q with them (as
+    :func:`~shiftsim.solution.joint_load_arrays`): ``wrench_world`` (C, J, 6) N and N m about each child-side joint
+    frame's origin, world axes of the model; ``rotation`` (C, J, 3, 3) world <- child-side joint frame; ``effort``
+    (C, nq) N or N m.
+    """
+
+    outcome: np.ndarray
+    assembled: np.ndarray
+    iterations: np.ndarray
+    residual: np.ndarray
+    stability: np.ndarray
+    size: np.ndarray
+    q: np.ndarray
+    q_reference: np.ndarray
+    multipliers: np.ndarray
+    wrench_world: np.ndarray
+    rotation: np.ndarray
+    effort: np.ndarray
+
+    @property
+    def plain(self) -> np.ndarray:
+        """(C,) True where the step was solved and its chain went on from it."""
+        return self.outcome == "plain"
+
+
+CHAIN_OUTCOMES = core_tables.CHAIN_OUTCOMES
+_OUTCOMES = np.array(CHAIN_OUTCOMES)
+ASSEMBLY_TOLERANCE, ASSEMBLY_ITERATIONS, HELD_STEP = 1e-10, 100, 0.1  # as kinematics.assemble's defaults
+ROW_TOLERANCE = 1e-9  # as independent_rows'
+
+
+def solve_chain(model: Model, q_first: np.ndarray, target: np.ndarray, prescribed: np.ndarray,
+                chain_start: np.ndarray, gravity: np.ndarray, loads: list[gen.AppliedLoad] = (),
+                rows: np.ndarray | None = None, options: SolverOptions = SolverOptions(),
+                threads: int | None = None) -> ChainResult:
+    """Continuation chains in compiled code (``solve_chain`` in core/src/chain.c): every step of a chain starts from
+    the previous step's equilibrium (the chain's first from ``q_first``), exactly as :func:`solve` with ``q_start``
+    set to it and the step's prescribed values does, and is solved loaded and unloaded (its reference).
+
+    Each step: the previous equilibrium with the step's prescribed values, its loops closed as
+    :func:`~shiftsim.kinematics.assemble` closes them with ``start`` (the held coordinates travelling in increments
+    of at most 0.1 rad or m); the loaded equilibrium with its stability verdict and the reference (no gravity, no
+    loads, no verdict) from that pose; the joint loads of the loaded equilibrium. A step that is not plain (see
+    :data:`CHAIN_OUTCOMES`) ends its chain: the steps after it are not solved. Chains run on ``threads`` threads
+    (default every core; one when the model calls Python back).
+
+    Parameters
+    ----------
+    model : Model
+        The compiled model.
+    q_first : (K, nq) array
+        Each chain's start: a closed configuration (an equilibrium, or the machine's start state).
+    target : (C, nq) array
+        Per step, the values of the ``prescribed`` coordinates (the other entries are not read), rad or m.
+    prescribed : (h,) int array
+        The prescribed coordinates (the same for every step).
+    chain_start : (K + 1,) int array
+        Chain k holds steps ``chain_start[k]`` to ``chain_start[k + 1] - 1``; 0 first, C last.
+    gravity : (C, 3) array
+        m/s^2, model frame.
+    loads : sequence of AppliedLoad
+        Loads with (C, 3) force and torque arrays (N, N m).
+    rows : (m,) int array, optional
+        The independent closure rows the solve uses (default: those at ``q_first[0]``); a step at whose assembled
+        pose other rows are independent ends its chain (``rows_changed``), as :func:`solve` would choose those.
+    options : SolverOptions, optional
+        Newton settings.
+    threads : int, optional
+        Threads the chains run on.
+
+    Returns
+    -------
+    ChainResult
+        Per step its outcome and, where plain, both equilibria and the joint loads.
+    """
+    q_first = np.ascontiguousarray(np.atleast_2d(np.asarray(q_first, float)))
+    target = np.ascontiguousarray(np.atleast_2d(np.asarray(target, float)))
+    steps, nq, joints, closures = target.shape[0], model.nq, len(model.joints), 6 * len(model.closures)
+    prescribed = np.ascontiguousarray(np.asarray(prescribed, dtype=np.int64))
+    free = free_coordinates(model, prescribed)
+    loads = list(loads)
+    if rows is None:
+        rows = independent_rows(model, q_first[0], free)
+    rows = np.ascontiguousarray(np.asarray(rows, dtype=np.int64))
+    gravity = np.ascontiguousarray(np.broadcast_to(np.asarray(gravity, float), (steps, 3)))
+    force, torque = _load_arrays(loads, steps)
+    threads = core_library.threads() if threads is None else max(int(threads), 1)
+    concurrent = max(min(threads, len(q_first)), 1)
+    need = concurrent * memory.solve_bytes(model.nq, len(model.closures), False) + 8 * steps * (6 * nq + 15 * joints
+                                                                                                + closures + 8)
+    if need > SMALL_SOLVE_BYTES or options.memory_limit is not None:
+        memory.check_fits(need, f"a chain solve of {steps} steps ({model.nq} coordinates, {len(model.closures)} loops, "
+                          f"{concurrent} at once)", options.memory_limit)
+    problem = _problem(model, free, rows, loads, False, options, ())
+    outcome, flags = np.empty(steps, np.int64), np.zeros((steps, len(core_tables.RESULT_FLAGS)))
+    assembled, q, q_reference, effort = (np.zeros((steps, nq)) for _ in range(4))
+    multipliers = np.zeros((steps, closures))
+    wrench, rotation = np.zeros((steps, joints, 6)), np.zeros((steps, joints, 3, 3))
+    core.solve_chain(compiled(model), problem, _assembly_problem(model, free), prescribed, HELD_STEP,
+                     ASSEMBLY_TOLERANCE, ROW_TOLERANCE, ASSEMBLY_ITERATIONS,
+                     np.ascontiguousarray(chain_start, dtype=np.int64), q_first, target, gravity, force, torque, outcome,
+                     assembled, flags, q, q_reference, multipliers, wrench, rotation, effort, threads)
+    return ChainResult(_OUTCOMES[outcome], assembled, flags[:, _ITERATIONS].astype(int), flags[:, _RESIDUAL].copy(),
+                       _VERDICTS[flags[:, _STABILITY].astype(int)], flags[:, _SIZE].copy(), q, q_reference,
+                       multipliers, wrench, rotation, effort)
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """What the solver sees at one configuration (u: the free coordinates, m independent closure rows).
@@ -515,4 +631,5 @@ def solve(model: Model, set: dict[str, float | list[float]] | None = None, hold:
     return Solution.build(model, loaded, reference, gravity, loads_applied, q, fields)
 
 
-__all__ = ["BatchResult", "Load", "STABILITY", "SolverOptions", "model_size", "solve", "solve_batch"]
+__all__ = ["BatchResult", "CHAIN_OUTCOMES", "ChainResult", "Load", "STABILITY", "SolverOptions", "model_size", "solve",
+           "solve_batch", "solve_chain"]

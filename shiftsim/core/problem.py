@@ -39,10 +39,17 @@ EVALUATION_SCALARS = ("energy", "force_scale", "conservative", "size", "force_fl
 VERDICTS = ("stable", "neutral", "unstable")
 """The core's stability codes, by index."""
 
+CHAIN_OUTCOMES = ("plain", "not_closed", "rows_changed", "not_plain", "not_solved")
+"""How a step of a continuation chain ended (``_core.solve_chain``, src/chain.c), by code: ``plain`` solved (the chain
+goes on from it); ``not_closed`` the loops did not close at its values; ``rows_changed`` other closure rows are
+independent there; ``not_plain`` not converged, no equilibrium or neutral; ``not_solved`` after a step that ended the
+chain."""
+
 check_names("SETTINGS_FIELDS", tuple(SETTINGS))
 check_names("RESULT_FLAGS", RESULT_FLAGS)
 check_names("EVALUATION_SCALARS", EVALUATION_SCALARS)
 check_names("VERDICTS", VERDICTS)
+check_names("CHAIN_OUTCOMES", CHAIN_OUTCOMES)
 
 
 def settings(options, runaway_sizes: float = 0.0) -> dict[str, int | float]:

@@ -62,6 +62,7 @@ ROWS_PER_GROUP = 65_536  # a part's row groups: the unit a filtered read skips o
 WRITER_NAME = re.compile(r"[A-Za-z0-9_]+")
 CATALOG_KEY = b"shiftsim.catalog"
 Key = tuple[str, str]  # (entity, quantity)
+Layout = tuple[tuple[str, ...], ...]  # a step's value names: (entities, quantities, components, units), one per value
 Catalog = dict[Key, list[str]]  # (entity, quantity) -> its components, in order
 
 
@@ -158,15 +159,17 @@ class StoreWriter:
             raise StoreError(f"{self.folder}: writer {writer!r} already has part files ({taken[0].name} ...); "
                              f"expected a new store or another writer name")
         self._step_rows: list[Sequence[Any]] = []
-        self._values: list[float | None] = []  # every buffered value, in order
-        self._layouts: list[tuple[tuple[str, ...], ...]] = []  # distinct names of steps: entity, quantity, component, unit
+        self._values: list[np.ndarray] = []  # the buffered values in chunks (float64), in order
+        self._nulls: list[np.ndarray | None] = []  # per chunk where its values are null (None: nowhere)
+        self._buffered = 0
+        self._layouts: list[Layout] = []  # distinct names of steps: entity, quantity, component, unit
         self._segments: list[tuple[int, int, int]] = []  # per buffered step: its number, layout, count of values
         self._catalog: Catalog = {}
 
     @property
     def buffered(self) -> int:
         """Values held in memory, not yet in a part file."""
-        return len(self._values)
+        return self._buffered
 
     def add(self, step_row: Sequence[Any], value_rows: Sequence[Sequence[Any]]) -> None:
         """One finished step: ``step_row`` (``step, *parameters, status, iterations, stability, residual,
@@ -176,28 +179,41 @@ class StoreWriter:
         The rows' names (entity, quantity, component, unit) are kept once per layout: a step whose names are
         those of the step before adds only its values (the usual case: every converged step of a sweep
         reports the same things)."""
-        if self._closed:
-            raise ValueError(f"{self.folder}: the store writer is closed")
-        if len(step_row) != self._width:
-            raise ValueError(f"a steps row has {len(self._steps_schema)} columns "
-                             f"({', '.join(self._steps_schema.names)}), got {list(step_row)}")
         if value_rows:
             _, entity, quantity, component, values, unit = zip(*value_rows)
             layout = (entity, quantity, component, unit)
         else:
             layout, values = ((), (), (), ()), ()
-        if not self._layouts or layout != self._layouts[-1]:
+        nulls = np.fromiter((v is None for v in values), bool, len(values))
+        numbers = np.fromiter((np.nan if v is None else v for v in values), float, len(values))
+        self.add_values(step_row, layout, numbers, nulls if nulls.any() else None)
+
+    def add_values(self, step_row: Sequence[Any], layout: Layout, values: np.ndarray,
+                   nulls: np.ndarray | None = None) -> None:
+        """One finished step as columns: ``step_row`` as in :meth:`add`, the names of its values ``layout`` (entity,
+        quantity, component and unit tuples, one entry per value: pass the same tuple object for every step that has
+        them) and ``values`` (V,) float64, null where ``nulls`` (V,) is True."""
+        if self._closed:
+            raise ValueError(f"{self.folder}: the store writer is closed")
+        if len(step_row) != self._width:
+            raise ValueError(f"a steps row has {len(self._steps_schema)} columns "
+                             f"({', '.join(self._steps_schema.names)}), got {list(step_row)}")
+        if len(values) != len(layout[0]):
+            raise ValueError(f"step {step_row[0]}: {len(values)} values for {len(layout[0])} names")
+        if not self._layouts or (layout is not self._layouts[-1] and layout != self._layouts[-1]):
             self._layouts.append(layout)
-        held = self.buffered
+        held = len(self._values)
         try:  # all of the step or none of it, even when a signal's exception lands in between
-            self._values.extend(values)
+            self._values.append(np.asarray(values, dtype=float))
+            self._nulls.append(nulls)
             self._segments.append((step_row[0], len(self._layouts) - 1, len(values)))
             self._step_rows.append(step_row)
         except BaseException:
-            del self._values[held:]
+            del self._values[held:], self._nulls[held:]
             del self._segments[len(self._step_rows):]
             raise
-        if self.buffered >= self.rows_per_part:
+        self._buffered += len(values)
+        if self._buffered >= self.rows_per_part:
             self.flush()
 
     def _values_table(self) -> pa.Table:
@@ -213,9 +229,14 @@ class StoreWriter:
                   for layout in used}
         take = np.concatenate([ranges[layout] for _, layout, _ in self._segments]) if self._segments else []
         steps = np.repeat([step for step, _, _ in self._segments], [count for _, _, count in self._segments])
+        values = np.concatenate(self._values) if self._values else np.zeros(0)
+        nulls = None
+        if any(mask is not None for mask in self._nulls):
+            nulls = np.concatenate([np.zeros(len(v), bool) if mask is None else mask
+                                    for v, mask in zip(self._values, self._nulls)])
         columns = [pa.array(steps, pa.int64()), *(pa.array(column, pa.string()).take(pa.array(take, pa.int64()))
                                                    for column in names[:3]),
-                   pa.array(self._values, pa.float64()), pa.array(names[3], pa.string()).take(pa.array(take, pa.int64()))]
+                   pa.array(values, pa.float64(), mask=nulls), pa.array(names[3], pa.string()).take(pa.array(take, pa.int64()))]
         catalog_rows = ((offsets[layout], *row) for layout in used
                         for row in zip(*self._layouts[layout][:3]))
         extend_catalog(self._catalog, catalog_rows)
@@ -228,7 +249,7 @@ class StoreWriter:
         self._write_part(VALUES, self._values_table())
         self._write_part(STEPS, columns_table(list(zip(*self._step_rows)), self._steps_schema))
         self._parts += 1
-        self._step_rows, self._values, self._segments = [], [], []
+        self._step_rows, self._values, self._nulls, self._segments, self._buffered = [], [], [], [], 0
         self._layouts = self._layouts[-1:]
 
     def close(self) -> None:
@@ -246,7 +267,9 @@ class StoreWriter:
         name = f"part-{self.writer}-{self._parts:05d}.parquet"
         staged = self.folder / table_name / f".{name}.partial"
         try:
-            pq.write_table(table, staged, row_group_size=ROWS_PER_GROUP)
+            # statistics of the step column only: selections by step skip row groups by them; the names' and values'
+            # statistics no reader uses cost a third of the writing
+            pq.write_table(table, staged, row_group_size=ROWS_PER_GROUP, write_statistics=["step"])
             handle = os.open(staged, os.O_RDONLY)
             try:
                 os.fsync(handle)  # on disk before it is named: a part under its final name is whole

@@ -26,11 +26,13 @@ from ..typed import ECHO_LIMIT
 from .provenance import run_metadata
 from .report import report_html
 from ..scenario.definition import Scenario
+from ..scenario.chain import BlockStep
 from ..scenario.runner import StepResult
-from .store import ROWS_PER_PART, ResultsStore, StoreWriter
+from .store import ROWS_PER_PART, Layout, ResultsStore, StoreWriter
 from .writers import (CAPACITY_CSV, OUTPUT_FOLDERS, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, SENSITIVITY_CSV, STEPS_CSV,
                       capacity_rows, csv_bytes, joint_units, open_staging, remove_created,
-                      keeps_steps, results_document, step_rows, store_rows, tidy_rows, write_files, writes_csv)
+                      keeps_steps, results_document, step_rows, step_status_row, store_rows, tidy_rows, write_files,
+                      writes_csv)
 
 
 class ResultsStream:
@@ -53,11 +55,28 @@ class ResultsStream:
             self.discard()
             raise
         self.added = np.zeros(scenario.sweep.size, dtype=bool)  # by step index
+        self._block: Any = None  # the block whose value names are self._layout (block-path steps)
+        self._layout: Layout = ((), (), (), ())
 
     def add(self, step: StepResult) -> None:
-        """Stream one solved step into the store."""
-        self.writer.add(*store_rows(step, self.parameters, self._joint_units))
+        """Stream one solved step into the store. A step of the block path (:class:`~shiftsim.scenario.chain.BlockStep`)
+        gives its numbers as a row of its block's array; their names are taken once per block from the step's rows."""
+        values = step.store_values() if isinstance(step, BlockStep) else None
+        if values is None:
+            self.writer.add(*store_rows(step, self.parameters, self._joint_units))
+        else:
+            if step.block is not self._block:
+                self._block, self._layout = step.block, self._block_layout(step, values)
+            self.writer.add_values(step_status_row(step, self.parameters), self._layout, values)
         self.added[step.index] = True
+
+    def _block_layout(self, step: BlockStep, values: np.ndarray) -> Layout:
+        """The names of a block's values, from its first step's rows (which must hold the same numbers)."""
+        step_row, value_rows = store_rows(step, self.parameters, self._joint_units)
+        numbers = np.array([row[4] for row in value_rows], dtype=float)
+        if len(numbers) != len(values) or not np.allclose(numbers, values, rtol=1e-12, atol=0.0):
+            raise RuntimeError(f"step {step.index}: the block's values and its rows disagree (a shiftsim bug)")
+        return tuple(tuple(column) for column in list(zip(*value_rows))[1:4]) + (tuple(row[5] for row in value_rows),)
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)

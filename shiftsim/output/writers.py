@@ -329,6 +329,13 @@ def store_step_row(record: dict[str, Any], parameters: list[str]) -> list[Any]:
             record["iterations"], stability, record["residual"], record["stable"]]
 
 
+def step_status_row(step: StepResult, parameters: list[str]) -> list[Any]:
+    """A step's row of the store's ``steps`` table from the step itself (:func:`store_step_row` without its
+    results.json object)."""
+    return [step.index, *(step.parameters[name] for name in parameters), step.status, step.iterations, step.stability,
+            step.residual, step.stable]
+
+
 def store_rows(step: StepResult, parameters: list[str],
                joint_units: dict[str, list[str]]) -> tuple[list[Any], list[list[Any]]]:
     """A solved step's ``steps`` row and ``values`` rows of the store (:func:`store_step_row`,

@@ -1,8 +1,10 @@
 """Where the chains of a sweep run: this process, a pool of local processes, or a Dask cluster.
 
-Every executor solves the same chains with the same code (``runner.run_chain``);
-the partition into chains is fixed by the scenario (see ``sweep``), so results
-do not depend on the executor or the number of processes, bit for bit.
+Every executor solves the same chains with the same code (``chain.run_chain``;
+in this process ``chain.run_chains``, which hands several chains' blocks to the
+core at once, on its threads); the partition into chains is fixed by the
+scenario (see ``sweep``), so results do not depend on the executor or the
+number of processes, bit for bit.
 
 * :class:`LocalExecutor` with ``jobs == 1`` runs in this process; with more it
   uses a ``concurrent.futures.ProcessPoolExecutor``. Each worker process builds
@@ -34,7 +36,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import InputError, Problem, ShiftsimError
-from .runner import StepCallback, StepResult, run_chain
+from .chain import attach_blocks, run_chain, run_chains
+from .runner import StepCallback, StepResult
 from .definition import Scenario, build_scenario
 
 
@@ -93,8 +96,8 @@ class LocalExecutor:
     jobs: int = 1
 
     def run(self, scenario: Scenario, chains: list[tuple[int, ...]], on_step: StepCallback | None) -> list[StepResult]:
-        if self.jobs == 1 or len(chains) == 1:
-            return _sorted([run_chain(scenario, chain, on_step) for chain in chains])
+        if self.jobs == 1 or len(chains) == 1:  # the block path runs the chains together on the core's threads
+            return sorted(run_chains(scenario, chains, on_step), key=lambda step: step.index)
         results = []
         pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(chains)), initializer=_start_worker,
                                    initargs=(os.getpid(), scenario.source, scenario.document))
@@ -103,7 +106,7 @@ class LocalExecutor:
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    chain_result = future.result()
+                    chain_result = attach_blocks(scenario, future.result())
                     results.append(chain_result)
                     for step in chain_result:
                         if on_step is not None:
@@ -216,7 +219,7 @@ class DaskExecutor:
             futures = [client.submit(run_chain, shared, chain, pure=False) for chain in chains]
             results = []
             for future in as_completed(futures, loop=client.loop):
-                chain_result = future.result()
+                chain_result = attach_blocks(scenario, future.result())
                 results.append(chain_result)
                 for step in chain_result:
                     if on_step is not None:

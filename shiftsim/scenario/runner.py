@@ -244,16 +244,3 @@ def _prefixed(machine: Machine, combination: str) -> str:
     terms = [" ".join((coefficient, machine.name(name))) for coefficient, name in
              (term.split(" ", 1) for term in parts[::2])]
     return " ".join(sum(([sign, term] for sign, term in zip(parts[1::2], terms[1:])), [terms[0]]))
-
-
-def run_chain(scenario: Scenario, chain: tuple[int, ...], on_step: StepCallback | None = None) -> list[StepResult]:
-    """Solve the steps of one chain in order, each from the previous equilibrium (all from the start state first)."""
-    table = scenario.sweep.table()
-    states = {m.id: _MachineChainState(m.q_start.copy()) for m in scenario.machines}
-    results = []
-    for index in chain:
-        step = solve_step(scenario, index, table[index], states)
-        results.append(step)
-        if on_step is not None:
-            on_step(step)
-    return results

@@ -31,7 +31,7 @@ def _reference_directions(model, q, free):
     coupled = {c.target for c in model.couplings}
     held = [i for i in range(model.nq) if i not in set(free.tolist()) and i not in coupled]
     jac = closure_jacobian(model, state(model, q[None]))[0] @ coupling_map(model, q)
-    parts = [jac[:, free], jac[:, held], _rigid_columns(model, q)]
+    parts = [jac[:, free], jac[:, held], _rigid_columns(model, q[None])[0]]
 
     def null(columns):
         matrix = np.hstack(columns)

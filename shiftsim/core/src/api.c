@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "chain.h"
 
 /* ------------------------------------------------------------------ buffers */
 typedef struct {
@@ -1189,6 +1190,82 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+typedef struct {
+    const Model *core_model;
+    const ChainJob *job;
+} ChainRun;
+
+static void chain_work(void *job, int64_t k, Workspace *w) {
+    const ChainRun *run = job;
+    solve_chain(w, run->core_model, run->job, k);
+}
+
+/* solve_chain(model, problem, assembly_problem, held (h) int64, held_step, tolerance, rank_tolerance, max_iterations,
+ *             chain_start (K + 1) int64, q_first (K, nq), target (C, nq), gravity (C, 3), force (C, L, 3),
+ *             torque (C, L, 3), outcome (C) int64, assembled (C, nq), flags (C, 7), q (C, nq), q_reference (C, nq),
+ *             multipliers (C, 6 n_closures), wrench (C, J, 6), rotation (C, J, 3, 3), effort (C, nq), threads):
+ * K continuation chains of C steps in all (solve_chain in chain.c), the chains on ``threads`` threads. */
+static PyObject *py_solve_chain(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *problem, *assembly, *o[16];
+    int64_t threads;
+    ChainJob job;
+    memset(&job, 0, sizeof job);
+    Buffer b[16] = {0};
+    if (!PyArg_ParseTuple(args, "OOOOdddLOOOOOOOOOOOOOOOL", &model, &problem, &assembly, &o[0], &job.held_step,
+                          &job.tolerance, &job.rank_tolerance, &job.max_iterations, &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &threads))
+        return NULL;
+    const Model *core_model = model_of(model);
+    ProblemCapsule *c = core_model ? problem_of(problem) : NULL, *a = c ? problem_of(assembly) : NULL;
+    static const char kinds[] = "qdddddqdddddddd"; /* held (q) first, then these */
+    static const char *names[16] = {"held", "chain_start", "q_first", "target", "gravity", "force", "torque", "outcome",
+                                    "assembled", "flags", "q", "q_reference", "multipliers", "wrench", "rotation",
+                                    "effort"};
+    void *p[16];
+    int ok = a != NULL;
+    for (int i = 0; i < 16 && ok; i++) ok = (p[i] = take(o[i], &b[i], i ? kinds[i - 1] : 'q', i >= 7, 0, names[i])) != NULL;
+    int64_t chains = ok ? (int64_t)(b[1].view.len / 8) - 1 : 0, steps = ok ? (int64_t)(b[7].view.len / 8) : 0;
+    if (ok) {
+        int64_t nq = core_model->nq, loads = 3 * c->problem.n_loads, joints = core_model->n_joints;
+        int64_t per_step[16] = {0, 0, 0, nq, 3, loads, loads, 1, nq, RESULT_FLAGS, nq, nq, 6 * core_model->n_closures,
+                                6 * joints, 9 * joints, nq};
+        ok = chains >= 0 && has_indices_below(&b[0], nq, "held") && has_items(&b[2], chains * nq, names[2]);
+        for (int i = 3; i < 16 && ok; i++) ok = has_items(&b[i], steps * per_step[i], names[i]);
+        const int64_t *start = p[1];
+        for (int64_t k = 0; k < chains && ok; k++)
+            if (start[0] != 0 || start[k] > start[k + 1] || start[chains] != steps) {
+                PyErr_SetString(PyExc_ValueError, "chain_start: expected 0, ascending, ending at the step count");
+                ok = 0;
+            }
+        if (ok && (c->problem.nf != a->problem.nf || memcmp(c->problem.free, a->problem.free,
+                                                           sizeof(int64_t) * (size_t)c->problem.nf) != 0)) {
+            PyErr_SetString(PyExc_ValueError, "solve_chain: the assembly problem must move the solve's free coordinates");
+            ok = 0;
+        }
+    }
+    if (ok && chains > 0) {
+        job.p = &c->problem, job.assembly = &a->problem, job.n_held = (int64_t)(b[0].view.len / 8), job.held = p[0];
+        job.chain_start = p[1], job.q_first = p[2], job.target = p[3], job.gravity = p[4], job.force = p[5];
+        job.torque = p[6], job.outcome = p[7], job.assembled = p[8], job.flags = p[9], job.q = p[10];
+        job.q_reference = p[11], job.multipliers = p[12], job.wrench = p[13], job.rotation = p[14], job.effort = p[15];
+        int64_t loads = 3 * c->problem.n_loads, tree = 1;
+        for (int64_t k = 0; k < steps && tree; k++) {
+            Case one = {job.gravity + 3 * k, job.force + loads * k, job.torque + loads * k, NULL, 0.0, 0.0};
+            tree = is_tree_structured(core_model, job.p, &one);
+        }
+        ChainRun run = {core_model, &job};
+        size_t doubles = chain_workspace_doubles(core_model, &job, (int)tree);
+        if (run_cases(chain_work, &run, doubles, chains, threads, c->apply || c->terms || a->apply) != CORE_OK)
+            no_memory(core_model, doubles);
+    }
+    release(b, 16);
+    if (a && raise_kept(a)) return NULL;
+    if (c && raise_kept(c)) return NULL;
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* evaluate(model, problem, gravity (3), force (L, 3), torque (L, 3), q (nq), multipliers (m) or None,
  *          residual (nf), closure (m), g_u (m, nf), hessian (nf, nf), scalars (5), q_force_reduced (nf),
  *          multipliers_out (m)): the evaluation of one configuration (evaluate_case in newton.c); scalars:
@@ -1340,6 +1417,7 @@ static PyMethodDef methods[] = {
     {"joint_loads", py_joint_loads, METH_VARARGS, "the loads every joint carries at an equilibrium"},
     {"pivoted_rank", py_pivoted_rank, METH_VARARGS, "rank and independent columns by pivoted QR"},
     {"solve", py_solve, METH_VARARGS, "equilibria of a batch of cases"},
+    {"solve_chain", py_solve_chain, METH_VARARGS, "continuation chains of steps, each from the previous equilibrium"},
     {"evaluate", py_evaluate, METH_VARARGS, "the solver's evaluation at one configuration"},
     {"linear_algebra", py_linear_algebra, METH_VARARGS, "a dense kernel of linalg.c on its own (for tests)"},
     {"fail_allocation", py_fail_allocation, METH_VARARGS, "debug: the n-th allocation from now fails (0: none)"},
@@ -1371,6 +1449,7 @@ static const char *const evaluation_scalar_names[] = {SHIFTSIM_EVALUATION_SCALAR
 static const char *const verdict_names[] = {SHIFTSIM_VERDICTS(CODE_NAME)};
 static const char *const node_kind_names[] = {SHIFTSIM_NODE_KINDS(CODE_NAME)};
 static const char *const distance_type_names[] = {SHIFTSIM_DISTANCE_TYPES(CODE_NAME)};
+static const char *const chain_outcome_names[] = {SHIFTSIM_CHAIN_OUTCOMES(CODE_NAME)};
 #undef PLAIN_NAME
 #undef CODE_NAME
 #define COUNT_OF(array) ((int)(sizeof(array) / sizeof((array)[0])))
@@ -1389,6 +1468,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         || export_names(m, "VERDICTS", verdict_names, COUNT_OF(verdict_names)) != 0
         || export_names(m, "NODE_KINDS", node_kind_names, COUNT_OF(node_kind_names)) != 0
         || export_names(m, "DISTANCE_TYPES", distance_type_names, COUNT_OF(distance_type_names)) != 0
+        || export_names(m, "CHAIN_OUTCOMES", chain_outcome_names, COUNT_OF(chain_outcome_names)) != 0
         || export_names(m, "STATUSES", status_names, COUNT_OF(status_names)) != 0
         || export_names(m, "STATUS_MESSAGES", status_messages, COUNT_OF(status_messages)) != 0) {
         Py_DECREF(m);

@@ -67,6 +67,12 @@
     X(CORE_NOT_CLOSED, not_closed, "the loops did not close within the allowed correction")                          \
     X(CORE_NOT_CONVERGED, not_converged, "no equilibrium within the iterations")
 
+/* How a step of a continuation chain ended (solve_chain, chain.c): X(C name, Python name), numbered from 0. Plain:
+ * solved, the chain goes on from it; the others end the chain there (the step-by-step path solves that step). */
+#define SHIFTSIM_CHAIN_OUTCOMES(X)                                                                                      \
+    X(CHAIN_PLAIN, plain) X(CHAIN_NOT_CLOSED, not_closed) X(CHAIN_ROWS_CHANGED, rows_changed)                         \
+    X(CHAIN_NOT_PLAIN, not_plain) X(CHAIN_NOT_SOLVED, not_solved)
+
 /* Codes: X(C name, Python name), numbered from 0 in this order. */
 #define SHIFTSIM_VERDICTS(X) X(STABLE, stable) X(NEUTRAL, neutral) X(UNSTABLE, unstable)
 #define SHIFTSIM_NODE_KINDS(X) X(FIXED_MOTION, fixed) X(REVOLUTE, revolute) X(PRISMATIC, prismatic)
@@ -81,6 +87,7 @@ typedef enum { SHIFTSIM_STATUSES(SHIFTSIM_STATUS_CODE) } Status;
 enum { SHIFTSIM_VERDICTS(SHIFTSIM_CODE) };
 enum { SHIFTSIM_NODE_KINDS(SHIFTSIM_CODE) };
 enum { SHIFTSIM_DISTANCE_TYPES(SHIFTSIM_CODE) };
+enum { SHIFTSIM_CHAIN_OUTCOMES(SHIFTSIM_CODE) };
 enum { SHIFTSIM_RESULT_FLAGS(SHIFTSIM_INDEX) RESULT_FLAGS };
 #undef SHIFTSIM_INDEX
 #define SHIFTSIM_INDEX(name) SCALAR_##name,

@@ -1,0 +1,426 @@
+"""One chain of a sweep's steps: in blocks through the compiled continuation where the scenario allows, step by step
+otherwise.
+
+The *block path* hands up to :data:`BLOCK_STEPS` steps of a chain at a time to the core's continuation
+(:func:`shiftsim.statics.solve_chain`: every step from the previous equilibrium, its loops closed, loaded and
+reference solves, joint loads, all in C), machine by machine, and computes what the steps report for the whole
+block with numpy: tracked joints' positions, deflections, efforts and wrenches, tracked frames' world positions and
+deflections, bodies' world poses (one forward-kinematics pass per block, the placement applied as one matrix
+product), pin reactions and coordinates. Its steps are :class:`BlockStep` objects: rows of the block's arrays, whose
+dictionaries (joints, frames, bodies, pin reactions) are built only when read; the results store takes their values
+straight from the block (``BlockStep.store_values``).
+
+A step the block path does not report itself goes through :func:`~.runner.solve_step` from the same states, which
+gives it its messages: a step of any machine whose loops do not close, whose independent loop equations change,
+that does not converge, has no equilibrium, is neutral, or whose loop forces are statically indeterminate (the
+minimum-norm split). The chain then goes on in blocks from that step's equilibria (a block after such a step starts
+with one step and doubles, so a chain where every step needs the step path wastes at most one step per step).
+Large-motion remarks are kept, with the step path's words.
+
+The block path applies to scenarios whose swept parameters are joints and load factors (no time axis: rates need
+the previous steps' equilibria in Python) and whose machines neither stand on the ground nor are Mdx platforms nor
+have coupled coordinates nor change their model or placement with the sweep (:func:`block_path_problem` says
+which); the others run step by step. Both give the same numbers (to round-off; tests/scenario/test_chain_blocks.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ..kinematics import forward
+from ..loads import statically_open
+from ..model import REVOLUTE
+from ..solution import _large_motion, loop_joints
+from ..statics import STABILITY, Load, applied, free_coordinates, resolve_prescribed, solve_chain
+from .definition import Scenario
+from .machines import Machine
+from .runner import StepCallback, StepResult, _machine_loads, _MachineChainState, _set_values, machine_values, solve_step
+
+BLOCK_STEPS = 512  # steps per block at most: its arrays stay a few MB, and a part file's worth reaches the store soon
+CHAINS_AT_ONCE = 8  # chains whose blocks go to the core together (on its threads), at most
+
+
+def block_path_problem(scenario: Scenario) -> str | None:
+    """Why the scenario's steps cannot go through the block path (None when they can; see the module docstring)."""
+    kinds = {p.kind for p in scenario.sweep.parameters}
+    if "time" in kinds:
+        return "a time sweep (dampers and friction take rates from the previous steps)"
+    other = sorted(kinds - {"joint", "load"})
+    if other:
+        return f"swept {', '.join(other)} values (the block path sweeps joints and load factors)"
+    first = {p.name: float(v) for p, v in zip(scenario.sweep.parameters, scenario.sweep.table()[0])}
+    for machine in scenario.machines:
+        if machine.support is not None:
+            return f"machine {machine.id!r} stands on the ground"
+        if machine.model.couplings:
+            return f"machine {machine.id!r} has coupled coordinates"
+        setup = machine.setup(machine_values(scenario, machine, first))
+        if setup.actuators is not None or setup.legs:
+            return f"machine {machine.id!r} is an Mdx platform"
+        if setup.model is not machine.model or not _same_placement(setup.placement, machine.placement):
+            return f"machine {machine.id!r} changes its model or placement with the sweep"
+    return None
+
+
+def _same_placement(a, b) -> bool:
+    return bool(np.array_equal(a.rotation, b.rotation) and np.array_equal(a.position, b.position))
+
+
+@dataclass(frozen=True)
+class _MachinePlan:
+    """What a machine's block needs, fixed for the chain: its prescribed coordinates and their per-step values
+    (``template`` (nq,) with the held values, ``swept`` (coordinate, table column) pairs), loads in its model frame
+    (factors by name), gravity in its model frame, and what it reports (tracked joints, frames, bodies; pin-reaction
+    joints)."""
+
+    machine: Machine
+    prescribed: np.ndarray
+    free: np.ndarray
+    template: np.ndarray
+    swept: tuple[tuple[int, int], ...]
+    loads: tuple[tuple[Any, int | None], ...]  # (Load in the model frame, its factor's table column or None)
+    gravity: np.ndarray
+    joints: tuple[int, ...]
+    frames: tuple[int, ...]
+    bodies: tuple[int, ...]
+    pins: tuple[tuple[int, str], ...]  # (joint, role) in model order
+    revolute: np.ndarray  # (nf,) of the free coordinates
+
+
+def _plan(scenario: Scenario, machine: Machine) -> _MachinePlan:
+    model = machine.model
+    parameters = scenario.sweep.parameters
+    first = {p.name: float(v) for p, v in zip(parameters, scenario.sweep.table()[0])}
+    setup = machine.setup(machine_values(scenario, machine, first))
+    template, prescribed = resolve_prescribed(model, _set_values(machine, setup.joints), [])
+    swept = tuple((coordinate, column) for column, p in enumerate(parameters)
+                  if p.kind == "joint" and p.machine == machine.id for coordinate in model.coordinates_of(p.target))
+    columns = {p.target: column for column, p in enumerate(parameters) if p.kind == "load"}
+    named = [load.name for load in scenario.loads if load.machine == machine.id]  # _machine_loads' order
+    loads = tuple((load, columns.get(name)) for load, name in
+                  zip(_machine_loads(scenario, machine, machine.placement, {}), named))
+    free = free_coordinates(model, prescribed)
+    track = scenario.track
+    wanted = {kind: track.local(kind, machine) for kind in ("joints", "frames", "bodies")}
+    held = set(prescribed.tolist())
+    in_loops = loop_joints(model)
+    pins = tuple((j, "held actuator" if joint.coordinates and set(joint.coordinates) <= held else "loop")
+                 for j, joint in enumerate(model.joints)
+                 if (joint.coordinates and set(joint.coordinates) <= held) or j in in_loops)
+    return _MachinePlan(
+        machine, prescribed, free, template, swept, loads, machine.placement.vector_to_model(scenario.gravity),
+        tuple(j for j, joint in enumerate(model.joints) if wanted["joints"] is None or joint.name in wanted["joints"]),
+        tuple(f for f, name in enumerate(model.frame_names) if wanted["frames"] is None or name in wanted["frames"]),
+        tuple(b for b, name in enumerate(model.body_names) if b and (wanted["bodies"] is None or name in wanted["bodies"])),
+        pins, model.node_kind[model.coordinate_node[free]] == REVOLUTE)
+
+
+@dataclass
+class _MachineBlock:
+    """One machine's solved block: the chain's arrays (:class:`~shiftsim.statics.ChainResult`) it reports from."""
+
+    plan: _MachinePlan | str  # the machine's id while the block travels between processes (see StepBlock.attach)
+    q: np.ndarray            # (S, nq)
+    q_reference: np.ndarray  # (S, nq)
+    wrench: np.ndarray | None    # (S, J, 6) model axes (None once the block's values are computed)
+    rotation: np.ndarray | None  # (S, J, 3, 3) model <- child-side joint frame (likewise)
+    effort: np.ndarray | None    # (S, nq) (likewise)
+    iterations: np.ndarray   # (S,)
+    residual: np.ndarray     # (S,)
+    stability: np.ndarray    # (S,)
+    remarks: dict[int, list[str]]  # row -> the step's remarks (large motion), rows with none left out
+
+
+class StepBlock:
+    """Consecutive plain steps of one chain, every machine solved by the block path (see the module docstring).
+
+    ``indices`` (S,) the steps' indices; ``table`` (S, P) their swept values; per machine a :class:`_MachineBlock`.
+    ``values`` (S, V): every number the store holds for a step, in its row order (joints' position, deflection,
+    effort, wrench_joint, wrench_world; frames' position and deflection; bodies' position and rotation; pin forces and
+    moments; coordinates and reference coordinates: machine after machine within each), SI units; a step's names
+    are those of :meth:`BlockStep.as_dict`'s store rows (the stream takes them once per block).
+    """
+
+    def __init__(self, scenario: Scenario, indices: np.ndarray, table: np.ndarray, machines: list[_MachineBlock]):
+        self.scenario, self.indices, self.table, self.machines = scenario, indices, table, machines
+        self.iterations = sum(m.iterations for m in machines)
+        self.residual = np.max([m.residual for m in machines], axis=0)
+        rank = np.max([[STABILITY.index(v) for v in m.stability] for m in machines], axis=0)
+        self.stability = np.array(STABILITY)[rank]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the scenario and the machines' plans (compiled models): a block sent back from a worker
+        process is :meth:`attach`-ed to the receiving process's scenario."""
+        state = {key: value for key, value in self.__dict__.items() if key not in ("scenario", "_columns")}
+        state["machines"] = [replace(m, plan=m.plan.machine.id) for m in self.machines]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, scenario=None)
+
+    def attach(self, scenario: Scenario, plans: dict[str, _MachinePlan]) -> None:
+        """Give a block that arrived from another process this process's ``scenario`` and plans (by machine id,
+        filled as needed)."""
+        if self.scenario is not None:
+            return
+        by_id = {machine.id: machine for machine in scenario.machines}
+        for m in self.machines:
+            if m.plan not in plans:
+                plans[m.plan] = _plan(scenario, by_id[m.plan])
+            m.plan = plans[m.plan]
+        self.scenario = scenario
+
+    def steps(self) -> list[BlockStep]:
+        """The block's steps, in order (their dictionaries are built when first read)."""
+        names = self.scenario.sweep.names
+        remarks = [{m.plan.machine.id: m.remarks[row] for m in self.machines if row in m.remarks}
+                   for row in range(len(self))]
+        return [BlockStep(self, row, int(index), dict(zip(names, map(float, values))), remarks[row])
+                for row, (index, values) in enumerate(zip(self.indices, self.table))]
+
+    @cached_property
+    def _columns(self) -> tuple[np.ndarray, np.ndarray, list[tuple[str, Machine, int, int, str]]]:
+        """The block's numbers: ``values`` (S, V) as the store holds them (see the class docstring), ``extras``
+        (S, E) what results.json adds (per pin reaction its force and moment sizes and its efforts), and where each
+        item is: (kind, machine, model index, its coordinates' count, its pin role), in the order of the values.
+        Computed once (one forward-kinematics pass per machine over the block for q and for q_reference); the joint
+        loads' arrays are let go then (the block keeps only these numbers and the coordinates)."""
+        parts: dict[str, list[np.ndarray]] = {"joints": [], "frames": [], "bodies": [], "pins": [], "q": [], "q_ref": []}
+        extras: list[np.ndarray] = []
+        items: list[tuple[str, Machine, int, int, str]] = []
+        for m in self.machines:
+            plan, placement = m.plan, m.plan.machine.placement
+            loaded, reference = forward(plan.machine.model, m.q), forward(plan.machine.model, m.q_reference)
+            machine = plan.machine
+            for j in plan.joints:
+                coordinates = list(machine.model.joints[j].coordinates)
+                parts["joints"] += [m.q[:, coordinates], m.q[:, coordinates] - m.q_reference[:, coordinates],
+                                    m.effort[:, coordinates], *_in_joint_frame(m, j),
+                                    placement.vector_to_world(m.wrench[:, j, :3]),
+                                    placement.vector_to_world(m.wrench[:, j, 3:])]
+                items.append(("joint", machine, j, len(coordinates), ""))
+            for f in plan.frames:
+                p, p_reference = loaded.frames[:, f, :3, 3], reference.frames[:, f, :3, 3]
+                parts["frames"] += [placement.point_to_world(p), placement.vector_to_world(p - p_reference)]
+                items.append(("frame", machine, f, 0, ""))
+            for b in plan.bodies:
+                rotation = placement.rotation @ loaded.bodies[:, b, :3, :3]
+                parts["bodies"] += [placement.point_to_world(loaded.bodies[:, b, :3, 3]), rotation.reshape(-1, 9)]
+                items.append(("body", machine, b, 0, ""))
+            for j, role in plan.pins:
+                force, moment = _in_joint_frame(m, j)
+                parts["pins"] += [force, moment]
+                coordinates = list(machine.model.joints[j].coordinates)
+                extras += [np.linalg.norm(force, axis=1)[:, None], np.linalg.norm(moment, axis=1)[:, None],
+                           m.effort[:, coordinates]]
+                items.append(("pin", machine, j, len(coordinates), role))
+            parts["q"].append(m.q)
+            parts["q_ref"].append(m.q_reference)
+        values = np.concatenate([column for group in ("joints", "frames", "bodies", "pins", "q", "q_ref")
+                                 for column in parts[group]], axis=1)
+        order = ("joint", "frame", "body", "pin")
+        items.sort(key=lambda item: order.index(item[0]))  # as the values: each kind over every machine (a stable sort)
+        for m in self.machines:
+            m.wrench = m.rotation = m.effort = None  # in values and extras now
+        return values, np.concatenate(extras, axis=1) if extras else np.zeros((len(self), 0)), items
+
+    @property
+    def values(self) -> np.ndarray:
+        """(S, V) every number the store holds for each step, in its row order (see the class docstring)."""
+        return self._columns[0]
+
+    def reports(self, row: int) -> tuple[dict, dict, dict, dict]:
+        """Step ``row``'s joints, frames, bodies and pin reactions as results.json has them (scenario names)."""
+        values, extras, items = self._columns
+        numbers, more = values[row].tolist(), extras[row].tolist()
+        joints, frames, bodies, pins = {}, {}, {}, {}
+        at = extra = 0
+        for kind, machine, index, count, _ in items:
+            if kind == "joint":
+                joint = machine.model.joints[index]
+                position, deflection, effort = (numbers[at + k * count: at + (k + 1) * count] for k in range(3))
+                at += 3 * count
+                scalar = count == 1
+                joints[machine.name(joint.name)] = {
+                    "type": joint.source_type, "position": position[0] if scalar else position,
+                    "deflection": deflection[0] if scalar else deflection, "effort": effort[0] if scalar else effort,
+                    "wrench_joint": numbers[at:at + 6], "wrench_world": numbers[at + 6:at + 12], "determinate": True}
+                at += 12
+            elif kind == "frame":
+                frames[machine.name(machine.model.frame_names[index])] = {"position": numbers[at:at + 3],
+                                                                          "deflection": numbers[at + 3:at + 6]}
+                at += 6
+            elif kind == "body":
+                bodies[machine.name(machine.model.body_names[index])] = {
+                    "position": numbers[at:at + 3], "rotation": [numbers[at + 3 + 3 * i:at + 6 + 3 * i] for i in range(3)]}
+                at += 12
+        for kind, machine, index, count, role in items:  # the pin reactions follow every joint, frame and body
+            if kind == "pin":
+                joint = machine.model.joints[index]
+                pins[machine.name(joint.name)] = {
+                    "role": role, "type": joint.source_type, "force_joint": numbers[at:at + 3],
+                    "moment_joint": numbers[at + 3:at + 6], "force": more[extra], "moment": more[extra + 1],
+                    "effort": more[extra + 2:extra + 2 + count], "determinate": True}
+                at += 6
+                extra += 2 + count
+        return joints, frames, bodies, pins
+
+
+def _in_joint_frame(m: _MachineBlock, j: int) -> tuple[np.ndarray, np.ndarray]:
+    """Joint j's force and moment (S, 3) over the block in its child-side joint frame: R^T f, R^T m."""
+    rotation_t = np.swapaxes(m.rotation[:, j], 1, 2)
+    return (np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, :3]),
+            np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, 3:]))
+
+
+class BlockStep(StepResult):
+    """One step of a :class:`StepBlock`: a :class:`~.runner.StepResult` whose joints, frames, bodies and pin reactions
+    are built from the block's arrays when first read (:meth:`store_values` gives the store's numbers without them)."""
+
+    def __init__(self, block: StepBlock, row: int, index: int, parameters: dict[str, float],
+                 remarks: dict[str, list[str]]):
+        self.block, self.row = block, row
+        self.index, self.parameters, self.status = index, parameters, "converged"
+        self.iterations, self.residual = int(block.iterations[row]), float(block.residual[row])
+        self.stability = str(block.stability[row])
+        self.stable = self.stability == "stable"
+        self.failures, self.actuators, self.collisions, self.ground, self.neutral = [], {}, None, {}, {}
+        self.remarks = remarks
+        self.q = {m.plan.machine.id: m.q[row] for m in block.machines}
+        self.q_reference = {m.plan.machine.id: m.q_reference[row] for m in block.machines}
+
+    def store_values(self) -> np.ndarray | None:
+        """The step's numbers in the store (a row of :attr:`StepBlock.values`), or None when the step carries more
+        than the block computed (collisions checked after solving): then its rows come from :meth:`as_dict`."""
+        return None if self.collisions is not None else self.block.values[self.row]
+
+    @cached_property
+    def _reports(self) -> tuple[dict, dict, dict, dict]:
+        return self.block.reports(self.row)
+
+    joints = property(lambda self: self._reports[0])
+    frames = property(lambda self: self._reports[1])
+    bodies = property(lambda self: self._reports[2])
+    pin_reactions = property(lambda self: self._reports[3])
+
+
+def _solve_blocks(plans: list[_MachinePlan], parts: list[tuple[int, ...]], table: np.ndarray,
+                  states: list[dict[str, _MachineChainState]]) -> list[tuple[list[_MachineBlock], int]]:
+    """Solve every chain's part (at most a block each) for every machine from that chain's ``states``, all chains in
+    one call of the core per machine (the chains on every thread): per chain the machines' blocks and how many
+    leading steps every machine solved plainly (those the block reports; the states are not advanced)."""
+    starts = np.cumsum([0, *(len(part) for part in parts)])
+    rows = table[[index for part in parts for index in part]]
+    steps = int(starts[-1])
+    solved: list[tuple[list[_MachineBlock], int]] = [([], len(part)) for part in parts]
+    for plan in plans:
+        model = plan.machine.model
+        target = np.repeat(plan.template[None], steps, axis=0)
+        for coordinate, column in plan.swept:
+            target[:, coordinate] = rows[:, column]
+        loads = applied(model, [load for load, _ in plan.loads], steps)
+        for applied_load, (load, column) in zip(loads, plan.loads):
+            if column is not None:  # the step's factor replaces the load's: force * factor as applied() scales it
+                unit = applied(model, [Load(load.frame, load.force, load.torque, load.direction, 1.0)], 1)[0]
+                applied_load.force[:] = unit.force[0] * rows[:, column, None]
+                applied_load.torque[:] = unit.torque[0] * rows[:, column, None]
+        result = solve_chain(model, np.stack([chain_states[plan.machine.id].q for chain_states in states]), target,
+                             plan.prescribed, starts, np.broadcast_to(plan.gravity, (steps, 3)), loads)
+        for k, (first, end) in enumerate(zip(starts[:-1], starts[1:])):
+            ok = result.plain[first:end].copy()
+            plain = int(np.argmin(ok)) if not ok.all() else len(ok)
+            if plain:
+                ok[:plain] &= ~statically_open(model, result.q[first:first + plain], plan.free)
+            plain = int(np.argmin(ok)) if not ok.all() else len(ok)
+            q, assembled, size = result.q[first:end], result.assembled[first:end], result.size[first:end]
+            moved = np.abs(q[:plain][:, plan.free] - assembled[:plain][:, plan.free])
+            far = moved > np.where(plan.revolute, 0.5, 0.1 * size[:plain, None])
+            remarks = {}
+            for row in np.flatnonzero(far.any(axis=1)):
+                words = _large_motion(model, assembled[row], q[row], plan.free, float(size[row]))
+                if words:
+                    remarks[int(row)] = words
+            blocks, least = solved[k]
+            blocks.append(_MachineBlock(plan, q, result.q_reference[first:end], result.wrench_world[first:end],
+                                        result.rotation[first:end], result.effort[first:end],
+                                        result.iterations[first:end], result.residual[first:end],
+                                        result.stability[first:end], remarks))
+            solved[k] = (blocks, min(least, plain))
+    return solved
+
+
+def run_chain(scenario: Scenario, chain: tuple[int, ...], on_step: StepCallback | None = None,
+              blocks: bool = True) -> list[StepResult]:
+    """Solve the steps of one chain in order, each from the previous equilibrium (all from the start state first):
+    in blocks where :func:`block_path_problem` finds nothing against it (and ``blocks``), step by step otherwise."""
+    return run_chains(scenario, [chain], on_step, blocks)
+
+
+def run_chains(scenario: Scenario, chains: list[tuple[int, ...]], on_step: StepCallback | None = None,
+               blocks: bool = True) -> list[StepResult]:
+    """Solve several chains (each as :func:`run_chain` does) in this process: by the block path, up to
+    :data:`CHAINS_AT_ONCE` chains' blocks at a time in one call of the core (the chains on every thread), so steps
+    of different chains reach ``on_step`` interleaved, each chain's in order; step by step, one chain after another."""
+    table = scenario.sweep.table()
+    states = [{m.id: _MachineChainState(m.q_start.copy()) for m in scenario.machines} for _ in chains]
+    results: list[StepResult] = []
+
+    def hand_on(step: StepResult) -> None:
+        results.append(step)
+        if on_step is not None:
+            on_step(step)
+
+    if not blocks or block_path_problem(scenario) is not None:
+        for chain, chain_states in zip(chains, states):
+            for index in chain:
+                hand_on(solve_step(scenario, index, table[index], chain_states))
+        return results
+    plans = [_plan(scenario, machine) for machine in scenario.machines]
+    position, size = [0] * len(chains), [BLOCK_STEPS] * len(chains)
+    while True:
+        active = [k for k, chain in enumerate(chains) if position[k] < len(chain)][:CHAINS_AT_ONCE]
+        if not active:
+            return results
+        parts = [chains[k][position[k]:position[k] + size[k]] for k in active]
+        for k, part, (machine_blocks, plain) in zip(active, parts,
+                                                    _solve_blocks(plans, parts, table, [states[k] for k in active])):
+            if plain:
+                block = StepBlock(scenario, np.asarray(part[:plain]), table[list(part[:plain])],
+                                  [_cut(m, plain) for m in machine_blocks])
+                for step in block.steps():
+                    hand_on(step)
+                for m in block.machines:
+                    states[k][m.plan.machine.id].advance(m.q[-1].copy(), None)
+            position[k] += plain
+            if plain < len(part):  # this step needs the step path; the chain's next block starts small
+                index = chains[k][position[k]]
+                hand_on(solve_step(scenario, index, table[index], states[k]))
+                position[k] += 1
+                size[k] = 1
+            else:
+                size[k] = min(2 * size[k], BLOCK_STEPS)
+
+
+def attach_blocks(scenario: Scenario, steps: list[StepResult]) -> list[StepResult]:
+    """``steps`` (from another process), their blocks attached to this process's ``scenario``
+    (:meth:`StepBlock.attach`); returned for chaining."""
+    plans: dict[str, _MachinePlan] = {}
+    for step in steps:
+        if isinstance(step, BlockStep):
+            step.block.attach(scenario, plans)
+    return steps
+
+
+def _cut(block: _MachineBlock, steps: int) -> _MachineBlock:
+    """The first ``steps`` rows of a machine's block."""
+    return _MachineBlock(block.plan, block.q[:steps], block.q_reference[:steps], block.wrench[:steps],
+                         block.rotation[:steps], block.effort[:steps], block.iterations[:steps],
+                         block.residual[:steps], block.stability[:steps],
+                         {row: text for row, text in block.remarks.items() if row < steps})
