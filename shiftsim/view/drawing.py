@@ -115,7 +115,8 @@ def run_drawing(results: RunResults) -> RunDrawing:
     tracked = [entity for entity, quantity in catalog if quantity == "position" and (entity, "effort") not in catalog
                and (entity, "rotation") not in catalog]
     n = len(results.steps)
-    rows = range(n) if isinstance(scene, StoredScene) else np.unique(np.linspace(0, n - 1, min(n, EXTENT_STEPS)).round().astype(int))
+    rows = (range(n) if isinstance(scene, StoredScene)
+            else np.unique(np.linspace(0, n - 1, min(n, EXTENT_STEPS)).round().astype(int)))
     coordinates = _coordinates(results, rows) if isinstance(scene, ComputedScene) else {}
     loaded, moved = [], [np.zeros(1)]
     for row in rows:
@@ -128,13 +129,16 @@ def run_drawing(results: RunResults) -> RunDrawing:
         loaded.append(results[name, "position"].reshape(-1, 3))
         if (name, "deflection") in catalog:
             moved.append(np.linalg.norm(results[name, "deflection"], axis=1))
-    points = np.concatenate(loaded) if loaded else np.zeros((1, 3))
-    points = points[np.all(np.isfinite(points), axis=1)] if np.any(np.all(np.isfinite(points), axis=1)) else np.zeros((1, 3))
+    points = np.concatenate([np.zeros((0, 3)), *loaded])
+    points = points[np.all(np.isfinite(points), axis=1)]  # a failed step's frames are NaN
+    if not len(points):
+        points = np.zeros((1, 3))
     size = float(np.max(np.ptp(points, axis=0))) or 1.0
     centre = (points.min(axis=0) + points.max(axis=0)) / 2
     largest = largest_force(results)
-    return RunDrawing(results, scene, size, centre, largest, exaggeration(float(np.nanmax(np.concatenate(moved))), size),
-                      ARROW_SHARE * size / largest if largest > 0 else 0.0, tracked)
+    factor = exaggeration(float(np.nanmax(np.concatenate(moved))), size)
+    return RunDrawing(results, scene, size, centre, largest, factor, ARROW_SHARE * size / largest if largest > 0 else 0.0,
+                      tracked)
 
 
 def _coordinates(results: RunResults, rows: Any) -> dict[int, dict[tuple[str, str], np.ndarray]]:
