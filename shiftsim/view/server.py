@@ -119,8 +119,9 @@ class RunView:
 
         @self.step_box.on_update
         def _(_event) -> None:  # the step at or after the number typed (failed steps keep their numbers)
-            row = int(np.searchsorted(steps.index, self.step_box.value))
-            self.slider.value = min(row, len(steps) - 1)  # its update draws the step
+            row = min(int(np.searchsorted(steps.index, self.step_box.value)), len(steps) - 1)
+            self.slider.value = row  # its update draws the step
+            self.step_box.value = int(steps.index[row])  # the step drawn (when the slider was there already)
 
         @self.factor_input.on_update
         def _(_event) -> None:

@@ -82,7 +82,7 @@ def test_a_long_run_draws_each_step_as_results_json_scene(long_run):
 @pytest.mark.slow
 def test_the_viewer_of_a_long_run_holds_the_steps_scene(long_run):
     """The viewer's scene graph at a step typed in the step number box: the step's shape and tracked frames at
-    results.json's scene positions (factor 1), and the slider moved there."""
+    results.json's scene positions (factor 1), and the slider moved there; slider and box follow each other."""
     from shiftsim.view.server import RunView
 
     ran, loaded, _ = long_run
@@ -99,6 +99,10 @@ def test_the_viewer_of_a_long_run_holds_the_steps_scene(long_run):
         for name, frame in ran.document["steps"][row]["frames"].items():
             np.testing.assert_allclose(nodes[f"/frames/{name}"].position, frame["position"], atol=1e-6)
         assert f"step {loaded.steps.index[row]}:" in view.info.content
+        view.step_box.value = 10 ** 6  # past the last step: the last one, and the box says which
+        assert view.row == STEPS - 1 and view.step_box.value == int(loaded.steps.index[-1])
+        view.slider.value = 3  # the slider moves the box
+        assert view.row == 3 and view.step_box.value == int(loaded.steps.index[3])
     finally:
         view.stop()
 
