@@ -26,9 +26,10 @@ HELP = "the run in the browser, in 3D (viser): a results folder, or a scenario r
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "view", help=HELP,
-        description="Show a run in the browser with viser: every machine at every step (a step slider; the swept "
-                    "values shown), bodies, exaggerated deflections, joint and contact forces, support polygon, "
-                    "collision pairs, capacity points (click one to pose the machine there). Needs "
+        description="Show a run in the browser with viser: every machine at every step (a step slider and a step "
+                    "number box; the swept values shown), bodies, exaggerated deflections, joint and contact forces, "
+                    "support polygon, collision pairs, capacity points (click one to pose the machine there); a run "
+                    "of any length (docs/view.md). Needs "
                     "`pip install 'shiftsim[view]'`. Exit 0 stopped with Ctrl-C, 2 bad input or viser missing, "
                     "1 the server could not start.")
     parser.add_argument("source", help="a results folder (or its results.json) written by shiftsim run, or a "
