@@ -180,7 +180,7 @@ def test_every_module_imports(name):
     importlib.import_module(name)
 
 
-FLOW = ("shiftsim.commands", "shiftsim.output", "shiftsim.plots", "shiftsim.analysis", "shiftsim.scenario")
+FLOW = ("shiftsim.commands", "shiftsim.view", "shiftsim.output", "shiftsim.plots", "shiftsim.analysis", "shiftsim.scenario")
 """The rooms of a run, top down (docs/layout.md): each imports only rooms below it, never one above."""
 
 

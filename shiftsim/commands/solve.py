@@ -9,16 +9,20 @@ import numpy as np
 
 from ..errors import InputError, Problem, SolveError
 from ..loading import load_model
+from ..model import PRISMATIC
 from ..statics import Load, solve
 from ..solve_memory import check_solve_memory
 from ._common import emit_json, parse_assignment, parse_vector
+from ._round_off import ForceFloor
 from ._limits import MAX_FORCE, MAX_GRAVITY, MAX_TORQUE, check_bounded, check_finite_result, joint_settings
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("solve", help="static equilibrium, deflections and joint loads",
                                    description="Solve static equilibrium. Exit 0 converged (stable or neutral), 1 failed (result still "
-                                               "printed) or no equilibrium exists, 2 bad input.")
+                                               "printed) or no equilibrium exists, 2 bad input. Efforts and pin loads "
+                                               "below 1e-9 of the largest print as 0 (round-off; --json keeps the raw "
+                                               "values).")
     parser.add_argument("model")
     parser.add_argument("--set", action="append", default=[], metavar="JOINT=VALUE", help="prescribe a joint at a value")
     parser.add_argument("--hold", action="append", default=[], metavar="JOINT", help="prescribe a joint at its file value")
@@ -45,18 +49,24 @@ def _gravity(text: str) -> list[float]:
     return gravity
 
 
-def _print_pin_reactions(rows: dict) -> None:
-    """The pin-reaction table: force and moment in the joint frame (N, N m), their sizes, the role."""
+def _print_pin_reactions(rows: dict, floor: ForceFloor) -> None:
+    """The pin-reaction table: force and moment in the joint frame (N, N m), their sizes, the role; round-off
+    (``floor``) as 0."""
     if not rows:
         return
     width = max(40, *(len(name) for name in rows))
     print("pin reactions (every joint in a loop and every held actuator; parent on child, joint frame; N, N m)")
     print(f"{'joint':{width}s} {'role':>14s} {'fx':>11s} {'fy':>11s} {'fz':>11s} {'|F|':>11s} {'|M|':>11s}")
     for name, row in rows.items():
-        fx, fy, fz = row["force_joint"]
-        print(f"{name:{width}s} {row['role']:>14s} {fx:11.5g} {fy:11.5g} {fz:11.5g} {row['force']:11.5g} "
-              f"{row['moment']:11.5g}"
-              + ("  indeterminate" if not row["determinate"] else ""))
+        cells = " ".join(floor.format(v, "11.5g") for v in (*row["force_joint"], row["force"], row["moment"]))
+        print(f"{name:{width}s} {row['role']:>14s} {cells}" + ("  indeterminate" if not row["determinate"] else ""))
+
+
+def _table_floor(result: dict) -> ForceFloor:
+    """The round-off floor of the solve's tables: 1e-9 of its largest effort, pin force or pin moment."""
+    efforts = [v for joint in result["joints"].values() for v in np.ravel(joint["effort"])]
+    pins = [v for row in result["pin_reactions"].values() for v in (row["force"], row["moment"])]
+    return ForceFloor(efforts + pins)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,13 +95,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"  neutral direction: {direction}")
         for remark in solution.remarks:
             print(f"  note: {remark}")
+        floor = _table_floor(result)
         print(f"{'joint':40s} {'position':>14s} {'deflection':>14s} {'effort':>14s}  units (position, effort)")
+        prismatic = {j.name for j in model.joints
+                     if len(j.coordinates) == 1 and model.node_kind[model.coordinate_node[j.coordinates[0]]] == PRISMATIC}
         for name, joint in result["joints"].items():
             if isinstance(joint["position"], float):
-                units = "m, N" if joint.get("type") == "prismatic" else "rad, N m"
-                print(f"{name:40s} {joint['position']:14.6g} {joint['deflection']:14.6g} {joint['effort']:14.6g}  "
-                      f"{units}" + ("  indeterminate" if not joint["determinate"] else ""))
-        _print_pin_reactions(result["pin_reactions"])
+                units = "m, N" if name in prismatic else "rad, N m"
+                print(f"{name:40s} {joint['position']:14.6g} {joint['deflection']:14.6g} "
+                      f"{floor.format(joint['effort'], '14.6g')}  {units}"
+                      + ("  indeterminate" if not joint["determinate"] else ""))
+        _print_pin_reactions(result["pin_reactions"], floor)
+        if floor.note():
+            print(floor.note())
         for line in solution.blame:
             print(f"  worst: {line}")
     return 0 if solution.converged else 1

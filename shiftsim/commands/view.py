@@ -1,7 +1,8 @@
 """``shiftsim view RESULTS_FOLDER|SCENARIO [--port N] [--no-browser]``: the run in the browser, in 3D.
 
-A results folder (or its results.json) is read as written by ``shiftsim run`` (no solve); a scenario
-file (.json that is not a results document) is run first, in memory (nothing written). The address is
+A results folder (or its results.json) is read as written by ``shiftsim run`` (no solve; a run too long
+for results.json to hold its steps is read from its store step by step, the machines posed by forward kinematics
+of the model files it recorded, docs/view.md); a scenario file (.json that is not a results document) is run first, in memory (nothing written). The address is
 printed; the browser is opened unless ``--no-browser``; Ctrl-C stops the server. Needs the optional
 extra ``view`` (viser): ``pip install 'shiftsim[view]'``. Exit codes: 0 stopped by Ctrl-C, 2 bad input
 or the extra missing, 1 the port could not be opened.
@@ -25,9 +26,10 @@ HELP = "the run in the browser, in 3D (viser): a results folder, or a scenario r
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "view", help=HELP,
-        description="Show a run in the browser with viser: every machine at every step (a step slider; the swept "
-                    "values shown), bodies, exaggerated deflections, joint and contact forces, support polygon, "
-                    "collision pairs, capacity points (click one to pose the machine there). Needs "
+        description="Show a run in the browser with viser: every machine at every step (a step slider and a step "
+                    "number box; the swept values shown), bodies, exaggerated deflections, joint and contact forces, "
+                    "support polygon, collision pairs, capacity points (click one to pose the machine there); a run "
+                    "of any length (docs/view.md). Needs "
                     "`pip install 'shiftsim[view]'`. Exit 0 stopped with Ctrl-C, 2 bad input or viser missing, "
                     "1 the server could not start.")
     parser.add_argument("source", help="a results folder (or its results.json) written by shiftsim run, or a "
@@ -54,11 +56,7 @@ def _results(source: Path):
                                   "a results folder (with results.json) or a scenario file")])
     document, _ = read_json(path, InputError)
     if isinstance(document, dict) and "shiftsim_version" in document and "steps_planned" in document:
-        if "steps" not in document:  # a long run's results.json: its summary; the steps are in the store only
-            raise InputError([Problem(str(path), "steps", f"a run of {document['steps_planned']:,} steps keeps its "
-                                      "steps in the columnar store only, without the scene the viewer draws",
-                                      "a run of up to 10,000 steps (docs/results.md)")])
-        return load_results(path)
+        return load_results(path)  # a long run's steps are in its store: each shown step is read from it
     print(f"running {path} (nothing is written; shiftsim run writes the results folder)")
     with warnings.catch_warnings(record=True) as caught:  # shown now, grouped as shiftsim run shows them: the
         warnings.simplefilter("always", ShiftsimWarning)  # server runs until Ctrl-C, the command's end is too late
@@ -73,12 +71,7 @@ def _results(source: Path):
 
 def run(args: argparse.Namespace) -> int:
     _need_viser()
-    from ..view.drawing import has_scene
-
     results = _results(Path(args.source))
-    if not has_scene(results):
-        raise InputError([Problem(args.source, "scene", "results.json has no 'scene' (written by an older shiftsim)",
-                                  "the scenario run again with this version (shiftsim run)")])
     from ..view.server import RunView
 
     try:
@@ -86,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"shiftsim view: error: cannot serve on port {args.port}: {error.strerror or error}")
         return 1
+    if view.drawing.scene.note:
+        print(f"warning: {args.source}: {view.drawing.scene.note}", file=sys.stderr)
     print(f"viewing {results.scenario} at {view.url} (Ctrl-C stops)", flush=True)
     if not args.no_browser:
         webbrowser.open(view.url)

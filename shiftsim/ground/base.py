@@ -7,8 +7,10 @@ body :data:`BASE` hanging from the world by six joints named :data:`BASE_COORDIN
 fixed frame was), through five massless bodies ``float_base.x`` ... ``float_base.ry``.
 Being joints, the base's coordinates are held, tracked, swept and blamed by these names
 (``car:base.z`` in a scenario). Every joint and restraint that hung from ``fixed``
-hangs from :data:`BASE`; ``fixed:f`` frames become ``float_base:f``. Nothing else of
-the model changes, so its joint, body and frame names stay valid.
+hangs from :data:`BASE`; ``fixed:f`` frames become ``float_base:f`` — except in a model that is already free
+(its own base), where ``fixed`` is the file's world: its frames and what else hangs from it stay there, and only
+the own base hangs from :data:`BASE`. Nothing else of the model changes, so its joint, body and frame names stay
+valid.
 """
 
 from __future__ import annotations
@@ -46,16 +48,22 @@ def free_base(spec: ModelSpec, added_float: str | None = None) -> ModelSpec:
     public Shift vehicles' joints A-F, :func:`own_base_chain`): each becomes rigid at its file value, and the
     base starts at zero. ``added_float``, the root body that the model compiler gave a float joint (a body
     connected to nothing fixed), is welded to the base at its file pose by a rigid joint of the same name
-    (``body.float``)."""
+    (``body.float``). In a model already free, ``fixed`` is the file's world: its frames (the public vehicles'
+    overhead lights 24 m up) and whatever else hangs from it stay in the world; only the own base moves to the
+    free base."""
     result = copy.deepcopy(spec)
     floats = [i for i, j in enumerate(result.joints) if j.type == "float" and j.parent.body == FIXED and j.active]
     start = (0.0,) * 6
+    own_base = None  # the index of the own base's joint from fixed's origin
     if len(floats) == 1 and result.joints[floats[0]].parent.frame == ORIGIN:
-        own = result.joints[floats[0]]
+        own_base = floats[0]
+        own = result.joints[own_base]
         start = tuple(own.initial) if len(own.initial) == 6 else start
-        result.joints[floats[0]] = replace(own, type="rigid", initial=(), offset=np.eye(4))
+        result.joints[own_base] = replace(own, type="rigid", initial=(), offset=np.eye(4))
     elif not floats:
-        for i in own_base_chain(result):
+        chain = own_base_chain(result)
+        own_base = chain[0] if chain else None
+        for i in chain:
             joint = result.joints[i]
             result.joints[i] = replace(joint, type="rigid", initial=(), offset=joint.offset @ _motion(joint),
                                        source_type=f"{joint.source_type or joint.type} (the file's own base, made "
@@ -65,17 +73,25 @@ def free_base(spec: ModelSpec, added_float: str | None = None) -> ModelSpec:
                                        FrameRef(added_float, ORIGIN), source_type="float (added), on the free base",
                                        where="free base of the machine on the ground"))
 
+    already_free = own_base is not None or added_float is not None
+
     def move(ref: FrameRef) -> FrameRef:
         return FrameRef(BASE, ref.frame) if ref.body == FIXED else ref
 
-    result.joints = [replace(j, parent=move(j.parent), child=move(j.child)) for j in result.joints]
-    result.restraints = [replace(r, pair=None if r.pair is None else (move(r.pair[0]), move(r.pair[1])))
-                         for r in result.restraints]
+    if already_free:  # the file's world stays the world; the own base hangs from the free base
+        if own_base is not None:
+            own = result.joints[own_base]
+            result.joints[own_base] = replace(own, parent=move(own.parent))
+        base_frames = {}
+    else:
+        result.joints = [replace(j, parent=move(j.parent), child=move(j.child)) for j in result.joints]
+        result.restraints = [replace(r, pair=None if r.pair is None else (move(r.pair[0]), move(r.pair[1])))
+                             for r in result.restraints]
+        base_frames, result.fixed_frames = result.fixed_frames, {}
     where = "free base of the machine on the ground"
     links = [f"{BASE}.{name.removeprefix('base.')}" for name in BASE_COORDINATES[:-1]]
     result.bodies[:0] = [BodySpec(link, where=where) for link in links] + \
-        [BodySpec(BASE, frames=result.fixed_frames, where=where)]
-    result.fixed_frames = {}
+        [BodySpec(BASE, frames=base_frames, where=where)]
     parents, children = [FIXED, *links], [*links, BASE]
     result.joints[:0] = [JointSpec(name, kind, FrameRef(parent, ORIGIN), FrameRef(child, ORIGIN), axis=np.array(axis),
                                    initial=(value,), source_type="free base", where=where)

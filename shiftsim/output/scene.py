@@ -30,13 +30,17 @@ SHAPE_KINDS = ("box", "sphere", "cylinder")  # by the shape table's kind code
 
 def scene_document(scenario: Scenario, steps: list[StepResult]) -> dict[str, Any]:
     """The ``scene`` object of results.json for ``steps`` of ``scenario`` (see the module docstring)."""
-    machines = {}
-    for machine in scenario.machines:
-        model = machine.model
-        table, _ = shape_table([(machine.id, model)])
-        parts = _parts(model, {int(b) for b in table.body})
-        machines[machine.id] = {
-            "frames": [machine.name(name) for name in model.frame_names],
+    return {"machines": {machine.id: machine_layout(machine) for machine in scenario.machines},
+            "steps": [_step_scene(scenario, step) for step in steps]}
+
+
+def machine_layout(machine: Machine) -> dict[str, Any]:
+    """The fixed part of a machine's scene: frame names, links, shapes, cylinders, joints, ground frames (see the
+    module docstring)."""
+    model = machine.model
+    table, _ = shape_table([(machine.id, model)])
+    parts = _parts(model, {int(b) for b in table.body})
+    return {"frames": [machine.name(name) for name in model.frame_names],
             "links": _links(model, {int(b) for b in table.body}),
             "shapes": [{"body": model.body_names[int(table.body[k])].rsplit(PATH_SEPARATOR, 1)[-1],
                         "kind": SHAPE_KINDS[int(table.kind[k])], "size": table.size[k].tolist()}
@@ -46,7 +50,6 @@ def scene_document(scenario: Scenario, steps: list[StepResult]) -> dict[str, Any
             "joints": [{"name": machine.name(model.joints[j].name), "frames": pair.tolist()}
                        for j, pair in _other_joints(model, parts)],
             "fixed": parts.fixed.tolist()}
-    return {"machines": machines, "steps": [_step_scene(scenario, step) for step in steps]}
 
 
 def _links(model, shaped_bodies: set[int]) -> list[dict[str, Any]]:
@@ -76,14 +79,19 @@ def _step_scene(scenario: Scenario, step: StepResult) -> dict[str, Any]:
         if machine.id not in step.q or step.q[machine.id] is None:
             out[machine.id] = None
             continue
-        out[machine.id] = _machine_scene(machine, machine_values(scenario, machine, step.parameters), step)
+        out[machine.id] = machine_scene(machine, machine_values(scenario, machine, step.parameters),
+                                        step.q[machine.id], step.q_reference[machine.id])
     return out
 
 
-def _machine_scene(machine: Machine, values: dict, step: StepResult) -> dict[str, Any]:
+def machine_scene(machine: Machine, values: dict, q: np.ndarray, q_reference: np.ndarray) -> dict[str, Any]:
+    """A machine's scene at one step (``frames``, ``reference``, ``shapes``, ``shapes_reference``; see the module
+    docstring) by forward kinematics of its solved coordinates ``q`` and unloaded ones ``q_reference`` ((nq,) m or
+    rad, in the solved model's coordinate order), with the step's settings ``values``
+    (:func:`~shiftsim.scenario.runner.machine_values`)."""
     setup = machine.setup(values)
-    loaded = machine.world_poses(step.q[machine.id], setup)
-    reference = machine.world_poses(step.q_reference[machine.id], setup)
+    loaded = machine.world_poses(q, setup)
+    reference = machine.world_poses(q_reference, setup)
     table, _ = shape_table([(machine.id, setup.model)])
     return {"frames": loaded.frames[:, :3, 3].tolist(), "reference": reference.frames[:, :3, 3].tolist(),
             "shapes": _shape_poses(table, loaded.bodies), "shapes_reference": _shape_poses(table, reference.bodies)}

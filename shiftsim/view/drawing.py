@@ -1,16 +1,18 @@
-"""What the 3D view draws at one step of a run, from its results alone (no model, no solve).
+"""What the 3D view draws at one step of a run, from its results alone (no solve).
 
 The results are a :class:`~shiftsim.output.run_results.RunResults` (``load_results`` of a folder, or
-``run_scenario``): per-step values come through its public interface (``results.steps`` for the step numbers,
-status and swept values; ``results[joint, "wrench_world"]``, ``results[frame, "position"]``), the machines' geometry
-from results.json's ``scene``; the ground's contact points and support polygons and the collision pairs' closest
-points, which ``RunResults`` holds no arrays for, from the step's record in ``results.document``.
+``run_scenario``). A step's values are read with one filtered read of the store (by step, :func:`step_values`):
+joint forces (``wrench_world``), tracked frames (``position``, ``deflection``), contact forces and points, centres
+of pressure, the collision pairs' distances and closest points, and the machines' coordinates. The machines' poses
+come from :mod:`.scenes`: results.json's ``scene`` for a run that keeps its steps there, forward kinematics of the
+step's coordinates for a longer one. What is fixed over the run (the machines' size, the largest force, the
+exaggeration) is found once (:func:`run_drawing`).
 
 Everything is in the scenario's world frame (z up), in m; forces in N. Deflections are drawn
 ``factor`` times their size about the unloaded pose: a drawn point is ``reference + factor *
 (loaded - reference)`` (factor 1 draws the solved pose). Arrows start at the point the force acts on
-and are ``force * arrow_scale`` long (m per N; :func:`arrow_scale` makes the largest force of the run
-a fixed share of the machines' size).
+and are ``force * scale`` long (m per N; the largest force of the run is drawn :data:`ARROW_SHARE` of the
+machines' size).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from ..ground.footprint import footprint
+from .scenes import ComputedScene, SceneSource, StoredScene, scene_of
 
 if TYPE_CHECKING:
     from ..output.run_results import RunResults
@@ -80,83 +85,109 @@ class StepDrawing:
     tracked: list[tuple[str, np.ndarray]] = field(default_factory=list)  # tracked frame, (3,) m as drawn
 
 
-def has_scene(results: RunResults) -> bool:
-    """Whether the results hold a ``scene`` for every step (results written before the view have none)."""
-    scene = results.document.get("scene")
-    return scene is not None and len(scene["steps"]) == len(results.steps)
+@dataclass(frozen=True, eq=False)
+class RunDrawing:
+    """What the view draws of a whole run, fixed over it: the run's ``results``, where the machines' poses come from
+    (``scene``, :mod:`.scenes`), the machines' ``size`` (m, their largest extent) and ``centre`` (3,) m, the run's
+    ``largest_force`` (N), the default deflection exaggeration ``factor`` and the arrows' ``scale`` (m per N), and the
+    tracked frames (``tracked``: names)."""
+
+    results: RunResults
+    scene: SceneSource
+    size: float
+    centre: np.ndarray
+    largest_force: float
+    factor: float
+    scale: float
+    tracked: list[str]
 
 
-def step_record(results: RunResults, row: int) -> dict[str, Any]:
-    """Step row ``row``'s record in results.json, for what ``RunResults`` has no arrays of: ground contact points,
-    support polygons and contact forces (``ground``), the collision pairs' closest points (``collisions``)."""
-    return results.document["steps"][row]
+EXTENT_STEPS = 64  # steps a computed scene is posed at to size the view (every step of a stored scene)
 
 
-def frame_positions(scene: dict[str, Any], row: int, machine: str, factor: float) -> np.ndarray | None:
-    """(F, 3) m: the machine's frames at step ``row`` with deflections ``factor`` times their size (None: no solution)."""
-    record = scene["steps"][row].get(machine)
-    if record is None:
-        return None
-    reference = np.asarray(record["reference"], float)
-    return reference + factor * (np.asarray(record["frames"], float) - reference)
+def run_drawing(results: RunResults) -> RunDrawing:
+    """The :class:`RunDrawing` of ``results``: its scene source (:func:`.scenes.scene_of`), the machines' extent over
+    the run (every step of a stored scene; :data:`EXTENT_STEPS` spread steps of a computed one, and the tracked
+    frames at every step), the largest joint or contact force, the exaggeration (:func:`exaggeration`) and the arrow
+    scale (the largest force drawn :data:`ARROW_SHARE` of the machines' size)."""
+    scene = scene_of(results)
+    catalog = results.store.catalog()
+    tracked = [entity for entity, quantity in catalog if quantity == "position" and (entity, "effort") not in catalog
+               and (entity, "rotation") not in catalog]
+    n = len(results.steps)
+    rows = (range(n) if isinstance(scene, StoredScene)
+            else np.unique(np.linspace(0, n - 1, min(n, EXTENT_STEPS)).round().astype(int)))
+    coordinates = _coordinates(results, rows) if isinstance(scene, ComputedScene) else {}
+    loaded, moved = [], [np.zeros(1)]
+    for row in rows:
+        for record in scene.step(int(row), coordinates.get(int(row), {})).values():
+            if record is not None:
+                frames, reference = np.asarray(record["frames"], float), np.asarray(record["reference"], float)
+                loaded.append(frames)
+                moved.append(np.linalg.norm(frames - reference, axis=1))
+    for name in tracked:
+        loaded.append(results[name, "position"].reshape(-1, 3))
+        if (name, "deflection") in catalog:
+            moved.append(np.linalg.norm(results[name, "deflection"], axis=1))
+    points = np.concatenate([np.zeros((0, 3)), *loaded])
+    points = points[np.all(np.isfinite(points), axis=1)]  # a failed step's frames are NaN
+    if not len(points):
+        points = np.zeros((1, 3))
+    size = float(np.max(np.ptp(points, axis=0))) or 1.0
+    centre = (points.min(axis=0) + points.max(axis=0)) / 2
+    largest = largest_force(results)
+    factor = exaggeration(float(np.nanmax(np.concatenate(moved))), size)
+    return RunDrawing(results, scene, size, centre, largest, factor, ARROW_SHARE * size / largest if largest > 0 else 0.0,
+                      tracked)
 
 
-def _all_frames(scene: dict[str, Any]) -> np.ndarray:
-    """(n, 3) m: every machine's frames at every step, loaded (a single origin when nothing is drawn)."""
-    points = [np.asarray(record["frames"], float) for step in scene["steps"] for record in step.values()
-              if record is not None]
-    return np.concatenate(points) if points else np.zeros((1, 3))
+def _coordinates(results: RunResults, rows: Any) -> dict[int, dict[tuple[str, str], np.ndarray]]:
+    """Step row -> its machines' ``coordinates`` and ``reference_coordinates`` (one filtered store read of those
+    steps and quantities)."""
+    wanted = [int(results.steps.index[row]) for row in rows]
+    values = _group(results, results.store.select(quantity=["coordinates", "reference_coordinates"], steps=wanted))
+    row_of = {index: int(row) for row, index in zip(rows, wanted)}
+    return {row_of[index]: step for index, step in values.items()}
 
 
-def machines_size(scene: dict[str, Any]) -> float:
-    """m: the largest extent of the machines' frames over the run (1 when nothing is drawn)."""
-    return float(np.max(np.ptp(_all_frames(scene), axis=0))) or 1.0
+def _group(results: RunResults, table: Any) -> dict[int, dict[tuple[str, str], np.ndarray]]:
+    """Store rows (``step, entity, quantity, component, value``) as step number -> (entity, quantity) -> its
+    components in the catalog's order (NaN where a value is null)."""
+    catalog = results.store.catalog()
+    out: dict[int, dict[tuple[str, str], np.ndarray]] = {}
+    columns = [table.column(name).to_pylist() for name in ("step", "entity", "quantity", "component")]
+    values = table.column("value").to_numpy(zero_copy_only=False).astype(float)
+    for step, entity, quantity, component, value in zip(*columns, values):
+        key = (entity, quantity)
+        components = catalog[key]
+        array = out.setdefault(step, {}).get(key)
+        if array is None:
+            array = out[step][key] = np.full(len(components), np.nan)
+        array[components.index(component)] = value
+    return out
 
 
-def machines_centre(scene: dict[str, Any]) -> np.ndarray:
-    """(3,) m: the centre of the box around the machines' frames over the run."""
-    frames = _all_frames(scene)
-    return (frames.min(axis=0) + frames.max(axis=0)) / 2
-
-
-def joint_forces(results: RunResults) -> dict[str, np.ndarray]:
-    """Joint name -> (n_steps, 3) N: the force each reported joint transmits, world axes (NaN: no solution)."""
-    return {entity: results[entity, quantity][:, :3] for entity, quantity in results.keys()
-            if quantity == "wrench_world"}
-
-
-def tracked_frames(results: RunResults) -> dict[str, np.ndarray]:
-    """Tracked frame name -> (n_steps, 3) m, world positions as solved (entities with a position that are neither
-    joints, which have an effort, nor bodies, which have a rotation)."""
-    return {entity: results[entity, quantity] for entity, quantity in results.keys()
-            if quantity == "position" and (entity, "effort") not in results and (entity, "rotation") not in results}
+def step_values(results: RunResults, row: int) -> dict[tuple[str, str], np.ndarray]:
+    """(entity, quantity) -> its components at step row ``row`` (a (k,) array; k = 1 for a number): every value the
+    store holds of that step, read with one filtered read (by step)."""
+    index = int(results.steps.index[row])
+    return _group(results, results.store.select(steps=[index])).get(index, {})
 
 
 def largest_force(results: RunResults) -> float:
     """N: the largest joint or contact force of the run (0 when none)."""
-    forces = [0.0, *(float(np.nanmax(np.linalg.norm(f, axis=1), initial=0.0)) for f in joint_forces(results).values())]
-    for row in range(len(results.steps)):
-        for record in (step_record(results, row).get("ground") or {}).values():
-            forces += [float(np.linalg.norm(f)) for f in record["contact_forces"].values()]
+    forces = [0.0]
+    for entity, quantity in results.keys():
+        if quantity in ("wrench_world", "contact_force"):
+            norms = np.linalg.norm(results[entity, quantity][:, :3], axis=1)
+            forces.append(float(np.nanmax(norms, initial=0.0)))
     return max(forces)
 
 
-def arrow_scale(results: RunResults) -> float:
-    """m per N: the run's largest force drawn :data:`ARROW_SHARE` of the machines' size (0 when no force)."""
-    largest = largest_force(results)
-    return ARROW_SHARE * machines_size(results.document["scene"]) / largest if largest > 0 else 0.0
-
-
-def default_factor(scene: dict[str, Any]) -> float:
-    """The deflection exaggeration from 1, 2, 5 x 10^n that draws the run's largest frame deflection about
-    a tenth of the machines' size (1 when nothing deflects)."""
-    largest = 0.0
-    for step in scene["steps"]:
-        for record in step.values():
-            if record is not None:
-                moved = np.asarray(record["frames"], float) - np.asarray(record["reference"], float)
-                largest = max(largest, float(np.max(np.linalg.norm(moved, axis=1), initial=0.0)))
-    wanted = 0.1 * machines_size(scene) / largest if largest > 0 else 1.0
+def exaggeration(largest_deflection: float, size: float) -> float:
+    """The deflection exaggeration from 1, 2, 5 x 10^n that draws ``largest_deflection`` (m) about a tenth of the
+    machines' ``size`` (m) (1 when nothing deflects)."""
+    wanted = 0.1 * size / largest_deflection if largest_deflection > 0 else 1.0
     if wanted <= 1:
         return 1.0
     decade = 10.0 ** np.floor(np.log10(wanted))
@@ -168,49 +199,71 @@ def force_label(name: str, force: np.ndarray) -> str:
     return f"{name}: {size / 1e3:.3g} kN" if size >= 1e3 else f"{name}: {size:.3g} N"
 
 
-def step_drawing(results: RunResults, row: int, factor: float) -> StepDrawing:
-    """What is drawn at step ``row`` with deflections exaggerated ``factor`` times (see the module docstring)."""
-    scene = results.document["scene"]
+def step_drawing(run: RunDrawing, row: int, factor: float) -> StepDrawing:
+    """What is drawn at step ``row`` with deflections exaggerated ``factor`` times (see the module docstring): the
+    step's store values read once (:func:`step_values`), the machines posed by ``run.scene``."""
+    results, values = run.results, step_values(run.results, row)
+    records = run.scene.step(row, values)
     machines, positions = [], {}
-    for machine_id, layout in scene["machines"].items():
-        frames = frame_positions(scene, row, machine_id, factor)
-        if frames is None:
+    for machine_id, layout in run.scene.machines.items():
+        record = records.get(machine_id)
+        if record is None:
             continue
-        names = layout["frames"]
-        positions.update(zip(names, frames))
-        machines.append(_machine(machine_id, layout, scene["steps"][row][machine_id], frames, factor))
-    largest = largest_force(results)
+        reference = np.asarray(record["reference"], float)
+        frames = reference + factor * (np.asarray(record["frames"], float) - reference)
+        positions.update(zip(layout["frames"], frames))
+        machines.append(_machine(machine_id, layout, record, frames, factor))
+    floor = FORCE_FLOOR * run.largest_force
     arrows = []
-    for name, forces in joint_forces(results).items():
-        frame, force = _joint_frame(scene, name), forces[row]
-        if frame in positions and np.linalg.norm(force) > FORCE_FLOOR * largest:  # NaN (no solution) is not
+    for (name, quantity), wrench in values.items():
+        if quantity != "wrench_world":
+            continue
+        frame, force = _joint_frame(run.scene.machines, name), wrench[:3]
+        if frame in positions and np.linalg.norm(force) > floor:  # NaN (no solution) is not
             arrows.append(Arrow(name, positions[frame], force, force_label(name, force)))
-    record = step_record(results, row)
-    contact_forces, polygons, centres = [], [], []
-    for machine_id, ground in (record.get("ground") or {}).items():
-        points = {name: np.asarray(p, float) for name, p in ground.get("contact_points", {}).items()}
-        for name, force in ground["contact_forces"].items():
-            force = np.asarray(force, float)
-            if name in points and np.linalg.norm(force) > FORCE_FLOOR * largest:
-                contact_forces.append(Arrow(name, points[name], force, force_label(name, force)))
-        corners = [points[name] for name in ground.get("support_polygon", []) if name in points]
-        if len(corners) >= 2:
-            polygons.append((machine_id, np.array(corners)))
-        if ground.get("centre_of_pressure") is not None:
-            centres.append((machine_id, np.asarray(ground["centre_of_pressure"], float)))
-    collisions = [(f"{pair['a']} - {pair['b']}", np.asarray(pair["points"], float),
-                   float(results[f"{pair['a']}|{pair['b']}", "distance"][row]))
-                  for pair in record.get("collisions") or [] if pair.get("points") is not None]
+    contact_forces, polygons, centres = _ground(values, floor)
+    collisions = [(pair.replace("|", " - "), points.reshape(2, 3), float(values[pair, "distance"][0]))
+                  for (pair, quantity), points in values.items()
+                  if quantity == "closest_points" and np.all(np.isfinite(points)) and (pair, "distance") in values]
     parameters = {name: float(results.steps[name][row]) for name in results.parameters}
-    tracked = [(name, positions.get(name, solved[row])) for name, solved in tracked_frames(results).items()
-               if np.all(np.isfinite(positions.get(name, solved[row])))]  # drawn exaggerated where the scene has it
+    tracked = []
+    for name in run.tracked:
+        solved = values.get((name, "position"))
+        if name in positions:  # drawn exaggerated as the machine is
+            tracked.append((name, positions[name]))
+        elif solved is not None and np.all(np.isfinite(solved)):
+            deflection = values.get((name, "deflection"), np.zeros(3))
+            tracked.append((name, solved + (factor - 1) * np.nan_to_num(deflection)))
     return StepDrawing(row, int(results.steps.index[row]), str(results.steps.status[row]), parameters, machines,
                        arrows, contact_forces, polygons, centres, collisions, tracked)
 
 
-def _joint_frame(scene: dict[str, Any], joint: str) -> str | None:
+def _ground(values: dict[tuple[str, str], np.ndarray], floor: float) -> tuple[list, list, list]:
+    """A step's contact force arrows (at the contact points), support polygons (the run's footprint of the contacts'
+    points and forces, :func:`shiftsim.ground.footprint.footprint`) and centres of pressure, per standing machine."""
+    arrows, polygons, centres = [], [], []
+    for machine_id in [entity for entity, quantity in values if quantity == "tipping_margin"]:
+        names = [entity for entity, quantity in values if quantity == "contact_force"
+                 and entity.startswith(machine_id + ":") and np.all(np.isfinite(values[entity, quantity]))
+                 and (entity, "contact_point") in values]
+        if not names:
+            continue
+        points = np.array([values[name, "contact_point"] for name in names])
+        forces = np.array([values[name, "contact_force"] for name in names])
+        arrows += [Arrow(name, point, force, force_label(name, force))
+                   for name, point, force in zip(names, points, forces) if np.linalg.norm(force) > floor]
+        ring = footprint(points, forces).polygon
+        if len(ring) >= 2:
+            polygons.append((machine_id, points[ring]))
+        centre = values.get((machine_id, "centre_of_pressure"))
+        if centre is not None and np.all(np.isfinite(centre)):
+            centres.append((machine_id, centre))
+    return arrows, polygons, centres
+
+
+def _joint_frame(machines: dict[str, Any], joint: str) -> str | None:
     """The name of the child frame of joint ``joint`` (where its force is drawn), None when not in the scene."""
-    for layout in scene["machines"].values():
+    for layout in machines.values():
         for item in layout["joints"] + layout["cylinders"]:
             if item["name"] == joint or joint.endswith(":" + item["name"]):
                 return layout["frames"][item["frames"][1]]

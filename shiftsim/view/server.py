@@ -31,8 +31,7 @@ import viser
 from scipy.spatial import ConvexHull, QhullError
 from scipy.spatial.transform import Rotation
 
-from .drawing import (Arrow, StepDrawing, arrow_scale, capacity_points, default_factor, has_scene, machines_centre,
-                      machines_size, step_drawing)
+from .drawing import Arrow, StepDrawing, capacity_points, run_drawing, step_drawing
 
 if TYPE_CHECKING:
     from ..output.run_results import RunResults
@@ -66,24 +65,22 @@ def _cylinder_mesh(radius: float, half_length: float, sides: int = 24) -> tuple[
 class RunView:
     """A viser server showing a run's ``results`` (``load_results`` or ``run_scenario``) with a step slider.
 
-    ``slider`` (the step slider), ``row`` (the step row drawn now), ``factor`` (deflection exaggeration) and
-    ``nodes`` (scene node name -> handle of what is drawn now) are read by tests; :meth:`show` draws a step row.
+    ``slider`` (the step slider, by step row), ``step_box`` (the step number, for runs too long to pick a step on
+    the slider), ``row`` (the step row drawn now), ``factor`` (deflection exaggeration), ``drawing`` (the run's
+    :class:`~.drawing.RunDrawing`) and ``nodes`` (scene node name -> handle of what is drawn now) are read by tests;
+    :meth:`show` draws a step row.
     """
 
     def __init__(self, results: RunResults, host: str = "127.0.0.1", port: int = 8080):
-        if not has_scene(results):
-            raise ValueError("results.json has no 'scene' (written by shiftsim run since the view was added); "
-                             "run the scenario again to view it")
         self.results = results
-        self.document = document = results.document  # its summary: scenario name, units, scene, capacity
+        self.document = document = results.document  # its summary: scenario name, units, capacity
+        self.drawing = run_drawing(results)
         with contextlib.redirect_stdout(io.StringIO()):  # viser prints its own address box; the command prints one line
             self.server = viser.ViserServer(host=host, port=port, label=f"shiftsim: {document['scenario']}",
                                             verbose=False)
         self.nodes: dict[str, Any] = {}
         self.row = -1  # the step row drawn now (none yet)
-        self.factor = default_factor(document["scene"])
-        self.size = machines_size(document["scene"])
-        self.scale = arrow_scale(results)
+        self.factor, self.size, self.scale = self.drawing.factor, self.drawing.size, self.drawing.scale
         self._lock = threading.Lock()
         self.capacity_labels: dict[str, str] = {}
         self._build_gui()
@@ -92,7 +89,7 @@ class RunView:
         self._add_capacity_points()
         self.clients: list[int] = []  # ids of the browsers that have connected
         self.server.on_client_connect(lambda client: self.clients.append(client.client_id))
-        centre = machines_centre(document["scene"])
+        centre = self.drawing.centre
         self.server.initial_camera.look_at = tuple(centre)
         self.server.initial_camera.position = tuple(centre + self.size * np.array([0.55, -1.0, 0.5]))
         self.server.initial_camera.up = (0.0, 0.0, 1.0)
@@ -108,13 +105,23 @@ class RunView:
                          f"{int(np.sum(steps.status == 'converged'))} converged")
         self.slider = gui.add_slider("step", min=0, max=max(len(steps) - 1, 1), step=1, initial_value=0,
                                      disabled=len(steps) == 1)
+        self.step_box = gui.add_number("step number", int(steps.index[0]), min=int(steps.index.min()),
+                                       max=int(steps.index.max()), step=1,
+                                       hint="the step to draw (the slider moves there)")
         self.factor_input = gui.add_number("deflection x", self.factor, min=0.0, step=1.0,
                                            hint="deflections drawn this many times their size")
         self.info = gui.add_markdown("")
 
         @self.slider.on_update
         def _(_event) -> None:
+            self.step_box.value = int(steps.index[int(self.slider.value)])
             self.show(int(self.slider.value))
+
+        @self.step_box.on_update
+        def _(_event) -> None:  # the step at or after the number typed (failed steps keep their numbers)
+            row = min(int(np.searchsorted(steps.index, self.step_box.value)), len(steps) - 1)
+            self.slider.value = row  # its update draws the step
+            self.step_box.value = int(steps.index[row])  # the step drawn (when the slider was there already)
 
         @self.factor_input.on_update
         def _(_event) -> None:
@@ -141,7 +148,7 @@ class RunView:
         with self._lock:
             for name in [n for n in self.nodes if not n.startswith("/capacity/")]:
                 self.nodes.pop(name).remove()
-            drawing = step_drawing(self.results, row, self.factor)
+            drawing = step_drawing(self.drawing, row, self.factor)
             self._draw(drawing)
             self.info.content = self._info(drawing)
             self.row = row
@@ -154,6 +161,8 @@ class RunView:
         lines = [f"step {drawing.index}: **{drawing.status}**{swept}",
                  f"\ndeflections drawn x{self.factor:g}; force arrows {scale}"]
         lines += [f"\n{name}: distance {distance:.4g} m" for name, _, distance in drawing.collisions]
+        if self.drawing.scene.note:
+            lines.append(f"\n*{self.drawing.scene.note}*")
         return "\n".join(lines)
 
     def _add(self, name: str, handle: Any) -> None:

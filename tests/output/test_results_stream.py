@@ -50,11 +50,11 @@ def test_a_long_run_writes_a_summary_results_json_and_its_steps_in_the_store(tmp
     assert len(frame) == len((tmp_path / "out" / "results.csv").read_text().splitlines()) - 1
     assert sorted(set(frame.step)) == [0, 1, 2]
     assert "outputs in" in out and "steps/, values/" in out
-    from shiftsim.commands.view import _results  # the viewer says why it cannot show it (no scene), runs nothing
-    from shiftsim.errors import InputError
+    from shiftsim.commands.view import _results  # the viewer reads it from the store, runs nothing (docs/view.md)
 
-    with pytest.raises(InputError, match="a run of 3 steps keeps its steps in the columnar store only"):
-        _results(tmp_path / "out")
+    viewed = _results(tmp_path / "out")
+    assert "running" not in capsys.readouterr().out
+    np.testing.assert_array_equal(viewed.steps.index, loaded.steps.index)
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ import shiftsim
 from shiftsim import run_scenario
 from shiftsim.cli import main
 from shiftsim.output.run_results import RunResults
-from shiftsim.view.drawing import ARROW_SHARE, arrow_scale, default_factor, machines_size, step_drawing
+from shiftsim.view.drawing import ARROW_SHARE, run_drawing, step_drawing
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -85,10 +85,11 @@ def test_arrows_and_exaggeration(vehicle):
     """Force arrows: the run's largest force is drawn ARROW_SHARE of the machine size, every arrow at its force
     times the scale; the exaggeration factor is 1, 2 or 5 x 10^n and draws the largest deflection at most a tenth of
     the machine size (more than a fortieth when the factor is above 1)."""
-    size, scale, document = machines_size(vehicle.document["scene"]), arrow_scale(vehicle), vehicle.document
+    run, document = run_drawing(vehicle), vehicle.document
+    size, scale = run.size, run.scale
     lengths = []
     for row in range(len(document["steps"])):
-        drawing = step_drawing(vehicle, row, 1.0)
+        drawing = step_drawing(run, row, 1.0)
         forces = [document["steps"][row]["ground"]["car1"]["contact_forces"][a.name] for a in drawing.contact_forces]
         np.testing.assert_allclose([a.force for a in drawing.contact_forces], forces)
         lengths += [scale * np.linalg.norm(a.force) for a in drawing.joint_forces + drawing.contact_forces]
@@ -101,7 +102,7 @@ def test_arrows_and_exaggeration(vehicle):
             np.testing.assert_allclose(arrow.force, document["steps"][row]["joints"][arrow.name]["wrench_world"][:3])
         assert len(drawing.support_polygons[0][1]) == len(document["steps"][row]["ground"]["car1"]["support_polygon"])
     assert max(lengths) == pytest.approx(ARROW_SHARE * size)
-    factor = default_factor(document["scene"])
+    factor = run.factor
     mantissa = factor / 10 ** np.floor(np.log10(factor))
     assert mantissa == pytest.approx(1) or mantissa == pytest.approx(2) or mantissa == pytest.approx(5)
     largest = max(np.linalg.norm(f["deflection"]) for s in document["steps"] for f in s["frames"].values())
@@ -245,13 +246,18 @@ def test_view_reads_a_scenario_by_running_it(capsys):
     assert len(document["scene"]["steps"]) == len(document["steps"]) == document["steps_planned"]
 
 
-def test_view_refuses_results_without_a_scene(vehicle, tmp_path, capsys):
-    import json
+def test_results_without_a_scene_or_models_draw_the_tracked_frames(vehicle):
+    """Results written before the view (no ``scene``) and without the metadata naming their models: no machine is
+    drawn, a note says why, and the tracked frames are drawn where the run solved them."""
+    from shiftsim.view.scenes import PointsScene
 
-    old = {key: value for key, value in vehicle.document.items() if key != "scene"}
-    (tmp_path / "results.json").write_text(json.dumps(old))
-    assert main(["view", str(tmp_path), "--no-browser", "--port", "0"]) == 2
-    assert "no 'scene'" in capsys.readouterr().err
+    old = {key: value for key, value in vehicle.document.items() if key not in ("scene", "metadata")}
+    run = run_drawing(RunResults.from_document(old))
+    assert isinstance(run.scene, PointsScene) and "records no scenario and model files" in run.scene.note
+    drawing = step_drawing(run, 2, 1.0)
+    assert not drawing.machines and drawing.tracked
+    for name, position in drawing.tracked:
+        np.testing.assert_allclose(position, old["steps"][2]["frames"][name]["position"], atol=1e-12)
 
 
 @pytest.mark.slow
@@ -260,8 +266,9 @@ def test_a_results_folder_draws_as_the_run_in_memory(tmp_path):
     contacts and support polygon as the RunResults run_scenario returned."""
     ran = run_scenario(ROOT / "scenarios" / "vehicle_on_tyres.json", output=tmp_path / "out")
     loaded = shiftsim.load_results(tmp_path / "out")
+    ran_drawing, loaded_drawing = run_drawing(ran), run_drawing(loaded)
     for row in range(len(ran.steps)):
-        a, b = step_drawing(ran, row, 2.0), step_drawing(loaded, row, 2.0)
+        a, b = step_drawing(ran_drawing, row, 2.0), step_drawing(loaded_drawing, row, 2.0)
         assert (a.index, a.status, a.parameters) == (b.index, b.status, b.parameters)
         assert [name for name, _ in a.tracked] == [name for name, _ in b.tracked] and a.tracked
         np.testing.assert_allclose([p for _, p in a.tracked], [p for _, p in b.tracked], atol=1e-12)
