@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import sys
 import warnings
 
@@ -93,15 +94,15 @@ def main(argv: list[str] | None = None) -> int:
                 code = int(args.func(args))
         except ShiftsimError as error:
             failure = error
+        except BrokenPipeError:  # output piped into a command that stopped reading (e.g. head); an OSError,
+            _drop_stdout()       # so caught before the clause below
+            return 0
         except (OSError, ValueError) as error:  # a path no system call takes, wherever it was used
             failure = _unusable_path(error)
             if failure is None:
                 raise
         except KeyboardInterrupt:
             return 130
-        except BrokenPipeError:  # output piped into a command that stopped reading (e.g. head)
-            sys.stderr.close()
-            return 0
         else:
             failure = None
     _show_warnings(args.command, caught)
@@ -111,6 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     for line in str(failure).splitlines():
         print(f"  {line}", file=sys.stderr)
     return failure.exit_code
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null: the reader of its pipe has gone, and the interpreter's flush at exit
+    would otherwise raise BrokenPipeError again (with a traceback) for what is still buffered."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 PATH_EXPECTED = "a path of at most 4096 bytes, each name at most 255 bytes, without NUL characters or symlink loops"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -364,3 +365,19 @@ def test_a_huge_mdx_value_is_echoed_cut(tmp_path, key, value):
     result = shiftsim("check", str(mdx_geometry(tmp_path, **{key: value})))
     assert_refused(result, key, "...")
     assert len(result.stderr) < 2_000, len(result.stderr)
+
+
+def test_output_into_a_reader_that_has_gone_ends_quietly() -> None:
+    """``shiftsim fk MODEL | head -1``: once the reader has closed the pipe, the rest of the table goes nowhere,
+    with exit 0 and no BrokenPipeError traceback (it is an OSError, once taken for a bad path). The pipe's
+    read end is closed before the command writes, so every write fails whatever the timing."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    model = ROOT / "models" / "claraty" / "five_link_dh_table.xml"  # its table is longer than stdout's buffer
+    try:
+        result = subprocess.run([sys.executable, "-m", "shiftsim", "fk", str(model)], stdout=write_end,
+                                stderr=subprocess.PIPE, text=True, timeout=HANG_TIMEOUT_S, preexec_fn=_limit_memory)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "Broken pipe" not in result.stderr, result.stderr
