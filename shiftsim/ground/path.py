@@ -148,17 +148,6 @@ def _tangents(z: np.ndarray, stiffness: np.ndarray, per_factor: np.ndarray, to_q
     return (to_q @ (z @ w))[..., 0]
 
 
-def reduced(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads: list[AppliedLoad],
-            loads_next: list[AppliedLoad] | None = None, fields: tuple = (), rows: np.ndarray | None = None,
-            differences: bool = False) -> Reduced:
-    """:func:`reduced_stiffness` at one equilibrium ``q`` (nq,) under ``gravity`` (3,) and ``loads`` (one case
-    each): ``lowest`` a float, ``null_vector`` and ``tangent`` (nq,)."""
-    at = reduced_stiffness(model, np.asarray(q, float)[None], free, np.asarray(gravity, float)[None], loads,
-                           loads_next, fields, None if rows is None else [tuple(np.asarray(rows).tolist())],
-                           differences)
-    return Reduced(float(at.lowest[0]), at.null_vector[0], at.tangent[0])
-
-
 @dataclass
 class Trial:
     """A batch of solves at trial factors (n cases): equilibria ``q`` (n, nq), ``converged`` (n,), event values

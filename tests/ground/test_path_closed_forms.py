@@ -10,7 +10,7 @@ import pytest
 from helpers.closed_forms import downward, pendulum, truss
 
 from shiftsim.forces import AppliedLoad
-from shiftsim.ground.path import LIMIT_POINT, PathOptions, load_path, reduced
+from shiftsim.ground.path import LIMIT_POINT, PathOptions, load_path, reduced_stiffness
 from shiftsim.statics import free_coordinates
 
 G = 9.81
@@ -74,6 +74,7 @@ def test_the_limit_point_check_tells_a_real_fold_from_a_point_short_of_it():
     exact = k / (mass * G * length)
     load = downward(model, "bob:tip", mass * G)
     for fraction in (0.5, 1.0 - 1e-7):
-        at = reduced(model, model.q0, free, np.zeros(3), [AppliedLoad(load.frame, load.force * fraction * exact,
-                                                                      load.torque, False)], differences=True)
-        assert at.lowest / k == pytest.approx(1.0 - fraction, abs=1e-6)
+        at = reduced_stiffness(model, model.q0[None], free, np.zeros((1, 3)),
+                               [AppliedLoad(load.frame, load.force * fraction * exact, load.torque, False)],
+                               differences=True)
+        assert at.lowest[0] / k == pytest.approx(1.0 - fraction, abs=1e-6)
