@@ -21,9 +21,9 @@ kind           name                                      what
 ``gravity``    ``gravity.x|y|z``                          the gravity vector (m/s^2)
 =============  ========================================  =====================================================
 
-:func:`force_partials` is the per-parameter derivative dQ/dp (nq, P) of the generalized forces in world-aligned
-twist form, written with numpy on the kinematic state so that it can move into the compiled core unchanged in
-shape, with the closure residual's dg/dp (a pin or mount frame moves loop-closing points).
+:func:`force_partials` is the per-parameter derivative dQ/dp (nq, P) of the generalized forces with the closure
+residual's dg/dp (a pin or mount frame moves loop-closing points), computed by the compiled core next to the residual
+(src/partials.c), batched over configurations and threads as ``solve_batch`` (:func:`force_partials_batch`).
 """
 
 from __future__ import annotations
@@ -33,14 +33,22 @@ from typing import Callable
 
 import numpy as np
 
-from ..forces import pair_distance
+from ..core.layout import compiled
+from ..core.library import check_names, core
+from ..core.library import threads as core_threads
 from ..ground.base import BASE
-from ..kinematics import State, point_jacobian
+from ..kinematics import State
 from ..model import Model
-from ..spatial import cross
 from .names import choose
 
 KINDS = ("mass", "com", "frame", "spring", "restraint", "pair", "load", "gravity")
+CORE_KINDS = (*KINDS, "none")
+"""The parameter kinds as the compiled core codes them (src/fields.h): :data:`KINDS`, then ``none`` (the ground's
+parameters, whose terms :mod:`.ground` adds)."""
+MOTIONS = ("point", "subtree")
+"""The rows of a frame's motion as the core codes them (src/fields.h)."""
+check_names("PARAMETER_KINDS", CORE_KINDS)
+check_names("FRAME_MOTIONS", MOTIONS)
 AXES = "xyz"
 LOAD_FIELDS = ("fx", "fy", "fz", "tx", "ty", "tz")
 
@@ -129,12 +137,13 @@ def _moves_the_ground(model: Model, motion: FrameMotion, grounded: set[int]) -> 
 
 
 def _movable_frames(model: Model, loads: tuple, grounded: set[int]) -> list[int]:
-    """Frames with a position parameter: pin and mount frames (those that do not stretch a pair restraint nor
-    move a node on the ground), and load points (frames that carry a load)."""
+    """Frames with a position parameter: pin and mount frames, and load points (frames that carry a load), except
+    those whose move would stretch a pair restraint or move a node on the ground (a loaded pin frame included:
+    its load and its joint move together)."""
+    motions = frame_motions(model)
     loaded = {model.frame_index(load.frame) for load in loads} - _unmovable_frames(model)
-    pins = {f for f, motion in frame_motions(model).items()
-            if not _stretches_a_pair(model, motion) and not _moves_the_ground(model, motion, grounded)}
-    return sorted(pins | loaded)
+    return sorted(f for f in set(motions) | loaded if f not in motions or (
+        not _stretches_a_pair(model, motions[f]) and not _moves_the_ground(model, motions[f], grounded)))
 
 
 def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None,
@@ -204,152 +213,93 @@ def select(parameters: list[Parameter], wanted: list[str] | tuple[str, ...], whe
     return choose(parameters, wanted, kinds, "parameter", where)
 
 
-def piece_at(law, x: float) -> int:
-    """The piece of a piecewise law that holds at x (the end pieces extend beyond the knots)."""
-    return int(np.clip(np.searchsorted(law.breaks, x, side="right") - 1, 0, law.value.shape[1] - 1))
-
-
 def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, multipliers: np.ndarray,
                    parameters: list[Parameter]) -> tuple[np.ndarray, np.ndarray]:
     """dQ/dp (nq, P) and dg/dp (6 n_closures, P) at the configuration of ``s`` (batch of one) and the closure
     ``multipliers`` (6 n_closures,): the generalized forces of gravity, springs, restraints, applied loads and
     closure wrenches, and the closure residual, differentiated with respect to each parameter, configuration
-    and multipliers fixed.
-
-    Twists: a point p on node n moves by omega_k x p + v_k per unit of coordinate k (k moving n), so a force f at p
-    contributes f . (omega_k x p + v_k) to Q_k and a torque t contributes t . omega_k; translating p by d changes
-    that by (f x omega_k) . d = omega_k . (d x f)."""
-    q, omega = s.q[0], s.omega[0]
-    moving = model.subtree[model.coordinate_node].T.astype(float)  # (n_nodes, nq): coordinate k moves node n
-    com = np.einsum("nij,nj->ni", s.rotation[0], model.node_com) + s.position[0]  # (n_nodes, 3) world
-    com_jacobian = (cross(omega[None], com[:, None]) + s.v[0][None]) * moving[:, :, None]  # (n_nodes, nq, 3)
-    force = np.zeros((model.nq, len(parameters)))
-    closure = np.zeros((6 * len(model.closures), len(parameters)))
-    motions = frame_motions(model) if any(p.kind == "frame" for p in parameters) else {}
-    load_jacobians: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    com_blocks: dict[int, np.ndarray] = {}
-    frame_blocks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    lam = multipliers.reshape(-1, 6)
-    resultants: dict[int, np.ndarray] = {}  # subtree root -> the resultant force on it
-
-    def resultant(root: int) -> np.ndarray:
-        if root not in resultants:
-            resultants[root] = _subtree_force(model, s, gravity, loads, lam, model.subtree[root])
-        return resultants[root]
-
-    for column, p in enumerate(parameters):
-        if p.kind == "mass":
-            force[:, column] = com_jacobian[p.target] @ gravity
-        elif p.kind == "gravity":
-            force[:, column] = model.node_mass @ com_jacobian[:, :, p.component]
-        elif p.kind == "com":  # Q_k = m g . (omega_k x (R c + o) + v_k): d/dc = m R^T (g x omega_k)
-            if p.target not in com_blocks:
-                lever = _turned(omega, gravity, s.rotation[0, p.target])  # (nq, 3)
-                com_blocks[p.target] = model.node_mass[p.target] * lever * moving[p.target][:, None]
-            force[:, column] = com_blocks[p.target][:, p.component]
-        elif p.kind == "spring":
-            coordinate = model.joint_springs.coordinates[p.target]
-            force[coordinate, column] = -q[coordinate] ** p.component
-        elif p.kind == "restraint":
-            r = model.joint_restraints[p.target]
-            x = q[r.coordinate]
-            if piece_at(r.law, x) == p.component[0]:
-                force[r.coordinate, column] = -x ** p.component[1]
-        elif p.kind == "pair":  # Q = -f(x) dx/dq with x the pair's distance
-            x, gradient, _ = pair_distance(model, s, model.pair_restraints[p.target])
-            if piece_at(model.pair_restraints[p.target].law, float(x[0])) == p.component[0]:
-                force[:, column] = -float(x[0]) ** p.component[1] * gradient[0]
-        elif p.kind == "load":
-            if p.target not in load_jacobians:
-                load_jacobians[p.target] = _load_jacobian(model, s, loads[p.target])
-            force[:, column] = _load_partial(loads[p.target], load_jacobians[p.target], p.component)
-        elif p.kind == "frame":
-            if p.target not in frame_blocks:
-                frame_blocks[p.target] = _frame_block(model, s, gravity, loads, lam, p.target, motions.get(p.target),
-                                                      moving, resultant)
-            force[:, column], closure[:, column] = (block[:, p.component] for block in frame_blocks[p.target])
-    return force, closure
+    and multipliers fixed (the compiled core's ``force_partials``, src/partials.c; :func:`force_partials_batch`
+    for many configurations). A parameter of another kind (the ground's) has zero columns here."""
+    force, closure = force_partials_batch(model, s.q[:1], np.asarray(multipliers, float)[None], gravity, loads,
+                                          parameters)
+    return force[0], closure[0]
 
 
-def _turned(omega: np.ndarray, f: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """(nq, 3): row k, column i = (f x omega_k) . steps[:, i], what translating the point of the force ``f`` by
-    ``steps[:, i]`` changes Q_k by (``omega`` (nq, 3) the coordinates' rotation axes)."""
-    return cross(f, omega) @ steps
+def force_partials_batch(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray, loads: tuple,
+                         parameters: list[Parameter], threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`force_partials` at B configurations ``q`` (B, nq) with ``multipliers`` (B, 6 n_closures), ``gravity``
+    (3,) or (B, 3) m/s^2 and the same ``loads`` and parameters, over the core's threads as ``solve_batch``:
+    dQ/dp (B, nq, P) and dg/dp (B, 6 n_closures, P)."""
+    q = np.ascontiguousarray(q, dtype=float).reshape(-1, model.nq)
+    batch = len(q)
+    codes = parameter_codes(model, loads, parameters)
+    start, motion = _motion_arrays(model)
+    frames, follow, force, torque, factor = _load_arrays(model, loads)
+    force_partial = np.empty((batch, model.nq, len(parameters)))
+    closure_partial = np.empty((batch, 6 * len(model.closures), len(parameters)))
+    core.partials(compiled(model), q, np.ascontiguousarray(multipliers, dtype=float).reshape(batch, -1),
+                  np.ascontiguousarray(np.broadcast_to(np.asarray(gravity, float), (batch, 3))), frames,
+                  np.ascontiguousarray(np.broadcast_to(force, (batch, *force.shape))),
+                  np.ascontiguousarray(np.broadcast_to(torque, (batch, *torque.shape))),
+                  np.ascontiguousarray(np.broadcast_to(factor, (batch, len(factor)))), follow, codes, start, motion,
+                  force_partial, closure_partial, core_threads() if threads is None else int(threads))
+    return force_partial, closure_partial
 
 
-def _frame_block(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam: np.ndarray, frame: int,
-                 motion: FrameMotion | None, moving: np.ndarray,
-                 resultant: Callable[[int], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """dQ/d(offset) (nq, 3) and dg/d(offset) (6 n_closures, 3) of a frame moved on its body: the world-fixed loads on
-    it, the closure points it carries and the subtrees its joints translate (``resultant(root)`` the force on the
-    subtree of a node). A translation d of what coordinate k carries, with resultant f, changes Q_k by
-    (f x omega_k) . d."""
-    omega = s.omega[0]
-    steps = s.rotation[0, model.frame_node[frame]]  # (3, 3): world shift per unit of each offset component
-    force, closure = np.zeros((model.nq, 3)), np.zeros((6 * len(model.closures), 3))
-    node = model.frame_node[frame]
-    for load in loads:  # its force acts at the frame's origin (a torque does not depend on where it acts)
-        if model.frame_index(load.frame) == frame:
-            applied = np.asarray(load.force, float) * load.factor
-            if load.direction == "body":
-                applied = s.rotation[0, node] @ model.frame_offset[frame, :3, :3] @ applied
-            force += _turned(omega, applied, steps) * moving[node][:, None]
-    node_a, node_b = _closure_nodes(model)
-    for node, k, side in motion.points if motion else ():
-        force += side * _turned(omega, lam[k, :3], steps) * moving[node][:, None]
-        closure[6 * k: 6 * k + 3] += side * steps
-    for root, sign, carries_axis in motion.subtrees if motion else ():
-        inside = model.subtree[root]
-        above = moving[root] * (model.coordinate_node != root) if carries_axis else moving[root]
-        force += sign * _turned(omega, resultant(root), steps) * above[:, None]
-        crossing = inside[node_b].astype(float) - inside[node_a].astype(float)  # (K,): +1 side b moves, -1 side a
-        closure.reshape(-1, 2, 3, 3)[:, 0] += sign * crossing[:, None, None] * steps
-    return force, closure
+def _load_arrays(model: Model, loads: tuple) -> tuple[np.ndarray, ...]:
+    """The loads (``statics.Load``) as the core takes them: frames (L,), follow (L,) int64, force and torque (L, 3)
+    in their own axes, factor (L,)."""
+    frames = np.array([model.frame_index(load.frame) for load in loads], dtype=np.int64)
+    follow = np.array([load.direction == "body" for load in loads], dtype=np.int64)
+    force = np.array([load.force for load in loads], dtype=float).reshape(len(loads), 3)
+    torque = np.array([load.torque for load in loads], dtype=float).reshape(len(loads), 3)
+    return frames, follow, force, torque, np.array([load.factor for load in loads], dtype=float)
 
 
-def _subtree_force(model: Model, s: State, gravity: np.ndarray, loads: tuple, lam: np.ndarray,
-                   inside: np.ndarray) -> np.ndarray:
-    """The resultant force (3,) on the nodes marked ``inside`` (n_nodes,): weights, applied forces and closure
-    forces (+lambda on a closure's side b, -lambda on its side a)."""
-    total = gravity * float(np.sum(model.node_mass[inside]))
-    for load in loads:
-        frame = model.frame_index(load.frame)
-        node = model.frame_node[frame]
-        if inside[node]:
-            applied = np.asarray(load.force, float) * load.factor
-            if load.direction == "body":
-                applied = s.rotation[0, node] @ model.frame_offset[frame, :3, :3] @ applied
-            total = total + applied
-    node_a, node_b = _closure_nodes(model)
-    crossing = inside[node_b].astype(float) - inside[node_a].astype(float)
-    return total + crossing @ lam[:, :3] if len(crossing) else total
+def parameter_codes(model: Model, loads: tuple, parameters: list[Parameter]) -> np.ndarray:
+    """The parameters as the core's rows (P, 4) int64 (kind, target, a, b; src/partials.c), resolved once per model,
+    load frames and parameter names and kept on the model."""
+    key = ("parameter codes", tuple(load.frame for load in loads), tuple(p.name for p in parameters))
+    codes = model.cache.get(key)
+    if codes is None:
+        codes = np.array([_code(model, p) for p in parameters], dtype=np.int64).reshape(len(parameters), 4)
+        codes.flags.writeable = False
+        model.cache[key] = codes
+    return codes
 
 
-def _closure_nodes(model: Model) -> tuple[np.ndarray, np.ndarray]:
-    """Every closure's side-a and side-b node (n_closures,) each (kept on the model)."""
-    cached = model.cache.get("closure_nodes")
+def _code(model: Model, p: Parameter) -> tuple[int, int, int, int]:
+    """One parameter's core row (kind, target, a, b)."""
+    if p.kind not in KINDS:
+        return (CORE_KINDS.index("none"), 0, 0, 0)
+    kind = CORE_KINDS.index(p.kind)
+    if p.kind in ("restraint", "pair"):  # the core's laws are the spring restraints', numbered among them
+        restraints = model.joint_restraints if p.kind == "restraint" else model.pair_restraints
+        row = sum(1 for r in restraints[:p.target] if r.kind == "spring")
+        return (kind, row, int(p.component[0]), int(p.component[1]))
+    if p.kind == "gravity":
+        return (kind, int(p.component), 0, 0)
+    if p.kind == "mass":
+        return (kind, p.target, 0, 0)
+    return (kind, p.target, 6 if p.component == "factor" else int(p.component), 0)
+
+
+def _motion_arrays(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`frame_motions` as the core takes them: motion_start (F + 1,) and motion (E, 4) int64 rows (point, node,
+    closure, side) or (subtree, root, carries its axis, sign), frame f's rows from motion_start[f] (kept on the
+    model)."""
+    cached = model.cache.get("frame motion rows")
     if cached is None:
-        cached = (np.array([c.node_a for c in model.closures], dtype=int),
-                  np.array([c.node_b for c in model.closures], dtype=int))
-        model.cache["closure_nodes"] = cached
+        motions = frame_motions(model)
+        rows: list[tuple[int, int, int, int]] = []
+        start = np.zeros(len(model.frame_names) + 1, dtype=np.int64)
+        for frame in range(len(model.frame_names)):
+            motion = motions.get(frame)
+            if motion is not None:
+                rows += [(MOTIONS.index("point"), node, k, int(side)) for node, k, side in motion.points]
+                rows += [(MOTIONS.index("subtree"), root, int(carries), int(sign))
+                         for root, sign, carries in motion.subtrees]
+            start[frame + 1] = len(rows)
+        cached = (start, np.array(rows, dtype=np.int64).reshape(len(rows), 4))
+        model.cache["frame motion rows"] = cached
     return cached
-
-
-def _load_jacobian(model: Model, s: State, load) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The load point's linear (nq, 3) and angular (nq, 3) Jacobians and the axes (3, 3) its components are in."""
-    frame = model.frame_index(load.frame)
-    node, offset = model.frame_node[frame], model.frame_offset[frame]
-    point = s.rotation[0, node] @ offset[:3, 3] + s.position[0, node]
-    linear = point_jacobian(model, s, node, point[None])[0]
-    angular = s.omega[0] * model.subtree[model.coordinate_node, node][:, None]
-    axes = s.rotation[0, node] @ offset[:3, :3] if load.direction == "body" else np.eye(3)
-    return linear, angular, axes
-
-
-def _load_partial(load, jacobians: tuple[np.ndarray, np.ndarray, np.ndarray], component) -> np.ndarray:
-    """dQ/d(one load component or its factor) (nq,)."""
-    linear, angular, axes = jacobians
-    if component == "factor":
-        return linear @ (axes @ np.asarray(load.force, float)) + angular @ (axes @ np.asarray(load.torque, float))
-    unit = axes[:, component % 3] * load.factor
-    return (linear if component < 3 else angular) @ unit

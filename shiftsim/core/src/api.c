@@ -1308,6 +1308,123 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ partial derivatives */
+typedef struct {
+    const Model *core_model;
+    const double *q, *multipliers, *gravity, *load_force, *load_torque, *load_factor;
+    const int64_t *load_frame, *load_follow, *parameters, *motion_start, *motion;
+    int64_t n_loads, n_parameters;
+    double *force, *closure;
+} PartialsJob;
+
+static void partials_work(void *job, int64_t b, Workspace *w) {
+    PartialsJob *j = job;
+    const Model *core_model = j->core_model;
+    int64_t nq = core_model->nq, K = core_model->n_closures, L = j->n_loads, P = j->n_parameters;
+    size_t mark = ws_mark(w);
+    State s = state_new(w, core_model);
+    node_state(core_model, j->q + nq * b, &s);
+    Loads loads = {L, j->load_frame, j->load_follow, j->load_force + 3 * L * b, j->load_torque + 3 * L * b,
+                   j->load_factor + L * b};
+    force_partials(w, core_model, j->q + nq * b, &s, j->gravity + 3 * b, &loads, j->multipliers + 6 * K * b, P,
+                   j->parameters, j->motion_start, j->motion, j->force + nq * P * b, j->closure + 6 * K * P * b);
+    ws_release(w, mark);
+}
+
+/* Whether every parameter row (P, 4) is of a kind of SHIFTSIM_PARAMETER_KINDS with a target, component and piece
+ * this model has, and the frame motion rows hold; false with a ValueError naming the row otherwise. */
+static bool has_valid_parameters(const Model *m, const int64_t *rows, int64_t count, int64_t n_loads,
+                                 const int64_t *motion_start, const int64_t *motion, int64_t n_motion) {
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t *r = rows + 4 * i;
+        if (r[0] == PARAMETER_NONE) continue; /* a term the caller adds: a zero column here */
+        int64_t limit = r[0] == PARAMETER_MASS || r[0] == PARAMETER_COM ? m->n_nodes
+                      : r[0] == PARAMETER_FRAME ? m->n_frames : r[0] == PARAMETER_SPRING ? m->n_springs
+                      : r[0] == PARAMETER_RESTRAINT ? m->n_joint_laws : r[0] == PARAMETER_PAIR ? m->n_pairs
+                      : r[0] == PARAMETER_LOAD ? n_loads : r[0] == PARAMETER_GRAVITY ? 3 : 0;
+        int64_t components = r[0] == PARAMETER_COM || r[0] == PARAMETER_FRAME ? 3
+                           : r[0] == PARAMETER_SPRING ? m->spring_degree : r[0] == PARAMETER_LOAD ? 7
+                           : r[0] == PARAMETER_RESTRAINT || r[0] == PARAMETER_PAIR ? m->law_intervals : 1;
+        if (r[1] < 0 || r[1] >= limit || r[2] < 0 || r[2] >= (components > 0 ? components : 1) || r[3] < 0) {
+            PyErr_Format(PyExc_ValueError, "partials: parameter row %lld (kind %lld, target %lld, %lld, %lld) outside "
+                         "this model (target below %lld, component below %lld)", (long long)i, (long long)r[0],
+                         (long long)r[1], (long long)r[2], (long long)r[3], (long long)limit, (long long)components);
+            return false;
+        }
+    }
+    for (int64_t f = 0; f < m->n_frames; f++)
+        if (motion_start[f] < 0 || motion_start[f] > motion_start[f + 1] || motion_start[f + 1] > n_motion) {
+            PyErr_Format(PyExc_ValueError, "partials: motion_start[%lld] outside [0, %lld]", (long long)f,
+                         (long long)n_motion);
+            return false;
+        }
+    for (int64_t e = 0; e < n_motion; e++) {
+        const int64_t *r = motion + 4 * e;
+        bool point = r[0] == MOTION_POINT;
+        if ((!point && r[0] != MOTION_SUBTREE) || r[1] < 0 || r[1] >= m->n_nodes
+            || (point && (r[2] < 0 || r[2] >= m->n_closures)) || (r[3] != 1 && r[3] != -1)) {
+            PyErr_Format(PyExc_ValueError, "partials: motion row %lld is not (point, node, closure, +-1) nor "
+                         "(subtree, node, 0 or 1, +-1) of this model", (long long)e);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* partials(model, q (B, nq), multipliers (B, 6 K), gravity (B, 3), load_frame (L) int64, load_force (B, L, 3),
+ *          load_torque (B, L, 3), load_factor (B, L), load_follow (L) int64, parameters (P, 4) int64,
+ *          motion_start (F + 1) int64, motion (E, 4) int64, force (B, nq, P), closure (B, 6 K, P), threads): the
+ * residual's partial derivatives with respect to P design parameters at B configurations (force_partials in
+ * partials.c), over the batch's threads as solve. */
+static PyObject *py_partials(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *model, *o[13];
+    int64_t threads;
+    Buffer b[13] = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOL", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12], &threads))
+        return NULL;
+    PartialsJob job = {model_of(model), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL,
+                       NULL};
+    static const char kinds[] = "dddqdddqqqqdd";
+    void *p[13];
+    int ok = job.core_model != NULL;
+    for (int i = 0; i < 13 && ok; i++) ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 11, 0, "partials array")) != NULL;
+    int64_t batch = 0;
+    for (int i = 8; i <= 10 && ok; i += 2)
+        if (b[i].view.ndim != 2 || b[i].view.shape[1] != 4) {
+            PyErr_Format(PyExc_ValueError, "partials: %s must have 4 columns (rows of kind, target and two indices)",
+                         i == 8 ? "parameters (P, 4)" : "motion (E, 4)");
+            ok = 0;
+        }
+    if (ok) {
+        const Model *m = job.core_model;
+        int64_t nq = m->nq, K = m->n_closures;
+        batch = (int64_t)(b[2].view.len / 8) / 3;
+        job.n_loads = (int64_t)(b[3].view.len / 8), job.n_parameters = (int64_t)(b[8].view.len / 32);
+        int64_t L = job.n_loads, P = job.n_parameters, n_motion = (int64_t)(b[10].view.len / 32);
+        static const char *names[13] = {"q", "multipliers", "gravity", "load_frame", "load_force", "load_torque",
+                                        "load_factor", "load_follow", "parameters (P, 4)", "motion_start",
+                                        "motion (E, 4)", "force", "closure"};
+        int64_t counts[13] = {batch * nq, batch * 6 * K, batch * 3, L, batch * 3 * L, batch * 3 * L, batch * L, L, 4 * P,
+                              m->n_frames + 1, 4 * n_motion, batch * nq * P, batch * 6 * K * P};
+        for (int i = 0; i < 13 && ok; i++) ok = has_items(&b[i], counts[i], names[i]);
+        ok = ok && has_indices_below(&b[3], m->n_frames, "load_frame")
+             && has_valid_parameters(m, p[8], P, L, p[9], p[10], n_motion);
+    }
+    if (ok) {
+        job.q = p[0], job.multipliers = p[1], job.gravity = p[2], job.load_frame = p[3], job.load_force = p[4];
+        job.load_torque = p[5], job.load_factor = p[6], job.load_follow = p[7], job.parameters = p[8];
+        job.motion_start = p[9], job.motion = p[10], job.force = p[11], job.closure = p[12];
+        size_t doubles = partials_workspace_doubles(job.core_model);
+        if (run_cases(partials_work, &job, doubles, batch, threads, batch == 1) != CORE_OK)
+            no_memory(job.core_model, doubles);
+    }
+    release(b, 13);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* linear_algebra(name, a (rows, cols), b, out, shift_or_rcond) -> status: the dense kernels of linalg.c on their own,
  * for tests against numpy and scipy. name: "cholesky_solve" (a square, out = x, shift), "lu_solve" (out = x),
  * "pseudo_solve" (b (rows), out = x (cols), rcond), "null_space" (out (cols, cols - rows)), "symmetric_eigen"
@@ -1419,6 +1536,7 @@ static PyMethodDef methods[] = {
     {"solve", py_solve, METH_VARARGS, "equilibria of a batch of cases"},
     {"solve_chain", py_solve_chain, METH_VARARGS, "continuation chains of steps, each from the previous equilibrium"},
     {"evaluate", py_evaluate, METH_VARARGS, "the solver's evaluation at one configuration"},
+    {"partials", py_partials, METH_VARARGS, "the residual's partial derivatives with respect to design parameters"},
     {"linear_algebra", py_linear_algebra, METH_VARARGS, "a dense kernel of linalg.c on its own (for tests)"},
     {"fail_allocation", py_fail_allocation, METH_VARARGS, "debug: the n-th allocation from now fails (0: none)"},
     {"live_allocations", py_live_allocations, METH_NOARGS, "blocks the core has allocated and not yet freed"},
@@ -1450,13 +1568,15 @@ static const char *const verdict_names[] = {SHIFTSIM_VERDICTS(CODE_NAME)};
 static const char *const node_kind_names[] = {SHIFTSIM_NODE_KINDS(CODE_NAME)};
 static const char *const distance_type_names[] = {SHIFTSIM_DISTANCE_TYPES(CODE_NAME)};
 static const char *const chain_outcome_names[] = {SHIFTSIM_CHAIN_OUTCOMES(CODE_NAME)};
+static const char *const parameter_kind_names[] = {SHIFTSIM_PARAMETER_KINDS(CODE_NAME)};
+static const char *const frame_motion_names[] = {SHIFTSIM_FRAME_MOTIONS(CODE_NAME)};
 #undef PLAIN_NAME
 #undef CODE_NAME
 #define COUNT_OF(array) ((int)(sizeof(array) / sizeof((array)[0])))
 
 /* The module, with the tables of fields.h as name tuples (MODEL_FIELDS, SETTINGS_FIELDS, RESULT_FLAGS,
- * EVALUATION_SCALARS, VERDICTS, NODE_KINDS, DISTANCE_TYPES, STATUSES and their STATUS_MESSAGES; a code is its name's
- * index). */
+ * EVALUATION_SCALARS, VERDICTS, NODE_KINDS, DISTANCE_TYPES, CHAIN_OUTCOMES, PARAMETER_KINDS, FRAME_MOTIONS, STATUSES
+ * and their STATUS_MESSAGES; a code is its name's index). */
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
@@ -1469,6 +1589,8 @@ PyMODINIT_FUNC PyInit__core(void) {
         || export_names(m, "NODE_KINDS", node_kind_names, COUNT_OF(node_kind_names)) != 0
         || export_names(m, "DISTANCE_TYPES", distance_type_names, COUNT_OF(distance_type_names)) != 0
         || export_names(m, "CHAIN_OUTCOMES", chain_outcome_names, COUNT_OF(chain_outcome_names)) != 0
+        || export_names(m, "PARAMETER_KINDS", parameter_kind_names, COUNT_OF(parameter_kind_names)) != 0
+        || export_names(m, "FRAME_MOTIONS", frame_motion_names, COUNT_OF(frame_motion_names)) != 0
         || export_names(m, "STATUSES", status_names, COUNT_OF(status_names)) != 0
         || export_names(m, "STATUS_MESSAGES", status_messages, COUNT_OF(status_messages)) != 0) {
         Py_DECREF(m);

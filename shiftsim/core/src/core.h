@@ -143,6 +143,23 @@ void joint_loads(Workspace *w, const Model *model, const State *s, const double 
                  const int64_t *follow, int64_t count, const int64_t *point_node, const double *point,
                  const double *force, double *wrench_world, double *rotation, double *effort);
 
+/* Applied loads at frames (L = count): frame (L), force and torque (L, 3) in world axes or, where follow (L) is 1, in
+ * the frame's axes, factor (L) scaling both. */
+typedef struct {
+    int64_t count;
+    const int64_t *frame, *follow;
+    const double *force, *torque, *factor;
+} Loads;
+
+/* partial derivatives of the residual with respect to design parameters (partials.c): at configuration q (nq) with
+ * state s and closure multipliers (6 K), fixed, force (nq, P) = dQ/dp (closure wrenches included) and closure (6 K, P)
+ * = dg/dp for the parameters (P, 4) rows (kind, target, a, b); motion_start (F + 1) and motion (E, 4) say what moving
+ * each frame moves. Kinds and rows: partials.c. */
+void force_partials(Workspace *w, const Model *model, const double *q, const State *s, const double *gravity,
+                    const Loads *loads, const double *multipliers, int64_t n_parameters, const int64_t *parameters,
+                    const int64_t *motion_start, const int64_t *motion, double *force, double *closure);
+size_t partials_workspace_doubles(const Model *model);
+
 /* linear algebra on small dense matrices (linalg.c) */
 bool is_positive_definite(Workspace *w, int64_t n, const double *a, double shift);
 Status lu_solve(Workspace *w, int64_t n, const double *a, const double *b, double *x); /* CORE_SINGULAR */

@@ -77,6 +77,13 @@
 #define SHIFTSIM_VERDICTS(X) X(STABLE, stable) X(NEUTRAL, neutral) X(UNSTABLE, unstable)
 #define SHIFTSIM_NODE_KINDS(X) X(FIXED_MOTION, fixed) X(REVOLUTE, revolute) X(PRISMATIC, prismatic)
 #define SHIFTSIM_DISTANCE_TYPES(X) X(EUCLIDEAN, euclidean) X(ALONG_X, Tx) X(ALONG_Y, Ty) X(ALONG_Z, Tz)
+/* A design parameter's kind (partials.c; shiftsim.sensitivity.parameters.KINDS in this order, then ``none``: a
+ * parameter whose terms the caller adds) and a row of a frame's motion (partials.c). */
+#define SHIFTSIM_PARAMETER_KINDS(X)                                                                                     \
+    X(PARAMETER_MASS, mass) X(PARAMETER_COM, com) X(PARAMETER_FRAME, frame) X(PARAMETER_SPRING, spring)               \
+    X(PARAMETER_RESTRAINT, restraint) X(PARAMETER_PAIR, pair) X(PARAMETER_LOAD, load) X(PARAMETER_GRAVITY, gravity)  \
+    X(PARAMETER_NONE, none)
+#define SHIFTSIM_FRAME_MOTIONS(X) X(MOTION_POINT, point) X(MOTION_SUBTREE, subtree)
 
 #define SHIFTSIM_CODE(c_name, python_name) c_name,
 #define SHIFTSIM_COUNT(...) +1
@@ -88,6 +95,8 @@ enum { SHIFTSIM_VERDICTS(SHIFTSIM_CODE) };
 enum { SHIFTSIM_NODE_KINDS(SHIFTSIM_CODE) };
 enum { SHIFTSIM_DISTANCE_TYPES(SHIFTSIM_CODE) };
 enum { SHIFTSIM_CHAIN_OUTCOMES(SHIFTSIM_CODE) };
+enum { SHIFTSIM_PARAMETER_KINDS(SHIFTSIM_CODE) };
+enum { SHIFTSIM_FRAME_MOTIONS(SHIFTSIM_CODE) };
 enum { SHIFTSIM_RESULT_FLAGS(SHIFTSIM_INDEX) RESULT_FLAGS };
 #undef SHIFTSIM_INDEX
 #define SHIFTSIM_INDEX(name) SCALAR_##name,
