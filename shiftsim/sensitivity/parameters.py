@@ -151,27 +151,34 @@ def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None
     """Every parameter of the model and the user loads (``statics.Load``), in a fixed order; ``grounded`` the
     nodes that carry ground contacts or tyres."""
     gravity = model.gravity if gravity is None else np.asarray(gravity, float)
-    key = ("sensitivity parameters", tuple(sorted({model.frame_index(load.frame) for load in loads})),
-           frozenset(grounded))
+    key = ("sensitivity parameters", tuple(sorted({load.frame for load in loads})), frozenset(grounded))
     if key not in model.cache:  # the model's own parameters, made once per model, loaded frames and ground
         model.cache[key] = tuple(_model_parameters(model, loads, grounded))
     out = list(model.cache[key])
+    names = _load_names(model, tuple(load.frame for load in loads))
+    components = (*range(len(LOAD_FIELDS)), "factor")
     for index, load in enumerate(loads):
-        values = (*load.force, *load.torque)
-        out += [Parameter(f"load:{load.frame}.{f}", "load", index, i, float(values[i])) for i, f in enumerate(LOAD_FIELDS)]
-        out.append(Parameter(f"load:{load.frame}.factor", "load", index, "factor", float(load.factor)))
+        values = (*load.force, *load.torque, load.factor)
+        out += [Parameter(names[len(components) * index + i], "load", index, c, float(values[i]))
+                for i, c in enumerate(components)]
     out += [Parameter(f"gravity.{a}", "gravity", i, i, float(gravity[i])) for i, a in enumerate(AXES)]
-    names = [p.name for p in out]
-    if len(set(names)) != len(names):  # two loads on one frame: number them
-        seen: dict[str, int] = {}
-        renamed = []
-        for p in out:
-            if names.count(p.name) > 1:
-                seen[p.name] = seen.get(p.name, 0) + 1
-                p = Parameter(p.name.replace("load:", f"load{seen[p.name]}:", 1), p.kind, p.target, p.component, p.value)
-            renamed.append(p)
-        out = renamed
     return out
+
+
+def _load_names(model: Model, frames: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of the loads' parameters (``load:<frame>.fx`` ... ``.factor``, 7 per load; two loads on one frame
+    numbered ``load1:``, ``load2:``), made once per model and load frames."""
+    key = ("load parameter names", frames)
+    names = model.cache.get(key)
+    if names is None:
+        names = [f"load:{frame}.{f}" for frame in frames for f in (*LOAD_FIELDS, "factor")]
+        seen: dict[str, int] = {}
+        for i, name in enumerate(list(names)):
+            if names.count(name) > 1:
+                seen[name] = seen.get(name, 0) + 1
+                names[i] = name.replace("load:", f"load{seen[name]}:", 1)
+        names = model.cache[key] = tuple(names)
+    return names
 
 
 def _model_parameters(model: Model, loads: tuple, grounded: set[int]) -> list[Parameter]:
@@ -226,24 +233,36 @@ def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, mu
 
 
 def force_partials_batch(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray, loads: tuple,
-                         parameters: list[Parameter], threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                         parameters: list[Parameter], load_factors: np.ndarray | None = None,
+                         threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`force_partials` at B configurations ``q`` (B, nq) with ``multipliers`` (B, 6 n_closures), ``gravity``
-    (3,) or (B, 3) m/s^2 and the same ``loads`` and parameters, over the core's threads as ``solve_batch``:
-    dQ/dp (B, nq, P) and dg/dp (B, 6 n_closures, P)."""
+    (3,) or (B, 3) m/s^2, the same ``loads`` (their factors, or ``load_factors`` (B, L) per configuration) and
+    parameters, over the core's threads as ``solve_batch``: dQ/dp (B, nq, P) and dg/dp (B, 6 n_closures, P)."""
     q = np.ascontiguousarray(q, dtype=float).reshape(-1, model.nq)
     batch = len(q)
     codes = parameter_codes(model, loads, parameters)
     start, motion = _motion_arrays(model)
     frames, follow, force, torque, factor = _load_arrays(model, loads)
+    factors = _per_case(factor, batch) if load_factors is None else np.ascontiguousarray(load_factors, dtype=float)
     force_partial = np.empty((batch, model.nq, len(parameters)))
     closure_partial = np.empty((batch, 6 * len(model.closures), len(parameters)))
     core.partials(compiled(model), q, np.ascontiguousarray(multipliers, dtype=float).reshape(batch, -1),
-                  np.ascontiguousarray(np.broadcast_to(np.asarray(gravity, float), (batch, 3))), frames,
-                  np.ascontiguousarray(np.broadcast_to(force, (batch, *force.shape))),
-                  np.ascontiguousarray(np.broadcast_to(torque, (batch, *torque.shape))),
-                  np.ascontiguousarray(np.broadcast_to(factor, (batch, len(factor)))), follow, codes, start, motion,
-                  force_partial, closure_partial, core_threads() if threads is None else int(threads))
+                  _gravities(gravity, batch), frames, _per_case(force, batch),
+                  _per_case(torque, batch), factors.reshape(batch, len(loads)), follow, codes, start, motion,
+                  force_partial, closure_partial, 1 if batch == 1 else core_threads() if threads is None else int(threads))
     return force_partial, closure_partial
+
+
+def _gravities(gravity: np.ndarray, batch: int) -> np.ndarray:
+    """(B, 3) from one gravity vector (3,) or one per case (B, 3)."""
+    gravity = np.asarray(gravity, dtype=float)
+    return np.ascontiguousarray(gravity) if gravity.ndim == 2 else _per_case(gravity, batch)
+
+
+def _per_case(array: np.ndarray, batch: int) -> np.ndarray:
+    """The one case's ``array`` for each of ``batch`` cases (batch first, C-contiguous)."""
+    one = np.ascontiguousarray(array)[None]
+    return one if batch == 1 else np.ascontiguousarray(np.repeat(one, batch, axis=0))
 
 
 def _load_arrays(model: Model, loads: tuple) -> tuple[np.ndarray, ...]:

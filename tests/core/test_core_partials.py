@@ -149,16 +149,21 @@ def test_the_excavators_pins_mounts_and_cylinder_springs_against_differences():
 
 
 def test_a_batch_over_threads_equals_each_configuration_alone():
+    """Seven configurations, each with its own gravity and load factors, in one batch over three threads."""
     model = compile_model(chain_with_laws())
     params = catalogue(model, tuple(LOADS_CHAIN))
     rng = np.random.default_rng(3)
     q = rng.normal(scale=0.5, size=(7, model.nq))
+    gravity = model.gravity + rng.normal(size=(7, 3))
+    factors = rng.uniform(0.5, 2.0, size=(7, len(LOADS_CHAIN)))
     multipliers = np.zeros((7, 0))
-    batch = force_partials_batch(model, q, multipliers, model.gravity, tuple(LOADS_CHAIN), params, threads=3)
+    batch = force_partials_batch(model, q, multipliers, gravity, tuple(LOADS_CHAIN), params, load_factors=factors,
+                                 threads=3)
     for b in range(7):
-        alone = force_partials_batch(model, q[b:b + 1], multipliers[b:b + 1], model.gravity, tuple(LOADS_CHAIN),
-                                     params, threads=1)
+        scaled = tuple(dataclasses.replace(load, factor=f) for load, f in zip(LOADS_CHAIN, factors[b]))
+        alone = force_partials_batch(model, q[b:b + 1], multipliers[b:b + 1], gravity[b], scaled, params, threads=1)
         assert np.array_equal(batch[0][b], alone[0][0]) and np.array_equal(batch[1][b], alone[1][0])
+    assert not np.array_equal(batch[0][0], batch[0][1])
 
 
 def _call(model, codes, start=None, motion=None, loads=LOADS_CHAIN):

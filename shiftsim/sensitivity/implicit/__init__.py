@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve
+from scipy.linalg import lapack
 
 from ...errors import InputError, Problem, SolveError
 from ... import statics
@@ -83,8 +83,7 @@ def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravit
     if not solution.converged:
         raise SolveError(f"{model.spec.name}: the solve ended {solution.status!r}; sensitivities need a converged "
                          "equilibrium")
-    _, prescribed = statics.resolve_prescribed(model, set or {}, list(hold))
-    free = statics.free_coordinates(model, prescribed)
+    free = free_coordinates(model, set, hold)
     q = solution.q
     rows = statics.independent_rows(model, q, free)
     lam = solution.multipliers[rows]
@@ -99,6 +98,19 @@ def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravit
                                   "the set/hold the solution was solved with (and its ground field)")])
     return Equilibrium(model, q, free, rows, lam, np.asarray(solution.gravity, float), loads, solution.stability,
                        state(model, q[None]), ev.hessian, ev.residual, ev.closure_jacobian, ground)
+
+
+def free_coordinates(model: Model, set: dict | None, hold) -> np.ndarray:
+    """The free coordinates (nf,) of a solve with ``set`` and ``hold`` (names resolved once per model and kept on
+    it: the names matter, not the values set)."""
+    key = ("sensitivity free coordinates", tuple(sorted(set or {})), tuple(hold))
+    free = model.cache.get(key)
+    if free is None:
+        _, prescribed = statics.resolve_prescribed(model, set or {}, list(hold))
+        free = statics.free_coordinates(model, prescribed)
+        free.flags.writeable = False
+        model.cache[key] = free
+    return free
 
 
 def equilibrium_at(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.ndarray, loads=(),
@@ -119,8 +131,8 @@ def equilibrium_at(model: Model, q: np.ndarray, free: np.ndarray, gravity: np.nd
 
 @dataclass(frozen=True)
 class Factorized:
-    """The bordered matrix A ((nf + m), (nf + m)) of an equilibrium, LU-factorized once; ``regular`` False when it
-    is singular (a neutral direction)."""
+    """The bordered matrix A ((nf + m), (nf + m)) of an equilibrium, LU-factorized once (LAPACK getrf: the factors
+    and the 0-based pivots); ``regular`` False when it is singular (a neutral direction)."""
 
     lu: tuple | None
     nf: int
@@ -130,10 +142,11 @@ class Factorized:
 def bordered(eq: Equilibrium) -> np.ndarray:
     """The bordered matrix A = [[H, -G^T], [G, 0]] ((nf + m), (nf + m)) over the free coordinates."""
     free = eq.free
-    g = eq.closure_jacobian[:, free]
     nf, m = len(free), len(eq.rows)
     a = np.zeros((nf + m, nf + m))
-    a[:nf, :nf], a[:nf, nf:], a[nf:, :nf] = eq.hessian[np.ix_(free, free)], -g.T, g
+    a[:nf, :nf] = eq.hessian[free][:, free]
+    g = eq.closure_jacobian[:, free]
+    a[:nf, nf:], a[nf:, :nf] = -g.T, g
     return a
 
 
@@ -143,22 +156,31 @@ def right_hand_sides(eq: Equilibrium, force_partial: np.ndarray, closure_partial
 
 
 def factorize(eq: Equilibrium) -> Factorized:
-    free = eq.free
-    h = eq.hessian[np.ix_(free, free)]
-    g = eq.closure_jacobian[:, free]
-    nf, m = len(free), len(eq.rows)
+    """A's LU factors, and whether A is regular: the loop-projected stiffness Z^T H Z (Z an orthonormal basis of G's
+    null space, from G^T's complete QR) has its smallest singular value above 1e-10 of A's largest entry, and the
+    solver did not find the equilibrium neutral. LAPACK is called directly: these matrices are small and the
+    wrappers' checks would cost more than the work."""
+    nf, m = len(eq.free), len(eq.rows)
     a = bordered(eq)
-    scale = max(float(np.max(np.abs(a))), 1e-300) if a.size else 1.0
-    # the loop-projected stiffness decides regularity: its smallest singular value against the largest entry
-    if nf > m:
-        _, _, vt = np.linalg.svd(g) if m else (None, None, np.eye(nf))
-        z = vt[m:].T
-        projected = z.T @ h @ z
-        singular = np.linalg.svd(projected, compute_uv=False)
-        regular = bool(singular[-1] > 1e-10 * scale) and eq.stability != "neutral"
-    else:
-        regular = True
-    return Factorized(lu_factor(a) if regular and a.size else None, nf, regular)
+    if not a.size:
+        return Factorized(None, nf, True)
+    scale = max(float(np.max(np.abs(a))), 1e-300)
+    regular = eq.stability != "neutral"
+    if regular and nf > m:
+        h = a[:nf, :nf]
+        if m:
+            reflectors, tau = np.zeros((nf, nf)), np.zeros(nf)  # G^T (nf, m) = Q R, Q's last nf - m columns: Z
+            reflectors[:, :m], tau[:m] = lapack.dgeqrf(a[nf:, :nf].T)[:2]
+            z = lapack.dorgqr(reflectors, tau)[0][:, m:]
+            projected = z.T @ h @ z
+        else:
+            projected = h
+        singular = lapack.dgesdd(projected, compute_uv=0)[1]
+        regular = bool(singular[-1] > 1e-10 * scale)
+    if not regular:
+        return Factorized(None, nf, False)
+    lu, pivots, info = lapack.dgetrf(a)
+    return Factorized((lu, pivots), nf, info == 0)
 
 
 def choose_mode(mode: str, n_parameters: int, n_outputs: int) -> str:
@@ -177,6 +199,7 @@ def derivatives(f: Factorized, rhs: np.ndarray, outputs: np.ndarray, explicit: n
         return np.full(explicit.shape, np.nan)
     if not f.lu:  # nothing free: the outputs move only explicitly
         return explicit.copy()
+    lu, pivots = f.lu
     if mode == "forward":
-        return outputs @ lu_solve(f.lu, rhs) + explicit
-    return lu_solve(f.lu, outputs.T, trans=1).T @ rhs + explicit
+        return outputs @ lapack.dgetrs(lu, pivots, rhs)[0] + explicit
+    return lapack.dgetrs(lu, pivots, outputs.T, trans=1)[0].T @ rhs + explicit
