@@ -86,6 +86,20 @@ def _knot_reasons(eq: implicit.Equilibrium) -> list[str]:
     return out
 
 
+def _indeterminate_reason(eq: implicit.Equilibrium, o) -> str | None:
+    """Why a load output (a held effort, a pin force, a joint wrench) has no derivative when its joint's load is
+    left open by the loops (statically indeterminate), None otherwise."""
+    if not eq.indeterminate or o.kind not in ("effort", "pin", "wrench"):
+        return None
+    model = eq.model
+    joint = (model.coordinate_joint[o.target] if o.kind == "effort" else
+             model.closures[o.target].joint if o.kind == "pin" else o.target)
+    if model.joints[joint].name not in eq.indeterminate:
+        return None
+    return (f"not determined: joint {model.joints[joint].name!r} is statically indeterminate (the loops leave its "
+            "load open; the solution reports the minimum-norm split, an assumption)")
+
+
 def sensitivity(model_or_solution, of, wrt=("all",), set: dict | None = None, hold=(), loads=(), gravity=None,
                 mode: str = "auto", options: statics.SolverOptions = statics.SolverOptions(),
                 ground=None) -> Sensitivities:
@@ -204,7 +218,7 @@ def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[param
                 if knots else [])
     general = ("not differentiable: the equilibrium is neutral (its loop-projected stiffness is singular)"
                if not factors.regular else at_knots[0] if at_knots else None)
-    reasons = [general or r for r in reasons]
+    reasons = [general or r or _indeterminate_reason(eq, o) for r, o in zip(reasons, outs)]
     for i, r in enumerate(reasons):
         if r:
             derivative[i] = np.nan

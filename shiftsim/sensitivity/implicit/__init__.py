@@ -29,6 +29,7 @@ from ...errors import InputError, Problem, SolveError
 from ... import statics
 from ...kinematics import State, state
 from ...model import Model
+from ...solution import loop_joints
 
 MODES = ("auto", "forward", "adjoint")
 
@@ -43,7 +44,8 @@ class Equilibrium:
     lambda over all coordinates; ``residual`` (nq,) Q + G^T lambda (the actuator loads on prescribed coordinates);
     ``closure_jacobian`` (m, nq); ``ground`` the ground field the machine stands on (contacts and tyres,
     :mod:`shiftsim.ground`; None for a machine fixed to the world), its forces in Q and its stiffness in the
-    hessian."""
+    hessian; ``indeterminate`` the joints whose loads the loops leave open (statically indeterminate: their
+    efforts, pin forces and wrenches have no derivative)."""
 
     model: Model
     q: np.ndarray
@@ -58,6 +60,7 @@ class Equilibrium:
     residual: np.ndarray
     closure_jacobian: np.ndarray
     ground: object | None = None
+    indeterminate: frozenset = frozenset()
 
     @property
     def closure_multipliers(self) -> np.ndarray:
@@ -86,7 +89,9 @@ def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravit
     free = free_coordinates(model, set, hold)
     q = solution.q
     rows = statics.independent_rows(model, q, free)
-    lam = solution.multipliers[rows]
+    # the multipliers on the independent rows: the least-squares ones on the free coordinates (exact at an
+    # equilibrium; the solution's own are moved to the minimum-norm split where the loops leave it open)
+    lam = statics.evaluate(model, q, free, solution.gravity, solution.loads, rows=rows, fields=fields).multipliers
     every = np.arange(model.nq)
     ev = statics.evaluate(model, q, every, solution.gravity, solution.loads, multipliers=lam, rows=rows,
                           fields=fields)
@@ -97,7 +102,20 @@ def equilibrium(model: Model, set: dict | None = None, hold=(), loads=(), gravit
                                   f"{ev.force_scale:.3g}): not an equilibrium with these joints free",
                                   "the set/hold the solution was solved with (and its ground field)")])
     return Equilibrium(model, q, free, rows, lam, np.asarray(solution.gravity, float), loads, solution.stability,
-                       state(model, q[None]), ev.hessian, ev.residual, ev.closure_jacobian, ground)
+                       state(model, q[None]), ev.hessian, ev.residual, ev.closure_jacobian, ground,
+                       _indeterminate(model, q, free, rows, solution))
+
+
+def _indeterminate(model: Model, q: np.ndarray, free: np.ndarray, rows: np.ndarray, solution) -> frozenset[str]:
+    """The joints whose loads the loops leave open (``solution.indeterminate``: held coordinates or rigid joints
+    in loops), asked of the solution only when there may be any: a rigid joint on a loop, or more closure rows
+    independent over all coordinates than over the free ones (``rows``)."""
+    if not model.closures:
+        return frozenset()
+    if not any(model.joints[j].type == "rigid" for j in loop_joints(model)):
+        if len(free) == model.nq or len(statics.independent_rows(model, q, np.arange(model.nq))) <= len(rows):
+            return frozenset()
+    return frozenset(solution.indeterminate)
 
 
 def free_coordinates(model: Model, set: dict | None, hold) -> np.ndarray:
