@@ -10,6 +10,7 @@ C sources in ``src/``, one file per algorithm family (as Pinocchio keeps ``algor
   null space (Householder QR);
 * ``newton.c`` — the statics iteration: evaluation, loop re-assembly, Newton step with line search,
   stability test, unheld coordinates, load stepping, one case;
+* ``partials.c`` — the residual's partial derivatives with respect to design parameters, for the sensitivities;
 * ``api.c`` — the module's functions: buffers in and out, model and problem capsules, batches over a kept
   pool of threads.
 

@@ -29,7 +29,6 @@ residual's dg/dp (a pin or mount frame moves loop-closing points), computed by t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
