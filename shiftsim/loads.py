@@ -26,6 +26,7 @@ from .model import Model
 
 RANK_TOLERANCE = 1e-9  # relative to the largest singular value: what counts as a null direction
 LOAD_TOLERANCE = 1e-8  # relative: a joint whose wrench changes less than this along a null direction is determinate
+CARRIES_NOTHING = 1e-9  # an effort or pin load below this fraction of the largest one shown is round-off
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..loads import CARRIES_NOTHING
 from ..model import PRISMATIC
 from ..scenario.definition import Scenario, angle_unit_of
 from ..scenario.run import Run
@@ -22,7 +23,6 @@ from ..scenario.sweep import Parameter
 
 FORCE, TORQUE = "force", "torque"
 NO_DEFLECTION = 1e-9  # m: deflections below this are rounding noise of rigid structures
-CARRIES_NOTHING = 1e-9  # an effort or pin load below this fraction of the run's largest is round-off
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Round-off in the commands' tables of efforts and pin reactions.
 
-A force or moment below :data:`~shiftsim.analysis.digest.CARRIES_NOTHING` (1e-9) of the largest one a table shows
+A force or moment below :data:`~shiftsim.loads.CARRIES_NOTHING` (1e-9) of the largest one a table shows
 (N and N m compared as at a 1 m lever, as the plots and the report do) is round-off of the solve, not a result: it
 prints as ``0``, and the table says so once (:meth:`ForceFloor.note`). ``--json`` output keeps the raw values.
 """
@@ -11,7 +11,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..analysis.digest import CARRIES_NOTHING
+from ..loads import CARRIES_NOTHING
 
 
 class ForceFloor:

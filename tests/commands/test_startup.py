@@ -154,3 +154,14 @@ def test_version_unknown_and_missing_commands(capsys):
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_solve_loads_no_scenario_machinery():
+    """``shiftsim solve MODEL`` solves one model: no scenario, analysis or output modules, and none of the heavy
+    libraries (jsonschema among them: its Rust extension keeps blocks LeakSanitizer reports under ``make check-c``,
+    which runs the solve command; a table helper once pulled it in through the run digest)."""
+    code, modules = modules_after("solve", "models/shift/four_bar.json")
+    assert code == 0
+    assert not [name for name in ("shiftsim.scenario", "shiftsim.analysis", "shiftsim.output", *HEAVY)
+                if loaded(modules, name)]
