@@ -26,7 +26,7 @@ for newtons). The named load's own components and factor are not parameters of i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
