@@ -5,7 +5,7 @@ point), against independent answers:
 * an inverted pendulum on a torsion spring k under a load P at l above its hinge buckles at lambda* P l = k (a
   bifurcation: the upright path goes on, the load does no work along the mode; shiftsim/sensitivity/bifurcation.py):
   d lambda*/dk = 1/(P l), d lambda*/dl = -k/(P l^2); a side load or an offset breaks the symmetry (no derivative);
-* the von Mises two-bar truss (tests/ground/test_path_closed_forms.py): its snap-through load
+* the von Mises two-bar truss (tests/helpers/closed_forms.py): its snap-through load
   P* = 2 k (L0^(2/3) - a^(2/3))^(3/2) is linear in the bars' stiffness k at fixed rest length, so
   d lambda*/dk = lambda*/k, and d lambda*/d(load) = -lambda*/P;
 * a boom on a softening hinge spring (moment k theta - c theta^3) at the end of the box machine's slewing upper,
@@ -26,12 +26,12 @@ import dataclasses
 
 import numpy as np
 import pytest
+from helpers.closed_forms import downward, pendulum, truss
 from helpers.ground import OPTIONS, free_of, lift_points, machine, standing
 from helpers.sensitivity import edited
 from scipy.optimize import minimize_scalar
 
 from shiftsim.errors import InputError
-from shiftsim.forces import AppliedLoad
 from shiftsim.ground.path import PathOptions, load_path
 from shiftsim.ground.rating import capacity
 from shiftsim.ground.terrain import Ground
@@ -39,30 +39,16 @@ from shiftsim.model import compile_model
 from shiftsim.sensitivity.bifurcation import bifurcation_load_sensitivity
 from shiftsim.sensitivity.chart import Chart, chart_sensitivities
 from shiftsim.sensitivity.limit import limit_load_sensitivity
-from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, RestraintSpec
+from shiftsim.spec import BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec
 from shiftsim.statics import Load, SolverOptions, free_coordinates, solve
 
 TIGHT = SolverOptions(force_tolerance=1e-13, closure_tolerance=1e-14)
 
 
-def truss(a: float, h: float, k: float):
-    """The von Mises truss of tests/ground/test_path_closed_forms.py: an apex on a vertical slider (height h)
-    between two bars of axial stiffness k from supports at x = -a and a, unstressed at the start."""
-    rest = float(np.hypot(a, h))
-    apex = BodySpec("apex", 1.0, np.zeros(3), np.eye(3) * 1e-3, {"top": FrameSpec("top")})
-    slider = JointSpec("slider", "prismatic", FrameRef(FIXED), FrameRef("apex"), axis=np.array([0.0, 0.0, 1.0]),
-                       initial=(h,))
-    supports = {side: FrameSpec(side, translation=np.array([x, 0.0, 0.0])) for side, x in (("left", -a), ("right", a))}
-    bars = [RestraintSpec(f"bar_{side}", "spring", (), ((k, -k * rest),), pair=(FrameRef(FIXED, side), FrameRef("apex")))
-            for side in supports]
-    return compile_model(ModelSpec("truss", "test", "test", gravity=np.zeros(3), bodies=[apex], fixed_frames=supports,
-                                   joints=[slider], restraints=bars))
-
-
 def test_the_truss_fold_located_from_the_path_end_and_its_derivative_as_the_closed_form():
     a, h, k, size = 1.0, 0.2, 1e5, 1000.0
     model = truss(a, h, k)
-    load = AppliedLoad(model.frame_index("apex:top"), np.array([[0.0, 0.0, -size]]), np.zeros((1, 3)), False)
+    load = downward(model, "apex:top", size)
     followed = load_path(model, model.q0[None], free_coordinates(model, np.array([], dtype=int)), np.zeros((1, 3)),
                          load, first_step=np.array([0.5]), options=PathOptions(tolerance=1e-6))
     rest = np.hypot(a, h)
@@ -81,20 +67,11 @@ def test_the_truss_fold_located_from_the_path_end_and_its_derivative_as_the_clos
     assert abs(result.null_vector[0]) == pytest.approx(1.0, rel=1e-12)  # the slider
 
 
-def pendulum(mass: float, length: float, k: float):
-    """A bob on a revolute joint (axis y) at ``length`` above it, with a torsion spring ``k``, no gravity."""
-    bob = BodySpec("bob", mass, np.array([0.0, 0.0, length]), np.eye(3) * 1e-3,
-                   {"tip": FrameSpec("tip", translation=np.array([0.0, 0.0, length]))})
-    hinge = JointSpec("hinge", "revolute", FrameRef(FIXED), FrameRef("bob"), axis=np.array([0.0, 1.0, 0.0]),
-                      initial=(0.0,), stiffness=(0.0, k))
-    return compile_model(ModelSpec("pendulum", "test", "test", gravity=np.zeros(3), bodies=[bob], joints=[hinge]))
-
-
 def test_the_inverted_pendulum_s_critical_load_and_its_derivatives_as_k_equals_lambda_p_l():
     mass, length, k = 20.0, 1.5, 1000.0
     size = mass * 9.81
     model = pendulum(mass, length, k)
-    load = AppliedLoad(model.frame_index("bob:tip"), np.array([[0.0, 0.0, -size]]), np.zeros((1, 3)), False)
+    load = downward(model, "bob:tip", size)
     followed = load_path(model, model.q0[None], free_coordinates(model, np.array([], dtype=int)), np.zeros((1, 3)),
                          load, first_step=np.array([0.3]), options=PathOptions(tolerance=1e-6))
     exact = k / (size * length)
