@@ -72,3 +72,38 @@ def edited(spec: ModelSpec, loads: list[Load], parameter: str, delta: float) -> 
         i = _body(spec, body)
         bodies[i] = dataclasses.replace(bodies[i], frames=frames)
     return dataclasses.replace(spec, bodies=bodies, joints=joints, restraints=restraints), loads
+
+
+def richardson(value, h: float):
+    """The derivative at 0 of ``value(delta)`` (a number or an array) by central differences at steps h and h/2,
+    Richardson-extrapolated (the step's h^2 error term removed)."""
+    def central(step: float):
+        return (value(step) - value(-step)) / (2 * step)
+
+    return (4 * central(h / 2) - central(h)) / 3
+
+
+def edited_field(field, name: str, delta: float):
+    """A car's tyre field (``TyreField``) or contact field (``ContactField``) with one ground parameter moved
+    (``ground.tangential_stiffness``, ``ground.stiffness``, ``<tyre>.vertical_stiffness|radius|friction``), its
+    anchors kept."""
+    from shiftsim.ground.contacts import ContactField
+    from shiftsim.ground.tyres import TyreField
+
+    ground, tangential = field.ground, field.tangential.copy()
+    if name == "ground.tangential_stiffness":
+        ground = dataclasses.replace(ground, tangential_stiffness=ground.tangential_stiffness + delta)
+        tangential = tangential + delta
+    if isinstance(field, ContactField):
+        normal = field.normal + (delta if name == "ground.stiffness" else 0.0)
+        return ContactField(field.contacts, ground, field.rotation, field.translation, normal, tangential,
+                            field.anchors)
+    tyres = list(field.tyres)
+    if name.startswith("tyre_"):
+        tyre, key = name.split(".")
+        t = [x.name for x in tyres].index(tyre)
+        key = {"vertical_stiffness": "stiffness", "radius": "radius", "friction": "friction"}[key]
+        value = field.mu[t] if key == "friction" else getattr(tyres[t], key)
+        tyres[t] = dataclasses.replace(tyres[t], **{key: value + delta})
+    return TyreField(tyres, ground, field.rotation, field.translation, tangential, field.friction_points,
+                     field.anchors)

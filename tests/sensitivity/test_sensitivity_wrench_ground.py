@@ -7,16 +7,14 @@ sensitivity code."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
-from helpers.sensitivity import edited
+from helpers.sensitivity import edited, edited_field, richardson
 from helpers.vehicle import RADIUS, car
 
-from shiftsim.ground.contacts import ContactField, ContactPoint, anchored_at
+from shiftsim.ground.contacts import ContactPoint, anchored_at
 from shiftsim.ground.terrain import Ground
-from shiftsim.ground.tyres import TyreField, anchored_tyres, read_tyres
+from shiftsim.ground.tyres import anchored_tyres, read_tyres
 from shiftsim.model import compile_model
 from shiftsim.sensitivity import sensitivity
 from shiftsim.statics import Load, SolverOptions, solve
@@ -45,23 +43,8 @@ def on_contacts(model):
 
 def moved(model, field, given: list[Load], name: str, delta: float):
     """The model, field and loads with one parameter moved (the anchors kept)."""
-    if name == "ground.tangential_stiffness":
-        ground = dataclasses.replace(field.ground, tangential_stiffness=field.ground.tangential_stiffness + delta)
-        if isinstance(field, TyreField):
-            field = TyreField(field.tyres, ground, field.rotation, field.translation, field.tangential + delta,
-                              field.friction_points, field.anchors)
-        else:
-            field = ContactField(field.contacts, ground, field.rotation, field.translation, field.normal,
-                                 field.tangential + delta, field.anchors)
-        return model, field, given
-    if name == "ground.stiffness":
-        return model, ContactField(field.contacts, field.ground, field.rotation, field.translation,
-                                   field.normal + delta, field.tangential, field.anchors), given
-    if name == "tyre_fl.vertical_stiffness":
-        tyres = list(field.tyres)
-        tyres[0] = dataclasses.replace(tyres[0], stiffness=tyres[0].stiffness + delta)
-        return model, TyreField(tyres, field.ground, field.rotation, field.translation, field.tangential,
-                                field.friction_points, field.anchors), given
+    if name.startswith(("tyre_", "ground.")):
+        return model, edited_field(field, name, delta), given
     spec, changed = edited(model.spec, given, name, delta)
     return compile_model(spec), field, changed
 
@@ -90,12 +73,7 @@ def test_a_suspension_joint_s_wrench_with_the_ground_below_it_against_re_solves(
     assert not any(result.reasons)
     assert np.allclose(result.values, wrenches(model, field, given, solution.q), rtol=1e-10, atol=1e-8)
     for j, name in enumerate(result.parameters):
-        h = STEPS[name]
-
-        def central(step):
-            return (wrenches(*moved(model, field, given, name, step), solution.q)
-                    - wrenches(*moved(model, field, given, name, -step), solution.q)) / (2 * step)
-
-        reference = (4 * central(h / 2) - central(h)) / 3
+        reference = richardson(lambda delta: wrenches(*moved(model, field, given, name, delta), solution.q),
+                               STEPS[name])
         scale = float(np.max(np.abs(reference)))
         assert scale > 0.0 and np.max(np.abs(result.derivative[:, j] - reference)) <= 1e-6 * scale, name
