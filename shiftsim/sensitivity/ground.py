@@ -50,7 +50,7 @@ from ..ground.contacts import ContactField
 from ..ground.footprint import footprint
 from ..ground.stand import GroundField
 from ..ground.tyres import OnGround, TyreField
-from ..kinematics import State, point_jacobian
+from ..kinematics import State
 from ..model import Model
 from .parameters import Parameter
 
@@ -201,9 +201,7 @@ def evaluate(field, model: Model, s: State) -> GroundState:
     jac = np.zeros((n_c, nq, 3))
     normal_part, friction_part, pen = np.zeros((n_c, 3)), np.zeros((n_c, 3)), np.zeros(n_c)
     if n_c:
-        model_points = contacts.model_points(s)[0]
-        for i, node in enumerate(contacts.nodes):
-            jac[i] = point_jacobian(model, s, int(node), model_points[i][None])[0] @ rotation.T
+        jac = _points_jacobian(model, s, contacts.nodes, contacts.model_points(s)[0]) @ rotation.T
         points, forces = g.contact_point[0], g.contact_force[0]
         heights, gradient, _ = contacts.ground.height(points[:, :2])
         pen = heights - points[:, 2]
@@ -217,16 +215,22 @@ def evaluate(field, model: Model, s: State) -> GroundState:
     if n_t:
         centre, axis, friction_point = tyres._vectors(s)
         tyre_pull = _stick_pull(tyres, friction_point[0] @ rotation.T + tyres.translation)
-        for i, node in enumerate(tyres.nodes):
-            moves = model.subtree[model.coordinate_node, node]
-            tyre_jac[i, 0] = point_jacobian(model, s, int(node), centre[:, i])[0] @ rotation.T
-            tyre_jac[i, 1] = (np.cross(s.omega[0], axis[0, i]) * moves[:, None]) @ rotation.T
-            tyre_jac[i, 2] = point_jacobian(model, s, int(node), friction_point[:, i])[0] @ rotation.T
+        moves = model.subtree[model.coordinate_node][:, tyres.nodes].T  # (T, nq): coordinate k moves tyre i
+        tyre_jac[:, 0] = _points_jacobian(model, s, tyres.nodes, centre[0]) @ rotation.T
+        tyre_jac[:, 1] = (np.cross(s.omega[0][None], axis[0][:, None]) * moves[..., None]) @ rotation.T
+        tyre_jac[:, 2] = _points_jacobian(model, s, tyres.nodes, friction_point[0]) @ rotation.T
     return GroundState(field, g.contact_point[0], g.contact_force[0], g.contact_stiffness[0], normal_part,
                        friction_part, pen, g.contact_touching[0], g.contact_slipping[0], jac, g.tyre_force[0],
                        g.tyre_compression[0], g.tyre_touching[0], g.tyre_slipping[0], tyre_jac,
                        _stick_pull(contacts, g.contact_point[0]) if n_c else np.zeros(0), tyre_pull,
                        g.tyre_stiffness[0], g.tyre_point[0], g.tyre_point_jacobian[0])
+
+
+def _points_jacobian(model: Model, s: State, nodes: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """d(point)/dq (n, nq, 3) of model-frame points (n, 3) fixed to ``nodes`` (n,) at the state ``s`` (batch of one):
+    omega_k x p + v_k where coordinate k moves the node (:func:`shiftsim.kinematics.point_jacobian`, all at once)."""
+    moves = model.subtree[model.coordinate_node][:, nodes].T  # (n, nq)
+    return (np.cross(s.omega[0][None], points[:, None]) + s.v[0][None]) * moves[..., None]
 
 
 def force_partials(gs: GroundState, parameters: list[Parameter]) -> np.ndarray:
