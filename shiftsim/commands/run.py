@@ -10,7 +10,6 @@ from pathlib import Path
 from ..analysis.digest import step_text, summary_lines
 from ..errors import InputError, Problem
 from ..interrupts import Interrupted, signals_raise
-from ..output.run_results import RunResults
 from ..output.write import ResultsStream, write_results
 from ..output.writers import CSV_STEP_LIMIT, check_folder, default_folder
 from ..plots.registry import chosen_plots, skipped_plots
@@ -125,7 +124,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
         print(f"shiftsim run: stopped by {stop.name} before any step was solved; no results written", file=sys.stderr)
         return stop.exit_code
     try:
-        files = write_results(ran, folder, args.csv, stream, results_from=RunResults.open)
+        files = write_results(ran, folder, args.csv, stream)
     except Interrupted as caught:
         print(f"shiftsim run: stopped by {caught.name} while writing; {folder}/ holds a complete set of results, "
               "the earlier one if the new one was not yet in place", file=sys.stderr)

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ..errors import PlotError
 from ..jsonio import dumps
-from ..plots.data import Results
 from ..plots.registry import analysis_charts, chosen_plots, render
 from ..scenario.run import Run
 from ..sensitivity.document import csv_rows as sensitivity_rows
 from ..typed import ECHO_LIMIT
 from .provenance import run_metadata
+from .results import RunResults
 from .report import report_html
 from ..scenario.definition import Scenario
 from ..scenario.chain import BlockStep
@@ -90,13 +90,8 @@ class ResultsStream:
             self.discard()
 
 
-def write_results(run: Run, folder: Path, csv: bool | None = None, stream: ResultsStream | None = None, *,
-                  results_from: Callable[[dict[str, Any], ResultsStore], Results]) -> list[str]:
+def write_results(run: Run, folder: Path, csv: bool | None = None, stream: ResultsStream | None = None) -> list[str]:
     """Render and write every output file of ``run`` into ``folder`` as one set; return the file names written.
-
-    ``results_from``: the run's results object from its results document and store, what the plots draw from (as
-    ``shiftsim plot`` draws the folder again): :meth:`shiftsim.output.run_results.RunResults.open` (given by the
-    caller: that module runs scenarios and writes them through this one).
 
     ``csv``: write results.csv and steps.csv (True), not (False), or as the scenario's ``outputs.csv`` says
     (None; by default only for runs of up to :data:`~shiftsim.output.writers.CSV_STEP_LIMIT` steps).
@@ -114,20 +109,19 @@ def write_results(run: Run, folder: Path, csv: bool | None = None, stream: Resul
         with ResultsStream(folder, run.scenario) as stream:
             for step in run.steps:
                 stream.add(step)
-            return write_results(run, folder, csv, stream, results_from=results_from)
+            return write_results(run, folder, csv, stream)
     try:
         for step in run.steps:  # a step a signal cut short on its way to the store (the last one before it)
             if not stream.added[step.index]:
                 stream.add(step)
         stream.writer.close()
-        return _write_set(run, folder, csv, stream, results_from)
+        return _write_set(run, folder, csv, stream)
     except BaseException:
         stream.discard()
         raise
 
 
-def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream,
-               results_from: Callable[[dict[str, Any], ResultsStore], Results]) -> list[str]:
+def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream) -> list[str]:
     """Every file of ``run`` but the store, written into ``stream``'s staging folder and swapped in with it."""
     scenario, steps, capacity = run.scenario, run.steps, run.capacity
     interrupted = run.interrupted.name if run.interrupted else None
@@ -148,7 +142,7 @@ def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream,
         files[SENSITIVITY_CSV] = csv_bytes(sensitivity_rows(run.sensitivity))
     try:  # a plot that cannot be drawn must not lose the solved results: they are written, then it is reported
         # drawn from the results as the folder holds them (its store), as `shiftsim plot` draws them again
-        plots, _ = render(scenario, results_from(document, ResultsStore(stream.staging)))
+        plots, _ = render(scenario, RunResults.open(document, ResultsStore(stream.staging)))
         if chosen_plots(scenario):  # plots: [] draws none
             plots.update(analysis_charts(document, scenario.outputs.dpi))
         plot_failure = None

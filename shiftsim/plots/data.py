@@ -1,13 +1,13 @@
 """What every plot draws from: a run's results read through the results object's public interface.
 
 The plots of a run and the plots of a results folder drawn again (``shiftsim plot``) come from the same place: the
-:class:`~shiftsim.output.run_results.RunResults` of the run (``results[entity, quantity]`` arrays by step,
-``results.steps``, ``results.keys()``) and the scenario it ran. :func:`steps_of` turns those arrays back into the
-per-step records (:class:`~shiftsim.scenario.runner.StepResult`) that the plots and the digest read, holding only
+:class:`~shiftsim.output.results.RunResults` of the run (``results[entity, quantity]`` arrays by step, read
+together in one scan by ``results.select(keys)``; ``results.steps``, ``results.keys()``) and the scenario it ran.
+:func:`steps_of` turns those arrays back into the per-step records (:class:`~shiftsim.scenario.runner.StepResult`) that the plots and the digest read, holding only
 what the results hold: a value that is NaN at a step (a failed step, a machine that did not converge) is left out of
 that step, as the run left it out.
 
-The quantities read (entity kinds as in :mod:`shiftsim.output.run_results`):
+The quantities read (entity kinds as in :mod:`shiftsim.output.results`):
 
 * joints: ``position``, ``deflection``, ``effort``, ``wrench_joint``, ``wrench_world``;
 * frames: ``position``, ``deflection``;
@@ -38,13 +38,15 @@ LEG_QUANTITIES = {"lengths": "actuator_length", "raw": "actuator_raw", "in_range
 
 
 class Results(Protocol):
-    """The part of :class:`~shiftsim.output.run_results.RunResults` plots read (it sits above the plots)."""
+    """The part of :class:`~shiftsim.output.results.RunResults` plots read (it sits above the plots)."""
 
     steps: Any  # index (n,), values {parameter: (n,)}, status, iterations, residual, stable, stability (n,)
 
     def __getitem__(self, key: tuple[str, str]) -> np.ndarray: ...
 
     def keys(self) -> list[tuple[str, str]]: ...
+
+    def select(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]: ...
 
 
 class _Column:
@@ -72,7 +74,7 @@ def steps_of(scenario: Scenario, results: Results) -> list[StepResult]:
                                   "closest_points", "platform_pose", "centre_of_pressure", "tipping_margin",
                                   "contact_force", "contact_point", *LEG_QUANTITIES.values())
                  for e in entities.get(q, [])])
-    arrays = {key: _Column(results[key]) for key in needed}
+    arrays = {key: _Column(array) for key, array in results.select(needed).items()}  # one scan of the store
     table = results.steps
     steps = []
     for row, index in enumerate(table.index):

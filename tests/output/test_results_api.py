@@ -177,3 +177,39 @@ def test_short_names_that_fit_several_machines_are_refused_naming_them():
     assert results["b:pin", "effort"].tolist() == [3.0] and results["a:arm:pin", "effort"].tolist() == [2.0]
     with pytest.raises(KeyError, match="'arm:pin' is ambiguous .* a:arm:pin, b:arm:pin"):
         results["arm:pin", "effort"]
+
+
+@pytest.mark.slow
+def test_opening_a_folder_checks_the_document_but_reads_its_steps_from_the_store(tmp_path, capsys):
+    """load_results checks results.json against the results schema with its per-step arrays cut to their first
+    step (their values are read from the store): a wrong field before or in the first step is an InputError naming
+    the file and the place; a later step is not read. A folder without a store is read from its steps: all checked."""
+    document = _beam()
+    assert run_cli(capsys, "run", write_scenario(tmp_path, document), "-o", tmp_path / "out")[0] == 0
+    path = tmp_path / "out" / "results.json"
+    original = json.loads(path.read_text())
+    good = shiftsim.load_results(tmp_path / "out")
+
+    def written(change):
+        changed = json.loads(json.dumps(original))
+        change(changed)
+        path.write_text(json.dumps(changed))
+
+    written(lambda d: d["steps"][0].update(status=7))
+    with pytest.raises(InputError, match=r"results\.json.*steps\[0\]\.status"):
+        shiftsim.load_results(tmp_path / "out")
+    written(lambda d: d["scene"]["steps"].__setitem__(0, "nothing"))
+    with pytest.raises(InputError, match=r"results\.json.*scene\.steps\[0\]"):
+        shiftsim.load_results(tmp_path / "out")
+    written(lambda d: d.update(parameters="load:tip"))
+    with pytest.raises(InputError, match=r"results\.json.*parameters"):
+        shiftsim.load_results(tmp_path / "out")
+    written(lambda d: d["steps"][2].update(status=7))  # not read: the values are the store's
+    later = shiftsim.load_results(tmp_path / "out")
+    assert later.keys() == good.keys() and list(later.steps.status) == ["converged"] * 3
+    for name in ("steps", "values"):  # without the store, the steps are read from results.json: every one checked
+        for part in (tmp_path / "out" / name).iterdir():
+            part.unlink()
+        (tmp_path / "out" / name).rmdir()
+    with pytest.raises(InputError, match=r"results\.json.*steps\[2\]\.status"):
+        shiftsim.load_results(tmp_path / "out")

@@ -299,15 +299,13 @@ def test_a_streamed_run_of_every_shipped_scenario_stores_its_csv_and_json_values
     """Each shipped scenario cut to 2-3 steps, run as shiftsim run runs it (steps streamed into the store while
     solving, collisions checked before): the folder's store holds results.csv and steps.csv value for value,
     its pin reactions are results.json's, and it holds the machines' coordinates."""
-    from shiftsim.output.run_results import RunResults
     from shiftsim.output.write import ResultsStream, write_results
     from shiftsim.scenario import build_scenario, run
 
     path = SCENARIOS / f"{name}.json"
     scenario = build_scenario(path, cut_sweep(orjson.loads(path.read_bytes())))  # model paths from its folder
     with ResultsStream(tmp_path / "out", scenario) as stream:
-        write_results(run(scenario, LocalExecutor(1), stream.add), tmp_path / "out", stream=stream,
-                      results_from=RunResults.open)
+        write_results(run(scenario, LocalExecutor(1), stream.add), tmp_path / "out", stream=stream)
     document = orjson.loads((tmp_path / "out" / "results.json").read_bytes())
     store = open_store(tmp_path / "out")
     with open(tmp_path / "out" / "results.csv", newline="") as values, open(tmp_path / "out" / "steps.csv",

@@ -13,7 +13,6 @@ from helpers.scenario import SCENARIOS, beam_scenario, run_cli, write_scenario
 
 import shiftsim
 from shiftsim.output import writers
-from shiftsim.output.run_results import RunResults
 from shiftsim.output.store import open_store
 from shiftsim.output.write import ResultsStream, write_results
 from shiftsim.scenario import LocalExecutor, build_scenario, run
@@ -76,7 +75,7 @@ def test_steps_reach_the_store_while_the_run_solves_and_the_buffer_stays_bounded
     assert steps_per_part == 3  # 176 values a step: 10 bodies, 2 joints, a frame, the coordinates loaded and unloaded
     assert max(buffered for buffered, _ in seen) < rows_per_part  # a part is written as soon as one is full
     assert [parts for _, parts in seen] == [(k + 1) // steps_per_part for k in range(16)]
-    write_results(ran, tmp_path / "out", stream=stream, results_from=RunResults.open)
+    write_results(ran, tmp_path / "out", stream=stream)
     assert not stream.staging.exists()
     assert len(list((tmp_path / "out" / "values").glob("part-*.parquet"))) == 16 // steps_per_part + 1
     _assert_same_results(shiftsim.run_scenario(_sweep(16)), shiftsim.load_results(tmp_path / "out"))
@@ -89,6 +88,7 @@ def test_a_folder_reads_lazily_one_quantity_at_a_time(tmp_path, jobs, monkeypatc
     document = _sweep(6)
     document["sweep"]["segment"] = 2
     ran = shiftsim.run_scenario(document, jobs=jobs, output=tmp_path / "out")
+    expected = {key: ran[key] for key in ran}  # the run's arrays, one pair at a time, before the reads are counted
     store = open_store(tmp_path / "out")
     asked = []
     select = type(store).select
@@ -102,10 +102,17 @@ def test_a_folder_reads_lazily_one_quantity_at_a_time(tmp_path, jobs, monkeypatc
     loaded = shiftsim.load_results(tmp_path / "out")
     assert asked == [] and len(loaded.steps) == 6
     effort = loaded["beam:hinge1", "effort"]
-    assert asked == [(("beam:hinge1", "effort"), 6)]
+    assert asked == [((["beam:hinge1"], ["effort"]), 6)]
     loaded["beam:hinge1", "effort"]  # kept: not read again
     assert len(asked) == 1
-    np.testing.assert_array_equal(effort, ran["beam:hinge1", "effort"])
+    np.testing.assert_array_equal(effort, expected["beam:hinge1", "effort"])
+    every = loaded.select(loaded.keys())  # every other pair in one more scan, equal to the run's arrays one by one
+    assert len(asked) == 2 and asked[1][1] == loaded.store.values.count_rows()  # (it filters entity and quantity)
+    assert list(every) == list(expected)
+    for key, array in every.items():
+        np.testing.assert_array_equal(array, expected[key])
+        assert array is loaded[key]  # kept
+    assert len(asked) == 2
 
 
 @pytest.mark.slow
