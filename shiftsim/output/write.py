@@ -31,7 +31,7 @@ from ..scenario.runner import StepResult
 from .store import ROWS_PER_PART, Layout, ResultsStore, StoreWriter
 from .writers import (CAPACITY_CSV, OUTPUT_FOLDERS, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, SENSITIVITY_CSV, STEPS_CSV,
                       capacity_rows, csv_bytes, joint_units, open_staging, remove_created,
-                      keeps_steps, results_document, step_rows, step_status_row, store_rows, tidy_rows, write_files,
+                      keeps_steps, results_document, step_status_row, store_rows, write_files, write_store_csvs,
                       writes_csv)
 
 
@@ -131,18 +131,17 @@ def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream) 
     files = {RESULTS_JSON: dumps(document)}
     solved_capacity = capacity is not None and "error" not in capacity
     asked = scenario.outputs.csv if csv is None else csv
-    if writes_csv(asked, len(steps)):  # a long run's CSV asked for: its rows from a document with the steps
-        tables = document if "steps" in document else results_document(scenario, steps)
-        files[RESULTS_CSV] = csv_bytes(tidy_rows(tables))
-        files[STEPS_CSV] = csv_bytes(step_rows(tables))
-        del tables
+    store, staged = ResultsStore(stream.staging), []
+    if writes_csv(asked, len(steps)):  # streamed from the store into the staging folder, a few steps at a time
+        write_store_csvs(store, document, stream.staging / RESULTS_CSV, stream.staging / STEPS_CSV)
+        staged = [RESULTS_CSV, STEPS_CSV]
     if solved_capacity and asked is not False:  # one row per lift point: small whatever the sweep's length
         files[CAPACITY_CSV] = csv_bytes(capacity_rows(capacity))
     if run.sensitivity is not None and asked is not False:  # one row per step, output and parameter
         files[SENSITIVITY_CSV] = csv_bytes(sensitivity_rows(run.sensitivity))
     try:  # a plot that cannot be drawn must not lose the solved results: they are written, then it is reported
         # drawn from the results as the folder holds them (its store), as `shiftsim plot` draws them again
-        plots, _ = render(scenario, RunResults.open(document, ResultsStore(stream.staging)))
+        plots, _ = render(scenario, RunResults.open(document, store))
         if chosen_plots(scenario):  # plots: [] draws none
             plots.update(analysis_charts(document, scenario.outputs.dpi))
         plot_failure = None
@@ -150,11 +149,12 @@ def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream) 
         plots, plot_failure = {}, error
     files.update(plots)
     files[REPORT_HTML] = report_html(scenario, steps, document, files)
-    write_files(folder, files, stream.staging, stream.created)
+    write_files(folder, files, stream.staging, stream.created, staged)
+    written = [RESULTS_JSON, *staged, *(name for name in files if name != RESULTS_JSON)]
     if plot_failure is not None:
         cause = " ".join(f"{type(plot_failure).__name__}: {plot_failure}".split())[:ECHO_LIMIT]
-        raise PlotError(f"{folder}/: {', '.join(files)} written without plots: a plot could not be drawn ({cause})")
-    return [*(f"{name}/" for name in OUTPUT_FOLDERS), *files]
+        raise PlotError(f"{folder}/: {', '.join(written)} written without plots: a plot could not be drawn ({cause})")
+    return [*(f"{name}/" for name in OUTPUT_FOLDERS), *written]
 
 
 __all__ = ["ResultsStream", "write_results"]

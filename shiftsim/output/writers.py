@@ -318,6 +318,62 @@ def step_rows(document: dict[str, Any]) -> Iterable[list[Any]]:
 
 STORE_ONLY = ("pin_force", "pin_moment", "coordinates", "reference_coordinates", "closest_points", "contact_point")
 """Quantities the columnar store holds beyond results.csv's (:func:`store_value_rows`)."""
+FLAGS = ("in_collision", "actuator_in_range")
+"""Quantities results.csv writes as 1/0 (true/false), which the store holds as 1.0/0.0."""
+CSV_BATCH_VALUES = 131_072  # store values turned into results.csv rows at a time (:func:`write_store_csvs`)
+
+
+def write_store_csvs(store: Any, document: dict[str, Any], results_csv: Path, steps_csv: Path) -> None:
+    """Write results.csv and steps.csv from a run's columnar store (:class:`~shiftsim.output.store.ResultsStore`),
+    the same bytes as ``csv_bytes(tidy_rows(document))`` and ``csv_bytes(step_rows(document))`` of the run's
+    results document with every step, holding about :data:`CSV_BATCH_VALUES` values at a time however long the
+    run: the steps are read in ranges of step numbers, each range's rows ordered by step (as written within a
+    step), the store's own quantities (:data:`STORE_ONLY`) left out, angles in the document's ``angle_unit``.
+    ``document`` gives the parameters, their units and the angle unit (a summary document will do)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    steps = store.step_table()
+    with open(steps_csv, "w", newline="", encoding="utf-8") as stream:
+        csv.writer(stream, lineterminator="\n").writerows(
+            csv_cells(row) for row in step_rows(_steps_document(document, steps.to_pylist())))
+    numbers = steps.column("step").to_numpy()
+    per_step = max(1, store.values.count_rows() // max(1, len(numbers)))
+    chunk = max(1, CSV_BATCH_VALUES // per_step)
+    factor, angle_unit = angle_factor(document.get("angle_unit", "rad")), document.get("angle_unit", "rad")
+    shown_unit = angle_unit_of("rad", angle_unit)
+    wanted = ~ds.field("quantity").isin(list(STORE_ONLY))
+    with open(results_csv, "w", newline="", encoding="utf-8") as stream:
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(CSV_HEADER)
+        for start in range(0, len(numbers), chunk):
+            first, last = int(numbers[start]), int(numbers[min(start + chunk, len(numbers)) - 1])
+            condition = wanted & (ds.field("step") >= first) & (ds.field("step") <= last)
+            table = store.values.to_table(filter=condition).sort_by("step")  # a stable sort
+            radians = pc.equal(table.column("unit"), "rad").to_numpy(zero_copy_only=False)
+            flags = pc.is_in(table.column("quantity"), value_set=pa.array(FLAGS, pa.string())).to_numpy(zero_copy_only=False)
+            writer.writerows(_csv_row(step, entity, quantity, component, value, unit, radian, flag, factor, shown_unit)
+                             for step, entity, quantity, component, value, unit, radian, flag in zip(
+                                 *(table.column(name).to_pylist() for name in CSV_HEADER), radians, flags))
+
+
+def _csv_row(step: int, entity: str, quantity: str, component: str, value: float | None, unit: str, radian: bool,
+             flag: bool, factor: float, shown_unit: str) -> list[Any]:
+    """A results.csv row from a store row (as :func:`step_value_rows` writes it)."""
+    if radian:
+        value, unit = (None if value is None else value * factor), shown_unit
+    elif flag and value is not None:
+        value = int(value)
+    return [step, csv_text(entity), csv_text(quantity), csv_text(component), value, csv_text(unit)]
+
+
+def _steps_document(document: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The part of a results document :func:`step_rows` reads, its steps from the store's steps rows."""
+    steps = [{"index": row["step"], "parameters": {name: row[name] for name in document["parameters"]},
+              "status": row["status"], "iterations": row["iterations"], "stability": row["stability"],
+              "stable": row["stable"]} for row in rows]
+    return {**{key: document[key] for key in ("parameters", "angle_unit", "units") if key in document}, "steps": steps}
 
 
 def store_step_row(record: dict[str, Any], parameters: list[str]) -> list[Any]:
@@ -411,10 +467,14 @@ def csv_text(cell: Any) -> Any:
     return f"'{cell}" if isinstance(cell, str) and len(cell) > 1 and cell.startswith(FORMULA_STARTS) else cell
 
 
+def csv_cells(row: list[Any]) -> list[Any]:
+    """A CSV row's cells as written: text through :func:`csv_text`, numbers as they are (without a call each)."""
+    return [csv_text(cell) if cell.__class__ is str else cell for cell in row]
+
+
 def csv_bytes(rows: Iterable[list[Any]]) -> bytes:
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows([csv_text(cell) if cell.__class__ is str else cell for cell in row]
-                                                      for row in rows)  # numbers as they are, without a call each
+    csv.writer(buffer, lineterminator="\n").writerows(csv_cells(row) for row in rows)
     return buffer.getvalue().encode("utf-8")
 
 
@@ -443,13 +503,15 @@ def remove_created(created: list[Path]) -> None:
 
 
 def write_files(folder: Path, files: dict[str, bytes], staging: Path | None = None,
-                created: list[Path] | None = None) -> None:
+                created: list[Path] | None = None, staged: Iterable[str] = ()) -> None:
     """Write ``files`` into ``folder`` as one set (see the module docstring); shiftsim's own output
     files and folders not in the set are removed in the same swap (stale results of an earlier run).
 
     ``staging``: a staging folder from :func:`open_staging` that already holds part of the set (the store's
-    :data:`OUTPUT_FOLDERS`), with the folders ``created`` for it; it is swapped in with ``files`` and removed.
+    :data:`OUTPUT_FOLDERS`, and the files named in ``staged``, written there already), with the folders ``created``
+    for it; it is swapped in with ``files`` and removed.
     """
+    staged = [name for name in staged if name not in files]
     written = False
     try:
         if staging is None:
@@ -459,6 +521,8 @@ def write_files(folder: Path, files: dict[str, bytes], staging: Path | None = No
             _write(staging / name, data, mode)
             if k == 0:
                 _test_pause()
+        for name in staged:
+            _fsync_file(staging / name)
         _fsync_folder(staging)
         with signals_deferred():
             for name in OUTPUT_FOLDERS:  # the old part folder goes into the staging folder, removed with it
@@ -466,10 +530,10 @@ def write_files(folder: Path, files: dict[str, bytes], staging: Path | None = No
                     os.replace(folder / name, staging / f".old-{name}")
                 if (staging / name).is_dir():
                     os.replace(staging / name, folder / name)
-            for name in files:
+            for name in [*files, *staged]:
                 os.replace(staging / name, folder / name)
             for name in output_files():
-                if name not in files:
+                if name not in files and name not in staged:
                     (folder / name).unlink(missing_ok=True)
         written = True
         _fsync_folder(folder)
@@ -530,6 +594,15 @@ def _write(path: Path, data: bytes, mode: int) -> None:
         stream.write(data)
         stream.flush()
         os.fsync(stream.fileno())
+
+
+def _fsync_file(path: Path) -> None:
+    """Make a file written by another writer (a plain open(), so with the mode :func:`_write` gives) durable."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -26,6 +26,7 @@ from shiftsim.jsonio import dumps
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from shiftsim.output import writers
 from shiftsim.output.store import VALUE_COLUMNS, StoreError, StoreWriter, open_store, rows_tables
 from shiftsim.scenario import LocalExecutor, execute, load_scenario, run_chain
 from shiftsim.scenario.definition import angle_factor
@@ -138,6 +139,20 @@ def test_store_round_trips_results_csv_and_steps_csv(document, tmp_path):
     assert list(frame.columns) == list(VALUE_COLUMNS) and len(frame) == store.values.count_rows()
     assert frame["value"].tolist() == pytest.approx(store.select().column("value").to_pylist(), rel=0, abs=0,
                                                     nan_ok=True)
+
+
+@pytest.mark.parametrize("angle_unit", ["rad", "deg"])
+def test_the_csvs_written_from_the_store_are_the_writers_bytes(document, angle_unit, tmp_path, monkeypatch):
+    """results.csv and steps.csv streamed from the store a few steps at a time (write_store_csvs) are byte for byte
+    today's csv_bytes(tidy_rows(document)) and csv_bytes(step_rows(document)), with the steps fed in reverse order
+    into parts of 97 values (so each range of steps gathers rows of several parts, out of order)."""
+    document = {**document, "angle_unit": angle_unit}
+    monkeypatch.setattr(writers, "CSV_BATCH_VALUES", 50)
+    stream(document, tmp_path / "store", order=range(len(document["steps"]) - 1, -1, -1), rows_per_part=97)
+    writers.write_store_csvs(open_store(tmp_path / "store"), document, tmp_path / "results.csv",
+                             tmp_path / "steps.csv")
+    assert (tmp_path / "results.csv").read_bytes() == csv_bytes(tidy_rows(document))
+    assert (tmp_path / "steps.csv").read_bytes() == csv_bytes(step_rows(document))
 
 
 @pytest.mark.slow
