@@ -79,11 +79,13 @@ def pin_forces(step: StepResult) -> dict[str, np.ndarray]:
 
 def _peaks(entries: Iterable[tuple[str, float, StepResult]],
            best: dict[str, Peak] | None = None) -> dict[str, Peak]:
-    """Per entity, the entry of largest magnitude (first on ties), in order of first appearance: a running
-    maximum over ``entries`` (consumed one at a time, never held), kept in ``best`` when given."""
+    """Per entity, the entry of largest magnitude (the lowest step index on ties), in order of first appearance: a
+    running maximum over ``entries`` (consumed one at a time, never held, in any step order), kept in ``best`` when
+    given."""
     best = {} if best is None else best
     for entity, value, step in entries:
-        if entity not in best or abs(value) > abs(best[entity].value):
+        held = best.get(entity)
+        if held is None or abs(value) > abs(held.value) or abs(value) == abs(held.value) and step.index < held.step.index:
             best[entity] = Peak(value, entity, step)
     return best
 
@@ -98,9 +100,15 @@ def effort_peaks(scenario: Scenario, steps: Iterable[StepResult]) -> dict[str, d
     kinds = effort_kinds(scenario)
     found: dict[str, dict[str, Peak]] = {FORCE: {}, TORQUE: {}}
     for s in steps:
-        for kind, entries in efforts(scenario, s, kinds).items():
-            _peaks(((label, value, s) for label, value in entries), found[kind])
+        _add_efforts(scenario, s, kinds, found)
     return {kind: peaks for kind, peaks in found.items() if peaks}
+
+
+def _add_efforts(scenario: Scenario, step: StepResult, kinds: dict[str, tuple[str, ...]],
+                 found: dict[str, dict[str, Peak]]) -> None:
+    """Fold a step's efforts into ``found`` (kind -> coordinate -> peak)."""
+    for kind, entries in efforts(scenario, step, kinds).items():
+        _peaks(((label, value, step) for label, value in entries), found[kind])
 
 
 def pin_load_peaks(steps: Iterable[StepResult]) -> dict[str, Peak]:
@@ -111,8 +119,13 @@ def pin_load_peaks(steps: Iterable[StepResult]) -> dict[str, Peak]:
 def force_level(scenario: Scenario, steps: Sequence[StepResult]) -> float:
     """The run's force scale: its largest tracked effort or pin load (N; N m as if at a 1 m lever). An effort below
     :data:`CARRIES_NOTHING` of it is round-off, even when every effort is as small (a joint nothing turns)."""
-    efforts_ = [abs(p.value) for found in effort_peaks(scenario, steps).values() for p in found.values()]
-    return max([*efforts_, *(p.value for p in pin_load_peaks(steps).values())], default=0.0)
+    return _level(effort_peaks(scenario, steps), pin_load_peaks(steps))
+
+
+def _level(found: dict[str, dict[str, Peak]], pins: dict[str, Peak]) -> float:
+    """The largest of the effort peaks ``found`` (kind -> coordinate -> peak) and the pin load peaks ``pins``."""
+    return max([*(abs(p.value) for peaks in found.values() for p in peaks.values()), *(p.value for p in pins.values())],
+               default=0.0)
 
 
 def closest_approaches(steps: Sequence[StepResult]) -> dict[str, tuple[dict[str, Any], StepResult]]:
@@ -128,14 +141,20 @@ def closest_approaches(steps: Sequence[StepResult]) -> dict[str, tuple[dict[str,
 
 
 def peak_deflection(steps: Sequence[StepResult]) -> Peak | None:
-    peaks = deflection_peaks(steps)
+    return _largest(deflection_peaks(steps))
+
+
+def _largest(peaks: dict[str, Peak]) -> Peak | None:
     return max(peaks.values(), key=lambda p: p.value, default=None)
 
 
 def peak_efforts(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, Peak]:
     """Largest |effort| of each kind over every step and tracked joint."""
-    return {kind: max(found.values(), key=lambda p: abs(p.value))
-            for kind, found in effort_peaks(scenario, steps).items()}
+    return _largest_efforts(effort_peaks(scenario, steps))
+
+
+def _largest_efforts(found: dict[str, dict[str, Peak]]) -> dict[str, Peak]:
+    return {kind: max(peaks.values(), key=lambda p: abs(p.value)) for kind, peaks in found.items() if peaks}
 
 
 def closest_step(steps: Sequence[StepResult]) -> StepResult | None:
@@ -200,58 +219,175 @@ def force_text(value: float, kind: str) -> str:
     return f"{number(value * scale)} {unit}"
 
 
-def least_margins(steps: Sequence[StepResult]) -> dict[str, tuple[float, list[str], StepResult]]:
-    """Per standing machine (id): its smallest tipping margin over the steps (m), the tipping edge and the step."""
-    least: dict[str, tuple[float, list[str], StepResult]] = {}
-    for step in steps:
+FAILED_SHOWN = 5  # failed steps the summary lists with their reasons
+
+
+def _earlier(step: StepResult, held: StepResult | None) -> bool:
+    return held is None or step.index < held.index
+
+
+class RunDigest:
+    """What a run's steps amount to, reduced one step at a time in any order (:meth:`add`), holding a bounded number
+    of steps (those at a peak, the few the summary names), so a run needs not keep its steps for its summary and
+    report: the peaks per frame, joint coordinate and pin (:func:`deflection_peaks`, :func:`effort_peaks`,
+    :func:`pin_load_peaks`), each standing machine's least tipping margin, each Mdx platform's largest actuator force
+    and legs out of range, the steps that tell the collision summary, the loop joints' pin reactions, the machine
+    pairs' shapes in collision, and the failed steps. Ties go to the lower step index, so the order steps are added
+    in does not matter (:meth:`of`: the digest of steps held in a list)."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.kinds = effort_kinds(scenario)
+        self.count = 0
+        self.failed: list[int] = []  # step indices, as added
+        self.failures: dict[int, str] = {}  # failed step -> its machines' messages
+        self.neutral: dict[int, str] = {}  # step -> its neutral directions
+        self.first_failed: list[StepResult] = []  # the FAILED_SHOWN lowest indices
+        self.joints: set[str] = set()  # the joints reported at some step
+        self.deflection: dict[str, Peak] = {}
+        self.efforts: dict[str, dict[str, Peak]] = {FORCE: {}, TORQUE: {}}
+        self.pins: dict[str, Peak] = {}
+        self.margins: dict[str, tuple[float, list[str], StepResult]] = {}
+        self.actuators: dict[str, dict[str, Any]] = {}
+        self.pin_reactions: dict[str, dict[str, Any]] = {}
+        self.telling: dict[str, StepResult] = {}  # the steps the collision summary names
+        self.touching: dict[str, dict[str, int]] = {}  # pair a - b -> the closest shapes in collision -> first step
+        self.least: dict[str, tuple[float, int, list[str]]] = {}  # pair a - b -> least distance, its step, shapes
+        self.collided = False
+
+    @classmethod
+    def of(cls, scenario: Scenario, steps: Iterable[StepResult]) -> RunDigest:
+        digest = cls(scenario)
+        for step in steps:
+            digest.add(step)
+        return digest
+
+    def add(self, step: StepResult) -> None:
+        """Reduce one more step."""
+        self.count += 1
+        self.joints.update(step.joints)
+        if step.failures:
+            self.failures[step.index] = "; ".join(f"{f['machine']}: {f['message']}" for f in step.failures)
+        if not step.converged:
+            self.failed.append(step.index)
+            self.first_failed = sorted([*self.first_failed, step], key=lambda s: s.index)[:FAILED_SHOWN]
+        if step.neutral:
+            self.neutral[step.index] = "; ".join(d for directions in step.neutral.values() for d in directions)
+        _peaks(((name, value, step) for name, value in deflections(step).items()), self.deflection)
+        _add_efforts(self.scenario, step, self.kinds, self.efforts)
+        _peaks(((name, float(np.linalg.norm(f)), step) for name, f in pin_forces(step).items()), self.pins)
         for machine_id, record in step.ground.items():
-            margin = record["tipping_margin"]
-            if margin is not None and (machine_id not in least or margin < least[machine_id][0]):
-                least[machine_id] = (margin, record["tipping_edge"], step)
-    return least
+            margin, held = record["tipping_margin"], self.margins.get(machine_id)
+            if margin is not None and (held is None or (margin, step.index) < (held[0], held[2].index)):
+                self.margins[machine_id] = (margin, record["tipping_edge"], step)
+        for machine_id, record in step.actuators.items():
+            self._actuators(machine_id, record, step)
+        for name, row in step.pin_reactions.items():
+            self._pin_reaction(name, row, step.index)
+        if step.collisions:
+            self._collisions(step)
+
+    def _actuators(self, machine_id: str, record: dict[str, Any], step: StepResult) -> None:
+        held = self.actuators.setdefault(machine_id, {"solved": 0, "outside": 0, "first_outside": None, "peak": None})
+        held["solved"] += 1
+        if not all(record["in_range"]):
+            held["outside"] += 1
+            if _earlier(step, held["first_outside"]):
+                held["first_outside"] = step
+        for k, force in enumerate(record["forces"]):
+            peak = held["peak"]
+            if peak is None or abs(force) > abs(peak[0]) or abs(force) == abs(peak[0]) and (step.index, k) < peak[3]:
+                held["peak"] = (force, k, step, (step.index, k))
+
+    def _pin_reaction(self, name: str, row: dict[str, Any], index: int) -> None:
+        peak = self.pin_reactions.setdefault(name, {"role": row["role"], "force": -1.0, "moment": -1.0, "force_step": None,
+                                                    "moment_step": None, "determinate": True})
+        for what in ("force", "moment"):
+            if row[what] > peak[what] or row[what] == peak[what] and index < peak[what + "_step"]:
+                peak[what], peak[what + "_step"] = row[what], index
+        peak["determinate"] = peak["determinate"] and row["determinate"]
+
+    def _collisions(self, step: StepResult) -> None:
+        from ..scenario.collisions import closest_pair, collision_settings
+
+        margin = collision_settings(self.scenario).margin
+        for kind, test in (("within", lambda d: 0.0 < d < margin), ("colliding", lambda d: d <= 0.0)):
+            if any(test(pair["distance"]) for pair in step.collisions) and _earlier(step, self.telling.get(kind)):
+                self.telling[kind] = step
+        least, held = closest_pair(step.collisions)["distance"], self.telling.get("least")
+        if held is None or (least, step.index) < (closest_pair(held.collisions)["distance"], held.index):
+            self.telling["least"] = step
+        for pair in step.collisions:
+            name = f"{pair['a']} - {pair['b']}"
+            if pair["distance"] <= 0.0:
+                self.collided = True
+                shapes = self.touching.setdefault(name, {})
+                key = " / ".join(pair["closest"])
+                shapes[key] = min(shapes.get(key, step.index), step.index)
+            held_pair = self.least.get(name)
+            if held_pair is None or (pair["distance"], step.index) < held_pair[:2]:
+                self.least[name] = (pair["distance"], step.index, list(pair["closest"]))
+
+    def shapes_in_collision(self, pair: str) -> list[str]:
+        """The closest shapes of ``pair`` (``a - b``) at its steps in collision, distinct, by their first step."""
+        shapes = self.touching.get(pair, {})
+        return sorted(shapes, key=shapes.__getitem__)
+
+    def effort_peaks(self) -> dict[str, dict[str, Peak]]:
+        """As :func:`effort_peaks` of the steps added."""
+        return {kind: peaks for kind, peaks in self.efforts.items() if peaks}
+
+    def peak_deflection(self) -> Peak | None:
+        return _largest(self.deflection)
+
+    def peak_efforts(self) -> dict[str, Peak]:
+        """Largest |effort| of each kind over every step and tracked joint."""
+        return _largest_efforts(self.efforts)
+
+    def force_level(self) -> float:
+        """The run's force scale (:func:`force_level`)."""
+        return _level(self.efforts, self.pins)
 
 
-def result_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
-    """What the run found: peak deflection, forces and torques, actuators, the least tipping margin of each
-    machine standing on the ground, collisions, failed steps."""
+def result_lines(scenario: Scenario, steps: list[StepResult] | RunDigest) -> list[str]:
+    """What the run found (its steps, or their :class:`RunDigest`): peak deflection, forces and torques, actuators,
+    the least tipping margin of each machine standing on the ground, collisions, failed steps."""
+    digest = steps if isinstance(steps, RunDigest) else RunDigest.of(scenario, steps)
     lines = []
-    deflection = peak_deflection(steps)
+    deflection = digest.peak_deflection()
     if deflection is not None and deflection.value < NO_DEFLECTION:
         lines.append("  peak deflection  none measurable (< 1 nm) at the tracked frames")
     elif deflection is not None:
         lines.append(f"  peak deflection  {number(deflection.value * 1e3)} mm at {deflection.entity}, "
                      f"{step_text(scenario, deflection.step)}")
-    found = peak_efforts(scenario, steps)
+    found = digest.peak_efforts()
     # round-off is not a peak: an effort below CARRIES_NOTHING of the run's force level (pin loads included)
-    carried = carrying({kind: {peak.entity: peak} for kind, peak in found.items()}, force_level(scenario, steps))
+    carried = carrying({kind: {peak.entity: peak} for kind, peak in found.items()}, digest.force_level())
     for kind, peak in found.items():
         if carried[kind]:
             lines.append(f"  peak {kind:11s} {force_text(peak.value, kind)} at {peak.entity}, "
                          f"{step_text(scenario, peak.step)}")
     if found and not any(carried.values()):
         lines.append("  peak effort      none: every tracked joint's effort is 0 or round-off")
-    lines += actuator_lines(scenario, steps)
-    for machine_id, (margin, edge, step) in least_margins(steps).items():
+    lines += actuator_lines(scenario, digest)
+    for machine_id, (margin, edge, step) in digest.margins.items():
         lines.append(f"  least margin    {number(margin)} m to tipping, {machine_id} over {' - '.join(edge)}, "
                      f"{step_text(scenario, step)}")
     if "collision" in (scenario.document or {}):
         from ..scenario.collisions import collision_summary
 
-        lines.append(f"  collisions      {collision_summary(scenario, steps)}")
-    failed = [s for s in steps if not s.converged]
-    shown = 5
-    for step in failed[:shown]:
-        reasons = "; ".join(f"{f['machine']}: {f['message']}" for f in step.failures)
-        lines.append(f"  FAILED {step_text(scenario, step)}: {_clip(reasons, 160)}")
-    if len(failed) > shown:
-        lines.append(f"  ... and {len(failed) - shown} more failed steps (see results.json)")
+        lines.append(f"  collisions      {collision_summary(scenario, list(digest.telling.values()))}")
+    for step in digest.first_failed:
+        lines.append(f"  FAILED {step_text(scenario, step)}: {_clip(digest.failures.get(step.index, ''), 160)}")
+    if len(digest.failed) > FAILED_SHOWN:
+        lines.append(f"  ... and {len(digest.failed) - FAILED_SHOWN} more failed steps (see results.json)")
     return lines
 
 
-def count_line(scenario: Scenario, steps: list[StepResult]) -> str:
-    failed = sum(not s.converged for s in steps)
-    count = f"{len(steps)} step" + ("s" if len(steps) != 1 else "")
-    return f"{scenario.name}: {count}, {len(steps) - failed} converged, {failed} failed"
+def count_line(scenario: Scenario, steps: list[StepResult] | RunDigest) -> str:
+    digest = steps if isinstance(steps, RunDigest) else RunDigest.of(scenario, steps)
+    count, failed = digest.count, len(digest.failed)
+    return f"{scenario.name}: {count} step" + ("s" if count != 1 else "") + f", {count - failed} converged, {failed} failed"
 
 
 def capacity_lines(document: dict[str, Any] | None) -> list[str]:
@@ -275,36 +411,34 @@ def capacity_lines(document: dict[str, Any] | None) -> list[str]:
             f"governs) over {len(document['points'])} lift points; capacity.csv", *lines]
 
 
-def summary_lines(run: Run, folder: str, files: list[str], how: str, skipped: dict[str, str]) -> list[str]:
+def summary_lines(run: Run, folder: str, files: list[str], how: str, skipped: dict[str, str],
+                  digest: RunDigest | None = None) -> list[str]:
     """The one-screen report printed at the end of ``shiftsim run``; ``skipped``: the plots not drawn, file name ->
-    why (:func:`shiftsim.plots.registry.skipped_plots`)."""
-    scenario, steps = run.scenario, run.steps
-    lines = [f"{count_line(scenario, steps)} ({how})", *result_lines(scenario, steps), *capacity_lines(run.capacity)]
+    why (:func:`shiftsim.plots.registry.skipped_plots`); ``digest``: the run's steps reduced (by default from the
+    steps it holds)."""
+    scenario = run.scenario
+    digest = RunDigest.of(scenario, run.steps) if digest is None else digest
+    lines = [f"{count_line(scenario, digest)} ({how})", *result_lines(scenario, digest), *capacity_lines(run.capacity)]
     for name, reason in skipped.items():
         lines.append(f"  not plotted     {name}: {reason}")
     lines.append(f"  outputs in {folder}: {', '.join(files)}")
     return lines
 
 
-def actuator_lines(scenario: Scenario, steps: list[StepResult]) -> list[str]:
+def actuator_lines(scenario: Scenario, digest: RunDigest) -> list[str]:
     """Per Mdx platform: its largest actuator force, and the steps with legs outside the actuator range."""
     lines = []
     for machine in scenario.machines:
-        if machine.vocabulary.kind != "mdx":
+        held = digest.actuators.get(machine.id)
+        if machine.vocabulary.kind != "mdx" or held is None:
             continue
-        solved = [s for s in steps if machine.id in s.actuators]
-        if not solved:
-            continue
-        legs = machine.vocabulary.legs
-        value, leg, step = max(((f, legs[k], s) for s in solved for k, f in enumerate(s.actuators[machine.id]["forces"])),
-                               key=lambda item: abs(item[0]))
+        value, k, step, _ = held["peak"]
         low, high = (1e3 * v for v in machine.vocabulary.limits)
-        outside = [s for s in solved if not all(s.actuators[machine.id]["in_range"])]
-        reach = (f"legs outside actuatorLen [{number(low)}, {number(high)}] mm at {len(outside)} of {len(solved)} steps "
-                 f"(first: {step_text(scenario, outside[0])})" if outside
+        reach = (f"legs outside actuatorLen [{number(low)}, {number(high)}] mm at {held['outside']} of {held['solved']} "
+                 f"steps (first: {step_text(scenario, held['first_outside'])})" if held["outside"]
                  else f"all legs within actuatorLen [{number(low)}, {number(high)}] mm")
-        lines.append(f"  actuators       {machine.id}: peak {force_text(value, FORCE)} at {machine.name(leg)}, "
-                     f"{step_text(scenario, step)}; {reach}")
+        lines.append(f"  actuators       {machine.id}: peak {force_text(value, FORCE)} at "
+                     f"{machine.name(machine.vocabulary.legs[k])}, {step_text(scenario, step)}; {reach}")
     return lines
 
 

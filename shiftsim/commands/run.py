@@ -7,12 +7,12 @@ import sys
 import time
 from pathlib import Path
 
-from ..analysis.digest import step_text, summary_lines
+from ..analysis.digest import RunDigest, step_text, summary_lines
 from ..errors import InputError, Problem
 from ..interrupts import Interrupted, signals_raise
 from ..output.write import ResultsStream, write_results
-from ..output.writers import CSV_STEP_LIMIT, check_folder, default_folder
-from ..plots.registry import chosen_plots, skipped_plots
+from ..output.writers import CSV_STEP_LIMIT, check_folder, default_folder, keeps_steps
+from ..plots.registry import chosen_plots
 from ..progress import progress
 from ..scenario import DaskExecutor, LocalExecutor, load_scenario, run as run_scenario
 from ..scenario.capacity_analysis import unexpected_invalid
@@ -98,9 +98,11 @@ def _run(args: argparse.Namespace, started: float) -> int:
     bar = progress(total, sys.stderr) if not (args.quiet or args.verbose) else None
 
     stream = ResultsStream(folder, scenario)  # the steps go to the store in the output folder as they are solved
+    digest = RunDigest(scenario)  # and are reduced for the summary and report: the run does not hold them
 
     def on_step(step: StepResult) -> None:
         stream.add(step)
+        digest.add(step)
         if bar is not None:
             bar.update(failed=not step.converged)
         if args.verbose:
@@ -110,7 +112,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
 
     solving = time.perf_counter()
     try:
-        ran = run_scenario(scenario, executor, on_step, on_warning=warn)
+        ran = run_scenario(scenario, executor, on_step, on_warning=warn, keep_steps=keeps_steps(total))
     except BaseException:
         stream.discard()
         raise
@@ -118,13 +120,13 @@ def _run(args: argparse.Namespace, started: float) -> int:
         if bar is not None:
             bar.close()
     solve_time = time.perf_counter() - solving
-    stop, steps = ran.interrupted, ran.steps
-    if stop is not None and not steps:
+    stop = ran.interrupted
+    if stop is not None and not ran.solved:
         stream.discard()
         print(f"shiftsim run: stopped by {stop.name} before any step was solved; no results written", file=sys.stderr)
         return stop.exit_code
     try:
-        files = write_results(ran, folder, args.csv, stream)
+        files, skipped = write_results(ran, folder, args.csv, stream, digest)
     except Interrupted as caught:
         print(f"shiftsim run: stopped by {caught.name} while writing; {folder}/ holds a complete set of results, "
               "the earlier one if the new one was not yet in place", file=sys.stderr)
@@ -132,17 +134,17 @@ def _run(args: argparse.Namespace, started: float) -> int:
     wall = time.perf_counter() - started
     if not args.quiet:
         how = f"{how}, {wall:.1f} s wall, {solve_time:.1f} s solving"
-        for line in summary_lines(ran, f"{folder}/", files, how, skipped_plots(scenario, steps)):
+        for line in summary_lines(ran, f"{folder}/", files, how, skipped, digest):
             print(line)
     if stop is not None:
-        print(f"shiftsim run: stopped by {stop.name} after {len(steps)} of {total} steps; "
+        print(f"shiftsim run: stopped by {stop.name} after {ran.solved} of {total} steps; "
               f"partial results (marked \"partial\" in results.json) in {folder}/", file=sys.stderr)
         if not args.quiet:
-            print(f"  PARTIAL: stopped by {stop.name} after {len(steps)} of {total} steps")
+            print(f"  PARTIAL: stopped by {stop.name} after {ran.solved} of {total} steps")
         return stop.exit_code
     invalid = unexpected_invalid(ran.capacity)  # a capacity point that failed its checks is no rating
     if invalid and not args.quiet:
         print("  INVALID capacity " + ("analysis: " + ran.capacity["error"] if invalid == [-1] else
                                        f"at step(s) {', '.join(map(str, invalid))} (not in analysis.capacity."
                                        "expected_invalid): see capacity.csv"))
-    return 0 if all(step.converged for step in steps) and not invalid else 1
+    return 0 if not ran.failed and not invalid else 1

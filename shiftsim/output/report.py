@@ -15,18 +15,17 @@ plots, with the scenario for its description and the peak tables (``digest``).
 from __future__ import annotations
 
 import base64
-from typing import Any, Sequence
+import math
+from types import SimpleNamespace
+from typing import Any, Callable
 
-import numpy as np
-
-from ..analysis.digest import (CARRIES_NOTHING, FORCE, NO_DEFLECTION, carrying, count_line, deflection_peaks,
-                               effort_peaks, force_unit, number, parameter_text, pin_load_peaks, result_lines,
-                               shown_value)
-from ..plots.registry import skipped_plots
+from ..analysis.digest import (CARRIES_NOTHING, FORCE, NO_DEFLECTION, RunDigest, carrying, count_line, force_unit,
+                               number, parameter_text, result_lines, shown_value)
 from ..scenario.collisions import checks_collisions, collision_settings
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 from .report_collisions import PairDistances, distance_table, pair_table
+from .results import RunResults
 from .report_sections import SECTIONS, escape, provenance_section, table
 
 STYLE = """
@@ -47,10 +46,10 @@ def _when(scenario: Scenario, step: StepResult) -> tuple[int, str]:
     return step.index, parameter_text(scenario, step)
 
 
-def peak_tables(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, tuple[list[str], list[list[Any]]]]:
+def peak_tables(scenario: Scenario, digest: RunDigest) -> dict[str, tuple[list[str], list[list[Any]]]]:
     """The report's peak tables: title -> (headers, rows), rows as displayed text; empty tables left out."""
     tables: dict[str, tuple[list[str], list[list[Any]]]] = {}
-    deflection = deflection_peaks(steps)
+    deflection = digest.deflection
     if deflection:
         moving = [p for p in deflection.values() if p.value >= NO_DEFLECTION]
         rows = [[p.entity, number(p.value * 1e3), *_when(scenario, p.step)] for p in moving]
@@ -61,7 +60,7 @@ def peak_tables(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, tu
             rows.append([which, "none (< 1 nm)", "", ""])
         tables["Deflection of the tracked frames"] = (["frame", "peak |d| (mm)", "step", "swept values"], rows)
     rows = []
-    efforts = effort_peaks(scenario, steps)
+    efforts = digest.effort_peaks()
     carrying_load = carrying(efforts)
     for kind, found in efforts.items():
         for p in found.values():
@@ -71,7 +70,7 @@ def peak_tables(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, tu
     if rows:
         tables["Joint efforts (largest magnitude, signed: + pushes the child toward +q)"] = (
             ["joint", "kind", "peak effort", "unit", "step", "swept values"], rows)
-    pins = pin_load_peaks(steps)
+    pins = digest.pins
     if pins:
         scale, unit = force_unit(max(p.value for p in pins.values()), FORCE)
         tables["Pin loads (force each joint transmits, magnitude)"] = (
@@ -80,39 +79,41 @@ def peak_tables(scenario: Scenario, steps: Sequence[StepResult]) -> dict[str, tu
     return tables
 
 
-def _status_rows(scenario: Scenario, records: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]], list[bool]]:
-    """The solver status table: a row per step (its results.json step object), swept values as people read them."""
+def _swept(scenario: Scenario, results: RunResults) -> Callable[[int], str]:
+    """Step row -> its swept values as people read them (:func:`~shiftsim.analysis.digest.parameter_text`)."""
+    def text(row: int) -> str:
+        return parameter_text(scenario, SimpleNamespace(
+            parameters={name: float(values[row]) for name, values in results.steps.values.items()}))
+    return text
+
+
+def _status_rows(scenario: Scenario, results: RunResults,
+                 digest: RunDigest) -> tuple[list[str], list[list[Any]], list[bool]]:
+    """The solver status table: a row per step (the run's step table, the failures and neutral directions its
+    digest kept), swept values as people read them."""
     parameters = scenario.sweep.parameters
     headers = ["step", *(f"{p.name} ({shown_value(scenario, p, 0.0)[1] or '-'})" for p in parameters), "status",
                "iterations", "final residual (scaled, -)", "stability", "failures"]
+    table = results.steps
+    swept = [[number(shown_value(scenario, p, value)[0]) for value in table.values[p.name].tolist()] for p in parameters]
     rows, failed = [], []
-    for step in records:
-        residual = "no solve" if step["residual"] is None else f"{step['residual']:.3g}"
-        failures = "; ".join(f"{f['machine']}: {f['message']}" for f in step.get("failures", []))
-        values = [number(shown_value(scenario, p, step["parameters"][p.name])[0]) for p in parameters]
-        neutral = "; ".join(d for directions in step.get("neutral_directions", {}).values() for d in directions)
-        stability = step.get("stability", "stable" if step["stable"] else "unknown")
-        rows.append([step["index"], *values, step["status"], step["iterations"], residual,
-                     f"{stability} ({neutral})" if neutral else stability, failures])
-        failed.append(step["status"] != "converged")
+    for row, (index, status, iterations, residual, stability) in enumerate(zip(
+            table.index.tolist(), table.status.tolist(), table.iterations.tolist(), table.residual.tolist(),
+            table.stability.tolist())):
+        neutral = digest.neutral.get(index)
+        rows.append([index, *(values[row] for values in swept), status, iterations,
+                     "no solve" if math.isnan(residual) else f"{residual:.3g}",
+                     f"{stability} ({neutral})" if neutral else stability, digest.failures.get(index, "")])
+        failed.append(status != "converged")
     return headers, rows, failed
 
 
-def pin_reaction_rows(records: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
-    """The pin-reaction table of a run's steps (their results.json step objects): every loop joint and held actuator (``pin_reactions``), with
-    its role, its largest force and moment over the run (N, N m, in its joint frame) and the step of each, and
-    whether statics determines its load (``no`` where the split between redundant parts is the minimum-norm
-    assumption). A peak below :data:`CARRIES_NOTHING` of the table's largest force or moment (N and N m compared as
-    at a 1 m lever) reads "0 (round-off)", as in the effort table."""
-    peaks: dict[str, dict[str, Any]] = {}
-    for step in records:
-        for name, row in step.get("pin_reactions", {}).items():
-            peak = peaks.setdefault(name, {"role": row["role"], "force": -1.0, "moment": -1.0, "force_step": None,
-                                           "moment_step": None, "determinate": True})
-            for what in ("force", "moment"):
-                if row[what] > peak[what]:
-                    peak[what], peak[what + "_step"] = row[what], step["index"]
-            peak["determinate"] = peak["determinate"] and row["determinate"]
+def pin_reaction_rows(peaks: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """The pin-reaction table of a run (its :attr:`~shiftsim.analysis.digest.RunDigest.pin_reactions`): every loop
+    joint and held actuator, with its role, its largest force and moment over the run (N, N m, in its joint frame)
+    and the step of each, and whether statics determines its load (``no`` where the split between redundant parts is
+    the minimum-norm assumption). A peak below :data:`CARRIES_NOTHING` of the table's largest force or moment (N and
+    N m compared as at a 1 m lever) reads "0 (round-off)", as in the effort table."""
     level = max((max(p["force"], p["moment"]) for p in peaks.values()), default=0.0)
 
     def shown(p: dict[str, Any], what: str) -> tuple[str, Any]:
@@ -127,27 +128,24 @@ def pin_reaction_rows(records: list[dict[str, Any]]) -> tuple[list[str], list[li
     return headers, rows
 
 
-def pair_distances(scenario: Scenario, steps: Sequence[StepResult]) -> PairDistances:
-    """The run's machine pairs (``a - b``) as arrays by step row, as ``RunResults`` gives them (``results["a|b",
-    "distance"]``, NaN where a pair was not posed), with the closest shapes' names of each pair at each step."""
-    distances: dict[str, np.ndarray] = {}
-    closest = {}
-    for row, step in enumerate(steps):
-        for pair in step.collisions or []:
-            name = f"{pair['a']} - {pair['b']}"
-            distances.setdefault(name, np.full(len(steps), np.nan))[row] = pair["distance"]
-            closest[name, step.index] = pair["closest"]
-    return PairDistances(np.array([step.index for step in steps], dtype=int), distances, closest,
-                         lambda row: parameter_text(scenario, steps[row]))
+def pair_distances(scenario: Scenario, results: RunResults, digest: RunDigest) -> PairDistances:
+    """The run's machine pairs (``a - b``) as arrays by step row (``results["a|b", "distance"]``, NaN where a pair
+    was not posed), with their closest shapes as the digest kept them."""
+    pairs = [entity for entity, quantity in results.keys() if quantity == "distance"]
+    arrays = results.select([(pair, "distance") for pair in pairs])
+    distances = {pair.replace("|", " - ", 1): arrays[pair, "distance"] for pair in pairs}
+    shapes = {name: (digest.shapes_in_collision(name), digest.least[name][2]) for name in distances
+              if name in digest.least}
+    return PairDistances(results.steps.index, distances, shapes, _swept(scenario, results))
 
 
-def collision_section(scenario: Scenario, steps: Sequence[StepResult]) -> str:
+def collision_section(scenario: Scenario, results: RunResults, digest: RunDigest) -> str:
     """The collisions of the machine pairs (:mod:`.report_collisions`), empty when the scenario checks none: per
     pair its states and least distance, then its distance step by step."""
-    if not checks_collisions(scenario) or not any(step.collisions for step in steps):
+    if not checks_collisions(scenario) or not digest.least:
         return ""
     margin = collision_settings(scenario).margin
-    pairs = pair_distances(scenario, steps)
+    pairs = pair_distances(scenario, results, digest)
     headers, rows = pair_table(pairs, margin)
     note, (step_headers, step_rows) = distance_table(pairs, margin)
     shown = (len(step_headers) - 2) // 2
@@ -159,39 +157,37 @@ def collision_section(scenario: Scenario, steps: Sequence[StepResult]) -> str:
         f"<h3>Distance per step ({escape(note)})</h3>", table(step_headers, step_rows, [0, *range(2, 2 + shown)])])
 
 
-def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[str, Any],
-                files: dict[str, bytes]) -> bytes:
+def report_html(scenario: Scenario, document: dict[str, Any], files: dict[str, bytes], results: RunResults,
+                digest: RunDigest, skipped: dict[str, str]) -> bytes:
     """The report page (UTF-8) of a run: ``document`` is the results.json object, ``files`` the run's output
-    files by name (the ``.png`` ones are embedded, in order)."""
-    steps = list(steps)
-    records = document["steps"] if "steps" in document else [step.as_dict() for step in steps]  # a long run's
-    planned = document.get("steps_planned", len(records))
-    converged = sum(step["status"] == "converged" for step in records)
-    solved = "" if len(records) == planned else f" ({len(records)} solved before the stop)"
+    files by name (the ``.png`` ones are embedded, in order), ``results`` the run's results (its store),
+    ``digest`` its steps reduced, ``skipped`` the plots not drawn and why."""
+    planned = document.get("steps_planned", digest.count)
+    converged = digest.count - len(digest.failed)
+    solved = "" if digest.count == planned else f" ({digest.count} solved before the stop)"
     parts = [f"<h1>{escape(document['scenario'])}</h1>",
              f'<p class="meta">shiftsim {escape(document.get("shiftsim_version", ""))} &middot; '
              f'{converged} of {planned} steps converged{solved}</p>']
     if document.get("partial"):
         parts.append(f'<p class="partial">Partial results: the run was stopped '
                      f'({escape(document.get("interrupted", "interrupted"))}) before every step was solved.</p>')
-    failed_steps = [step for step in records if step["status"] != "converged"]
-    if failed_steps:
-        parts.append(f'<p class="partial">Failed steps ({len(failed_steps)}, red in the solver status table): '
-                     + escape(", ".join(str(step["index"]) for step in failed_steps)) + "</p>")
+    if digest.failed:
+        parts.append(f'<p class="partial">Failed steps ({len(digest.failed)}, red in the solver status table): '
+                     + escape(", ".join(str(index) for index in sorted(digest.failed))) + "</p>")
     if scenario.description:
         parts.append(f"<p>{escape(scenario.description)}</p>")
-    summary = [count_line(scenario, steps), *result_lines(scenario, steps)]
+    summary = [count_line(scenario, digest), *result_lines(scenario, digest)]
     parts += ["<h2>Summary</h2>", f"<pre>{escape(chr(10).join(summary))}</pre>"]
-    tables = peak_tables(scenario, steps)
+    tables = peak_tables(scenario, digest)
     if tables:
         parts.append("<h2>Peaks</h2>")
         for title, (headers, rows) in tables.items():
             numeric = [i for i, h in enumerate(headers) if h.startswith(("peak", "least")) or h == "step"]
             parts += [f"<h3>{escape(title)}</h3>", table(headers, rows, numeric)]
-    headers, rows = pin_reaction_rows(records)
+    headers, rows = pin_reaction_rows(digest.pin_reactions)
     if rows:
         parts += ["<h2>Pin reactions (every loop joint and held actuator)</h2>", table(headers, rows, [2, 3, 4, 5])]
-    parts.append(collision_section(scenario, steps))
+    parts.append(collision_section(scenario, results, digest))
     parts += [text for text in (section(document) for section in SECTIONS) if text]
     parts.append("<h2>Plots</h2>")
     for name, data in files.items():
@@ -199,11 +195,10 @@ def report_html(scenario: Scenario, steps: Sequence[StepResult], document: dict[
             encoded = base64.b64encode(data).decode("ascii")
             parts.append(f'<figure><img alt="{escape(name)}" src="data:image/png;base64,{encoded}">'
                          f"<figcaption>{escape(name)}</figcaption></figure>")
-    skipped = skipped_plots(scenario, steps)
     if skipped:
         parts.append("<p>Not plotted (nothing to show):</p><ul>"
                      + "".join(f"<li>{escape(name)}: {escape(reason)}</li>" for name, reason in skipped.items()) + "</ul>")
-    headers, rows, failed = _status_rows(scenario, records)
+    headers, rows, failed = _status_rows(scenario, results, digest)
     parts += ["<h2>Solver status per step</h2>",
               table(headers, rows, [0, *range(1, len(headers) - 5), len(headers) - 4, len(headers) - 3], failed)]
     parts.append(provenance_section(document))

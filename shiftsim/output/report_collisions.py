@@ -28,12 +28,13 @@ Table = tuple[list[str], list[list[Any]]]
 @dataclass(frozen=True)
 class PairDistances:
     """The machine pairs over a run of n steps: ``index`` (n,) the step numbers; ``distance`` pair ``a - b`` ->
-    (n,) m by step row (NaN where a machine of the pair was not posed); ``closest`` (pair, step number) -> the names
-    of the two closest shapes; ``swept`` step row -> its swept values as people read them."""
+    (n,) m by step row (NaN where a machine of the pair was not posed); ``shapes`` pair -> the names of its closest
+    shapes at its steps in collision (distinct, by first step) and at its least distance (a pair left out has
+    none); ``swept`` step row -> its swept values as people read them."""
 
     index: np.ndarray
     distance: dict[str, np.ndarray]
-    closest: Mapping[tuple[str, int], Sequence[str]]
+    shapes: Mapping[str, tuple[Sequence[str], Sequence[str]]]
     swept: Callable[[int], str]
 
 
@@ -82,7 +83,7 @@ def pair_table(pairs: PairDistances, margin: float) -> Table:
     """One row per machine pair: least distance (mm) with its step and swept values, the first step within the
     margin and in collision, the steps in each state as runs, the shapes closest at the steps in collision (distinct,
     in step order) and at the least distance."""
-    index, closest = pairs.index, pairs.closest
+    index = pairs.index
     headers = ["pair", "least distance (mm)", "step", "swept values", "first step within margin",
                "first step in collision", "steps within margin", "steps in collision", "shapes in collision",
                "closest shapes at the least distance"]
@@ -94,13 +95,14 @@ def pair_table(pairs: PairDistances, margin: float) -> Table:
             continue
         within, colliding = _states(distance, margin)
         least = int(np.nanargmin(distance))
-        touching = list(dict.fromkeys(" / ".join(closest.get((pair, int(index[r])), ())) for r in colliding))
+        touching, closest = pairs.shapes.get(pair, ((), ()))
+        touching = list(touching)
         if len(touching) > RUNS_SHOWN:
             touching = [*touching[:RUNS_SHOWN], f"... ({len(touching)} shape pairs in all)"]
         rows.append([pair, number(distance[least] * 1e3), int(index[least]), pairs.swept(least),
                      _first(within, index), _first(colliding, index), step_ranges(index, within),
                      step_ranges(index, colliding), "; ".join(touching) or "none",
-                     " / ".join(closest.get((pair, int(index[least])), ()))])
+                     " / ".join(closest)])
     return headers, rows
 
 

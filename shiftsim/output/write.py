@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..analysis.digest import RunDigest
 from ..errors import PlotError
 from ..jsonio import dumps
 from ..plots.registry import analysis_charts, chosen_plots, render
@@ -90,8 +91,10 @@ class ResultsStream:
             self.discard()
 
 
-def write_results(run: Run, folder: Path, csv: bool | None = None, stream: ResultsStream | None = None) -> list[str]:
-    """Render and write every output file of ``run`` into ``folder`` as one set; return the file names written.
+def write_results(run: Run, folder: Path, csv: bool | None = None, stream: ResultsStream | None = None,
+                  digest: RunDigest | None = None) -> Written:
+    """Render and write every output file of ``run`` into ``folder`` as one set; return the file names written and
+    the plots left out.
 
     ``csv``: write results.csv and steps.csv (True), not (False), or as the scenario's ``outputs.csv`` says
     (None; by default only for runs of up to :data:`~shiftsim.output.writers.CSV_STEP_LIMIT` steps).
@@ -102,59 +105,75 @@ def write_results(run: Run, folder: Path, csv: bool | None = None, stream: Resul
     sensitivity section gets it in results.json ``sensitivity``, sensitivity.csv and sensitivity.png (its tornado
     charts).
 
-    ``stream``: the :class:`ResultsStream` the run's steps were streamed into (all of ``run.steps``); without
-    one, the steps are put into a store here. Either way the store's folders join the set.
+    ``stream``: the :class:`ResultsStream` the run's steps were streamed into (all of ``run.steps``, or all the run
+    solved for a run that did not hold them, but those a stop left in ``run.steps``); without one, the steps are put
+    into a store here. Either way the store's folders join the set. ``digest``: the
+    :class:`~shiftsim.analysis.digest.RunDigest` the streamed steps were reduced into (by default, ``run.steps``'s);
+    the steps written here join it.
     """
     if stream is None:
         with ResultsStream(folder, run.scenario) as stream:
             for step in run.steps:
                 stream.add(step)
             return write_results(run, folder, csv, stream)
+    held = digest is None  # the digest of run.steps, or of the streamed steps (those written here join it)
+    digest = RunDigest.of(run.scenario, run.steps) if held else digest
     try:
         for step in run.steps:  # a step a signal cut short on its way to the store (the last one before it)
             if not stream.added[step.index]:
                 stream.add(step)
+                if not held:
+                    digest.add(step)
         stream.writer.close()
-        return _write_set(run, folder, csv, stream)
+        return _write_set(run, folder, csv, stream, digest)
     except BaseException:
         stream.discard()
         raise
 
 
-def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream) -> list[str]:
+class Written(NamedTuple):
+    """What :func:`write_results` wrote: ``files`` (names, the store's folders first) and ``skipped`` (the plots
+    that would show nothing, file name -> why)."""
+
+    files: list[str]
+    skipped: dict[str, str]
+
+
+def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream, digest: RunDigest) -> Written:
     """Every file of ``run`` but the store, written into ``stream``'s staging folder and swapped in with it."""
     scenario, steps, capacity = run.scenario, run.steps, run.capacity
     interrupted = run.interrupted.name if run.interrupted else None
+    with_steps = keeps_steps(run.solved) and len(steps) == run.solved  # a run that held its steps
     document = results_document(scenario, steps, run.planned, interrupted, capacity, run.sensitivity,
-                                with_steps=keeps_steps(len(steps)))
+                                with_steps=with_steps, digest=digest)
     document["metadata"] = run_metadata(scenario)  # provenance, rendered by the report (output/provenance.py)
     files = {RESULTS_JSON: dumps(document)}
     solved_capacity = capacity is not None and "error" not in capacity
     asked = scenario.outputs.csv if csv is None else csv
     store, staged = ResultsStore(stream.staging), []
-    if writes_csv(asked, len(steps)):  # streamed from the store into the staging folder, a few steps at a time
+    if writes_csv(asked, run.solved):  # streamed from the store into the staging folder, a few steps at a time
         write_store_csvs(store, document, stream.staging / RESULTS_CSV, stream.staging / STEPS_CSV)
         staged = [RESULTS_CSV, STEPS_CSV]
     if solved_capacity and asked is not False:  # one row per lift point: small whatever the sweep's length
         files[CAPACITY_CSV] = csv_bytes(capacity_rows(capacity))
     if run.sensitivity is not None and asked is not False:  # one row per step, output and parameter
         files[SENSITIVITY_CSV] = csv_bytes(sensitivity_rows(run.sensitivity))
+    results = RunResults.open(document, store)  # the results as the folder holds them, as `shiftsim plot` reads them
     try:  # a plot that cannot be drawn must not lose the solved results: they are written, then it is reported
-        # drawn from the results as the folder holds them (its store), as `shiftsim plot` draws them again
-        plots, _ = render(scenario, RunResults.open(document, store))
+        plots, skipped = render(scenario, results)
         if chosen_plots(scenario):  # plots: [] draws none
             plots.update(analysis_charts(document, scenario.outputs.dpi))
         plot_failure = None
     except Exception as error:  # matplotlib's errors have no common base
-        plots, plot_failure = {}, error
+        plots, skipped, plot_failure = {}, {}, error
     files.update(plots)
-    files[REPORT_HTML] = report_html(scenario, steps, document, files)
+    files[REPORT_HTML] = report_html(scenario, document, files, results, digest, skipped)
     write_files(folder, files, stream.staging, stream.created, staged)
     written = [RESULTS_JSON, *staged, *(name for name in files if name != RESULTS_JSON)]
     if plot_failure is not None:
         cause = " ".join(f"{type(plot_failure).__name__}: {plot_failure}".split())[:ECHO_LIMIT]
         raise PlotError(f"{folder}/: {', '.join(written)} written without plots: a plot could not be drawn ({cause})")
-    return [*(f"{name}/" for name in OUTPUT_FOLDERS), *written]
+    return Written([*(f"{name}/" for name in OUTPUT_FOLDERS), *written], skipped)
 
 
-__all__ = ["ResultsStream", "write_results"]
+__all__ = ["ResultsStream", "Written", "write_results"]

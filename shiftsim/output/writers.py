@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ..analysis.digest import RunDigest
 from ..errors import InputError, Problem, ShiftsimError
 from ..interrupts import signals_deferred
 from ..model import PRISMATIC
@@ -161,7 +162,8 @@ def _unusable(folder: Path) -> str:
 # ---------------------------------------------------------------------- results.json
 def results_document(scenario: Scenario, steps: list[StepResult], planned: int | None = None,
                      interrupted: str | None = None, capacity: dict[str, Any] | None = None,
-                     sensitivity: dict[str, Any] | None = None, with_steps: bool = True) -> dict[str, Any]:
+                     sensitivity: dict[str, Any] | None = None, with_steps: bool = True,
+                     digest: RunDigest | None = None) -> dict[str, Any]:
     """The results.json object (see ``shiftsim/schemas/results.schema.json``).
 
     ``planned``: the sweep's step count when ``steps`` holds only part of it (a run stopped by
@@ -170,19 +172,24 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
     (:func:`shiftsim.scenario.sensitivity_analysis.run_analysis`), kept under ``sensitivity``.
     ``with_steps``: hold every step (``steps``) and the viewer's poses of every step (``scene``); without,
     the document is the run's summary (``summary``) and metadata, its size independent of the step count,
-    and the steps are in the columnar store only (:func:`keeps_steps`).
+    and the steps are in the columnar store only (:func:`keeps_steps`). ``digest``: the run's steps reduced, for a
+    run that did not hold them (``steps`` then needs to hold only what ``with_steps`` writes).
     """
     from .. import __version__
     from .scene import scene_document
 
+    if digest is None:
+        count, failed, reported = len(steps), [step.index for step in steps if not step.converged], \
+            {name for step in steps for name in step.joints}
+    else:
+        count, failed, reported = digest.count, sorted(digest.failed), digest.joints
     document = {"scenario": scenario.name, "shiftsim_version": __version__, "parameters": scenario.sweep.names,
-                "angle_unit": scenario.angle_unit, "units": _units(scenario, steps),
-                "partial": planned is not None and len(steps) < planned,
-                "steps_planned": len(steps) if planned is None else planned}
+                "angle_unit": scenario.angle_unit, "units": _units(scenario, reported),
+                "partial": planned is not None and count < planned,
+                "steps_planned": count if planned is None else planned}
     if interrupted:
         document["interrupted"] = interrupted
-    failed = [step.index for step in steps if not step.converged]
-    document["summary"] = {"steps": len(steps), "converged": len(steps) - len(failed),
+    document["summary"] = {"steps": count, "converged": count - len(failed),
                            "failed": failed[:FAILED_LISTED], "in_results_json": with_steps}
     if with_steps:
         document["steps"] = [step.as_dict() for step in steps]
@@ -200,10 +207,9 @@ def keeps_steps(steps: int) -> bool:
     return steps <= JSON_STEP_LIMIT
 
 
-def _units(scenario: Scenario, steps: list[StepResult]) -> dict[str, Any]:
+def _units(scenario: Scenario, reported: set[str]) -> dict[str, Any]:
     """Units the numbers of results.json cannot tell by themselves: per swept parameter, and per
-    coordinate of every reported joint (``m`` prismatic, ``rad`` revolute)."""
-    reported = {name for step in steps for name in step.joints}
+    coordinate of every ``reported`` joint (``m`` prismatic, ``rad`` revolute)."""
     joints = {name: units for name, units in joint_units(scenario).items() if name in reported}
     return {"parameters": {p.name: p.unit for p in scenario.sweep.parameters}, "joints": joints}
 

@@ -32,9 +32,12 @@ class Run:
     """What running a scenario made.
 
     ``steps``: the solved steps sorted by index (all of them, or those solved before ``interrupted``, the
-    signal that stopped the run); ``capacity``: the ``analysis.capacity`` document (None without one, or for a
-    stopped run; ``{"load": ..., "error": message}`` when the analysis could not be solved); ``sensitivity``: the
-    ``analysis.sensitivity`` section (:mod:`.sensitivity_analysis`; None without one, or for a stopped run).
+    signal that stopped the run), when the run held them (:func:`run`'s ``keep_steps``); a run that did not holds
+    only the steps a stop left unwritten, and ``solved`` and ``failed`` count them all; ``capacity``: the
+    ``analysis.capacity`` document (None without one, or for a stopped run; ``{"load": ..., "error": message}`` when
+    the analysis could not be solved); ``sensitivity``: the ``analysis.sensitivity`` section
+    (:mod:`.sensitivity_analysis`; None without one, or for a stopped run); ``solved``: the steps solved;
+    ``failed``: the indices of those that did not converge, increasing.
     """
 
     scenario: Scenario
@@ -42,6 +45,14 @@ class Run:
     capacity: dict[str, Any] | None = None
     interrupted: Interrupted | None = None
     sensitivity: dict[str, Any] | None = None
+    solved: int = -1  # -1: len(steps)
+    failed: tuple[int, ...] | None = None  # None: those of steps
+
+    def __post_init__(self) -> None:
+        if self.solved < 0:
+            object.__setattr__(self, "solved", len(self.steps))
+        if self.failed is None:
+            object.__setattr__(self, "failed", tuple(step.index for step in self.steps if not step.converged))
 
     @property
     def planned(self) -> int | None:
@@ -95,24 +106,34 @@ def attach_collisions(scenario: Scenario, steps: list[StepResult], on_warning: W
 
 
 def run(scenario: Scenario, executor: Executor, on_step: StepCallback | None = None,
-        on_warning: WarningCallback | None = None) -> Run:
+        on_warning: WarningCallback | None = None, keep_steps: bool = True) -> Run:
     """Check that the scenario fits (:func:`check_fits`), solve its steps (:func:`execute`) and run its capacity
     analysis. An :class:`~shiftsim.interrupts.Interrupted` raised while solving (under
     :func:`~shiftsim.interrupts.signals_raise`) ends the run with the steps solved so far and no capacity.
 
     ``on_step`` gets every step once it is complete: a scenario that checks collisions has them checked in
-    batches of :data:`COLLISION_BATCH` solved steps before the batch goes on."""
+    batches of :data:`COLLISION_BATCH` solved steps before the batch goes on. ``keep_steps=False``: the run does
+    not hold the steps it has handed to ``on_step`` (which writes and reduces them), so its memory does not grow
+    with the sweep; it counts them (``Run.solved``, ``Run.failed``). A scenario with ``analysis.sensitivity`` holds
+    them all the same (the analysis starts from each step's equilibrium)."""
     check_fits(scenario, executor)
-    solved: list[StepResult] = []
+    keep_steps = keep_steps or sensitivity_spec(scenario) is not None
+    solved: list[StepResult] = []  # handed on and held
     pending: list[StepResult] = []  # solved, their collisions not checked yet
+    count, failed = 0, []
     warned: set[str] = set()
     batch = COLLISION_BATCH if "collision" in (scenario.document or {}) else 1
 
     def hand_on() -> None:
+        nonlocal count
         attach_collisions(scenario, pending, on_warning, warned)
         while pending:
             step = pending.pop(0)
-            solved.append(step)
+            count += 1
+            if not step.converged:
+                failed.append(step.index)
+            if keep_steps:
+                solved.append(step)
             if on_step is not None:
                 on_step(step)
 
@@ -127,11 +148,14 @@ def run(scenario: Scenario, executor: Executor, on_step: StepCallback | None = N
         executor.run(scenario, scenario.sweep.chains(), on_solved)
         hand_on()
     except Interrupted as stop:
-        solved += pending  # solved, to be written; the stream takes them from the run's steps
-        return Run(scenario, finish(scenario, solved, on_warning), None, stop)
+        # solved but not handed on: held, to be written (the stream takes the steps it has not had from the run's)
+        unwritten = finish(scenario, pending, on_warning)
+        return Run(scenario, sorted([*solved, *unwritten], key=lambda step: step.index), None, stop,
+                   solved=count + len(unwritten),
+                   failed=tuple(sorted([*failed, *(step.index for step in unwritten if not step.converged)])))
     steps = sorted(solved, key=lambda step: step.index)
     document, chart = chart_analysis(scenario)
-    return Run(scenario, steps, document, sensitivity=run_sensitivity(scenario, steps, chart))
+    return Run(scenario, steps, document, sensitivity=run_sensitivity(scenario, steps, chart), solved=count, failed=tuple(sorted(failed)))
 
 
 __all__ = ["Run", "WarningCallback", "attach_collisions", "check_fits", "execute", "finish", "run"]
