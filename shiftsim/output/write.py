@@ -160,8 +160,9 @@ def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream, 
         files[SENSITIVITY_CSV] = csv_bytes(sensitivity_rows(run.sensitivity))
     results = RunResults.open(document, store)  # the results as the folder holds them, as `shiftsim plot` reads them
     try:  # a plot that cannot be drawn must not lose the solved results: they are written, then it is reported
-        plots, skipped = render(scenario, results)
-        if chosen_plots(scenario):  # plots: [] draws none
+        plots, skipped = {}, {}
+        if chosen_plots(scenario):  # plots: [] draws none (and reads no step back)
+            plots, skipped = render(scenario, results)
             plots.update(analysis_charts(document, scenario.outputs.dpi))
         plot_failure = None
     except Exception as error:  # matplotlib's errors have no common base
