@@ -17,7 +17,9 @@ from __future__ import annotations
 import base64
 import math
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from ..analysis.digest import (CARRIES_NOTHING, FORCE, NO_DEFLECTION, RunDigest, carrying, count_line, force_unit,
                                number, parameter_text, result_lines, shown_value)
@@ -87,25 +89,43 @@ def _swept(scenario: Scenario, results: RunResults) -> Callable[[int], str]:
     return text
 
 
+STATUS_ROWS = 10_000  # steps up to which the solver status table has a row for every step
+STATUS_SPREAD = 100  # steps spread evenly over a longer run that the table shows, beside its failed ones
+STATUS_FAILED = 1_000  # failed steps a longer run's table shows (the first ones)
+
+
+def status_table_rows(status: Sequence[str]) -> tuple[list[int], str]:
+    """The step rows the solver status table shows for a run of these step statuses, and a note saying which: every
+    row up to :data:`STATUS_ROWS` steps; else :data:`STATUS_SPREAD` rows spread evenly (first and last included) and
+    the first :data:`STATUS_FAILED` failed ones."""
+    n = len(status)
+    if n <= STATUS_ROWS:
+        return list(range(n)), ""
+    failed = [row for row, text in enumerate(status) if text != "converged"][:STATUS_FAILED]
+    rows = sorted({*np.linspace(0, n - 1, STATUS_SPREAD).round().astype(int).tolist(), *failed})
+    return rows, (f"{len(rows)} of {n} steps: spread evenly, with the first {len(failed)} failed; every step in "
+                  "steps.parquet")
+
+
 def _status_rows(scenario: Scenario, results: RunResults,
-                 digest: RunDigest) -> tuple[list[str], list[list[Any]], list[bool]]:
-    """The solver status table: a row per step (the run's step table, the failures and neutral directions its
-    digest kept), swept values as people read them."""
+                 digest: RunDigest) -> tuple[list[str], list[list[Any]], list[bool], str]:
+    """The solver status table: a row per step shown (:func:`status_table_rows`; the run's step table, the failures
+    and neutral directions its digest kept), swept values as people read them; and the note saying which."""
     parameters = scenario.sweep.parameters
     headers = ["step", *(f"{p.name} ({shown_value(scenario, p, 0.0)[1] or '-'})" for p in parameters), "status",
                "iterations", "final residual (scaled, -)", "stability", "failures"]
     table = results.steps
-    swept = [[number(shown_value(scenario, p, value)[0]) for value in table.values[p.name].tolist()] for p in parameters]
+    shown, note = status_table_rows(table.status.tolist())
     rows, failed = [], []
-    for row, (index, status, iterations, residual, stability) in enumerate(zip(
-            table.index.tolist(), table.status.tolist(), table.iterations.tolist(), table.residual.tolist(),
-            table.stability.tolist())):
+    for row in shown:
+        index, status, residual, stability = (int(table.index[row]), str(table.status[row]),
+                                              float(table.residual[row]), str(table.stability[row]))
         neutral = digest.neutral.get(index)
-        rows.append([index, *(values[row] for values in swept), status, iterations,
-                     "no solve" if math.isnan(residual) else f"{residual:.3g}",
+        rows.append([index, *(number(shown_value(scenario, p, float(table.values[p.name][row]))[0]) for p in parameters),
+                     status, int(table.iterations[row]), "no solve" if math.isnan(residual) else f"{residual:.3g}",
                      f"{stability} ({neutral})" if neutral else stability, digest.failures.get(index, "")])
         failed.append(status != "converged")
-    return headers, rows, failed
+    return headers, rows, failed, note
 
 
 def pin_reaction_rows(peaks: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
@@ -198,8 +218,8 @@ def report_html(scenario: Scenario, document: dict[str, Any], files: dict[str, b
     if skipped:
         parts.append("<p>Not plotted (nothing to show):</p><ul>"
                      + "".join(f"<li>{escape(name)}: {escape(reason)}</li>" for name, reason in skipped.items()) + "</ul>")
-    headers, rows, failed = _status_rows(scenario, results, digest)
-    parts += ["<h2>Solver status per step</h2>",
+    headers, rows, failed, note = _status_rows(scenario, results, digest)
+    parts += [f"<h2>Solver status per step{f' ({escape(note)})' if note else ''}</h2>",
               table(headers, rows, [0, *range(1, len(headers) - 5), len(headers) - 4, len(headers) - 3], failed)]
     parts.append(provenance_section(document))
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
