@@ -136,13 +136,17 @@ def blas_threads():
 outside = blas_threads()
 if (os.cpu_count() or 1) > 1 and not any(v in before for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")):
     assert max(outside.values()) > 1, outside  # the limit below has something to limit
+import shiftsim.scenario.chain as chain
 import shiftsim.scenario.runner as runner
 seen = []
-solve = runner.solve
-def spy(*args, **kwargs):
-    seen.append(blas_threads())
-    return solve(*args, **kwargs)
-runner.solve = spy
+def spying(module, name):  # the step path solves a step at a time, the block path a chain's steps together
+    solve = getattr(module, name)
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return solve(*args, **kwargs)
+    setattr(module, name, spy)
+spying(runner, "solve")
+spying(chain, "solve_chain")
 shiftsim.run_scenario(%r)
 assert seen and all(set(threads.values()) == {1} for threads in seen), seen
 after = blas_threads()
