@@ -253,7 +253,6 @@ class RunDigest:
         self.telling: dict[str, StepResult] = {}  # the steps the collision summary names
         self.touching: dict[str, dict[str, int]] = {}  # pair a - b -> the closest shapes in collision -> first step
         self.least: dict[str, tuple[float, int, list[str]]] = {}  # pair a - b -> least distance, its step, shapes
-        self.collided = False
 
     @classmethod
     def of(cls, scenario: Scenario, steps: Iterable[StepResult]) -> RunDigest:
@@ -320,7 +319,6 @@ class RunDigest:
         for pair in step.collisions:
             name = f"{pair['a']} - {pair['b']}"
             if pair["distance"] <= 0.0:
-                self.collided = True
                 shapes = self.touching.setdefault(name, {})
                 key = " / ".join(pair["closest"])
                 shapes[key] = min(shapes.get(key, step.index), step.index)

@@ -36,8 +36,8 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
     jobs : int, optional
         Local processes solving steps in parallel.
     output : str or Path, optional
-        Also write the results folder there; the results returned are then read from it (lazily, as
-        :func:`load_results` reads them), and a run of more steps than results.json lists holds none in memory.
+        Also write the results folder there (the results returned are held in memory all the same, every step:
+        ``shiftsim run`` and :func:`load_results` are the way for a sweep too long for that).
     force : bool, optional
         Replace shiftsim's files in a non-empty ``output``.
 
@@ -61,13 +61,12 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
     """
     import warnings
 
-    from ..analysis.digest import RunDigest
     from ..errors import ShiftsimWarning
     from ..plots.registry import chosen_plots
     from ..scenario import LocalExecutor, build_scenario, load_scenario, run
     from ..threads import single_blas_thread
     from .write import ResultsStream, write_results
-    from .writers import check_folder, joint_units, keeps_steps, results_document
+    from .writers import check_folder, joint_units, results_document
 
     if not isinstance(jobs, int) or jobs < 1:
         raise InputError([Problem("run_scenario", "jobs", f"{jobs!r} is not a positive whole number",
@@ -90,17 +89,10 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
             warn(message)
         if output is None:
             ran = run(built, LocalExecutor(jobs), on_warning=warn)
-        else:  # the steps go to the store as they are solved and are reduced for the report; held only for a run
-            digest = RunDigest(built)  # whose results.json lists them (keeps_steps)
-
-            def on_step(step: Any) -> None:
-                stream.add(step)
-                digest.add(step)
-
-            with ResultsStream(Path(output), built) as stream:
-                ran = run(built, LocalExecutor(jobs), on_step, on_warning=warn, keep_steps=keeps_steps(built.sweep.size))
-                write_results(ran, Path(output), stream=stream, digest=digest)
-            return load_results(output)  # read from the folder, lazily
+        else:
+            with ResultsStream(Path(output), built) as stream:  # the steps go to the store as they are solved
+                ran = run(built, LocalExecutor(jobs), stream.add, on_warning=warn)
+                write_results(ran, Path(output), stream=stream)
     document = results_document(built, ran.steps, capacity=ran.capacity, sensitivity=ran.sensitivity)
     return RunResults.from_steps(document, ran.steps, joint_units(built))
 
