@@ -103,8 +103,8 @@ def status_table_rows(status: Sequence[str]) -> tuple[list[int], str]:
         return list(range(n)), ""
     failed = [row for row, text in enumerate(status) if text != "converged"][:STATUS_FAILED]
     rows = sorted({*np.linspace(0, n - 1, STATUS_SPREAD).round().astype(int).tolist(), *failed})
-    return rows, (f"{len(rows)} of {n} steps: spread evenly, with the first {len(failed)} failed; every step in "
-                  "steps.parquet")
+    failed_text = f", with the first {len(failed)} failed" if failed else ""
+    return rows, f"{len(rows)} of {n} steps: spread evenly{failed_text}; every step in steps.parquet"
 
 
 def _status_rows(scenario: Scenario, results: RunResults,
