@@ -236,41 +236,52 @@ class StepBlock:
         """(S, V) every number the store holds for each step, in its row order (see the class docstring)."""
         return self._columns[0]
 
-    def reports(self, row: int) -> tuple[dict, dict, dict, dict]:
-        """Step ``row``'s joints, frames, bodies and pin reactions as results.json has them (scenario names)."""
-        values, extras, items = self._columns
-        numbers, more = values[row].tolist(), extras[row].tolist()
-        joints, frames, bodies, pins = {}, {}, {}, {}
+    @cached_property
+    def _offsets(self) -> dict[str, list[tuple[Machine, int, int, str, int, int]]]:
+        """Per kind (joint, frame, body, pin) its items with where their numbers start in a row of values and of
+        extras: (machine, model index, coordinates' count, pin role, first value column, first extra column)."""
+        widths = {"joint": lambda count: 3 * count + 12, "frame": lambda count: 6, "body": lambda count: 12,
+                  "pin": lambda count: 6}
+        offsets: dict[str, list[tuple[Machine, int, int, str, int, int]]] = {kind: [] for kind in widths}
         at = extra = 0
-        for kind, machine, index, count, _ in items:
-            if kind == "joint":
+        for kind, machine, index, count, role in self._columns[2]:
+            offsets[kind].append((machine, index, count, role, at, extra))
+            at += widths[kind](count)
+            extra += 2 + count if kind == "pin" else 0
+        return offsets
+
+    def reports(self, row: int, kind: str) -> dict[str, dict[str, Any]]:
+        """Step ``row``'s ``kind`` (joint, frame, body, pin) entries as results.json has them, by scenario name."""
+        values, extras, _ = self._columns
+        numbers = values[row].tolist()
+        out = {}
+        if kind == "joint":
+            for machine, index, count, _, at, _ in self._offsets[kind]:
                 joint = machine.model.joints[index]
                 position, deflection, effort = (numbers[at + k * count: at + (k + 1) * count] for k in range(3))
                 at += 3 * count
                 scalar = count == 1
-                joints[machine.name(joint.name)] = {
+                out[machine.name(joint.name)] = {
                     "type": joint.source_type, "position": position[0] if scalar else position,
                     "deflection": deflection[0] if scalar else deflection, "effort": effort[0] if scalar else effort,
                     "wrench_joint": numbers[at:at + 6], "wrench_world": numbers[at + 6:at + 12], "determinate": True}
-                at += 12
-            elif kind == "frame":
-                frames[machine.name(machine.model.frame_names[index])] = {"position": numbers[at:at + 3],
-                                                                          "deflection": numbers[at + 3:at + 6]}
-                at += 6
-            elif kind == "body":
-                bodies[machine.name(machine.model.body_names[index])] = {
+        elif kind == "frame":
+            for machine, index, _, _, at, _ in self._offsets[kind]:
+                out[machine.name(machine.model.frame_names[index])] = {"position": numbers[at:at + 3],
+                                                                       "deflection": numbers[at + 3:at + 6]}
+        elif kind == "body":
+            for machine, index, _, _, at, _ in self._offsets[kind]:
+                out[machine.name(machine.model.body_names[index])] = {
                     "position": numbers[at:at + 3], "rotation": [numbers[at + 3 + 3 * i:at + 6 + 3 * i] for i in range(3)]}
-                at += 12
-        for kind, machine, index, count, role in items:  # the pin reactions follow every joint, frame and body
-            if kind == "pin":
+        else:
+            more = extras[row].tolist()
+            for machine, index, count, role, at, extra in self._offsets[kind]:
                 joint = machine.model.joints[index]
-                pins[machine.name(joint.name)] = {
+                out[machine.name(joint.name)] = {
                     "role": role, "type": joint.source_type, "force_joint": numbers[at:at + 3],
                     "moment_joint": numbers[at + 3:at + 6], "force": more[extra], "moment": more[extra + 1],
                     "effort": more[extra + 2:extra + 2 + count], "determinate": True}
-                at += 6
-                extra += 2 + count
-        return joints, frames, bodies, pins
+        return out
 
 
 def _in_joint_frame(m: _MachineBlock, j: int) -> tuple[np.ndarray, np.ndarray]:
@@ -282,7 +293,7 @@ def _in_joint_frame(m: _MachineBlock, j: int) -> tuple[np.ndarray, np.ndarray]:
 
 class BlockStep(StepResult):
     """One step of a :class:`StepBlock`: a :class:`~.runner.StepResult` whose joints, frames, bodies and pin reactions
-    are built from the block's arrays when first read (:meth:`store_values` gives the store's numbers without them)."""
+    are built from the block's arrays when read (:meth:`store_values` gives the store's numbers without them)."""
 
     def __init__(self, block: StepBlock, row: int, index: int, parameters: dict[str, float],
                  remarks: dict[str, list[str]]):
@@ -301,14 +312,11 @@ class BlockStep(StepResult):
         than the block computed (collisions checked after solving): then its rows come from :meth:`as_dict`."""
         return None if self.collisions is not None else self.block.values[self.row]
 
-    @cached_property
-    def _reports(self) -> tuple[dict, dict, dict, dict]:
-        return self.block.reports(self.row)
-
-    joints = property(lambda self: self._reports[0])
-    frames = property(lambda self: self._reports[1])
-    bodies = property(lambda self: self._reports[2])
-    pin_reactions = property(lambda self: self._reports[3])
+    # built on every read, not kept: a long run holds its steps' arrays, not their dictionaries
+    joints = property(lambda self: self.block.reports(self.row, "joint"))
+    frames = property(lambda self: self.block.reports(self.row, "frame"))
+    bodies = property(lambda self: self.block.reports(self.row, "body"))
+    pin_reactions = property(lambda self: self.block.reports(self.row, "pin"))
 
 
 def _solve_blocks(plans: list[_MachinePlan], parts: list[tuple[int, ...]], table: np.ndarray,
