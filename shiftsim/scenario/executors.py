@@ -11,7 +11,9 @@ number of processes, bit for bit.
   the scenario once from the same file path and parsed document (compiled models
   are not sent between processes: some hold closures plain pickle refuses).
   Workers die with the process that started them, whatever ends it (SIGKILL
-  included): see :func:`_die_with_parent`.
+  included): see :func:`_die_with_parent`. A worker hands its chain's steps
+  back through a file in a temporary folder, the pool's pipe carrying only the
+  file's path (see :func:`_run_chain_in_worker`).
 * :class:`DaskExecutor` submits one task per chain to the scheduler at
   ``address`` (``dask.distributed``, the ``cluster`` extra). The built scenario
   travels to the workers with Dask's serialization (cloudpickle), so workers
@@ -24,9 +26,11 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import pickle
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -84,9 +88,24 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="shiftsim-parent-watch", daemon=True).start()
 
 
-def _run_chain_in_worker(chain: tuple[int, ...]) -> list[StepResult]:
+def _run_chain_in_worker(chain: tuple[int, ...], handoff: str) -> str:
+    """Solve a chain; its steps go back through a file in the folder ``handoff`` (its path is returned): the message
+    through the pool's pipe stays a few bytes, which a worker stopped by Ctrl-C cannot leave half written (a worker
+    dying in the middle of a long message leaves the pool's reader waiting for the rest for ever)."""
     assert _worker_scenario is not None, "worker started without a scenario"
-    return run_chain(_worker_scenario, chain)
+    steps = run_chain(_worker_scenario, chain)
+    handle, path = tempfile.mkstemp(dir=handoff, suffix=".pickle")
+    with os.fdopen(handle, "wb") as file:
+        pickle.dump(steps, file, protocol=pickle.HIGHEST_PROTOCOL)
+    return path
+
+
+def _handed_back(path: str) -> list[StepResult]:
+    """The steps a worker left at ``path`` (the file is removed)."""
+    with open(path, "rb") as file:
+        steps = pickle.load(file)
+    os.unlink(path)
+    return steps
 
 
 @dataclass(frozen=True)
@@ -99,14 +118,15 @@ class LocalExecutor:
         if self.jobs == 1 or len(chains) == 1:  # the block path runs the chains together on the core's threads
             return sorted(run_chains(scenario, chains, on_step), key=lambda step: step.index)
         results = []
+        handoff = tempfile.TemporaryDirectory(prefix="shiftsim-chains-")
         pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(chains)), initializer=_start_worker,
                                    initargs=(os.getpid(), scenario.source, scenario.document))
         try:
-            pending = {pool.submit(_run_chain_in_worker, chain) for chain in chains}
+            pending = {pool.submit(_run_chain_in_worker, chain, handoff.name) for chain in chains}
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    chain_result = attach_blocks(scenario, future.result())
+                    chain_result = attach_blocks(scenario, _handed_back(future.result()))
                     results.append(chain_result)
                     for step in chain_result:
                         if on_step is not None:
@@ -114,6 +134,8 @@ class LocalExecutor:
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
+        finally:
+            handoff.cleanup()
         pool.shutdown()
         return _sorted(results)
 
