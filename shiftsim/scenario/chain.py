@@ -307,6 +307,17 @@ class BlockStep(StepResult):
         self.q = {m.plan.machine.id: m.q[row] for m in block.machines}
         self.q_reference = {m.plan.machine.id: m.q_reference[row] for m in block.machines}
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the per-step views of the block's coordinates (remade on arrival): a chain's steps then
+        travel as their block's few arrays, not as two small arrays a step (which Dask sends one buffer each)."""
+        return {key: value for key, value in self.__dict__.items() if key not in ("q", "q_reference")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        ids = [m.plan if isinstance(m.plan, str) else m.plan.machine.id for m in self.block.machines]
+        self.q = {machine: m.q[self.row] for machine, m in zip(ids, self.block.machines)}
+        self.q_reference = {machine: m.q_reference[self.row] for machine, m in zip(ids, self.block.machines)}
+
     def store_values(self) -> np.ndarray | None:
         """The step's numbers in the store (a row of :attr:`StepBlock.values`), or None when the step carries more
         than the block computed (collisions checked after solving): then its rows come from :meth:`as_dict`."""
