@@ -461,7 +461,9 @@ def load_path(model: Model, q0: np.ndarray, free: np.ndarray, gravity: np.ndarra
     lowest_start[solved], tangent0[solved] = at_start.lowest, at_start.tangent
     lowest0 = np.where(lowest_start > 0.0, lowest_start, np.nan)
     ratio = np.ones(batch)  # the stiffness ratio last evaluated per case
-    start = observe(everyone, np.zeros(batch), first, np.ones(batch, dtype=bool), lowest_start / lowest0)
+    # the start's ratio to itself: 1 where its lowest eigenvalue is finite and positive; nan where it is not (no
+    # freedom left: infinite; unstable or unsolved), as those cases do not start
+    start = observe(everyone, np.zeros(batch), first, np.ones(batch, dtype=bool), np.where(np.isfinite(lowest0), 1.0, np.nan))
     start.converged &= first.stable & (np.isfinite(lowest0) | (not stiffness))
     own = start.values.shape[1] - int(stiffness)
     events = Events(("",) * own + (LIMIT_POINT,) * int(stiffness), (False,) * own + (True,) * int(stiffness))
