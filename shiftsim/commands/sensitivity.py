@@ -80,13 +80,13 @@ def _write_csv(path: str, rows: list[Sequence[Any]]) -> None:
 def _print_ranked(name: str, value: float, reason: str | None, parameters: Sequence[str], derivative: np.ndarray,
                   elasticity: np.ndarray, normalized: bool, top: int, indent: str = "") -> None:
     """One output's value and its ``top`` parameters by |derivative| (``normalized``: by |elasticity|)."""
-    print(f"{indent}{name} = {value:.6g}")
+    print(f"{indent}{name} = {value + 0.0:.6g}")  # + 0.0: a zero prints as 0, never -0
     if reason:
         print(f"{indent}  {reason}")
         return
     ranked = elasticity if normalized else derivative
     for j in np.argsort(-np.nan_to_num(np.abs(ranked)), kind="stable")[:top]:
-        print(f"{indent}  {parameters[j]:50s} d/dp {derivative[j]:14.6g}   elasticity {elasticity[j]:10.4g}")
+        print(f"{indent}  {parameters[j]:50s} d/dp {derivative[j] + 0.0:14.6g}   elasticity {elasticity[j] + 0.0:10.4g}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -492,3 +492,16 @@ def test_shiftsim_sensitivity_is_callable_after_its_submodules_are_imported():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "four_bar:crank_pin" in run.stdout
+
+
+def test_printed_table_shows_no_negative_zero(capsys):
+    """The slew ring's in-plane wrench components and many derivatives are exactly zero with a negative sign on
+    the excavator: the table prints them as 0 (-0 would read as a tiny negative number)."""
+    from shiftsim.cli import main
+
+    status = main(["sensitivity", str(MODELS / "excavator_hydraulic.json"), "--of", "upper:slew_ring.fx,wrench",
+                   "--wrt", "all", "--top", "200"])
+    printed = capsys.readouterr().out
+    assert status == 0 and "upper:slew_ring.fx = 0\n" in printed
+    tokens = printed.split()
+    assert "-0" not in tokens and tokens.count("0") > 100
