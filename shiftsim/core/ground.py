@@ -1,5 +1,6 @@
 """Ground contacts and tyres evaluated by the compiled core (``src/ground.c``): the field's arrays by name, its capsule,
-and the two evaluations (generalized terms, per-point results).
+the two evaluations (generalized terms, per-point results) and the rows its laws' numbers take as design parameters
+(:class:`ParameterRows`, for ``_core.partials``).
 
 The laws are written in ``src/ground.c`` (and in shiftsim/ground/contacts.py's and tyres.py's docstrings);
 ``shiftsim.ground`` fills the arrays (:data:`GROUND_FIELDS`, ``src/fields.h``) from its contacts, tyres and ground.
@@ -27,7 +28,15 @@ _SHAPES = {"placement_rotation": (3, 3), "placement_translation": (3,), "level":
            "grid_y": (-1,), "grid_z": (-1,)}
 _PER_ITEM = {"node": (), "local": (3,), "anchor": (3,), "projector": (3, 3), "axis": (3,), "friction_point": (3,)}
 
+GROUND_PARAMETERS = ("stiffness", "stiffness_and_stick", "tangential", "friction", "radius")
+"""What a ground parameter scales in its contacts' and tyres' laws, as the core codes it (src/fields.h): the normal
+(a tyre's radial) stiffness; that and the stick stiffness with it (where the ground gives no tangential stiffness, the
+stick stiffness is the normal one); the stick stiffness; the Coulomb coefficient; a tyre's unloaded radius (m)."""
+PARAMETER_GROUND, PARAMETER_NONE = (core.PARAMETER_KINDS.index(kind) for kind in ("ground", "none"))
+"""The core's codes of the parameter kinds ground and none (``_core.PARAMETER_KINDS``, src/fields.h)."""
+
 check_names("GROUND_FIELDS", GROUND_FIELDS)
+check_names("GROUND_PARAMETERS", GROUND_PARAMETERS)
 
 
 def field(n_nodes: int, arrays: dict[str, np.ndarray]):
@@ -100,3 +109,33 @@ def terms(model_capsule, capsule, nq: int, rotation: np.ndarray, position: np.nd
                                                                                               omega, v)),
                       q_force, stiffness, energy, conservative)
     return q_force, stiffness, energy, conservative > 0.5
+
+
+@dataclass(frozen=True)
+class ParameterRows:
+    """A ground field's numbers as design parameters of a ``_core.partials`` call (src/partials.c, ``ground_partials``
+    in src/ground.c): the field's ``capsule`` with its ``n_contacts`` and ``n_tyres``; ``rows`` (P, 4) int64, per
+    parameter (:data:`PARAMETER_GROUND`, what it scales (:data:`GROUND_PARAMETERS`), start, count) for a ground
+    parameter and a row of kind none for any other; ``members`` (M,) int64 the contacts and tyres each scales,
+    ``members[start:start + count]`` (contact i numbered i, tyre t ``n_contacts + t``)."""
+
+    capsule: object
+    n_contacts: int
+    n_tyres: int
+    rows: np.ndarray
+    members: np.ndarray
+
+
+def parameter_rows(capsule, n_contacts: int, n_tyres: int,
+                   scaled: list[tuple[str, tuple[int, ...], tuple[int, ...]] | None]) -> ParameterRows:
+    """:class:`ParameterRows` of the field ``capsule`` for P parameters, ``scaled`` per parameter: (what it scales
+    (:data:`GROUND_PARAMETERS`), contact indices, tyre indices), or None for a parameter not of the ground."""
+    rows, members = np.zeros((len(scaled), 4), dtype=np.int64), []
+    for row, item in zip(rows, scaled):
+        if item is None:
+            row[0] = PARAMETER_NONE
+            continue
+        what, contacts, tyres = item
+        row[:] = PARAMETER_GROUND, GROUND_PARAMETERS.index(what), len(members), len(contacts) + len(tyres)
+        members += [*contacts, *(n_contacts + t for t in tyres)]
+    return ParameterRows(capsule, n_contacts, n_tyres, rows, np.array(members, dtype=np.int64))

@@ -193,11 +193,8 @@ def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[param
     ``knots`` False gives the one-sided derivatives of the laws' present regime at a knot too (a search that
     steps off it)."""
     model = eq.model
-    partial, closure_partial = parameter_table.force_partials(model, eq.state, eq.gravity, eq.loads,
-                                                              eq.closure_multipliers, params)
+    partial, closure_partial, world_partials = ground_terms.equilibrium_partials(eq, params)
     grounded = None if eq.ground is None else ground_terms.evaluate(eq.ground, model, eq.state)
-    if grounded is not None:
-        partial = partial + ground_terms.force_partials(grounded, params)
     on_ground = [i for i, o in enumerate(outs) if isinstance(o, ground_terms.GroundOutput)]
     elsewhere = [i for i in range(len(outs)) if i not in on_ground]
     c = np.zeros((len(outs), len(eq.free) + len(eq.rows)))
@@ -206,7 +203,7 @@ def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[param
     for rows, (c_part, d_part, why) in (
             (elsewhere, output_table.linearization(eq, [outs[i] for i in elsewhere], params, partial)),
             (on_ground, ground_terms.linearization(grounded, [outs[i] for i in on_ground], eq.free, len(eq.rows),
-                                                   params) if on_ground else (None, None, []))):
+                                                   world_partials) if on_ground else (None, None, []))):
         if rows:
             c[rows], d[rows] = c_part, d_part
             for i, r in zip(rows, why):

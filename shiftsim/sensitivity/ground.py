@@ -23,8 +23,10 @@ Every law is linear in these numbers at a fixed configuration, within its regime
 slipping): a contact's force is ``f = f_n + f_t`` with the normal part ``k_n pen m`` (``m = (-h_x, -h_y, 1)``)
 and the friction part either the stick spring ``-k_t P d`` or the Coulomb limit ``-mu N u`` (``N`` proportional
 to ``k_n``); a tyre's normal forces are ``k e grad e`` (``e = r - t``: linear in the radius) and its friction
-force the stick spring or ``mu k e`` along the slip. So df/dp is the force's part divided by its parameter
-(by ``e`` for the radius), taken from the compiled core's forces (src/ground.c) at the equilibrium.
+force the stick spring or ``mu k e`` along the slip. So df/dp is the part of the force a parameter scales, per unit
+of it (per unit of ``e`` for the radius). The compiled core computes it beside the laws (``ground_partials`` in
+src/ground.c), with dQ/dp, in the same call and batch as every other parameter's partials
+(:func:`equilibrium_partials`); :func:`parameter_rows` tells it what each parameter scales in which laws.
 
 Outputs (world axes of the scenario, z up): ``<contact or tyre>.fx|fy|fz`` the ground's force on it (kind
 ``reaction``); ``cop.x``, ``cop.y`` the centre of pressure (kind ``cop``); ``margin`` the tipping margin, the
@@ -52,7 +54,7 @@ from ..ground.stand import GroundField
 from ..ground.tyres import OnGround, TyreField
 from ..kinematics import State
 from ..model import Model
-from .parameters import Parameter
+from .parameters import Parameter, force_partials
 
 PARAMETER_KINDS = ("ground", "contact", "tyre")
 OUTPUT_KINDS = ("reaction", "cop", "margin")
@@ -144,7 +146,7 @@ def margin_about(field, edge: tuple[str, str]) -> GroundOutput:
 @dataclass(frozen=True)
 class GroundState:
     """The ground field at one equilibrium, world axes (C contacts, T tyres): contact ``points``, ``forces`` (C, 3),
-    ``stiffness`` (C, 3, 3) d force / d point, ``normal_part``/``friction_part`` (C, 3), ``penetration`` (C,) m,
+    ``stiffness`` (C, 3, 3) d force / d point, ``normal_force`` (C,) N the size of each normal part, ``penetration`` (C,) m,
     ``touching``/``slipping`` (C,); ``point_jacobian`` (C, nq, 3) of the world points; tyres: ``tyre_force``
     (T, 9) on the centre, the spin axis and the friction point, ``compression`` (T,) m, ``tyre_touching``,
     ``tyre_slipping`` (T,), ``tyre_jacobians`` (T, 3, nq, 3): d(centre, spin axis, friction point)/dq, world;
@@ -157,8 +159,7 @@ class GroundState:
     points: np.ndarray
     forces: np.ndarray
     stiffness: np.ndarray
-    normal_part: np.ndarray
-    friction_part: np.ndarray
+    normal_force: np.ndarray
     penetration: np.ndarray
     touching: np.ndarray
     slipping: np.ndarray
@@ -190,8 +191,8 @@ def _stick_pull(part, points: np.ndarray) -> np.ndarray:
 
 
 def evaluate(field, model: Model, s: State) -> GroundState:
-    """The field at the configuration of ``s`` (batch of one) by the compiled core, with the split of each
-    contact's force into its normal and friction parts and the Jacobians of the points it acts at."""
+    """The field at the configuration of ``s`` (batch of one) by the compiled core, with each contact's normal force
+    and the Jacobians of the points the forces act at."""
     contacts, tyres = parts(field)
     n_c = 0 if contacts is None else len(contacts.contacts)
     n_t = 0 if tyres is None else len(tyres.tyres)
@@ -199,18 +200,14 @@ def evaluate(field, model: Model, s: State) -> GroundState:
     rotation = (contacts or tyres).rotation
     nq = model.nq
     jac = np.zeros((n_c, nq, 3))
-    normal_part, friction_part, pen = np.zeros((n_c, 3)), np.zeros((n_c, 3)), np.zeros(n_c)
+    normal_force, pen = np.zeros(n_c), np.zeros(n_c)
     if n_c:
         jac = _points_jacobian(model, s, contacts.nodes, contacts.model_points(s)[0]) @ rotation.T
-        points, forces = g.contact_point[0], g.contact_force[0]
+        points = g.contact_point[0]
         heights, gradient, _ = contacts.ground.height(points[:, :2])
         pen = heights - points[:, 2]
-        m = np.concatenate([-gradient, np.ones((n_c, 1))], axis=1)
-        _, anchor_gradient, _ = contacts.ground.height(contacts.anchors[:, :2])
-        n_a = np.concatenate([-anchor_gradient, np.ones((n_c, 1))], axis=1)
-        alpha = np.einsum("ij,ij->i", n_a, forces) / np.einsum("ij,ij->i", n_a, m)  # f_t is in the anchor's plane
-        normal_part = alpha[:, None] * m
-        friction_part = forces - normal_part
+        # the normal part k_n pen (-h_x, -h_y, 1) (src/ground.c)
+        normal_force = contacts.normal * np.maximum(pen, 0.0) * np.sqrt(1.0 + np.sum(gradient ** 2, axis=1))
     tyre_jac, tyre_pull = np.zeros((n_t, 3, nq, 3)), np.zeros(n_t)
     if n_t:
         centre, axis, friction_point = tyres._vectors(s)
@@ -219,8 +216,8 @@ def evaluate(field, model: Model, s: State) -> GroundState:
         tyre_jac[:, 0] = _points_jacobian(model, s, tyres.nodes, centre[0]) @ rotation.T
         tyre_jac[:, 1] = (np.cross(s.omega[0][None], axis[0][:, None]) * moves[..., None]) @ rotation.T
         tyre_jac[:, 2] = _points_jacobian(model, s, tyres.nodes, friction_point[0]) @ rotation.T
-    return GroundState(field, g.contact_point[0], g.contact_force[0], g.contact_stiffness[0], normal_part,
-                       friction_part, pen, g.contact_touching[0], g.contact_slipping[0], jac, g.tyre_force[0],
+    return GroundState(field, g.contact_point[0], g.contact_force[0], g.contact_stiffness[0], normal_force,
+                       pen, g.contact_touching[0], g.contact_slipping[0], jac, g.tyre_force[0],
                        g.tyre_compression[0], g.tyre_touching[0], g.tyre_slipping[0], tyre_jac,
                        _stick_pull(contacts, g.contact_point[0]) if n_c else np.zeros(0), tyre_pull,
                        g.tyre_stiffness[0], g.tyre_point[0], g.tyre_point_jacobian[0])
@@ -233,52 +230,33 @@ def _points_jacobian(model: Model, s: State, nodes: np.ndarray, points: np.ndarr
     return (np.cross(s.omega[0][None], points[:, None]) + s.v[0][None]) * moves[..., None]
 
 
-def force_partials(gs: GroundState, parameters: list[Parameter]) -> np.ndarray:
-    """dQ/dp (nq, P) of the ground's generalized forces for the ground parameters among ``parameters`` (zero
-    columns for the others), configuration fixed."""
-    contact_forces, tyre_forces = world_partials(gs, parameters)
-    return (np.einsum("ikj,ijp->kp", gs.point_jacobian, contact_forces)
-            + np.einsum("iakj,iajp->kp", gs.tyre_jacobians, tyre_forces.reshape(len(tyre_forces), 3, 3, len(parameters))))
-
-
-def world_partials(gs: GroundState, parameters: list[Parameter]) -> tuple[np.ndarray, np.ndarray]:
-    """d(contact forces)/dp (C, 3, P) and d(tyre forces)/dp (T, 9, P) of the ground parameters among
-    ``parameters`` (zero for the others), world axes. Each law is linear in its numbers within its regime, so a
-    parameter's column is the part of the force it scales divided by it (see the module docstring)."""
-    contacts, tyres = parts(gs.field)
-    ground = (contacts or tyres).ground
-    follows = ground.tangential_stiffness is None  # stick stiffness = the normal (a tyre's: its radial) one
-    n_c, n_t, n = len(gs.forces), len(gs.tyre_force), len(parameters)
-    # per contact and tyre, what one unit of each field's parameter adds (zero where it does not act)
-    by_contact, by_tyre = {}, {}
-    if n_c:
-        on, stick = gs.touching[:, None], ~gs.slipping[:, None]
-        by_contact = {
-            "stiffness": np.where(on, gs.normal_part + np.where(~stick | follows, gs.friction_part, 0.0), 0.0)
-            / contacts.normal[:, None],
-            "tangential": np.where(on & stick, gs.friction_part / contacts.tangential[:, None], 0.0),
-            "friction": np.where(on & ~stick, gs.friction_part / ground.friction, 0.0)}
-    if n_t:
-        on, stick = gs.tyre_touching[:, None], ~gs.tyre_slipping[:, None]
-        normal, friction = gs.tyre_force[:, :6], gs.tyre_force[:, 6:]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per_compression = np.where(on, 1.0 / gs.compression[:, None], 0.0)
-        by_tyre = {
-            "stiffness": np.where(on, np.hstack([normal, np.where(~stick | follows, friction, 0.0)]), 0.0)
-            / tyres.stiffness[:, None],
-            "radius": np.hstack([normal, np.where(stick, 0.0, friction)]) * per_compression,
-            "tangential": np.where(on & stick, np.hstack([0.0 * normal, friction / tyres.tangential[:, None]]), 0.0),
-            "friction": np.where(on & ~stick, np.hstack([0.0 * normal, friction / tyres.mu[:, None]]), 0.0)}
-    d_contact, d_tyre = np.zeros((n_c, 3, n)), np.zeros((n_t, 9, n))
-    for column, p in enumerate(parameters):
+def parameter_rows(field, model: Model, parameters: list[Parameter]) -> core_ground.ParameterRows:
+    """The ground parameters among ``parameters`` as the compiled core takes them (src/partials.c, src/ground.c): what
+    each scales in which contacts' and tyres' laws; a normal (radial) stiffness carries the stick stiffness with it
+    where the ground gives none (the stick stiffness follows it, :meth:`shiftsim.ground.stand.Stand.build`)."""
+    contacts, tyres = parts(field)
+    follows = (contacts or tyres).ground.tangential_stiffness is None
+    scaled = []
+    for p in parameters:
         if p.kind not in PARAMETER_KINDS:
+            scaled.append(None)
             continue
-        field_name, members, tyre_members = p.component
-        if members and field_name in by_contact:
-            d_contact[list(members), :, column] = by_contact[field_name][list(members)]
-        if tyre_members and field_name in by_tyre:
-            d_tyre[list(tyre_members), :, column] = by_tyre[field_name][list(tyre_members)]
-    return d_contact, d_tyre
+        what, on_contacts, on_tyres = p.component
+        scaled.append(("stiffness_and_stick" if what == "stiffness" and follows else what, on_contacts, on_tyres))
+    return core_ground.parameter_rows(field.core_field(model.n_nodes), 0 if contacts is None else len(contacts.contacts),
+                                      0 if tyres is None else len(tyres.tyres), scaled)
+
+
+def equilibrium_partials(eq, parameters: list[Parameter]) -> tuple[np.ndarray, np.ndarray, tuple | None]:
+    """dQ/dp (nq, P) and dg/dp (6 n_closures, P) at the equilibrium ``eq`` (:class:`.implicit.Equilibrium`) for
+    ``parameters`` (:func:`.parameters.force_partials`), configuration and multipliers fixed, the columns of its
+    ground field's parameters included, and the world forces' partials d(contact forces)/dp (C, 3, P) and d(tyre
+    forces on centre, spin axis and friction point)/dp (T, 9, P) (None for a machine fixed to the world): all from
+    one call of the compiled core."""
+    ground = None if eq.ground is None else parameter_rows(eq.ground, eq.model, parameters)
+    force, closure, *world = force_partials(eq.model, eq.state, eq.gravity, eq.loads, eq.closure_multipliers,
+                                            parameters, ground)
+    return force, closure, (tuple(world) if world else None)
 
 
 def knot_reasons(gs: GroundState) -> list[str]:
@@ -295,7 +273,7 @@ def knot_reasons(gs: GroundState) -> list[str]:
                            "the knot of its compression-only law)")
     # the stick spring's pull against the Coulomb limit mu N (N = k_n pen s = |normal part| for a contact, k e
     # for a tyre)
-    limits = [(name, gs.stick_pull[i], contacts.ground.friction * np.linalg.norm(gs.normal_part[i]))
+    limits = [(name, gs.stick_pull[i], contacts.ground.friction * gs.normal_force[i])
               for i, name in enumerate(contacts.names if contacts is not None else []) if gs.touching[i]]
     limits += [(name, gs.tyre_stick_pull[t], tyres.mu[t] * tyres.stiffness[t] * gs.compression[t])
                for t, name in enumerate(tyres.names if tyres is not None else []) if gs.tyre_touching[t]]
@@ -315,13 +293,14 @@ def output_value(gs: GroundState, o: GroundOutput) -> float:
 
 
 def linearization(gs: GroundState, outputs: list[GroundOutput], free: np.ndarray, n_multipliers: int,
-                  parameters: list[Parameter]) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
+                  world_partials: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
     """C (Y, nf + m) = dy/d(u, lambda), D (Y, P) explicit, and per output a reason it has none, for the ground
-    outputs (see :func:`shiftsim.sensitivity.outputs.linearization`)."""
+    outputs (see :func:`shiftsim.sensitivity.outputs.linearization`); ``world_partials`` the contact and tyre forces'
+    partials in the P parameters (:func:`equilibrium_partials`)."""
     nf = len(free)
-    c, d = np.zeros((len(outputs), nf + n_multipliers)), np.zeros((len(outputs), len(parameters)))
+    d_point, d_force, d_force_p = _carried_derivatives(gs, free, *world_partials)
+    c, d = np.zeros((len(outputs), nf + n_multipliers)), np.zeros((len(outputs), d_force_p.shape[-1]))
     reasons: list[str | None] = [None] * len(outputs)
-    d_point, d_force, d_force_p = _carried_derivatives(gs, free, parameters)
     for i, o in enumerate(outputs):
         if o.kind == "reaction":
             c[i, :nf], d[i] = d_force[o.target, o.component], d_force_p[o.target, o.component]
@@ -339,15 +318,14 @@ def linearization(gs: GroundState, outputs: list[GroundOutput], free: np.ndarray
     return c, d, reasons
 
 
-def _carried_derivatives(gs: GroundState, free: np.ndarray, parameters: list[Parameter]
+def _carried_derivatives(gs: GroundState, free: np.ndarray, contact_p: np.ndarray, tyre_p: np.ndarray
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Of what the ground carries (:meth:`GroundState.carried`, contacts then tyres): d point / du and d force / du
-    (C + T, 3, nf), d force / dp (C + T, 3, P). A contact's force moves with its point (its stiffness); a tyre's
-    with its centre, spin axis and friction point (the tyre law's stiffness) and its contact point with its centre
-    and axis."""
+    (C + T, 3, nf), d force / dp (C + T, 3, P) from the contact and tyre forces' partials ``contact_p`` (C, 3, P) and
+    ``tyre_p`` (T, 9, P). A contact's force moves with its point (its stiffness); a tyre's with its centre, spin axis
+    and friction point (the tyre law's stiffness) and its contact point with its centre and axis."""
     d_point = np.transpose(gs.point_jacobian[:, free], (0, 2, 1))
     d_force = np.einsum("cij,cjk->cik", gs.stiffness, d_point)
-    contact_p, tyre_p = world_partials(gs, parameters)
     # each tyre's vectors (centre, axis, friction point) per free coordinate: (T, 9, nf)
     vectors = np.transpose(gs.tyre_jacobians[:, :, free], (0, 1, 3, 2)).reshape(len(gs.tyre_force), 9, len(free))
     reaction = gs.tyre_stiffness[:, :3] + gs.tyre_stiffness[:, 6:]  # (T, 3, 9): the centre's and friction point's

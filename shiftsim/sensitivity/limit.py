@@ -219,14 +219,11 @@ def fold_sensitivities(eq: implicit.Equilibrium, params: list[parameter_table.Pa
     factor of the loads it multiplies). InputError where a contact or tyre is at its lift-off or friction knot
     there (one-sided derivatives only) or :func:`fold_derivative` refuses."""
     every = [*params, per_factor]
-    partial, closure_partial = parameter_table.force_partials(eq.model, eq.state, eq.gravity, eq.loads,
-                                                              eq.closure_multipliers, every)
     if eq.ground is not None:
-        grounded = ground_terms.evaluate(eq.ground, eq.model, eq.state)
-        knots = ground_terms.knot_reasons(grounded)
+        knots = ground_terms.knot_reasons(ground_terms.evaluate(eq.ground, eq.model, eq.state))
         if knots:
             raise InputError([Problem("limit point", f"load factor {factor:g}", knots[0], "a differentiable fold")])
-        partial = partial + ground_terms.force_partials(grounded, every)
+    partial, closure_partial, _ = ground_terms.equilibrium_partials(eq, every)
     rhs = implicit.right_hand_sides(eq, partial, closure_partial)
     derivative, null = fold_derivative(eq, rhs[:, :-1], rhs[:, -1], factor)
     return LimitSensitivities(float(factor), tuple(p.name for p in params), np.array([p.value for p in params]),

@@ -23,7 +23,8 @@ kind           name                                      what
 
 :func:`force_partials` is the per-parameter derivative dQ/dp (nq, P) of the generalized forces with the closure
 residual's dg/dp (a pin or mount frame moves loop-closing points), computed by the compiled core next to the residual
-(src/partials.c), batched over configurations and threads as ``solve_batch`` (:func:`force_partials_batch`).
+(src/partials.c; a ground field's parameters, :mod:`.ground`, beside its laws in src/ground.c), batched over
+configurations and threads as ``solve_batch`` (:func:`force_partials_batch`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core import ground as core_ground
 from ..core.layout import compiled
 from ..core.library import check_names, core
 from ..core.library import threads as core_threads
@@ -41,9 +43,9 @@ from ..model import Model
 from .names import choose
 
 KINDS = ("mass", "com", "frame", "spring", "restraint", "pair", "load", "gravity")
-CORE_KINDS = (*KINDS, "none")
-"""The parameter kinds as the compiled core codes them (src/fields.h): :data:`KINDS`, then ``none`` (the ground's
-parameters, whose terms :mod:`.ground` adds)."""
+CORE_KINDS = (*KINDS, "none", "ground")
+"""The parameter kinds as the compiled core codes them (src/fields.h): :data:`KINDS`, then ``none`` (a zero column:
+a ground parameter with no ground field), ``ground`` (the numbers of a ground field's laws, :mod:`.ground`)."""
 MOTIONS = ("point", "subtree")
 """The rows of a frame's motion as the core codes them (src/fields.h)."""
 check_names("PARAMETER_KINDS", CORE_KINDS)
@@ -220,36 +222,45 @@ def select(parameters: list[Parameter], wanted: list[str] | tuple[str, ...], whe
 
 
 def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, multipliers: np.ndarray,
-                   parameters: list[Parameter]) -> tuple[np.ndarray, np.ndarray]:
+                   parameters: list[Parameter], ground: core_ground.ParameterRows | None = None) -> tuple[np.ndarray, ...]:
     """dQ/dp (nq, P) and dg/dp (6 n_closures, P) at the configuration of ``s`` (batch of one) and the closure
     ``multipliers`` (6 n_closures,): the generalized forces of gravity, springs, restraints, applied loads and
     closure wrenches, and the closure residual, differentiated with respect to each parameter, configuration
     and multipliers fixed (the compiled core's ``force_partials``, src/partials.c; :func:`force_partials_batch`
-    for many configurations). A parameter of another kind (the ground's) has zero columns here."""
-    force, closure = force_partials_batch(model, s.q[:1], np.asarray(multipliers, float)[None], gravity, loads,
-                                          parameters)
-    return force[0], closure[0]
+    for many configurations). The ground's parameters have zero columns unless ``ground`` (the field the machine
+    stands on, :func:`.ground.parameter_rows`) is given; then its contact and tyre forces' partials (C, 3, P) and
+    (T, 9, P), world axes, are returned third and fourth."""
+    found = force_partials_batch(model, s.q[:1], np.asarray(multipliers, float)[None], gravity, loads, parameters,
+                                 ground=ground)
+    return tuple(array[0] for array in found)
 
 
 def force_partials_batch(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray, loads: tuple,
                          parameters: list[Parameter], load_factors: np.ndarray | None = None,
-                         threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                         threads: int | None = None, ground: core_ground.ParameterRows | None = None
+                         ) -> tuple[np.ndarray, ...]:
     """:func:`force_partials` at B configurations ``q`` (B, nq) with ``multipliers`` (B, 6 n_closures), ``gravity``
     (3,) or (B, 3) m/s^2, the same ``loads`` (their factors, or ``load_factors`` (B, L) per configuration) and
-    parameters, over the core's threads as ``solve_batch``: dQ/dp (B, nq, P) and dg/dp (B, 6 n_closures, P)."""
+    parameters, over the core's threads as ``solve_batch``: dQ/dp (B, nq, P) and dg/dp (B, 6 n_closures, P); with
+    ``ground``, also the world contact and tyre forces' partials (B, C, 3, P) and (B, T, 9, P)."""
     q = np.ascontiguousarray(q, dtype=float).reshape(-1, model.nq)
     batch = len(q)
     codes = parameter_codes(model, loads, parameters)
+    if ground is not None:
+        codes = np.where(ground.rows[:, :1] == core_ground.PARAMETER_GROUND, ground.rows, codes)
     start, motion = _motion_arrays(model)
     frames, follow, force, torque, factor = _load_arrays(model, loads)
     factors = _per_case(factor, batch) if load_factors is None else np.ascontiguousarray(load_factors, dtype=float)
     force_partial = np.empty((batch, model.nq, len(parameters)))
     closure_partial = np.empty((batch, 6 * len(model.closures), len(parameters)))
+    on_ground = () if ground is None else (np.empty((batch, ground.n_contacts, 3, len(parameters))),
+                                           np.empty((batch, ground.n_tyres, 9, len(parameters))))
     core.partials(compiled(model), q, np.ascontiguousarray(multipliers, dtype=float).reshape(batch, -1),
                   _gravities(gravity, batch), frames, _per_case(force, batch),
                   _per_case(torque, batch), factors.reshape(batch, len(loads)), follow, codes, start, motion,
-                  force_partial, closure_partial, 1 if batch == 1 else core_threads() if threads is None else int(threads))
-    return force_partial, closure_partial
+                  force_partial, closure_partial, 1 if batch == 1 else core_threads() if threads is None else int(threads),
+                  *(() if ground is None else (ground.capsule, ground.members, *on_ground)))
+    return force_partial, closure_partial, *on_ground
 
 
 def _gravities(gravity: np.ndarray, batch: int) -> np.ndarray:

@@ -140,7 +140,7 @@ def _ground(eq: Equilibrium, inside: np.ndarray, o: np.ndarray, parameters: list
     gs = ground_terms.evaluate(eq.ground, eq.model, eq.state)
     contacts, tyres = ground_terms.parts(eq.ground)
     rotation, translation = (contacts or tyres).rotation, (contacts or tyres).translation  # world <- model
-    contact_p, tyre_p = ground_terms.world_partials(gs, parameters)
+    _, _, (contact_p, tyre_p) = ground_terms.equilibrium_partials(eq, parameters)
     out: list[_Force] = []
 
     def add(node: int, point: np.ndarray, force_w: np.ndarray, rate_w: np.ndarray, partial_w: np.ndarray) -> None:

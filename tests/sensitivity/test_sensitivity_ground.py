@@ -309,6 +309,7 @@ def test_tyre_and_ground_parameters_move_the_tyre_forces_as_re_evaluated(shift):
 
     from shiftsim.ground.tyres import TyreField, anchored_tyres, read_tyres
     from shiftsim.sensitivity import ground as ground_terms
+    from shiftsim.sensitivity.parameters import force_partials
 
     model = car()
     grid = (np.array([-5.0, 0.0, 5.0]), np.array([-5.0, 0.0, 5.0]),
@@ -326,7 +327,8 @@ def test_tyre_and_ground_parameters_move_the_tyre_forces_as_re_evaluated(shift):
     # the tyres have their own friction (0.9 in the file): the ground's moves none of them and is no parameter
     assert [p.name for p in parameters][:4] == ["ground.tangential_stiffness", "tyre_fl.vertical_stiffness",
                                                 "tyre_fl.radius", "tyre_fl.friction"]
-    partial = ground_terms.force_partials(gs, parameters)
+    partial = force_partials(model, s, model.gravity, (), np.zeros(0), parameters,
+                             ground_terms.parameter_rows(field, model, parameters))[0]
 
     def moved(p, delta):
         tyres, g = list(field.tyres), ground

@@ -1315,6 +1315,9 @@ typedef struct {
     const int64_t *load_frame, *load_follow, *parameters, *motion_start, *motion;
     int64_t n_loads, n_parameters;
     double *force, *closure;
+    const GroundField *ground; /* NULL: none (no row of kind ground) */
+    const int64_t *ground_members;
+    double *contact_partials, *tyre_partials; /* (B, C, 3, P), (B, T, 9, P) or NULL */
 } PartialsJob;
 
 static void partials_work(void *job, int64_t b, Workspace *w) {
@@ -1328,16 +1331,45 @@ static void partials_work(void *job, int64_t b, Workspace *w) {
                    j->load_factor + L * b};
     force_partials(w, core_model, j->q + nq * b, &s, j->gravity + 3 * b, &loads, j->multipliers + 6 * K * b, P,
                    j->parameters, j->motion_start, j->motion, j->force + nq * P * b, j->closure + 6 * K * P * b);
+    const GroundField *g = j->ground;
+    if (g)
+        ground_partials(w, core_model, &s, g, P, j->parameters, j->ground_members, j->force + nq * P * b,
+                        j->contact_partials ? j->contact_partials + 3 * g->n_contacts * P * b : NULL,
+                        j->tyre_partials ? j->tyre_partials + 9 * g->n_tyres * P * b : NULL);
     ws_release(w, mark);
 }
 
+/* Whether a ground parameter row (PARAMETER_GROUND, what, start, count) names what it scales and members within the
+ * ground field ``g`` (contacts, then tyres; a radius scales tyres only); false with a ValueError naming row ``i``. */
+static bool is_valid_ground_row(const GroundField *g, const int64_t *r, int64_t i, const int64_t *members,
+                                int64_t n_members) {
+    const char *wrong = !g ? "is a ground parameter but no ground field was given"
+                      : r[1] < 0 || r[1] >= GROUND_PARAMETERS ? "scales no law number (GROUND_PARAMETERS)"
+                      : r[2] < 0 || r[3] < 0 || r[2] > n_members - r[3] ? "has members outside ground_members"
+                      : NULL;
+    for (int64_t e = wrong ? 0 : r[2]; !wrong && e < r[2] + r[3]; e++)
+        if (members[e] < (r[1] == GROUND_RADIUS ? g->n_contacts : 0) || members[e] >= g->n_contacts + g->n_tyres)
+            wrong = r[1] == GROUND_RADIUS ? "scales the radius of a member that is not a tyre"
+                                          : "has a member that is not a contact or tyre of the ground field";
+    if (wrong)
+        PyErr_Format(PyExc_ValueError, "partials: parameter row %lld (ground, %lld, %lld, %lld) %s", (long long)i,
+                     (long long)r[1], (long long)r[2], (long long)r[3], wrong);
+    return !wrong;
+}
+
 /* Whether every parameter row (P, 4) is of a kind of SHIFTSIM_PARAMETER_KINDS with a target, component and piece
- * this model has, and the frame motion rows hold; false with a ValueError naming the row otherwise. */
+ * this model (and its ground field ``g``, members (M)) has, and the frame motion rows hold; false with a ValueError
+ * naming the row otherwise. */
 static bool has_valid_parameters(const Model *m, const int64_t *rows, int64_t count, int64_t n_loads,
-                                 const int64_t *motion_start, const int64_t *motion, int64_t n_motion) {
+                                 const int64_t *motion_start, const int64_t *motion, int64_t n_motion,
+                                 const GroundField *g, const int64_t *members, int64_t n_members) {
     for (int64_t i = 0; i < count; i++) {
         const int64_t *r = rows + 4 * i;
         if (r[0] == PARAMETER_NONE) continue; /* a term the caller adds: a zero column here */
+        if (r[0] == PARAMETER_GROUND) {
+            if (!is_valid_ground_row(g, r, i, members, n_members)) return false;
+            continue;
+        }
         int64_t limit = r[0] == PARAMETER_MASS || r[0] == PARAMETER_COM ? m->n_nodes
                       : r[0] == PARAMETER_FRAME ? m->n_frames : r[0] == PARAMETER_SPRING ? m->n_springs
                       : r[0] == PARAMETER_RESTRAINT ? m->n_joint_laws : r[0] == PARAMETER_PAIR ? m->n_pairs
@@ -1373,23 +1405,29 @@ static bool has_valid_parameters(const Model *m, const int64_t *rows, int64_t co
 
 /* partials(model, q (B, nq), multipliers (B, 6 K), gravity (B, 3), load_frame (L) int64, load_force (B, L, 3),
  *          load_torque (B, L, 3), load_factor (B, L), load_follow (L) int64, parameters (P, 4) int64,
- *          motion_start (F + 1) int64, motion (E, 4) int64, force (B, nq, P), closure (B, 6 K, P), threads): the
- * residual's partial derivatives with respect to P design parameters at B configurations (force_partials in
- * partials.c), over the batch's threads as solve. */
+ *          motion_start (F + 1) int64, motion (E, 4) int64, force (B, nq, P), closure (B, 6 K, P), threads[, ground,
+ *          ground_members (M) int64, contact_partials (B, C, 3, P), tyre_partials (B, T, 9, P)]): the residual's
+ * partial derivatives with respect to P design parameters at B configurations (force_partials in partials.c; the
+ * ground parameters' by ground_partials in ground.c, on the ground capsule ``ground``, which also writes the world
+ * forces' partials where those arrays are given, not None), over the batch's threads as solve. */
 static PyObject *py_partials(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *model, *o[13];
+    PyObject *model, *o[16] = {NULL}, *ground = Py_None;
     int64_t threads;
-    Buffer b[13] = {0};
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOL", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                          &o[8], &o[9], &o[10], &o[11], &o[12], &threads))
+    Buffer b[16] = {0};
+    o[13] = o[14] = o[15] = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOL|OOOO", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &threads, &ground, &o[13], &o[14], &o[15]))
         return NULL;
     PartialsJob job = {model_of(model), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL,
-                       NULL};
-    static const char kinds[] = "dddqdddqqqqdd";
-    void *p[13];
+                       NULL, NULL, NULL, NULL, NULL};
+    static const char kinds[] = "dddqdddqqqqddqdd";
+    void *p[16];
     int ok = job.core_model != NULL;
-    for (int i = 0; i < 13 && ok; i++) ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 11, 0, "partials array")) != NULL;
+    if (ok && ground != Py_None) ok = (job.ground = ground_of(ground, job.core_model->n_nodes)) != NULL;
+    for (int i = 0; i < 16 && ok; i++)
+        ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 11 && i != 13, i >= 13, "partials array")) != NULL
+             || (i >= 13 && o[i] == Py_None);
     int64_t batch = 0;
     for (int i = 8; i <= 10 && ok; i += 2)
         if (b[i].view.ndim != 2 || b[i].view.shape[1] != 4) {
@@ -1403,24 +1441,31 @@ static PyObject *py_partials(PyObject *self, PyObject *args) {
         batch = (int64_t)(b[2].view.len / 8) / 3;
         job.n_loads = (int64_t)(b[3].view.len / 8), job.n_parameters = (int64_t)(b[8].view.len / 32);
         int64_t L = job.n_loads, P = job.n_parameters, n_motion = (int64_t)(b[10].view.len / 32);
-        static const char *names[13] = {"q", "multipliers", "gravity", "load_frame", "load_force", "load_torque",
+        const GroundField *g = job.ground;
+        int64_t C = g ? g->n_contacts : 0, T = g ? g->n_tyres : 0, n_members = (int64_t)(b[13].view.len / 8);
+        static const char *names[16] = {"q", "multipliers", "gravity", "load_frame", "load_force", "load_torque",
                                         "load_factor", "load_follow", "parameters (P, 4)", "motion_start",
-                                        "motion (E, 4)", "force", "closure"};
-        int64_t counts[13] = {batch * nq, batch * 6 * K, batch * 3, L, batch * 3 * L, batch * 3 * L, batch * L, L, 4 * P,
-                              m->n_frames + 1, 4 * n_motion, batch * nq * P, batch * 6 * K * P};
-        for (int i = 0; i < 13 && ok; i++) ok = has_items(&b[i], counts[i], names[i]);
+                                        "motion (E, 4)", "force", "closure", "ground_members",
+                                        "contact_partials (B, C, 3, P)", "tyre_partials (B, T, 9, P)"};
+        int64_t counts[16] = {batch * nq, batch * 6 * K, batch * 3, L, batch * 3 * L, batch * 3 * L, batch * L, L, 4 * P,
+                              m->n_frames + 1, 4 * n_motion, batch * nq * P, batch * 6 * K * P, n_members,
+                              batch * C * 3 * P, batch * T * 9 * P};
+        for (int i = 0; i < 16 && ok; i++) ok = has_items(&b[i], counts[i], names[i]);
         ok = ok && has_indices_below(&b[3], m->n_frames, "load_frame")
-             && has_valid_parameters(m, p[8], P, L, p[9], p[10], n_motion);
+             && has_valid_parameters(m, p[8], P, L, p[9], p[10], n_motion, g, b[13].held ? p[13] : NULL, n_members);
     }
     if (ok) {
         job.q = p[0], job.multipliers = p[1], job.gravity = p[2], job.load_frame = p[3], job.load_force = p[4];
         job.load_torque = p[5], job.load_factor = p[6], job.load_follow = p[7], job.parameters = p[8];
         job.motion_start = p[9], job.motion = p[10], job.force = p[11], job.closure = p[12];
-        size_t doubles = partials_workspace_doubles(job.core_model);
+        job.ground_members = b[13].held ? p[13] : NULL;
+        job.contact_partials = b[14].held ? p[14] : NULL, job.tyre_partials = b[15].held ? p[15] : NULL;
+        size_t doubles = partials_workspace_doubles(job.core_model)
+                       + (job.ground ? ground_partials_doubles(job.core_model, job.ground) : 0);
         if (run_cases(partials_work, &job, doubles, batch, threads, batch == 1) != CORE_OK)
             no_memory(job.core_model, doubles);
     }
-    release(b, 13);
+    release(b, 16);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
 }
@@ -1570,13 +1615,14 @@ static const char *const distance_type_names[] = {SHIFTSIM_DISTANCE_TYPES(CODE_N
 static const char *const chain_outcome_names[] = {SHIFTSIM_CHAIN_OUTCOMES(CODE_NAME)};
 static const char *const parameter_kind_names[] = {SHIFTSIM_PARAMETER_KINDS(CODE_NAME)};
 static const char *const frame_motion_names[] = {SHIFTSIM_FRAME_MOTIONS(CODE_NAME)};
+static const char *const ground_parameter_names[] = {SHIFTSIM_GROUND_PARAMETERS(CODE_NAME)};
 #undef PLAIN_NAME
 #undef CODE_NAME
 #define COUNT_OF(array) ((int)(sizeof(array) / sizeof((array)[0])))
 
 /* The module, with the tables of fields.h as name tuples (MODEL_FIELDS, SETTINGS_FIELDS, RESULT_FLAGS,
- * EVALUATION_SCALARS, VERDICTS, NODE_KINDS, DISTANCE_TYPES, CHAIN_OUTCOMES, PARAMETER_KINDS, FRAME_MOTIONS, STATUSES
- * and their STATUS_MESSAGES; a code is its name's index). */
+ * EVALUATION_SCALARS, VERDICTS, NODE_KINDS, DISTANCE_TYPES, CHAIN_OUTCOMES, PARAMETER_KINDS, FRAME_MOTIONS,
+ * GROUND_PARAMETERS, STATUSES and their STATUS_MESSAGES; a code is its name's index). */
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
@@ -1591,6 +1637,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         || export_names(m, "CHAIN_OUTCOMES", chain_outcome_names, COUNT_OF(chain_outcome_names)) != 0
         || export_names(m, "PARAMETER_KINDS", parameter_kind_names, COUNT_OF(parameter_kind_names)) != 0
         || export_names(m, "FRAME_MOTIONS", frame_motion_names, COUNT_OF(frame_motion_names)) != 0
+        || export_names(m, "GROUND_PARAMETERS", ground_parameter_names, COUNT_OF(ground_parameter_names)) != 0
         || export_names(m, "STATUSES", status_names, COUNT_OF(status_names)) != 0
         || export_names(m, "STATUS_MESSAGES", status_messages, COUNT_OF(status_messages)) != 0) {
         Py_DECREF(m);

@@ -192,6 +192,12 @@ typedef struct {
 double ground_terms(Workspace *w, const Model *model, const State *s, const GroundField *ground, double *q_force,
                     double *stiffness, int *conservative);
 void ground_points(const State *s, const GroundField *ground, const GroundPoints *out);
+/* the ground parameters' columns of the residual's partial derivatives (rows of kind PARAMETER_GROUND, partials.c) and
+ * the world forces' own; ground_partials_doubles: the workspace they need beside partials_workspace_doubles */
+void ground_partials(Workspace *w, const Model *model, const State *s, const GroundField *ground, int64_t n_parameters,
+                     const int64_t *parameters, const int64_t *members, double *force, double *contact_partials,
+                     double *tyre_partials);
+size_t ground_partials_doubles(const Model *model, const GroundField *ground);
 
 /* tree-ordered factorization (tree.c) of H (nf, nf) = [omega_j . X_k for j at or above k, omega_j . Y_k for j
  * below k] + diag(diagonal) + shift I over the free coordinates free (nf) of a tree: omega (nq, 3) the coordinate

@@ -78,12 +78,19 @@
 #define SHIFTSIM_NODE_KINDS(X) X(FIXED_MOTION, fixed) X(REVOLUTE, revolute) X(PRISMATIC, prismatic)
 #define SHIFTSIM_DISTANCE_TYPES(X) X(EUCLIDEAN, euclidean) X(ALONG_X, Tx) X(ALONG_Y, Ty) X(ALONG_Z, Tz)
 /* A design parameter's kind (partials.c; shiftsim.sensitivity.parameters.KINDS in this order, then ``none``: a
- * parameter whose terms the caller adds) and a row of a frame's motion (partials.c). */
+ * parameter whose terms the caller adds, then ``ground``: a number of the laws of some ground contacts and tyres) and
+ * a row of a frame's motion (partials.c). */
 #define SHIFTSIM_PARAMETER_KINDS(X)                                                                                     \
     X(PARAMETER_MASS, mass) X(PARAMETER_COM, com) X(PARAMETER_FRAME, frame) X(PARAMETER_SPRING, spring)               \
     X(PARAMETER_RESTRAINT, restraint) X(PARAMETER_PAIR, pair) X(PARAMETER_LOAD, load) X(PARAMETER_GRAVITY, gravity)  \
-    X(PARAMETER_NONE, none)
+    X(PARAMETER_NONE, none) X(PARAMETER_GROUND, ground)
 #define SHIFTSIM_FRAME_MOTIONS(X) X(MOTION_POINT, point) X(MOTION_SUBTREE, subtree)
+/* What a ground parameter scales in the laws of its contacts and tyres (ground.c; shiftsim.core.ground): the normal
+ * stiffness (a tyre's radial one), the same with the stick stiffness that follows it (a ground that gives no
+ * tangential stiffness), the stick stiffness, the Coulomb coefficient, a tyre's unloaded radius. */
+#define SHIFTSIM_GROUND_PARAMETERS(X)                                                                                   \
+    X(GROUND_STIFFNESS, stiffness) X(GROUND_STIFFNESS_AND_STICK, stiffness_and_stick) X(GROUND_TANGENTIAL, tangential) \
+    X(GROUND_FRICTION, friction) X(GROUND_RADIUS, radius)
 
 #define SHIFTSIM_CODE(c_name, python_name) c_name,
 #define SHIFTSIM_COUNT(...) +1
@@ -97,6 +104,7 @@ enum { SHIFTSIM_DISTANCE_TYPES(SHIFTSIM_CODE) };
 enum { SHIFTSIM_CHAIN_OUTCOMES(SHIFTSIM_CODE) };
 enum { SHIFTSIM_PARAMETER_KINDS(SHIFTSIM_CODE) };
 enum { SHIFTSIM_FRAME_MOTIONS(SHIFTSIM_CODE) };
+enum { SHIFTSIM_GROUND_PARAMETERS(SHIFTSIM_CODE) GROUND_PARAMETERS };
 enum { SHIFTSIM_RESULT_FLAGS(SHIFTSIM_INDEX) RESULT_FLAGS };
 #undef SHIFTSIM_INDEX
 #define SHIFTSIM_INDEX(name) SCALAR_##name,

@@ -52,6 +52,7 @@ static void surface(const GroundField *g, double x, double y, double *h, double 
 typedef struct {
     double force[3], stiffness[9]; /* d force / d point at a fixed limit */
     double energy, direction[3];   /* u where slipping */
+    double pulled[3];              /* P (p - a): the stick force per unit stick stiffness is its negative */
     int slipping;
 } Friction;
 
@@ -62,7 +63,7 @@ static Friction stick_friction(const double *projector, const double *point, con
     Friction f;
     memset(&f, 0, sizeof f);
     if (!touching) return f;
-    double d[3] = {point[0] - anchor[0], point[1] - anchor[1], point[2] - anchor[2]}, dt[3];
+    double d[3] = {point[0] - anchor[0], point[1] - anchor[1], point[2] - anchor[2]}, *dt = f.pulled;
     for (int r = 0; r < 3; r++) dt[r] = dot3(projector + 3 * r, d);
     double length = sqrt(dot3(dt, dt));
     f.slipping = kt * length > limit && length > 0.0;
@@ -83,32 +84,77 @@ static Friction stick_friction(const double *projector, const double *point, con
     return f;
 }
 
+/* Contact i at world point p, the law's pieces: penetration pen (on: where touching, else 0), d pen / d p, the surface's
+ * slope factor sqrt(1 + h_x^2 + h_y^2), gradient and twist there, and the friction. */
+typedef struct {
+    double on, dpen[3], slope, gradient[2], twist;
+    Friction friction;
+    int touching;
+} ContactAt;
+
+static ContactAt contact_at(const GroundField *g, int64_t i, const double *p) {
+    ContactAt c;
+    double h;
+    surface(g, p[0], p[1], &h, c.gradient, &c.twist);
+    double pen = h - p[2];
+    c.touching = pen > 0.0;
+    c.on = c.touching ? pen : 0.0;
+    c.slope = sqrt(1.0 + c.gradient[0] * c.gradient[0] + c.gradient[1] * c.gradient[1]);
+    c.dpen[0] = c.gradient[0], c.dpen[1] = c.gradient[1], c.dpen[2] = -1.0;
+    double limit = g->contact_friction[i] * g->contact_normal[i] * c.on * c.slope;
+    c.friction = stick_friction(g->contact_projector + 9 * i, p, g->contact_anchor + 3 * i, g->contact_tangential[i],
+                                limit, c.touching);
+    return c;
+}
+
 /* Contact i at world point p: force (3), d force / d p (9), energy; touching and slipping flags. */
 static void contact_law(const GroundField *g, int64_t i, const double *p, double *force, double *stiffness,
                         double *energy, int *touching, int *slipping) {
-    double h, gradient[2], twist;
-    surface(g, p[0], p[1], &h, gradient, &twist);
-    double pen = h - p[2], kn = g->contact_normal[i], kt = g->contact_tangential[i];
-    *touching = pen > 0.0;
-    double on = *touching ? pen : 0.0, slope = sqrt(1.0 + gradient[0] * gradient[0] + gradient[1] * gradient[1]);
-    double dpen[3] = {gradient[0], gradient[1], -1.0}; /* d pen / d p */
-    double limit = g->contact_friction[i] * kn * on * slope;
-    Friction f = stick_friction(g->contact_projector + 9 * i, p, g->contact_anchor + 3 * i, kt, limit, *touching);
+    ContactAt c = contact_at(g, i, p);
+    const Friction *f = &c.friction;
+    double kn = g->contact_normal[i], on = c.on;
+    *touching = c.touching;
     for (int r = 0; r < 3; r++) {
-        force[r] = -kn * on * dpen[r] + f.force[r];
-        for (int c = 0; c < 3; c++) {
-            double curvature = (r == 0 && c == 1) || (r == 1 && c == 0) ? twist : 0.0;
-            stiffness[3 * r + c] = (*touching ? -kn * (dpen[r] * dpen[c] + on * curvature) : 0.0) + f.stiffness[3 * r + c];
+        force[r] = -kn * on * c.dpen[r] + f->force[r];
+        for (int col = 0; col < 3; col++) {
+            double curvature = (r == 0 && col == 1) || (r == 1 && col == 0) ? c.twist : 0.0;
+            stiffness[3 * r + col] = (c.touching ? -kn * (c.dpen[r] * c.dpen[col] + on * curvature) : 0.0)
+                                     + f->stiffness[3 * r + col];
         }
     }
-    if (f.slipping) { /* the limit grows with the point: -u (d limit / d p)^T */
-        double d_slope[3] = {gradient[1] * twist / slope, gradient[0] * twist / slope, 0.0};
+    if (f->slipping) { /* the limit grows with the point: -u (d limit / d p)^T */
+        double d_slope[3] = {c.gradient[1] * c.twist / c.slope, c.gradient[0] * c.twist / c.slope, 0.0};
         for (int r = 0; r < 3; r++)
-            for (int c = 0; c < 3; c++)
-                stiffness[3 * r + c] -= f.direction[r] * g->contact_friction[i] * kn * (slope * dpen[c] + on * d_slope[c]);
+            for (int col = 0; col < 3; col++)
+                stiffness[3 * r + col] -= f->direction[r] * g->contact_friction[i] * kn
+                                          * (c.slope * c.dpen[col] + on * d_slope[col]);
     }
-    *energy = 0.5 * kn * on * on + f.energy;
-    *slipping = f.slipping;
+    *energy = 0.5 * kn * on * on + f->energy;
+    *slipping = f->slipping;
+}
+
+/* d force / d (each ground parameter) of contact i at world point p, d (GROUND_PARAMETERS, 3) world, rows as
+ * SHIFTSIM_GROUND_PARAMETERS (fields.h). Within the law's regime the force is linear in each: the normal part
+ * -k_n pen (h_x, h_y, -1); sticking, the spring -k_t P (p - a); slipping, -mu N u with N = k_n pen slope. Zero where
+ * clear; a contact has no radius. */
+static void contact_law_partials(const GroundField *g, int64_t i, const double *p, double *d) {
+    ContactAt c = contact_at(g, i, p);
+    const Friction *f = &c.friction;
+    double kn = g->contact_normal[i], mu = g->contact_friction[i];
+    memset(d, 0, sizeof(double) * 3 * GROUND_PARAMETERS);
+    if (!c.touching) return;
+    for (int r = 0; r < 3; r++) {
+        double normal = -c.on * c.dpen[r];
+        if (f->slipping) { /* the limit mu k_n pen slope scales with k_n and mu; the stick stiffness plays no part */
+            double per_limit = -f->direction[r] * c.on * c.slope;
+            d[3 * GROUND_STIFFNESS + r] = d[3 * GROUND_STIFFNESS_AND_STICK + r] = normal + mu * per_limit;
+            d[3 * GROUND_FRICTION + r] = kn * per_limit;
+        } else {
+            d[3 * GROUND_STIFFNESS + r] = normal;
+            d[3 * GROUND_STIFFNESS_AND_STICK + r] = normal - f->pulled[r];
+            d[3 * GROUND_TANGENTIAL + r] = -f->pulled[r];
+        }
+    }
 }
 
 /* Compression e of tyre i with world centre c and spin axis a, its gradient (6) and Hessian (6, 6) in (c, a), the
@@ -152,6 +198,26 @@ static double tyre_compression(const GroundField *g, int64_t i, const double *c,
     return g->tyre_radius[i] - depth * r12;
 }
 
+/* Tyre i with world centre c, spin axis a and friction point b, the law's pieces: compression e (negative: clear of
+ * the ground; on: e where touching, else 0) with its gradient grad (6) and Hessian hess (6, 6) in (c, a), the contact
+ * point (3) and (not NULL) its derivative in (c, a) (3, 6), and the friction on b. */
+typedef struct {
+    double e, on;
+    Friction friction;
+    int touching;
+} TyreAt;
+
+static TyreAt tyre_at(const GroundField *g, int64_t i, const double *c, const double *a, const double *b, double *grad,
+                      double *hess, double *point, double *point_jacobian) {
+    TyreAt t;
+    t.e = tyre_compression(g, i, c, a, grad, hess, point, point_jacobian);
+    t.touching = t.e > 0.0;
+    t.on = t.touching ? t.e : 0.0;
+    t.friction = stick_friction(g->tyre_projector + 9 * i, b, g->tyre_anchor + 3 * i, g->tyre_tangential[i],
+                                g->tyre_friction[i] * g->tyre_stiffness[i] * t.on, t.touching);
+    return t;
+}
+
 /* Tyre i with world centre c, spin axis a and friction point b: force on (c, a, b) (9), its derivative (9, 9),
  * energy, contact point and (not NULL) its derivative in (c, a) (3, 6), compression (negative: clear of the ground),
  * touching and slipping. */
@@ -159,26 +225,52 @@ static void tyre_law(const GroundField *g, int64_t i, const double *c, const dou
                      double *deriv, double *energy, double *point, double *point_jacobian, double *compression,
                      int *touching, int *slipping) {
     double grad[6], hess[36];
-    double e = tyre_compression(g, i, c, a, grad, hess, point, point_jacobian), k = g->tyre_stiffness[i];
-    double mu = g->tyre_friction[i];
-    *compression = e, *touching = e > 0.0;
-    double on = *touching ? e : 0.0;
-    Friction f = stick_friction(g->tyre_projector + 9 * i, b, g->tyre_anchor + 3 * i, g->tyre_tangential[i],
-                                mu * k * on, *touching);
+    TyreAt t = tyre_at(g, i, c, a, b, grad, hess, point, point_jacobian);
+    const Friction *f = &t.friction;
+    double k = g->tyre_stiffness[i], mu = g->tyre_friction[i], on = t.on;
+    *compression = t.e, *touching = t.touching;
     memset(deriv, 0, sizeof(double) * 81);
     for (int r = 0; r < 6; r++) {
         force[r] = -k * on * grad[r];
-        if (*touching)
+        if (t.touching)
             for (int col = 0; col < 6; col++) deriv[9 * r + col] = -k * (grad[r] * grad[col] + on * hess[6 * r + col]);
     }
     for (int r = 0; r < 3; r++) {
-        force[6 + r] = f.force[r];
-        for (int col = 0; col < 3; col++) deriv[9 * (6 + r) + 6 + col] = f.stiffness[3 * r + col];
-        if (f.slipping) /* d(-mu k e u) / d(c, a) */
-            for (int col = 0; col < 6; col++) deriv[9 * (6 + r) + col] = -mu * k * f.direction[r] * grad[col];
+        force[6 + r] = f->force[r];
+        for (int col = 0; col < 3; col++) deriv[9 * (6 + r) + 6 + col] = f->stiffness[3 * r + col];
+        if (f->slipping) /* d(-mu k e u) / d(c, a) */
+            for (int col = 0; col < 6; col++) deriv[9 * (6 + r) + col] = -mu * k * f->direction[r] * grad[col];
     }
-    *energy = 0.5 * k * on * on + f.energy;
-    *slipping = f.slipping;
+    *energy = 0.5 * k * on * on + f->energy;
+    *slipping = f->slipping;
+}
+
+/* d force on (c, a, b) / d (each ground parameter) of tyre i, d (GROUND_PARAMETERS, 9) world, rows as
+ * SHIFTSIM_GROUND_PARAMETERS (fields.h). Within the law's regime the force is linear in each: on (c, a) -k e grad e
+ * with e = r - depth / |w| (d e / d r = 1); on b, sticking, the spring -k_t P (b - a0), slipping -mu k e u. Zero
+ * where clear. */
+static void tyre_law_partials(const GroundField *g, int64_t i, const double *c, const double *a, const double *b,
+                          double *d) {
+    double grad[6], hess[36], point[3];
+    TyreAt t = tyre_at(g, i, c, a, b, grad, hess, point, NULL);
+    const Friction *f = &t.friction;
+    double k = g->tyre_stiffness[i], mu = g->tyre_friction[i];
+    memset(d, 0, sizeof(double) * 9 * GROUND_PARAMETERS);
+    if (!t.touching) return;
+    for (int r = 0; r < 6; r++) {
+        d[9 * GROUND_STIFFNESS + r] = d[9 * GROUND_STIFFNESS_AND_STICK + r] = -t.on * grad[r];
+        d[9 * GROUND_RADIUS + r] = -k * grad[r];
+    }
+    for (int r = 0; r < 3; r++) {
+        if (f->slipping) { /* the limit mu k e scales with k, mu and (through e) the radius */
+            double per_limit = -f->direction[r];
+            d[9 * GROUND_STIFFNESS + 6 + r] = d[9 * GROUND_STIFFNESS_AND_STICK + 6 + r] = mu * t.on * per_limit;
+            d[9 * GROUND_FRICTION + 6 + r] = k * t.on * per_limit;
+            d[9 * GROUND_RADIUS + 6 + r] = mu * k * per_limit;
+        } else {
+            d[9 * GROUND_STIFFNESS_AND_STICK + 6 + r] = d[9 * GROUND_TANGENTIAL + 6 + r] = -f->pulled[r];
+        }
+    }
 }
 
 /* World <- model: x_w = R x (+ t for a point). */
@@ -210,6 +302,23 @@ static void tyre_vectors(const State *s, const GroundField *g, int64_t i, double
     for (int v = 0; v < 3; v++) to_world(g, x + 3 * v, TYRE_POINTS[v], world + 3 * v);
 }
 
+/* The model-frame forces f_model (3 count) of world forces f (3 count): R^T f, vector by vector. */
+static void to_model(const GroundField *g, int count, const double *f, double *f_model) {
+    const double *r = g->placement_rotation;
+    for (int v = 0; v < 3 * count; v++) {
+        int block = v / 3, row = v % 3;
+        f_model[v] = r[row] * f[3 * block] + r[3 + row] * f[3 * block + 1] + r[6 + row] * f[3 * block + 2];
+    }
+}
+
+/* dx/dq_k (3) of a model-frame vector x on a node coordinate k moves: omega_k x x (+ v_k for a point). */
+static void vector_rate(const State *s, int64_t k, const double *x, int point, double *out) {
+    const double *om = s->omega + 3 * k, *lin = s->v + 3 * k;
+    out[0] = om[1] * x[2] - om[2] * x[1] + (point ? lin[0] : 0.0);
+    out[1] = om[2] * x[0] - om[0] * x[2] + (point ? lin[1] : 0.0);
+    out[2] = om[0] * x[1] - om[1] * x[0] + (point ? lin[2] : 0.0);
+}
+
 /* Q and K of world forces f (3 count) with derivative d (3 count, 3 count) on ``count`` model-frame vectors x
  * (points where ``point[i]``, else directions) carried by ``node``; jac (count, nq, 3) and chain (nq) scratch. */
 static void add_vectors(Workspace *work, const Model *model, const State *s, const GroundField *g, int64_t node,
@@ -218,10 +327,7 @@ static void add_vectors(Workspace *work, const Model *model, const State *s, con
     int64_t nq = model->nq, n = 3 * count, links = moving_coordinates(model, node, chain);
     const double *r = g->placement_rotation;
     double f_model[9], d_model[81];
-    for (int v = 0; v < n; v++) { /* R^T f and R^T D R, block by block */
-        int block = v / 3, row = v % 3;
-        f_model[v] = r[row] * f[3 * block] + r[3 + row] * f[3 * block + 1] + r[6 + row] * f[3 * block + 2];
-    }
+    to_model(g, count, f, f_model); /* R^T f and R^T D R, block by block */
     for (int v = 0; v < n; v++)
         for (int w = 0; w < n; w++) {
             int bv = v / 3, rv = v % 3, bw = w / 3, rw = w % 3;
@@ -230,17 +336,8 @@ static void add_vectors(Workspace *work, const Model *model, const State *s, con
                 for (int j = 0; j < 3; j++) total += r[3 * i + rv] * d[n * (3 * bv + i) + 3 * bw + j] * r[3 * j + rw];
             d_model[n * v + w] = total;
         }
-    for (int64_t c = 0; c < links; c++) { /* dx/dq_k = omega_k x x (+ v_k for a point) */
-        int64_t k = chain[c];
-        const double *om = s->omega + 3 * k, *lin = s->v + 3 * k;
-        for (int i = 0; i < count; i++) {
-            const double *p = x + 3 * i;
-            double *jk = jac + (i * nq + k) * 3;
-            jk[0] = om[1] * p[2] - om[2] * p[1] + (point[i] ? lin[0] : 0.0);
-            jk[1] = om[2] * p[0] - om[0] * p[2] + (point[i] ? lin[1] : 0.0);
-            jk[2] = om[0] * p[1] - om[1] * p[0] + (point[i] ? lin[2] : 0.0);
-        }
-    }
+    for (int64_t c = 0; c < links; c++)
+        for (int i = 0; i < count; i++) vector_rate(s, chain[c], x + 3 * i, point[i], jac + (i * nq + chain[c]) * 3);
     for (int64_t c = 0; c < links; c++) {
         int64_t k = chain[c];
         double jd[9] = {0}; /* J_k^T D_model, over the 3 count components */
@@ -295,6 +392,71 @@ double ground_terms(Workspace *w, const Model *model, const State *s, const Grou
     }
     ws_release(w, mark);
     return energy;
+}
+
+/* The generalized force column[k * stride] += sum_v dx_v/dq_k . R^T f_v of world forces f (3 count) on ``count``
+ * model-frame vectors x (points where ``point[v]``) carried by ``node``; chain (nq) scratch. */
+static void add_force_column(const Model *model, const State *s, const GroundField *g, int64_t node, int count,
+                             const double *x, const int *point, const double *f, int64_t *chain, double *column,
+                             int64_t stride) {
+    double f_model[9], rate[3];
+    to_model(g, count, f, f_model);
+    int64_t links = moving_coordinates(model, node, chain);
+    for (int64_t c = 0; c < links; c++)
+        for (int v = 0; v < count; v++) {
+            vector_rate(s, chain[c], x + 3 * v, point[v], rate);
+            column[chain[c] * stride] += dot3(rate, f_model + 3 * v);
+        }
+}
+
+size_t ground_partials_doubles(const Model *model, const GroundField *g) {
+    return (size_t)(g->n_contacts + g->n_tyres) * (9 * GROUND_PARAMETERS + 9) + (size_t)model->nq + 8;
+}
+
+/* The ground parameters' columns at one state: for each parameter row (PARAMETER_GROUND, what, start, count) of
+ * ``parameters`` (P, 4), what (SHIFTSIM_GROUND_PARAMETERS) the parameter scales in the laws of the contacts and tyres
+ * members[start .. start + count) (contact i numbered i, tyre t n_contacts + t): d Q / d p added into force (nq, P)
+ * and, not NULL, d (contact force) / d p (C, 3, P) and d (tyre force on its centre, spin axis and friction point) /
+ * d p (T, 9, P), world axes, written (zero in the other columns). Rows of other kinds are left alone. */
+void ground_partials(Workspace *w, const Model *model, const State *s, const GroundField *g, int64_t n_parameters,
+                     const int64_t *parameters, const int64_t *members, double *force, double *contact_partials,
+                     double *tyre_partials) {
+    int64_t C = g->n_contacts, T = g->n_tyres, P = n_parameters;
+    size_t mark = ws_mark(w);
+    double *d = ws_doubles(w, (size_t)(C + T) * 9 * GROUND_PARAMETERS); /* per item, d force / d what (9 a row) */
+    double *x = ws_doubles(w, (size_t)(C + T) * 9);                      /* per item, its model-frame vectors */
+    int64_t *chain = ws_indices(w, model->nq);
+    for (int64_t i = 0; i < C; i++) {
+        double world[3], partials[3 * GROUND_PARAMETERS];
+        contact_vectors(s, g, i, x + 9 * i, world);
+        contact_law_partials(g, i, world, partials);
+        for (int what = 0; what < GROUND_PARAMETERS; what++)
+            memcpy(d + 9 * (GROUND_PARAMETERS * i + what), partials + 3 * what, sizeof(double) * 3);
+    }
+    for (int64_t t = 0; t < T; t++) {
+        double world[9];
+        tyre_vectors(s, g, t, x + 9 * (C + t), world);
+        tyre_law_partials(g, t, world, world + 3, world + 6, d + 9 * GROUND_PARAMETERS * (C + t));
+    }
+    if (contact_partials) memset(contact_partials, 0, sizeof(double) * (size_t)(3 * C * P));
+    if (tyre_partials) memset(tyre_partials, 0, sizeof(double) * (size_t)(9 * T * P));
+    for (int64_t column = 0; column < P; column++) {
+        const int64_t *row = parameters + 4 * column;
+        if (row[0] != PARAMETER_GROUND) continue;
+        for (int64_t e = row[2]; e < row[2] + row[3]; e++) {
+            int64_t item = members[e];
+            bool tyre = item >= C;
+            int size = tyre ? 9 : 3;
+            const double *df = d + 9 * (GROUND_PARAMETERS * item + row[1]);
+            add_force_column(model, s, g, tyre ? g->tyre_node[item - C] : g->contact_node[item], tyre ? 3 : 1,
+                             x + 9 * item, tyre ? TYRE_POINTS : CONTACT_POINTS, df, chain, force + column, P);
+            double *world = tyre ? tyre_partials ? tyre_partials + 9 * (item - C) * P : NULL
+                                 : contact_partials ? contact_partials + 3 * item * P : NULL;
+            if (world)
+                for (int r = 0; r < size; r++) world[r * P + column] += df[r];
+        }
+    }
+    ws_release(w, mark);
 }
 
 /* Each contact's and tyre's world point, force, energy and flags at one state (its node poses; the members of ``out``

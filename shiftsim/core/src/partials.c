@@ -6,8 +6,9 @@
  * coordinate k moving the node, so a force f at p contributes f . (omega_k x p + v_k) to Q_k and a torque t
  * contributes t . omega_k; translating p by d on its body changes that by (f x omega_k) . d.
  *
- * The parameters (P, 4) int64 rows (kind, target, a, b), kinds of SHIFTSIM_PARAMETER_KINDS (fields.h), any other
- * kind a zero column (terms the caller adds, such as the ground's):
+ * The parameters (P, 4) int64 rows (kind, target, a, b), kinds of SHIFTSIM_PARAMETER_KINDS (fields.h); a row of kind
+ * none is a zero column (terms the caller adds), one of kind ground is left to ground_partials (ground.c, beside the
+ * contact and tyre laws; in the same batch call):
  *   mass       node                 body mass;
  *   com        node, axis           centre of mass in node coordinates;
  *   frame      frame, axis          a frame's position on its node (its motion rows: below);
@@ -15,7 +16,9 @@
  *   restraint  joint-law row, piece, power   coefficient of x^power (absolute x) of one piece of a joint law;
  *   pair       pair row, piece, power        the same, of a pair spring (x its distance);
  *   load       load, component      component 0-5 (fx..tz, in the load's axes), 6 its factor;
- *   gravity    axis                 a component of the gravity vector.
+ *   gravity    axis                 a component of the gravity vector;
+ *   ground     what, start, count   what (SHIFTSIM_GROUND_PARAMETERS) of the laws of the contacts and tyres
+ *                                   members[start .. start + count) (the ground field's: tyres after the contacts).
  * What moving a frame moves: rows motion_start[f] to motion_start[f + 1] of motion (E, 4) int64, each (POINT, node,
  * closure, side): that closure's point on ``node`` (side +1 its child side b, -1 its side a), or (SUBTREE, root,
  * carries_axis, sign): the subtree of ``root`` translated by sign times the frame's shift (carries_axis: the joint's
