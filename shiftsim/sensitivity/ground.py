@@ -146,8 +146,8 @@ def margin_about(field, edge: tuple[str, str]) -> GroundOutput:
 @dataclass(frozen=True)
 class GroundState:
     """The ground field at one equilibrium, world axes (C contacts, T tyres): contact ``points``, ``forces`` (C, 3),
-    ``stiffness`` (C, 3, 3) d force / d point, ``normal_force`` (C,) N the size of each normal part, ``penetration`` (C,) m,
-    ``touching``/``slipping`` (C,); ``point_jacobian`` (C, nq, 3) of the world points; tyres: ``tyre_force``
+    ``stiffness`` (C, 3, 3) d force / d point, ``normal_force`` (C,) N the size of each normal part,
+    ``penetration`` (C,) m, ``touching``/``slipping`` (C,); ``point_jacobian`` (C, nq, 3) of the world points; tyres: ``tyre_force``
     (T, 9) on the centre, the spin axis and the friction point, ``compression`` (T,) m, ``tyre_touching``,
     ``tyre_slipping`` (T,), ``tyre_jacobians`` (T, 3, nq, 3): d(centre, spin axis, friction point)/dq, world;
     ``stick_pull`` (C,), ``tyre_stick_pull`` (T,): what the stick springs pull with (slipping where more than
@@ -243,8 +243,8 @@ def parameter_rows(field, model: Model, parameters: list[Parameter]) -> core_gro
             continue
         what, on_contacts, on_tyres = p.component
         scaled.append(("stiffness_and_stick" if what == "stiffness" and follows else what, on_contacts, on_tyres))
-    return core_ground.parameter_rows(field.core_field(model.n_nodes), 0 if contacts is None else len(contacts.contacts),
-                                      0 if tyres is None else len(tyres.tyres), scaled)
+    n_contacts, n_tyres = (0 if part is None else len(part.names) for part in (contacts, tyres))
+    return core_ground.parameter_rows(field.core_field(model.n_nodes), n_contacts, n_tyres, scaled)
 
 
 def equilibrium_partials(eq, parameters: list[Parameter]) -> tuple[np.ndarray, np.ndarray, tuple | None]:

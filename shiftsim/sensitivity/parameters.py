@@ -222,7 +222,8 @@ def select(parameters: list[Parameter], wanted: list[str] | tuple[str, ...], whe
 
 
 def force_partials(model: Model, s: State, gravity: np.ndarray, loads: tuple, multipliers: np.ndarray,
-                   parameters: list[Parameter], ground: core_ground.ParameterRows | None = None) -> tuple[np.ndarray, ...]:
+                   parameters: list[Parameter], ground: core_ground.ParameterRows | None = None
+                   ) -> tuple[np.ndarray, ...]:
     """dQ/dp (nq, P) and dg/dp (6 n_closures, P) at the configuration of ``s`` (batch of one) and the closure
     ``multipliers`` (6 n_closures,): the generalized forces of gravity, springs, restraints, applied loads and
     closure wrenches, and the closure residual, differentiated with respect to each parameter, configuration
