@@ -14,7 +14,9 @@
  *
  * Each law gives the force on its vectors and the derivative d force / d vector (analytic); ground_terms chains them
  * with the vectors' Jacobians and second derivatives along the coordinates: Q_k = J_k . f, K = J^T D J plus
- * f . d2x/dq2 (add_point_hessian; for a direction a, d2a/dq_j dq_k = omega_j x (omega_k x a)).
+ * f . d2x/dq2 (add_point_hessian; for a direction a, d2a/dq_j dq_k = omega_j x (omega_k x a)). ground_partials gives
+ * the forces' derivatives with respect to the laws' numbers (stiffness, friction, radius: the ground parameters'
+ * columns of partials.c), from the same pieces of each law, so that the regimes are the force's own.
  */
 #include <math.h>
 #include <string.h>
@@ -84,8 +86,8 @@ static Friction stick_friction(const double *projector, const double *point, con
     return f;
 }
 
-/* Contact i at world point p, the law's pieces: penetration pen (on: where touching, else 0), d pen / d p, the surface's
- * slope factor sqrt(1 + h_x^2 + h_y^2), gradient and twist there, and the friction. */
+/* Contact i at world point p, the law's pieces: on the penetration pen where touching (else 0), d pen / d p, the
+ * surface's slope factor sqrt(1 + h_x^2 + h_y^2), gradient and twist there, and the friction. */
 typedef struct {
     double on, dpen[3], slope, gradient[2], twist;
     Friction friction;
