@@ -130,12 +130,16 @@ def parameter_rows(capsule, n_contacts: int, n_tyres: int,
                    scaled: list[tuple[str, tuple[int, ...], tuple[int, ...]] | None]) -> ParameterRows:
     """:class:`ParameterRows` of the field ``capsule`` for P parameters, ``scaled`` per parameter: (what it scales
     (:data:`GROUND_PARAMETERS`), contact indices, tyre indices), or None for a parameter not of the ground."""
-    rows, members = np.zeros((len(scaled), 4), dtype=np.int64), []
-    for row, item in zip(rows, scaled):
+    rows: list[tuple[int, int, int, int]] = []
+    members: list[int] = []
+    for item in scaled:
         if item is None:
-            row[0] = PARAMETER_NONE
+            rows.append((PARAMETER_NONE, 0, 0, 0))
             continue
         what, contacts, tyres = item
-        row[:] = PARAMETER_GROUND, GROUND_PARAMETERS.index(what), len(members), len(contacts) + len(tyres)
+        rows.append((PARAMETER_GROUND, GROUND_PARAMETERS.index(what), len(members), len(contacts) + len(tyres)))
         members += [*contacts, *(n_contacts + t for t in tyres)]
-    return ParameterRows(capsule, n_contacts, n_tyres, rows, np.array(members, dtype=np.int64))
+    out = ParameterRows(capsule, n_contacts, n_tyres, np.array(rows, dtype=np.int64).reshape(len(rows), 4),
+                        np.array(members, dtype=np.int64))
+    out.rows.flags.writeable = out.members.flags.writeable = False  # kept and shared (sensitivity.ground)
+    return out

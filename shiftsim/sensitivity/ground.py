@@ -43,6 +43,7 @@ one-sided derivatives: every output says so instead of a number.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -230,10 +231,24 @@ def _points_jacobian(model: Model, s: State, nodes: np.ndarray, points: np.ndarr
     return (np.cross(s.omega[0][None], points[:, None]) + s.v[0][None]) * moves[..., None]
 
 
+_ROWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Per ground field, its :func:`parameter_rows` by model size and parameter names (made once, as the model's own
+parameters' core rows are)."""
+
+
 def parameter_rows(field, model: Model, parameters: list[Parameter]) -> core_ground.ParameterRows:
     """The ground parameters among ``parameters`` as the compiled core takes them (src/partials.c, src/ground.c): what
     each scales in which contacts' and tyres' laws; a normal (radial) stiffness carries the stick stiffness with it
-    where the ground gives none (the stick stiffness follows it, :meth:`shiftsim.ground.stand.Stand.build`)."""
+    where the ground gives none (the stick stiffness follows it, :meth:`shiftsim.ground.stand.Stand.build`). Made
+    once per field, model size and parameter names."""
+    known = _ROWS.setdefault(field, {})
+    key = (model.n_nodes, tuple(p.name for p in parameters))
+    if key not in known:
+        known[key] = _parameter_rows(field, model, parameters)
+    return known[key]
+
+
+def _parameter_rows(field, model: Model, parameters: list[Parameter]) -> core_ground.ParameterRows:
     contacts, tyres = parts(field)
     follows = (contacts or tyres).ground.tangential_stiffness is None
     scaled = []
