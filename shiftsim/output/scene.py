@@ -20,7 +20,7 @@ import numpy as np
 
 from ..collision.shapes import ShapeTable, shape_table
 from ..spec import FIXED, PATH_SEPARATOR
-from ..plots.pose import _parts
+from ..plots.parts import machine_parts
 from ..scenario.definition import Scenario
 from ..scenario.machines import Machine
 from ..scenario.runner import StepResult, machine_values
@@ -39,7 +39,7 @@ def machine_layout(machine: Machine) -> dict[str, Any]:
     module docstring)."""
     model = machine.model
     table, _ = shape_table([(machine.id, model)])
-    parts = _parts(model, {int(b) for b in table.body})
+    parts = machine_parts(model, {int(b) for b in table.body})
     return {"frames": [machine.name(name) for name in model.frame_names],
             "links": _links(model, {int(b) for b in table.body}),
             "shapes": [{"body": model.body_names[int(table.body[k])].rsplit(PATH_SEPARATOR, 1)[-1],
