@@ -147,7 +147,7 @@ def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream, 
     interrupted = run.interrupted.name if run.interrupted else None
     with_steps = keeps_steps(run.solved) and len(steps) == run.solved  # a run that held its steps
     document = results_document(scenario, steps, run.planned, interrupted, capacity, run.sensitivity,
-                                with_steps=with_steps, digest=digest)
+                                with_steps=with_steps, digest=digest, as_json=True)
     document["metadata"] = run_metadata(scenario)  # provenance, rendered by the report (output/provenance.py)
     files = {RESULTS_JSON: dumps(document)}
     solved_capacity = capacity is not None and "error" not in capacity

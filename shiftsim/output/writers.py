@@ -165,7 +165,7 @@ def _unusable(folder: Path) -> str:
 def results_document(scenario: Scenario, steps: list[StepResult], planned: int | None = None,
                      interrupted: str | None = None, capacity: dict[str, Any] | None = None,
                      sensitivity: dict[str, Any] | None = None, with_steps: bool = True,
-                     digest: RunDigest | None = None) -> dict[str, Any]:
+                     digest: RunDigest | None = None, as_json: bool = False) -> dict[str, Any]:
     """The results.json object (see ``shiftsim/schemas/results.schema.json``).
 
     ``planned``: the sweep's step count when ``steps`` holds only part of it (a run stopped by
@@ -175,7 +175,10 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
     ``with_steps``: hold every step (``steps``) and the viewer's poses of every step (``scene``); without,
     the document is the run's summary (``summary``) and metadata, its size independent of the step count,
     and the steps are in the columnar store only (:func:`keeps_steps`). ``digest``: the run's steps reduced, for a
-    run that did not hold them (``steps`` then needs to hold only what ``with_steps`` writes).
+    run that did not hold them (``steps`` then needs to hold only what ``with_steps`` writes). ``as_json``: ``steps``
+    and ``scene.steps`` as JSON text (``orjson.Fragment``) written a block of steps at a time
+    (:func:`~shiftsim.output.steps_json.steps_json`, :func:`~shiftsim.output.scene.scene_steps_json`), for writing the
+    document: the same document once parsed.
     """
     from .. import __version__
     from .scene import scene_document
@@ -193,7 +196,16 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
         document["interrupted"] = interrupted
     document["summary"] = {"steps": count, "converged": count - len(failed),
                            "failed": failed[:FAILED_LISTED], "in_results_json": with_steps}
-    if with_steps:
+    if with_steps and as_json:
+        import orjson
+
+        from .scene import machine_layout, scene_steps_json
+        from .steps_json import steps_json
+
+        document["steps"] = orjson.Fragment(steps_json(steps))
+        document["scene"] = {"machines": {machine.id: machine_layout(machine) for machine in scenario.machines},
+                             "steps": orjson.Fragment(scene_steps_json(scenario, steps))}
+    elif with_steps:
         document["steps"] = [step.as_dict() for step in steps]
         document["scene"] = scene_document(scenario, steps)
     if capacity is not None:
