@@ -17,10 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import orjson
 
 from ..collision.shapes import ShapeTable, shape_table
 from ..spec import FIXED, PATH_SEPARATOR
-from ..plots.pose import _parts
+from ..plots.parts import machine_parts
+from ..scenario.chain import BlockStep
 from ..scenario.definition import Scenario
 from ..scenario.machines import Machine
 from ..scenario.runner import StepResult, machine_values
@@ -39,7 +41,7 @@ def machine_layout(machine: Machine) -> dict[str, Any]:
     module docstring)."""
     model = machine.model
     table, _ = shape_table([(machine.id, model)])
-    parts = _parts(model, {int(b) for b in table.body})
+    parts = machine_parts(model, {int(b) for b in table.body})
     return {"frames": [machine.name(name) for name in model.frame_names],
             "links": _links(model, {int(b) for b in table.body}),
             "shapes": [{"body": model.body_names[int(table.body[k])].rsplit(PATH_SEPARATOR, 1)[-1],
@@ -89,14 +91,58 @@ def machine_scene(machine: Machine, values: dict, q: np.ndarray, q_reference: np
     docstring) by forward kinematics of its solved coordinates ``q`` and unloaded ones ``q_reference`` ((nq,) m or
     rad, in the solved model's coordinate order), with the step's settings ``values``
     (:func:`~shiftsim.scenario.runner.machine_values`)."""
+    return {name: array.tolist() for name, array in machine_scene_arrays(machine, values, q, q_reference).items()}
+
+
+def machine_scene_arrays(machine: Machine, values: dict, q: np.ndarray, q_reference: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`machine_scene` as arrays, for one step or a batch of steps with the same settings ``values``: ``q`` and
+    ``q_reference`` (..., nq) give ``frames``, ``reference`` (..., F, 3) and ``shapes``, ``shapes_reference``
+    (..., S, 3, 4), C-ordered."""
     setup = machine.setup(values)
     loaded = machine.world_poses(q, setup)
     reference = machine.world_poses(q_reference, setup)
     table, _ = shape_table([(machine.id, setup.model)])
-    return {"frames": loaded.frames[:, :3, 3].tolist(), "reference": reference.frames[:, :3, 3].tolist(),
+    return {"frames": np.ascontiguousarray(loaded.frames[..., :3, 3]),
+            "reference": np.ascontiguousarray(reference.frames[..., :3, 3]),
             "shapes": _shape_poses(table, loaded.bodies), "shapes_reference": _shape_poses(table, reference.bodies)}
 
 
-def _shape_poses(table: ShapeTable, bodies: np.ndarray) -> list:
-    """(S, 3, 4) world pose of each shape: body pose times body <- shape."""
-    return (bodies[table.body] @ table.local)[:, :3, :].tolist()
+def _shape_poses(table: ShapeTable, bodies: np.ndarray) -> np.ndarray:
+    """(..., S, 3, 4) world pose of each shape: body pose times body <- shape."""
+    return np.ascontiguousarray((bodies[..., table.body, :, :] @ table.local)[..., :3, :])
+
+
+def scene_steps_json(scenario: Scenario, steps: list[StepResult]) -> bytes:
+    """The ``scene.steps`` array of results.json for ``steps`` as JSON text, a step a line: the scenes of a block of
+    the block path (:class:`~shiftsim.scenario.chain.BlockStep`, whose machines keep their model and placement over the
+    sweep) by one forward-kinematics pass over the block, the others a step at a time; the same numbers as
+    :func:`scene_document`'s ``steps``."""
+    texts: list[bytes] = []
+    start = 0
+    while start < len(steps):
+        step = steps[start]
+        end = start + 1
+        if _posed_by_block(scenario, step):
+            while end < len(steps) and _posed_by_block(scenario, steps[end]) and steps[end].block is step.block:
+                end += 1
+            texts += _block_scenes(scenario, steps[start:end])
+        else:
+            texts.append(orjson.dumps(_step_scene(scenario, step)))
+        start = end
+    return b"[\n" + b",\n".join(texts) + b"\n]"
+
+
+def _posed_by_block(scenario: Scenario, step: StepResult) -> bool:
+    """Whether ``step`` is a block step with every machine solved (its scene comes from its block's pass)."""
+    return isinstance(step, BlockStep) and all(step.q.get(machine.id) is not None for machine in scenario.machines)
+
+
+def _block_scenes(scenario: Scenario, steps: list[StepResult]) -> list[bytes]:
+    """The scenes of consecutive steps of one block (every machine solved at each), as JSON texts."""
+    machines = {machine.id: machine_scene_arrays(
+        machine, machine_values(scenario, machine, steps[0].parameters),
+        np.array([step.q[machine.id] for step in steps]), np.array([step.q_reference[machine.id] for step in steps]))
+        for machine in scenario.machines}
+    return [orjson.dumps({machine: {name: array[row] for name, array in arrays.items()}
+                          for machine, arrays in machines.items()}, option=orjson.OPT_SERIALIZE_NUMPY)
+            for row in range(len(steps))]

@@ -19,13 +19,10 @@ import numpy as np
 from ..analysis.digest import RunDigest
 from ..errors import PlotError
 from ..jsonio import dumps
-from ..plots.registry import analysis_charts, chosen_plots, render
 from ..scenario.run import Run
-from ..sensitivity.document import csv_rows as sensitivity_rows
 from ..typed import ECHO_LIMIT
 from .provenance import run_metadata
 from .results import RunResults
-from .report import report_html
 from ..scenario.definition import Scenario
 from ..scenario.chain import BlockStep
 from ..scenario.runner import StepResult
@@ -140,12 +137,17 @@ class Written(NamedTuple):
 
 
 def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream, digest: RunDigest) -> Written:
-    """Every file of ``run`` but the store, written into ``stream``'s staging folder and swapped in with it."""
+    """Every file of ``run`` but the store, written into ``stream``'s staging folder and swapped in with it (the plots'
+    and the report's modules imported here: a run loads matplotlib only once it has solved, and only to draw)."""
+    from ..plots.registry import analysis_charts, chosen_plots, render
+    from ..sensitivity.document import csv_rows as sensitivity_rows
+    from .report import report_html
+
     scenario, steps, capacity = run.scenario, run.steps, run.capacity
     interrupted = run.interrupted.name if run.interrupted else None
     with_steps = keeps_steps(run.solved) and len(steps) == run.solved  # a run that held its steps
     document = results_document(scenario, steps, run.planned, interrupted, capacity, run.sensitivity,
-                                with_steps=with_steps, digest=digest)
+                                with_steps=with_steps, digest=digest, as_json=True)
     document["metadata"] = run_metadata(scenario)  # provenance, rendered by the report (output/provenance.py)
     files = {RESULTS_JSON: dumps(document)}
     solved_capacity = capacity is not None and "error" not in capacity

@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+import numpy as np
+
 from ..analysis.digest import RunDigest
 from ..errors import InputError, Problem, ShiftsimError
 from ..interrupts import signals_deferred
@@ -163,7 +165,7 @@ def _unusable(folder: Path) -> str:
 def results_document(scenario: Scenario, steps: list[StepResult], planned: int | None = None,
                      interrupted: str | None = None, capacity: dict[str, Any] | None = None,
                      sensitivity: dict[str, Any] | None = None, with_steps: bool = True,
-                     digest: RunDigest | None = None) -> dict[str, Any]:
+                     digest: RunDigest | None = None, as_json: bool = False) -> dict[str, Any]:
     """The results.json object (see ``shiftsim/schemas/results.schema.json``).
 
     ``planned``: the sweep's step count when ``steps`` holds only part of it (a run stopped by
@@ -173,7 +175,10 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
     ``with_steps``: hold every step (``steps``) and the viewer's poses of every step (``scene``); without,
     the document is the run's summary (``summary``) and metadata, its size independent of the step count,
     and the steps are in the columnar store only (:func:`keeps_steps`). ``digest``: the run's steps reduced, for a
-    run that did not hold them (``steps`` then needs to hold only what ``with_steps`` writes).
+    run that did not hold them (``steps`` then needs to hold only what ``with_steps`` writes). ``as_json``: ``steps``
+    and ``scene.steps`` as JSON text (``orjson.Fragment``) written a block of steps at a time
+    (:func:`~shiftsim.output.steps_json.steps_json`, :func:`~shiftsim.output.scene.scene_steps_json`), for writing the
+    document: the same document once parsed.
     """
     from .. import __version__
     from .scene import scene_document
@@ -191,7 +196,16 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
         document["interrupted"] = interrupted
     document["summary"] = {"steps": count, "converged": count - len(failed),
                            "failed": failed[:FAILED_LISTED], "in_results_json": with_steps}
-    if with_steps:
+    if with_steps and as_json:
+        import orjson
+
+        from .scene import machine_layout, scene_steps_json
+        from .steps_json import steps_json
+
+        document["steps"] = orjson.Fragment(steps_json(steps))
+        document["scene"] = {"machines": {machine.id: machine_layout(machine) for machine in scenario.machines},
+                             "steps": orjson.Fragment(scene_steps_json(scenario, steps))}
+    elif with_steps:
         document["steps"] = [step.as_dict() for step in steps]
         document["scene"] = scene_document(scenario, steps)
     if capacity is not None:
@@ -335,9 +349,8 @@ def write_store_csvs(store: Any, document: dict[str, Any], results_csv: Path, st
     results document with every step, holding about :data:`CSV_BATCH_VALUES` values at a time however long the
     run: the steps are read in ranges of step numbers, each range's rows ordered by step (as written within a
     step), the store's own quantities (:data:`STORE_ONLY`) left out, angles in the document's ``angle_unit``.
-    ``document`` gives the parameters, their units and the angle unit (a summary document will do)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    ``document`` gives the parameters, their units and the angle unit (a summary document will do).
+    A range's rows are formatted a column at a time (:func:`_csv_lines`), its names read as dictionaries."""
     import pyarrow.dataset as ds
 
     steps = store.step_table()
@@ -347,31 +360,108 @@ def write_store_csvs(store: Any, document: dict[str, Any], results_csv: Path, st
     numbers = steps.column("step").to_numpy()
     per_step = max(1, store.values.count_rows() // max(1, len(numbers)))
     chunk = max(1, CSV_BATCH_VALUES // per_step)
-    factor, angle_unit = angle_factor(document.get("angle_unit", "rad")), document.get("angle_unit", "rad")
-    shown_unit = angle_unit_of("rad", angle_unit)
+    values = store.values
+    if isinstance(values, ds.FileSystemDataset):  # each name decoded once per part, not once per row
+        values = ds.dataset(values.files, format=ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
+            dictionary_columns=["entity", "quantity", "component", "unit"])), filesystem=values.filesystem)
+    angle_unit = document.get("angle_unit", "rad")
     wanted = ~ds.field("quantity").isin(list(STORE_ONLY))
-    with open(results_csv, "w", newline="", encoding="utf-8") as stream:
-        writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(CSV_HEADER)
+    with open(results_csv, "wb") as stream:
+        stream.write(",".join(CSV_HEADER).encode() + b"\n")
         for start in range(0, len(numbers), chunk):
             first, last = int(numbers[start]), int(numbers[min(start + chunk, len(numbers)) - 1])
             condition = wanted & (ds.field("step") >= first) & (ds.field("step") <= last)
-            table = store.values.to_table(filter=condition).sort_by("step")  # a stable sort
-            radians = pc.equal(table.column("unit"), "rad").to_numpy(zero_copy_only=False)
-            flags = pc.is_in(table.column("quantity"), value_set=pa.array(FLAGS, pa.string())).to_numpy(zero_copy_only=False)
-            writer.writerows(_csv_row(step, entity, quantity, component, value, unit, radian, flag, factor, shown_unit)
-                             for step, entity, quantity, component, value, unit, radian, flag in zip(
-                                 *(table.column(name).to_pylist() for name in CSV_HEADER), radians, flags))
+            stream.write(_csv_lines(values.to_table(filter=condition).sort_by("step"), angle_unit))  # a stable sort
 
 
-def _csv_row(step: int, entity: str, quantity: str, component: str, value: float | None, unit: str, radian: bool,
-             flag: bool, factor: float, shown_unit: str) -> list[Any]:
-    """A results.csv row from a store row (as :func:`step_value_rows` writes it)."""
-    if radian:
-        value, unit = (None if value is None else value * factor), shown_unit
-    elif flag and value is not None:
-        value = int(value)
-    return [step, csv_text(entity), csv_text(quantity), csv_text(component), value, csv_text(unit)]
+def _csv_lines(table: Any, angle_unit: str) -> bytes:
+    """results.csv's lines (UTF-8) of a store ``values`` table, as :func:`step_value_rows` gives them (angles times
+    the factor of ``angle_unit``, in that unit; flags as 1/0) and the csv module writes them: a float by its ``repr``
+    (:func:`float_texts`), an integer in decimal, a null as nothing, a text through :func:`csv_text` and the module's
+    quoting (:func:`_csv_text_cells`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = table.unify_dictionaries()
+    radians = _per_name(table.column("unit"), lambda unit: unit == "rad", pa.bool_())
+    flags = _per_name(table.column("quantity"), lambda quantity: quantity in FLAGS, pa.bool_())
+    radians, flags = (np.asarray(column.to_numpy(zero_copy_only=False), bool) for column in (radians, flags))
+    value = table.column("value")
+    nulls = value.is_null().to_numpy(zero_copy_only=False)
+    numbers = value.to_numpy(zero_copy_only=False).astype(float)  # null -> nan (written as nothing)
+    numbers[radians] *= angle_factor(angle_unit)
+    flagged = flags & ~radians & ~nulls
+    texts = pc.replace_with_mask(float_texts(numbers), pa.array(flagged),
+                                 pa.array([str(int(v)) for v in numbers[flagged].tolist()], pa.string()))
+    unit_cell = _csv_text_cells()
+    cells = [pc.cast(table.column("step"), pa.string()),
+             *(_per_name(table.column(name), _csv_text_cells(), pa.string()) for name in ("entity", "quantity",
+                                                                                       "component")),
+             pc.if_else(pa.array(nulls), pa.scalar(None, pa.string()), texts),
+             _per_name(table.column("unit"), lambda unit: unit_cell(angle_unit_of(unit, angle_unit)) + "\n",
+                       pa.string())]
+    lines = pc.binary_join_element_wise(*cells, ",", null_handling="replace", null_replacement="").combine_chunks()
+    if not len(lines):
+        return b""
+    _, offsets, data = lines.buffers()  # the lines' UTF-8 bytes, one after the other, from offsets[0] to offsets[n]
+    ends = np.frombuffer(offsets, np.int32)[[lines.offset, lines.offset + len(lines)]]
+    return data.to_pybytes()[ends[0]:ends[1]]
+
+
+def _per_name(column: Any, function: Any, kind: Any) -> Any:
+    """``function`` of each cell of a text ``column`` (plain or dictionary-encoded), as an Arrow column of type
+    ``kind``, calling it once per distinct text (a null cell gives null)."""
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(column.type):
+        column = column.dictionary_encode()
+    return pa.chunked_array([pa.array([function(text) for text in chunk.dictionary.to_pylist()], kind).take(
+        chunk.indices) for chunk in column.chunks], kind)
+
+
+def _csv_text_cells() -> Any:
+    """A function giving a text cell as the csv module writes it after :func:`csv_text` (quoted where it must be),
+    remembering the texts it has seen."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    seen: dict[str, str] = {}
+
+    def cell(text: str) -> str:
+        if text not in seen:
+            buffer.seek(0)
+            buffer.truncate()
+            writer.writerow([csv_text(text), ""])  # two cells: a lone empty cell would be quoted
+            seen[text] = buffer.getvalue()[:-2]  # the first cell, without "," and the line's end
+        return seen[text]
+    return cell
+
+
+FLOAT_POSITIONAL = (1e-4, 1e16)
+"""Magnitudes ``repr`` writes a float in without an exponent (Python's ``'r'`` format: from 1e-4, below 1e16)."""
+
+
+def float_texts(numbers: np.ndarray) -> Any:
+    """``repr`` of each float of ``numbers`` (as the csv module writes it), as an Arrow string array.
+
+    Arrow's cast to text writes the same shortest round-trip digits as ``repr``, in the same notation for a number in
+    :data:`FLOAT_POSITIONAL` that is not whole (``0.25``, ``-1234.5``); a whole one there gets ``.0`` added (Arrow
+    writes ``12``, ``repr`` ``12.0``); a zero is ``0.0`` or ``-0.0``; the others (exponents, NaN, infinities, and what
+    Arrow writes with an exponent where ``repr`` does not, ``1e+15``) are written by ``repr`` itself, one by one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = pc.cast(pa.array(numbers, pa.float64()), pa.string())
+    magnitude = np.abs(numbers)
+    exponent = pc.match_substring(texts, "e").to_numpy(zero_copy_only=False)
+    with np.errstate(invalid="ignore"):  # NaN and infinities are not positional
+        positional = (magnitude >= FLOAT_POSITIONAL[0]) & (magnitude < FLOAT_POSITIONAL[1])
+        whole = positional & ~exponent & (numbers == np.trunc(numbers))
+    texts = pc.if_else(pa.array(whole), pc.binary_join_element_wise(texts, ".0", ""), texts)
+    zero = numbers == 0.0
+    texts = pc.if_else(pa.array(zero), pc.if_else(pa.array(np.signbit(numbers)), "-0.0", "0.0"), texts)
+    others = ~positional & ~zero | exponent
+    return pc.replace_with_mask(texts, pa.array(others),
+                                pa.array(list(map(float.__repr__, numbers[others].tolist())), pa.string()))
 
 
 def _steps_document(document: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:

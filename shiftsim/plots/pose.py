@@ -35,16 +35,16 @@ from matplotlib.patches import Circle, FancyArrow, Patch, Polygon
 from scipy.spatial import ConvexHull, QhullError
 
 from ..collision.shapes import SPHERE, ShapeTable, shape_table
-from ..ground.base import BASE, BASE_COORDINATES, is_floating
 from ..kinematics import Poses
-from ..model import PRISMATIC, Model
-from ..spec import FIXED, PATH_SEPARATOR
+from ..model import Model
+from ..spec import PATH_SEPARATOR
 from ..analysis.digest import (FORCE, NO_DEFLECTION, closest_approaches, closest_step, force_text, number,
                                parameter_text, peak_deflection, worst_step)
 from ..scenario.definition import Scenario
 from ..scenario.machines import Machine
 from ..scenario.runner import StepResult, machine_values
 from .figures import figure, fit_legend, png, sweep_axis, wrapped
+from .parts import Parts, machine_parts
 from .text import make_plain
 
 SECOND_VIEW = 0.1  # a second view when the machines extend this share of their size along the view's depth
@@ -60,66 +60,11 @@ TITLE_CHARACTERS = 200  # characters of a panel title line across the figure (di
 
 
 @dataclass(frozen=True)
-class _Parts:
-    """What of a machine's model is drawn, as indices into its frames (F) and bodies (B)."""
-
-    links: list[tuple[str, np.ndarray]]  # (label, frame indices) of bodies drawn by their frames' outline
-    cylinders: np.ndarray  # (k, 2) parent and child frame of each prismatic joint
-    cylinder_names: list[str]
-    pins: np.ndarray  # child frames of the other joints
-    connections: np.ndarray  # (k, 2) parent and child frame of the other joints (zero length where they coincide)
-    connection_joints: np.ndarray  # (k,) index in the model's joints of each connection
-    fixed: np.ndarray  # ground attachment frames
-
-
-def _free_base(model: Model) -> tuple[set[str], set[int]]:
-    """The joints (names) and massless bodies (indices) of a standing machine's free base
-    (:func:`shiftsim.ground.base.free_base`): the machine's own parts hang from it, it is not drawn."""
-    if not is_floating(model):
-        return set(), set()
-    bodies = {b for b, name in enumerate(model.body_names) if name == BASE or name.startswith(BASE + ".")}
-    return set(BASE_COORDINATES), bodies
-
-
-def _parts(model: Model, shaped_bodies: set[int]) -> _Parts:
-    """Bodies with collision shapes (``shaped_bodies``) are drawn by them; the fixed body, a free base's joints and
-    massless links, and the bodies at either end of a prismatic joint that take part in no more than two joints
-    (cylinder barrels, pistons, rods: a pin and the slide; a car's body, carrying four struts, is drawn) are not drawn
-    as links."""
-    by_length = sorted(model.body_names, key=len, reverse=True)  # frame names may hold ':' (attached ground frames)
-    body_of = np.array([model.body_names.index(next(b for b in by_length if name.startswith(b + PATH_SEPARATOR)))
-                        for name in model.frame_names])
-    base_joints, base_bodies = _free_base(model)
-    kept = [k for k, j in enumerate(model.joints) if j.name not in base_joints]
-    moving = {k for k in kept if any(model.node_kind[model.coordinate_node[c]] == PRISMATIC
-                                     for c in model.joints[k].coordinates)}
-    prismatic = [model.joints[k] for k in kept if k in moving]
-    joints_at = np.bincount([int(body_of[f]) for j in model.joints for f in (j.parent_frame, j.child_frame)],
-                            minlength=len(model.body_names))
-    actuator_bodies = {b for j in prismatic for f in (j.parent_frame, j.child_frame)
-                       if joints_at[b := int(body_of[f])] <= 2}  # a barrel, piston or rod: its pin and its slide
-    fixed_body = model.body_names.index(FIXED)
-    hidden = shaped_bodies | actuator_bodies | base_bodies | {fixed_body}
-    drawn = [b for b in range(len(model.body_names)) if b not in hidden]
-    links = [(model.body_names[b].rsplit(PATH_SEPARATOR, 1)[-1], np.flatnonzero(body_of == b)) for b in drawn]
-    connecting = [k for k in kept if k not in moving]
-    others = [model.joints[k] for k in connecting]
-    fixed = sorted({f for k in kept for f in (model.joints[k].parent_frame, model.joints[k].child_frame)
-                    if body_of[f] == fixed_body})
-    return _Parts(links, np.array([(j.parent_frame, j.child_frame) for j in prismatic], int).reshape(-1, 2),
-                  [j.name.rsplit(PATH_SEPARATOR, 1)[-1] for j in prismatic],
-                  np.array([j.child_frame for j in others], int),
-                  np.array([(j.parent_frame, j.child_frame) for j in others], int).reshape(-1, 2),
-                  np.array(connecting, int),
-                  np.array(fixed, int))
-
-
-@dataclass(frozen=True)
 class _Posed:
     """One machine at one step: frame positions (F, 3) loaded (exaggerated) and unloaded, shape outlines."""
 
     machine: Machine
-    parts: _Parts
+    parts: Parts
     loaded: np.ndarray
     reference: np.ndarray
     boxes: list[np.ndarray]  # (8, 3) corners of each non-sphere shape, loaded
@@ -138,7 +83,7 @@ class _Solved:
     loaded: Poses
     reference: Poses
     shapes: ShapeTable
-    parts: _Parts
+    parts: Parts
     loads: list[tuple[str, int, np.ndarray]]  # name, frame index, world force (3,) N at the step
 
 
@@ -147,7 +92,7 @@ def _solved(scenario: Scenario, machine: Machine, step: StepResult) -> _Solved:
     table, _ = shape_table([(machine.id, setup.model)])
     loaded = machine.world_poses(step.q[machine.id], setup)
     return _Solved(machine, setup.model, loaded, machine.world_poses(step.q_reference[machine.id], setup), table,
-                   _parts(setup.model, {int(b) for b in table.body}), _loads(scenario, machine, setup.model, loaded, step))
+                   machine_parts(setup.model, {int(b) for b in table.body}), _loads(scenario, machine, setup.model, loaded, step))
 
 
 def _loads(scenario: Scenario, machine: Machine, model: Model, loaded: Poses,

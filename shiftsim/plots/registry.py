@@ -25,12 +25,7 @@ from ..errors import Problems, ScenarioError
 from ..scenario.collisions import checks_collisions, collision_settings
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
-from .collisions import collisions_plot
 from .data import Results, steps_of
-from .ground import capacity_chart, footprint_plot
-from .pose import pose_plot
-from .tornado import sensitivity_chart
-from .sweep import actuators_plot, convergence_plot, deflection_plot, efforts_plot, pin_loads_plot
 
 Size = tuple[float, float]
 Draw = Callable[[Scenario, list[StepResult], Size, int], bytes]
@@ -52,6 +47,18 @@ class Plot:
     empty_when: Reason
     applies: Callable[[Scenario], "str | None"]
     default: bool = True
+
+
+def _drawn_by(module: str, function: str) -> Draw:
+    """The draw function ``function`` of the plot module ``module``, imported when a plot is first drawn: the plot
+    modules bring matplotlib, which a run loads only once it draws (its plots are chosen and checked before solving)."""
+    def draw(scenario: Scenario, steps: list[StepResult], size: Size, dpi: int) -> bytes:
+        from . import collisions, ground, pose, sweep
+
+        modules = {"collisions": collisions, "ground": ground, "pose": pose, "sweep": sweep}
+        return getattr(modules[module], function)(scenario, steps, size, dpi)
+    draw.__name__ = draw.__qualname__ = function
+    return draw
 
 
 def _always(scenario: Scenario, *steps) -> None:
@@ -125,14 +132,14 @@ def _stands(scenario: Scenario) -> str | None:
 
 
 PLOTS: dict[str, Plot] = {plot.name: plot for plot in (
-    Plot("deflection", deflection_plot, (9.0, 6.0), _deflection_empty, _always),
-    Plot("efforts", efforts_plot, (9.0, 7.0), _efforts_empty, _always),
-    Plot("pin_loads", pin_loads_plot, (9.0, 7.0), _pin_loads_empty, _always),
-    Plot("pose", pose_plot, (14.0, 8.0), _pose_empty, _always),
-    Plot("convergence", convergence_plot, (9.0, 6.0), _always, _always),
-    Plot("actuators", actuators_plot, (10.0, 8.0), _actuators_empty, _has_platform),
-    Plot("collisions", collisions_plot, (9.0, 6.0), _collisions_empty, _checks_pairs),
-    Plot("footprint", footprint_plot, (11.0, 5.5), _footprint_empty, _stands),
+    Plot("deflection", _drawn_by("sweep", "deflection_plot"), (9.0, 6.0), _deflection_empty, _always),
+    Plot("efforts", _drawn_by("sweep", "efforts_plot"), (9.0, 7.0), _efforts_empty, _always),
+    Plot("pin_loads", _drawn_by("sweep", "pin_loads_plot"), (9.0, 7.0), _pin_loads_empty, _always),
+    Plot("pose", _drawn_by("pose", "pose_plot"), (14.0, 8.0), _pose_empty, _always),
+    Plot("convergence", _drawn_by("sweep", "convergence_plot"), (9.0, 6.0), _always, _always),
+    Plot("actuators", _drawn_by("sweep", "actuators_plot"), (10.0, 8.0), _actuators_empty, _has_platform),
+    Plot("collisions", _drawn_by("collisions", "collisions_plot"), (9.0, 6.0), _collisions_empty, _checks_pairs),
+    Plot("footprint", _drawn_by("ground", "footprint_plot"), (11.0, 5.5), _footprint_empty, _stands),
 )}
 """Every plot kind by name, in the order plots are drawn and listed."""
 
@@ -185,6 +192,9 @@ def analysis_charts(summary: dict[str, Any], dpi: int) -> dict[str, bytes]:
     """The charts of a run's analyses, from its results document's summary sections: ``capacity.png`` (the
     lift-capacity chart, when the capacity analysis was solved) and ``sensitivity.png`` (tornado charts, when a step
     has sensitivities)."""
+    from .ground import capacity_chart
+    from .tornado import sensitivity_chart
+
     charts = {}
     capacity = summary.get("capacity")
     if capacity is not None and "error" not in capacity:

@@ -27,8 +27,8 @@ from ..analysis.digest import (FORCE, TORQUE, carrying, deflection_peaks, deflec
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 from ..statics import SolverOptions
-from .figures import (FAILED_COLOUR, figure, largest, legend, mark_failures, plot_series, png, series_budget, style,
-                      sweep_axis)
+from .figures import (FAILED_COLOUR, bars, figure, largest, legend, mark_failures, plot_series, png, series_budget,
+                      style, sweep_axis)
 
 AXES = "xyz"
 
@@ -129,8 +129,8 @@ def pin_loads_plot(scenario: Scenario, steps: list[StepResult], size: tuple[floa
 
 
 def convergence_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
-    """Iterations as bars coloured by the step's verdict (stable, neutral, unstable, failed; a step solved in 0
-    iterations is a mark on the axis, not an empty bar); residuals on a log axis with the solver's tolerance; a
+    """Iterations as bars coloured by the step's verdict (stable, neutral, unstable, failed; one artist per verdict,
+    :func:`~.figures.bars`; a step solved in 0 iterations is a mark on the axis, not an empty bar); residuals on a log axis with the solver's tolerance; a
     residual of exactly 0 is drawn on the axis floor with its own mark."""
     fig, axes = figure(size, dpi, 2, 1, sharex=True, top=0.55)
     top, bottom = axes[:, 0]
@@ -141,9 +141,9 @@ def convergence_plot(scenario: Scenario, steps: list[StepResult], size: tuple[fl
     verdicts = [(ok & (stability == verdict), colour, f"converged, {verdict}")
                 for verdict, colour in (("stable", "tab:blue"), ("neutral", "tab:green"), ("unstable", "tab:orange"))]
     for chosen, colour, label in (*verdicts, (~ok, FAILED_COLOUR, "failed")):
-        bars = chosen & (iterations > 0)
-        if bars.any():
-            top.bar(index[bars], iterations[bars], color=colour, label=label)
+        drawn = chosen & (iterations > 0)
+        if drawn.any():
+            bars(top, index[drawn], iterations[drawn], color=colour, label=label)
         zero = chosen & (iterations == 0)
         if zero.any():
             top.plot(index[zero], iterations[zero], "o" if colour != FAILED_COLOUR else "x", color=colour,

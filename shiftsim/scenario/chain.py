@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -236,6 +236,12 @@ class StepBlock:
         """(S, V) every number the store holds for each step, in its row order (see the class docstring)."""
         return self._columns[0]
 
+    @property
+    def extras(self) -> np.ndarray:
+        """(S, E) what results.json's pin reactions add to :attr:`values` (per pin reaction its force's and moment's
+        sizes and its efforts), in the order of :meth:`entries`' ``more``."""
+        return self._columns[1]
+
     @cached_property
     def _offsets(self) -> dict[str, list[tuple[Machine, int, int, str, int, int]]]:
         """Per kind (joint, frame, body, pin) its items with where their numbers start in a row of values and of
@@ -253,7 +259,12 @@ class StepBlock:
     def reports(self, row: int, kind: str) -> dict[str, dict[str, Any]]:
         """Step ``row``'s ``kind`` (joint, frame, body, pin) entries as results.json has them, by scenario name."""
         values, extras, _ = self._columns
-        numbers = values[row].tolist()
+        return self.entries(kind, values[row].tolist(), extras[row].tolist())
+
+    def entries(self, kind: str, numbers: Sequence[Any], more: Sequence[Any]) -> dict[str, dict[str, Any]]:
+        """The ``kind`` entries of a step whose numbers are ``numbers`` (a row of :attr:`values`) and ``more`` (a row of
+        the extras), as :meth:`reports` gives them: any sequences whose items and slices are the row's (the results
+        writer passes placeholders, to write a block's steps at once)."""
         out = {}
         if kind == "joint":
             for machine, index, count, _, at, _ in self._offsets[kind]:
@@ -274,7 +285,6 @@ class StepBlock:
                 out[machine.name(machine.model.body_names[index])] = {
                     "position": numbers[at:at + 3], "rotation": [numbers[at + 3 + 3 * i:at + 6 + 3 * i] for i in range(3)]}
         else:
-            more = extras[row].tolist()
             for machine, index, count, role, at, extra in self._offsets[kind]:
                 joint = machine.model.joints[index]
                 out[machine.name(joint.name)] = {

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.scenario import beam_scenario, write_scenario
 from scipy.spatial.transform import Rotation
 
 from shiftsim.cli import COMMANDS, build_parser, main
@@ -165,3 +166,36 @@ def test_solve_loads_no_scenario_machinery():
     assert code == 0
     assert not [name for name in ("shiftsim.scenario", "shiftsim.analysis", "shiftsim.output", *HEAVY)
                 if loaded(modules, name)]
+
+
+def modules_of_a_run(folder: Path, plots: list[str]) -> tuple[int, set[str], set[str]]:
+    """Exit code of ``shiftsim run`` of the small beam scenario drawing ``plots`` into ``folder``, run in a fresh
+    interpreter, the modules it had imported when it started solving, and those it had imported at the end."""
+    folder.mkdir()
+    scenario = write_scenario(folder, beam_scenario(outputs={"csv": True, "plots": plots}))
+    script = ("import sys, json\nimport shiftsim.commands.run as command\nsolve = command.run_scenario\nseen = {}\n"
+              "def spy(*args, **options):\n    seen['solving'] = sorted(sys.modules)\n    return solve(*args, **options)\n"
+              "command.run_scenario = spy\nfrom shiftsim.cli import main\ncode = main(sys.argv[1:])\n"
+              "sys.stderr.write('\\nMODULES' + json.dumps([seen['solving'], sorted(sys.modules)]))\nsys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", script, "run", str(scenario), "-o", str(folder / "out"), "-q"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    solving, end = json.loads(done.stderr.rpartition("\nMODULES")[2])
+    return done.returncode, set(solving), set(end)
+
+
+PLOT_MODULES = ("matplotlib", "shiftsim.plots.sweep", "shiftsim.plots.pose", "shiftsim.plots.figures",
+                "shiftsim.output.report")
+
+
+@pytest.mark.slow
+def test_run_loads_plotting_and_the_report_only_after_solving_and_matplotlib_only_to_draw(tmp_path):
+    """``shiftsim run`` checks its plots before solving without the drawing code: matplotlib, the plot modules and the
+    report's are not loaded when it starts solving; a run that draws no plot never loads matplotlib."""
+    code, solving, end = modules_of_a_run(tmp_path / "drawn", ["deflection", "convergence"])
+    assert code == 0
+    assert not [name for name in PLOT_MODULES if loaded(solving, name)]
+    assert all(loaded(end, name) for name in PLOT_MODULES)  # the spy saw the solve, and the plots were drawn
+    assert (tmp_path / "drawn" / "out" / "convergence.png").is_file()
+    code, solving, end = modules_of_a_run(tmp_path / "none", [])
+    assert code == 0 and (tmp_path / "none" / "out" / "report.html").is_file()
+    assert not loaded(end, "matplotlib") and loaded(end, "shiftsim.output.report")

@@ -15,6 +15,7 @@ import csv
 import io
 import math
 
+import numpy as np
 import orjson
 import pandas as pd
 import pyarrow.parquet as pq
@@ -153,6 +154,62 @@ def test_the_csvs_written_from_the_store_are_the_writers_bytes(document, angle_u
                              tmp_path / "steps.csv")
     assert (tmp_path / "results.csv").read_bytes() == csv_bytes(tidy_rows(document))
     assert (tmp_path / "steps.csv").read_bytes() == csv_bytes(step_rows(document))
+
+
+HOSTILE_TEXTS = ("=HYPERLINK(\"x\")", "a,b", 'say "hi"', "two\nlines", "cr\rhere", "-", "-1", "+x", "@me", "",
+                 " spaced ", "tab\tin", "ü")
+
+
+@pytest.mark.parametrize("angle_unit", ["rad", "deg"])
+def test_the_columnwise_csv_writes_every_cell_as_the_csv_module_does(angle_unit, tmp_path):
+    """Names that need quoting or a formula guard, nulls, NaN, infinities, -0.0, tiny and huge floats, flags and
+    angles, written by write_store_csvs, against the csv module writing the same rows one at a time (each text through
+    csv_text, angles times the factor, flags as int; the rows as the old row-by-row writer made them)."""
+    numbers = [0.1, -0.0, 1e-5, 1e16, 123456789.123456, math.nan, math.inf, -math.inf, 5e-324, None, 2.0, 1.0]
+    units = ["m", "rad", "N m", "-", *HOSTILE_TEXTS]
+    rows, k = [], 0
+    for step in (3, 0, 7):  # stored out of order: written by step
+        for text in HOSTILE_TEXTS:
+            value = numbers[k % len(numbers)]
+            rows.append([step, text, "effort", HOSTILE_TEXTS[-1 - k % len(HOSTILE_TEXTS)], value, units[k % len(units)]])
+            k += 1
+        rows.append([step, "a|b", "in_collision", "", 1.0 if step else 0.0, "-"])
+        rows.append([step, "a|b", "distance", "", None, "m"])
+        rows.append([step, "ex1:coordinates", "coordinates", "0", 0.5, "-"])  # the store's own: not in results.csv
+    steps = [[step, float(step), "converged", 3, "stable", 1e-9, True] for step in (3, 0, 7)]
+    tables = rows_tables(["load"], steps, rows)
+    for name, table in zip(("steps.parquet", "values.parquet"), tables):
+        pq.write_table(table, tmp_path / name)
+    document = {"parameters": ["load"], "angle_unit": angle_unit, "units": {"parameters": {"load": "-"}}}
+    writers.write_store_csvs(open_store(tmp_path), document, tmp_path / "results.csv", tmp_path / "steps.csv")
+
+    factor = angle_factor(angle_unit)
+    expected = io.StringIO()
+    oracle = csv.writer(expected, lineterminator="\n")
+    oracle.writerow(VALUE_COLUMNS)
+    for step, entity, quantity, component, value, unit in sorted(rows, key=lambda row: row[0]):
+        if quantity in STORE_ONLY:
+            continue
+        if unit == "rad":
+            value, unit = None if value is None else value * factor, angle_unit
+        elif quantity == "in_collision":
+            value = int(value)
+        oracle.writerow([step, *map(writers.csv_text, (entity, quantity, component)), value, writers.csv_text(unit)])
+    assert (tmp_path / "results.csv").read_bytes() == expected.getvalue().encode("utf-8")
+
+
+def test_float_texts_are_repr_of_every_kind_of_double():
+    """The column-wise float formatting against Python's repr: random bit patterns (every exponent, subnormals, NaN
+    payloads, infinities), decimals with few digits, whole numbers, powers of ten across repr's notation switches."""
+    rng = np.random.default_rng(27)
+    bits = rng.integers(0, 2 ** 64, 100_000, dtype=np.uint64, endpoint=False)
+    numbers = np.concatenate([
+        bits.view(np.float64), rng.uniform(-1e4, 1e4, 20_000),
+        *(np.round(rng.uniform(-1e3, 1e3, 5_000), digits) for digits in range(8)),
+        np.arange(-2000.0, 2000.0), 10.0 ** np.arange(-330, 309), -(10.0 ** rng.uniform(-8, 20, 20_000)),
+        [0.0, -0.0, math.nan, -math.nan, math.inf, -math.inf, 1e-4, 9.999999999999999e-05, 1e16, 9999999999999998.0,
+         5e-324, 1.7976931348623157e308, 0.1 + 0.2]])
+    assert writers.float_texts(numbers).to_pylist() == list(map(repr, numbers.tolist()))
 
 
 @pytest.mark.slow

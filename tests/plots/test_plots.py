@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 
+import matplotlib.colors
 import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -18,7 +19,7 @@ from shiftsim.plots import registry as plots
 from shiftsim.analysis.digest import closest_step, number, parameter_text, pin_load_peaks
 from shiftsim.plots.registry import Plot, chosen_plots, skipped_plots
 from helpers.plots import results_of
-from shiftsim.plots.figures import SweepAxis, coinciding, plot_series, sweep_axis
+from shiftsim.plots.figures import FAILED_COLOUR, SweepAxis, coinciding, plot_series, sweep_axis
 from shiftsim.plots.pose import SAG_SHARE, _exaggeration, _views
 from shiftsim.scenario.runner import StepResult
 
@@ -196,8 +197,10 @@ def test_convergence_draws_the_tolerance_zeros_at_the_floor_and_no_empty_bars(tm
              StepResult(2, {"load:tip": 1.0}, "failed", 60, 3e-3, False)]
     plots.PLOTS["convergence"].draw(scenario, steps, plots.FIGURE_SIZES["convergence"], 30)
     top, bottom = figures[0].axes
-    heights = sorted(patch.get_height() for patch in top.patches)
-    assert heights == [3, 60]  # step 0 took 0 iterations: a mark, not an empty bar
+    outline = np.concatenate([path.vertices for bars in top.collections for path in bars.get_paths()])
+    raised = outline[outline[:, 1] > 0]  # the bars' tops: steps 1 and 2 only, 0.8 wide
+    assert sorted(set(raised[:, 1].tolist())) == [3, 60]
+    assert sorted(set(np.round(raised[:, 0], 9).tolist())) == [0.6, 1.4, 1.6, 2.4]  # step 0 (0 iterations): a mark
     lines = {line.get_label(): line for line in bottom.get_lines()}
     tolerance = next(line for label, line in lines.items() if label.startswith("solver tolerance"))
     assert tolerance.get_ydata()[0] == pytest.approx(1e-10)
@@ -240,8 +243,14 @@ def test_convergence_colours_each_step_by_its_verdict(tmp_path, figures):
              StepResult(3, {"load:tip": 1.0}, "failed", 60, 3e-3, False, stability="unknown")]
     plots.PLOTS["convergence"].draw(scenario, steps, plots.FIGURE_SIZES["convergence"], 30)
     top = figures[0].axes[0]
-    labels = {container.get_label(): [p.get_height() for p in container] for container in top.containers}
+    labels = {bars.get_label(): sorted(set(bars.get_paths()[0].vertices[:, 1].tolist()) - {0.0})
+              for bars in top.collections}
     assert labels == {"converged, stable": [2], "converged, neutral": [4], "converged, unstable": [5], "failed": [60]}
+    colours = {bars.get_label(): matplotlib.colors.to_hex(bars.get_facecolor()[0]) for bars in top.collections}
+    assert colours == {"converged, stable": matplotlib.colors.to_hex("tab:blue"),
+                       "converged, neutral": matplotlib.colors.to_hex("tab:green"),
+                       "converged, unstable": matplotlib.colors.to_hex("tab:orange"),
+                       "failed": matplotlib.colors.to_hex(FAILED_COLOUR)}
 
 
 def test_the_scenario_schema_and_the_docs_offer_exactly_the_registered_plots():
