@@ -178,12 +178,8 @@ class StepBlock:
         self.scenario = scenario
 
     def steps(self) -> list[BlockStep]:
-        """The block's steps, in order (their dictionaries are built when first read)."""
-        names = self.scenario.sweep.names
-        remarks = [{m.plan.machine.id: m.remarks[row] for m in self.machines if row in m.remarks}
-                   for row in range(len(self))]
-        return [BlockStep(self, row, int(index), dict(zip(names, map(float, values))), remarks[row])
-                for row, (index, values) in enumerate(zip(self.indices, self.table))]
+        """The block's steps, in order (their dictionaries are built when read)."""
+        return [BlockStep(self, row) for row in range(len(self))]
 
     @cached_property
     def _columns(self) -> tuple[np.ndarray, np.ndarray, list[tuple[str, Machine, int, int, str]]]:
@@ -250,6 +246,40 @@ class StepBlock:
             extra += 2 + count if kind == "pin" else 0
         return offsets
 
+    @cached_property
+    def _digest_columns(self) -> dict[str, Any]:
+        """Where the numbers a run's digest reduces are in a row of values and of extras (see :meth:`digest_arrays`)."""
+        offsets = self._offsets
+        joints = [(machine.name(machine.model.joints[index].name), count, at)
+                  for machine, index, count, _, at, _ in offsets["joint"]]
+        return {
+            "joints": [name for name, _, _ in joints],
+            "efforts": [(name, k) for name, count, _ in joints for k in range(count)],
+            "effort_columns": np.array([at + 2 * count + k for _, count, at in joints for k in range(count)], int),
+            "force_columns": np.array([[at + 3 * count + 6 + i for i in range(3)] for _, count, at in joints],
+                                      int).reshape(-1, 3),
+            "frames": [machine.name(machine.model.frame_names[index]) for machine, index, *_ in offsets["frame"]],
+            "deflection_columns": np.array([[at + 3 + i for i in range(3)] for *_, at, _ in offsets["frame"]],
+                                           int).reshape(-1, 3),
+            "pins": [(machine.name(machine.model.joints[index].name), role)
+                     for machine, index, _, role, _, _ in offsets["pin"]],
+            "pin_columns": np.array([extra for *_, extra in offsets["pin"]], int)}
+
+    @property
+    def tracked_joints(self) -> list[str]:
+        """The tracked joints' scenario names (those of every step's ``joints``)."""
+        return self._digest_columns["joints"]
+
+    def digest_arrays(self, rows: np.ndarray) -> BlockDigestArrays:
+        """What a run's digest reduces (:class:`~shiftsim.analysis.digest.RunDigest`) at the block's ``rows`` (k,), as
+        arrays: the same numbers as the steps' ``joints``, ``frames`` and ``pin_reactions`` dictionaries hold."""
+        where, values, extras = self._digest_columns, self._columns[0][rows], self._columns[1][rows]
+        pins = where["pin_columns"]
+        return BlockDigestArrays(where["joints"], where["efforts"], values[:, where["effort_columns"]],
+                                 values[:, where["force_columns"]], where["frames"],
+                                 values[:, where["deflection_columns"]], where["pins"], extras[:, pins],
+                                 extras[:, pins + 1])
+
     def reports(self, row: int, kind: str) -> dict[str, dict[str, Any]]:
         """Step ``row``'s ``kind`` (joint, frame, body, pin) entries as results.json has them, by scenario name."""
         values, extras, _ = self._columns
@@ -284,6 +314,26 @@ class StepBlock:
         return out
 
 
+@dataclass(frozen=True)
+class BlockDigestArrays:
+    """A block's numbers a run's digest reduces, at k of its steps (:meth:`StepBlock.digest_arrays`), by scenario name:
+    ``joints`` the tracked joints; ``efforts`` (k, n) N or N m, one column per tracked joint coordinate, labelled by
+    ``effort_labels`` (joint, coordinate within it); ``joint_forces`` (k, J, 3) N, world axes: the force part of each
+    tracked joint's ``wrench_world``; ``frames`` and ``deflections`` (k, F, 3) m, world axes: the tracked frames'
+    deflections; ``pins`` (name, role) and ``pin_forces``, ``pin_moments`` (k, P) N and N m: the pin reactions'
+    magnitudes."""
+
+    joints: list[str]
+    effort_labels: list[tuple[str, int]]
+    efforts: np.ndarray
+    joint_forces: np.ndarray
+    frames: list[str]
+    deflections: np.ndarray
+    pins: list[tuple[str, str]]
+    pin_forces: np.ndarray
+    pin_moments: np.ndarray
+
+
 def _in_joint_frame(m: _MachineBlock, j: int) -> tuple[np.ndarray, np.ndarray]:
     """Joint j's force and moment (S, 3) over the block in its child-side joint frame: R^T f, R^T m."""
     rotation_t = np.swapaxes(m.rotation[:, j], 1, 2)
@@ -295,15 +345,15 @@ class BlockStep(StepResult):
     """One step of a :class:`StepBlock`: a :class:`~.runner.StepResult` whose joints, frames, bodies and pin reactions
     are built from the block's arrays when read (:meth:`store_values` gives the store's numbers without them)."""
 
-    def __init__(self, block: StepBlock, row: int, index: int, parameters: dict[str, float],
-                 remarks: dict[str, list[str]]):
+    def __init__(self, block: StepBlock, row: int):
         self.block, self.row = block, row
-        self.index, self.parameters, self.status = index, parameters, "converged"
+        self.index, self.status = int(block.indices[row]), "converged"
+        self.parameters = dict(zip(block.scenario.sweep.names, map(float, block.table[row])))
         self.iterations, self.residual = int(block.iterations[row]), float(block.residual[row])
         self.stability = str(block.stability[row])
         self.stable = self.stability == "stable"
         self.failures, self.actuators, self.collisions, self.ground, self.neutral = [], {}, None, {}, {}
-        self.remarks = remarks
+        self.remarks = {m.plan.machine.id: m.remarks[row] for m in block.machines if row in m.remarks}
         self.q = {m.plan.machine.id: m.q[row] for m in block.machines}
         self.q_reference = {m.plan.machine.id: m.q_reference[row] for m in block.machines}
 
