@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -150,11 +151,14 @@ class StoreWriter:
     ``status``). ``writer``: this writer's name in its part files (letters, digits, ``_``); writers
     writing into one store at once need different names. ``rows_per_part``: values buffered before
     a part file is written. A writer whose name already has parts in ``folder`` is refused
-    (nothing is overwritten).
+    (nothing is overwritten). ``background``: write the part files on a thread of their own (pyarrow and
+    the file system calls let the caller go on solving meanwhile): a batch's parts are then in place at the
+    latest when the next batch is handed over or the writer closes, and at most one batch is being written
+    while the next fills; an error writing them is raised there.
     """
 
     def __init__(self, folder: str | Path, parameters: Sequence[str], writer: str = "0",
-                 rows_per_part: int = ROWS_PER_PART):
+                 rows_per_part: int = ROWS_PER_PART, background: bool = False):
         if not WRITER_NAME.fullmatch(writer):
             raise ValueError(f"writer name {writer!r}: expected letters, digits and _ only")
         if rows_per_part < 1:
@@ -182,6 +186,8 @@ class StoreWriter:
         self._layouts: list[Layout] = []  # distinct names of steps: entity, quantity, component, unit
         self._segments: list[tuple[int, int, int]] = []  # per buffered step: its number, layout, count of values
         self._catalog: Catalog = {}
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="shiftsim-store") if background else None
+        self._writing: Future | None = None  # the batch being written on the thread
 
     @property
     def buffered(self) -> int:
@@ -263,37 +269,60 @@ class StoreWriter:
         return pa.Table.from_arrays(columns, names=list(VALUE_COLUMNS)), self._catalog
 
     def flush(self) -> None:
-        """Write the buffered steps as one part per table (values first), then empty the buffer."""
+        """Write the buffered steps as one part per table (values first), then empty the buffer (in the background:
+        hand them to the writing thread once it has written the batch before)."""
         if not self._step_rows:
             return
-        self._write_part(VALUES, *self._values_table())
-        self._write_part(STEPS, columns_table(list(zip(*self._step_rows)), self._steps_schema))
+        values, catalog = self._values_table()
+        batch = (self._parts, values, _catalog_text(catalog),
+                 columns_table(list(zip(*self._step_rows)), self._steps_schema))
+        self._written()
+        if self._thread is None:  # emptied once written: an interrupt in between leaves the batch to close()
+            self._write_batch(*batch)
+        else:
+            self._writing = self._thread.submit(self._write_batch, *batch)
         self._parts += 1
         self._step_rows, self._values, self._nulls, self._segments, self._buffered = [], [], [], [], 0
         self._layouts = self._layouts[-1:]
 
+    def _written(self) -> None:
+        """Wait for the batch on the writing thread (none: nothing to wait for); raise what stopped it."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            writing.result()
+
     def close(self) -> None:
-        """Write what is buffered. A writer that wrote nothing leaves one empty part per table, so
-        the store has its columns whatever ran."""
+        """Write what is buffered (and wait for the writing thread). A writer that wrote nothing leaves one empty
+        part per table, so the store has its columns whatever ran."""
         if self._closed:
             return
         if self._parts == 0 and not self._step_rows:
-            self._write_part(VALUES, VALUES_SCHEMA.empty_table(), {})
-            self._write_part(STEPS, self._steps_schema.empty_table())
-        self.flush()
+            self._write_batch(0, VALUES_SCHEMA.empty_table(), _catalog_text({}), self._steps_schema.empty_table())
+        try:
+            self.flush()
+            self._written()
+        finally:
+            if self._thread is not None:
+                self._thread.shutdown(wait=True)
         self._closed = True
 
-    def _write_part(self, table_name: str, table: pa.Table, catalog: Catalog | None = None) -> None:
-        """Write one part of ``table_name`` (a values part with its ``catalog`` in its footer), synced, then named."""
-        name = f"part-{self.writer}-{self._parts:05d}.parquet"
+    def _write_batch(self, part: int, values: pa.Table, catalog: bytes, steps: pa.Table) -> None:
+        """One batch's parts: the values part (``catalog`` in its footer), then the steps part."""
+        self._write_part(VALUES, part, values, catalog)
+        self._write_part(STEPS, part, steps)
+
+    def _write_part(self, table_name: str, part: int, table: pa.Table, catalog: bytes | None = None) -> None:
+        """Write part number ``part`` of ``table_name`` (a values part with its ``catalog`` in its footer), synced,
+        then named."""
+        name = f"part-{self.writer}-{part:05d}.parquet"
         staged = self.folder / table_name / f".{name}.partial"
         try:
             if catalog is None:
                 pq.write_table(table, staged, row_group_size=ROWS_PER_GROUP, write_statistics=["step"])
             else:
-                with pq.ParquetWriter(staged, table.schema, **VALUES_WRITING) as part:
-                    part.write_table(table, row_group_size=ROWS_PER_GROUP)
-                    part.add_key_value_metadata({CATALOG_KEY: _catalog_text(catalog)})
+                with pq.ParquetWriter(staged, table.schema, **VALUES_WRITING) as writer:
+                    writer.write_table(table, row_group_size=ROWS_PER_GROUP)
+                    writer.add_key_value_metadata({CATALOG_KEY: catalog})
             handle = os.open(staged, os.O_RDONLY)
             try:
                 os.fsync(handle)  # on disk before it is named: a part under its final name is whole

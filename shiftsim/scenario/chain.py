@@ -13,7 +13,8 @@ straight from the block (``BlockStep.store_values``).
 A step the block path does not report itself goes through :func:`~.runner.solve_step` from the same states, which
 gives it its messages: a step of any machine whose loops do not close, whose independent loop equations change,
 that does not converge, has no equilibrium, is neutral, or whose loop forces are statically indeterminate (the
-minimum-norm split). The chain then goes on in blocks from that step's equilibria (a block after such a step starts
+minimum-norm split; :func:`~shiftsim.loads.statically_open`: the core checks the held coordinates' share at every
+step, this module the share of rigid joints a loop passes through, for the machines that have one). The chain then goes on in blocks from that step's equilibria (a block after such a step starts
 with one step and doubles, so a chain where every step needs the step path wastes at most one step per step).
 Large-motion remarks are kept, with the step path's words.
 
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..kinematics import forward
-from ..loads import statically_open
+from ..loads import rigid_joints_in_loops, statically_open
 from ..model import REVOLUTE
 from ..solution import _large_motion, loop_joints
 from ..statics import STABILITY, Load, applied, free_coordinates, resolve_prescribed, solve_chain
@@ -89,6 +90,7 @@ class _MachinePlan:
     bodies: tuple[int, ...]
     pins: tuple[tuple[int, str], ...]  # (joint, role) in model order
     revolute: np.ndarray  # (nf,) of the free coordinates
+    rigid_in_loops: bool  # a rigid joint some loop passes through (whose share of loop forces the core does not check)
 
 
 def _plan(scenario: Scenario, machine: Machine) -> _MachinePlan:
@@ -116,7 +118,7 @@ def _plan(scenario: Scenario, machine: Machine) -> _MachinePlan:
         tuple(j for j, joint in enumerate(model.joints) if wanted["joints"] is None or joint.name in wanted["joints"]),
         tuple(f for f, name in enumerate(model.frame_names) if wanted["frames"] is None or name in wanted["frames"]),
         tuple(b for b, name in enumerate(model.body_names) if b and (wanted["bodies"] is None or name in wanted["bodies"])),
-        pins, model.node_kind[model.coordinate_node[free]] == REVOLUTE)
+        pins, model.node_kind[model.coordinate_node[free]] == REVOLUTE, bool(rigid_joints_in_loops(model)))
 
 
 @dataclass
@@ -405,9 +407,9 @@ def _solve_blocks(plans: list[_MachinePlan], parts: list[tuple[int, ...]], table
         for k, (first, end) in enumerate(zip(starts[:-1], starts[1:])):
             ok = result.plain[first:end].copy()
             plain = int(np.argmin(ok)) if not ok.all() else len(ok)
-            if plain:
+            if plain and plan.rigid_in_loops:  # the core checked the held coordinates' share, not rigid joints'
                 ok[:plain] &= ~statically_open(model, result.q[first:first + plain], plan.free)
-            plain = int(np.argmin(ok)) if not ok.all() else len(ok)
+                plain = int(np.argmin(ok)) if not ok.all() else len(ok)
             q, assembled, size = result.q[first:end], result.assembled[first:end], result.size[first:end]
             moved = np.abs(q[:plain][:, plan.free] - assembled[:plain][:, plan.free])
             far = moved > np.where(plan.revolute, 0.5, 0.1 * size[:plain, None])
