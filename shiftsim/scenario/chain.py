@@ -344,31 +344,58 @@ def _in_joint_frame(m: _MachineBlock, j: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class BlockStep(StepResult):
-    """One step of a :class:`StepBlock`: a :class:`~.runner.StepResult` whose joints, frames, bodies and pin reactions
-    are built from the block's arrays when read (:meth:`store_values` gives the store's numbers without them)."""
+    """One step of a :class:`StepBlock`: a :class:`~.runner.StepResult` read from the block's arrays when asked (its
+    swept values, solver figures and coordinates once, its joints, frames, bodies and pin reactions on every read; the
+    store takes its numbers as a row of the block's array, :meth:`store_values`)."""
+
+    status = "converged"
+    collisions = None  # until checked after solving (a scenario's collision section)
 
     def __init__(self, block: StepBlock, row: int):
-        self.block, self.row = block, row
-        self.index, self.status = int(block.indices[row]), "converged"
-        self.parameters = dict(zip(block.scenario.sweep.names, map(float, block.table[row])))
-        self.iterations, self.residual = int(block.iterations[row]), float(block.residual[row])
-        self.stability = str(block.stability[row])
-        self.stable = self.stability == "stable"
-        self.failures, self.actuators, self.collisions, self.ground, self.neutral = [], {}, None, {}, {}
-        self.remarks = {m.plan.machine.id: m.remarks[row] for m in block.machines if row in m.remarks}
-        self.q = {m.plan.machine.id: m.q[row] for m in block.machines}
-        self.q_reference = {m.plan.machine.id: m.q_reference[row] for m in block.machines}
+        self.block, self.row, self.index = block, row, int(block.indices[row])
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the per-step views of the block's coordinates (remade on arrival): a chain's steps then
-        travel as their block's few arrays, not as two small arrays a step (which Dask sends one buffer each)."""
-        return {key: value for key, value in self.__dict__.items() if key not in ("q", "q_reference")}
+        """Pickled as its block's row (and the collisions checked, if any): a chain's steps then travel as their
+        block's few arrays, not as small arrays and dictionaries a step (which Dask sends one buffer each)."""
+        return {key: self.__dict__[key] for key in ("block", "row", "index", "collisions") if key in self.__dict__}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        ids = [m.plan if isinstance(m.plan, str) else m.plan.machine.id for m in self.block.machines]
-        self.q = {machine: m.q[self.row] for machine, m in zip(ids, self.block.machines)}
-        self.q_reference = {machine: m.q_reference[self.row] for machine, m in zip(ids, self.block.machines)}
+    @cached_property
+    def parameters(self) -> dict[str, float]:
+        return dict(zip(self.block.scenario.sweep.names, map(float, self.block.table[self.row])))
+
+    @cached_property
+    def iterations(self) -> int:
+        return int(self.block.iterations[self.row])
+
+    @cached_property
+    def residual(self) -> float:
+        return float(self.block.residual[self.row])
+
+    @cached_property
+    def stability(self) -> str:
+        return str(self.block.stability[self.row])
+
+    @property
+    def stable(self) -> bool:
+        return self.stability == "stable"
+
+    @cached_property
+    def remarks(self) -> dict[str, list[str]]:
+        return {_machine_id(m): m.remarks[self.row] for m in self.block.machines if self.row in m.remarks}
+
+    @cached_property
+    def q(self) -> dict[str, np.ndarray]:
+        return {_machine_id(m): m.q[self.row] for m in self.block.machines}
+
+    @cached_property
+    def q_reference(self) -> dict[str, np.ndarray]:
+        return {_machine_id(m): m.q_reference[self.row] for m in self.block.machines}
+
+    # a block-path step has none of these (a step that would goes by the step path)
+    failures = property(lambda self: [])
+    actuators = property(lambda self: {})
+    ground = property(lambda self: {})
+    neutral = property(lambda self: {})
 
     def store_values(self) -> np.ndarray | None:
         """The step's numbers in the store (a row of :attr:`StepBlock.values`), or None when the step carries more
@@ -380,6 +407,11 @@ class BlockStep(StepResult):
     frames = property(lambda self: self.block.reports(self.row, "frame"))
     bodies = property(lambda self: self.block.reports(self.row, "body"))
     pin_reactions = property(lambda self: self.block.reports(self.row, "pin"))
+
+
+def _machine_id(block: _MachineBlock) -> str:
+    """The id of a machine's block's machine (its plan, or the id it travels with between processes)."""
+    return block.plan if isinstance(block.plan, str) else block.plan.machine.id
 
 
 def _solve_blocks(plans: list[_MachinePlan], parts: list[tuple[int, ...]], table: np.ndarray,
