@@ -225,6 +225,8 @@ class StoreWriter:
             raise ValueError(f"step {step_row[0]}: {len(values)} values for {len(layout[0])} names")
         if not self._layouts or (layout is not self._layouts[-1] and layout != self._layouts[-1]):
             self._layouts.append(layout)
+        else:  # the same names: kept as this object, which the next steps pass (compared by identity, not by names)
+            self._layouts[-1] = layout
         held = len(self._values)
         try:  # all of the step or none of it, even when a signal's exception lands in between
             self._values.append(np.asarray(values, dtype=float))
