@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import null_space
 
+from .core.library import core
 from .kinematics import closure_jacobian, closure_poses, coupling_map, state
 from .model import Model
 
@@ -47,12 +48,22 @@ class IndeterminateSplit:
         return frozenset(j for group in self.groups for j in group)
 
 
+def rigid_joints_in_loops(model: Model) -> list[int]:
+    """The rigid joints some loop passes through, which may carry loop forces: rigid loop-closing joints, and rigid tree
+    joints with one side of a loop's closure in their subtree and the other not. (A rigid tree joint with both sides
+    of every closure on the same side of it moves them together: its twist changes no closed loop's equations.)"""
+    closing = {c.joint for c in model.closures}
+    return [j for j, joint in enumerate(model.joints) if joint.type == "rigid" and (
+        j in closing or any(model.subtree[joint.nodes[0], c.node_a] != model.subtree[joint.nodes[0], c.node_b]
+                            for c in model.closures))]
+
+
 def _rigid_columns(model: Model, q: np.ndarray) -> np.ndarray:
     """(B, 6 n_closures, 6 r) at configurations q (B, nq): the closure rows' rates per unit relative twist [v at the
-    world origin, omega] of each of the model's r rigid joints (a rigid closure's own six rows; a rigid tree joint
-    moves every closure side in its subtree)."""
+    world origin, omega] of each of the model's r rigid joints loops pass through (:func:`rigid_joints_in_loops`; a
+    rigid closure's own six rows; a rigid tree joint moves every closure side in its subtree)."""
     rows, batch = 6 * len(model.closures), len(q)
-    rigid = [j for j, joint in enumerate(model.joints) if joint.type == "rigid"]
+    rigid = rigid_joints_in_loops(model)
     if not rigid:
         return np.zeros((batch, rows, 0))
     closure_of = {c.joint: k for k, c in enumerate(model.closures)}
@@ -101,23 +112,26 @@ def _null(matrix: np.ndarray, rows: int) -> np.ndarray:
 
 
 def _ranks(matrices: np.ndarray) -> np.ndarray:
-    """The rank (B,) of each of ``matrices`` (B, rows, c) as :func:`_null` counts it (singular values above
-    :data:`RANK_TOLERANCE` of the largest), from its singular values alone."""
+    """The rank (B,) of each of ``matrices`` (B, rows, c): Householder QR of its transpose with column pivoting, a
+    column counting while its remaining length exceeds :data:`RANK_TOLERANCE` of the first pivot's (as the solver
+    counts independent loop equations, ``statics.independent_rows``, and the compiled continuation checks its steps,
+    core/src/chain.c)."""
+    order = np.empty(matrices.shape[1], dtype=np.int64)
     if not matrices.shape[2]:
         return np.zeros(len(matrices), dtype=int)
-    sigma = np.linalg.svd(matrices, compute_uv=False)
-    top = sigma[:, :1]
-    return np.where(top[:, 0] > 0, np.count_nonzero(sigma > RANK_TOLERANCE * top, axis=1), 0)
+    transposed = np.ascontiguousarray(np.swapaxes(matrices, 1, 2))
+    return np.array([core.pivoted_rank(one, RANK_TOLERANCE, order) for one in transposed], dtype=int)
 
 
 def _parts(model: Model, q: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, ...] | None:
     """The closure Jacobian's columns (B, 6 n_closures, c) at q (B, nq) on the free coordinates, on the free and the
-    held ones, and on those and the rigid joints' relative twists; None where nothing is held or rigid."""
+    held ones, and on those and the rigid joints' relative twists (each extends the one before); None where nothing is
+    held or rigid."""
     rows = 6 * len(model.closures)
     coupled = {c.target for c in model.couplings}
     free_set = set(np.asarray(free, int).tolist())
     held = [i for i in range(model.nq) if i not in free_set and i not in coupled]
-    if not rows or (not held and not any(joint.type == "rigid" for joint in model.joints)):
+    if not rows or (not held and not rigid_joints_in_loops(model)):
         return None
     jac = closure_jacobian(model, state(model, q))
     if model.couplings:
@@ -129,16 +143,22 @@ def _parts(model: Model, q: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, .
 
 def statically_open(model: Model, q: np.ndarray, free: np.ndarray) -> np.ndarray:
     """(B,) True at those configurations q (B, nq) where held or rigid parts leave loop forces open (where
-    :func:`indeterminate_directions` finds directions), by the ranks alone."""
+    :func:`indeterminate_directions` looks for directions).
+
+    A loop-force pattern lambda is open when the free coordinates do not feel it (``G_u^T lambda = 0``) but a held
+    coordinate or a rigid joint does: such a pattern exists exactly when the closure Jacobian's columns on the held
+    coordinates and on the twists of the rigid joints loops pass through (:func:`rigid_joints_in_loops`) reach beyond
+    the span of its columns on the free coordinates, that is when the rank of all of them exceeds that of the free
+    ones' (the ranks of :func:`_parts` grow from one to the next)."""
     q = np.atleast_2d(q)
     parts = _parts(model, q, free)
     return np.zeros(len(q), dtype=bool) if parts is None else _open(parts)
 
 
 def _open(parts: tuple[np.ndarray, ...]) -> np.ndarray:
-    """(B,) True where the ranks of :func:`_parts` differ: some loop-force pattern loads a held or a rigid part."""
-    on_free, free_and_held, all_parts = (_ranks(part) for part in parts)
-    return (on_free != free_and_held) | (free_and_held != all_parts)
+    """(B,) True where some loop-force pattern loads a held or a rigid part (the parts of :func:`_parts`)."""
+    on_free, _, all_parts = parts
+    return _ranks(all_parts) > _ranks(on_free)
 
 
 def indeterminate_directions(model: Model, q: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

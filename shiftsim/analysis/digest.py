@@ -18,6 +18,7 @@ from ..loads import CARRIES_NOTHING
 from ..model import PRISMATIC
 from ..scenario.definition import Scenario, angle_unit_of
 from ..scenario.run import Run
+from ..scenario.chain import BlockStep, StepBlock
 from ..scenario.runner import StepResult
 from ..scenario.sweep import Parameter
 
@@ -67,9 +68,16 @@ def efforts(scenario: Scenario, step: StepResult,
     return out
 
 
+def lengths(vectors: np.ndarray) -> np.ndarray:
+    """The lengths (...) of 3-vectors (..., 3), the same number for a vector alone as inside a batch (a run's digest
+    gets them step by step or a block of steps at a time)."""
+    v = np.asarray(vectors, float)
+    return np.sqrt(v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1] + v[..., 2] * v[..., 2])
+
+
 def deflections(step: StepResult) -> dict[str, float]:
     """Magnitude of every tracked frame's deflection at a step (m)."""
-    return {name: float(np.linalg.norm(frame["deflection"])) for name, frame in step.frames.items()}
+    return {name: float(lengths(frame["deflection"])) for name, frame in step.frames.items()}
 
 
 def pin_forces(step: StepResult) -> dict[str, np.ndarray]:
@@ -88,6 +96,35 @@ def _peaks(entries: Iterable[tuple[str, float, StepResult]],
         if held is None or abs(value) > abs(held.value) or abs(value) == abs(held.value) and step.index < held.step.index:
             best[entity] = Peak(value, entity, step)
     return best
+
+
+def _block_peaks(names: Sequence[str], values: np.ndarray, steps: Sequence[StepResult], index: np.ndarray,
+                 best: dict[str, Peak]) -> None:
+    """:func:`_peaks` of the entries ``values`` (k, n) of k steps (their indices ``index`` (k,)) for n entities
+    ``names``, folded into ``best``: per entity the largest magnitude, the lowest step index on ties."""
+    if not len(steps) or not len(names):
+        return
+    size = np.abs(values)
+    at = np.where(size == size.max(axis=0), index[:, None], np.iinfo(np.int64).max).argmin(axis=0)
+    for n, name in enumerate(names):
+        row = at[n]
+        value, held = float(values[row, n]), best.get(name)
+        if held is None or abs(value) > abs(held.value) or abs(value) == abs(held.value) and index[row] < held.step.index:
+            best[name] = Peak(value, name, steps[row])
+
+
+class _BlockRows:
+    """Steps of a block by position among ``rows``, made when asked for (a peak holds its step; the others are not
+    made)."""
+
+    def __init__(self, block: StepBlock, rows: np.ndarray):
+        self.block, self.rows = block, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, k: int) -> BlockStep:
+        return BlockStep(self.block, int(self.rows[k]))
 
 
 def deflection_peaks(steps: Iterable[StepResult]) -> dict[str, Peak]:
@@ -113,7 +150,7 @@ def _add_efforts(scenario: Scenario, step: StepResult, kinds: dict[str, tuple[st
 
 def pin_load_peaks(steps: Iterable[StepResult]) -> dict[str, Peak]:
     """Per tracked joint, its largest pin load (force magnitude, N) and where."""
-    return _peaks((name, float(np.linalg.norm(f)), s) for s in steps for name, f in pin_forces(s).items())
+    return _peaks((name, float(lengths(f)), s) for s in steps for name, f in pin_forces(s).items())
 
 
 def force_level(scenario: Scenario, steps: Sequence[StepResult]) -> float:
@@ -244,15 +281,23 @@ class RunDigest:
         self.neutral: dict[int, str] = {}  # step -> its neutral directions
         self.first_failed: list[StepResult] = []  # the FAILED_SHOWN lowest indices
         self.joints: set[str] = set()  # the joints reported at some step
-        self.deflection: dict[str, Peak] = {}
-        self.efforts: dict[str, dict[str, Peak]] = {FORCE: {}, TORQUE: {}}
-        self.pins: dict[str, Peak] = {}
+        self._deflection: dict[str, Peak] = {}
+        self._efforts: dict[str, dict[str, Peak]] = {FORCE: {}, TORQUE: {}}
+        self._pins: dict[str, Peak] = {}
         self.margins: dict[str, tuple[float, list[str], StepResult]] = {}
         self.actuators: dict[str, dict[str, Any]] = {}
-        self.pin_reactions: dict[str, dict[str, Any]] = {}
+        self._pin_reactions: dict[str, dict[str, Any]] = {}
         self.telling: dict[str, StepResult] = {}  # the steps the collision summary names
         self.touching: dict[str, dict[str, int]] = {}  # pair a - b -> the closest shapes in collision -> first step
         self.least: dict[str, tuple[float, int, list[str]]] = {}  # pair a - b -> least distance, its step, shapes
+        self._block: StepBlock | None = None  # the block of the block-path steps added but not reduced yet
+        self._rows: list[int] = []  # their rows in it
+
+    # the peaks of block-path steps are reduced a block at a time, from its arrays, when next read
+    deflection = property(lambda self: self._reduced()._deflection)
+    efforts = property(lambda self: self._reduced()._efforts)
+    pins = property(lambda self: self._reduced()._pins)
+    pin_reactions = property(lambda self: self._reduced()._pin_reactions)
 
     @classmethod
     def of(cls, scenario: Scenario, steps: Iterable[StepResult]) -> RunDigest:
@@ -262,8 +307,21 @@ class RunDigest:
         return digest
 
     def add(self, step: StepResult) -> None:
-        """Reduce one more step."""
+        """Reduce one more step. A step of the block path (:class:`~shiftsim.scenario.chain.BlockStep`) is reduced
+        with the other steps of its block added next to it, from the block's arrays (no per-step dictionaries)."""
         self.count += 1
+        if isinstance(step, BlockStep):
+            if step.block is not self._block:
+                self._reduce_block()
+                self._block = step.block
+                self.joints.update(step.block.tracked_joints)
+            self._rows.append(step.row)
+            if step.collisions:
+                self._collisions(step)
+            if len(self._rows) == len(step.block):  # the whole block (each of its steps is added once)
+                self._reduce_block()
+            return
+        self._reduce_block()  # the steps before this one first: peaks keep the order entities first appear in
         self.joints.update(step.joints)
         if step.failures:
             self.failures[step.index] = "; ".join(f"{f['machine']}: {f['message']}" for f in step.failures)
@@ -272,9 +330,9 @@ class RunDigest:
             self.first_failed = sorted([*self.first_failed, step], key=lambda s: s.index)[:FAILED_SHOWN]
         if step.neutral:
             self.neutral[step.index] = "; ".join(d for directions in step.neutral.values() for d in directions)
-        _peaks(((name, value, step) for name, value in deflections(step).items()), self.deflection)
-        _add_efforts(self.scenario, step, self.kinds, self.efforts)
-        _peaks(((name, float(np.linalg.norm(f)), step) for name, f in pin_forces(step).items()), self.pins)
+        _peaks(((name, value, step) for name, value in deflections(step).items()), self._deflection)
+        _add_efforts(self.scenario, step, self.kinds, self._efforts)
+        _peaks(((name, float(lengths(f)), step) for name, f in pin_forces(step).items()), self._pins)
         for machine_id, record in step.ground.items():
             margin, held = record["tipping_margin"], self.margins.get(machine_id)
             if margin is not None and (held is None or (margin, step.index) < (held[0], held[2].index)):
@@ -285,6 +343,36 @@ class RunDigest:
             self._pin_reaction(name, row, step.index)
         if step.collisions:
             self._collisions(step)
+
+    def _reduced(self) -> RunDigest:
+        """This digest with the block-path steps added so far reduced."""
+        self._reduce_block()
+        return self
+
+    def _reduce_block(self) -> None:
+        """Reduce the pending block-path steps (of one block) from their block's arrays, as :meth:`add` reduces a step
+        from its dictionaries: the same peaks, value for value."""
+        block, rows = self._block, np.array(self._rows, int)
+        self._block, self._rows = None, []
+        if not len(rows):
+            return
+        arrays, index = block.digest_arrays(rows), block.indices[rows].astype(np.int64)
+        steps = _BlockRows(block, rows)
+        _block_peaks(arrays.frames, lengths(arrays.deflections), steps, index, self._deflection)
+        for kind in (FORCE, TORQUE):
+            columns = [k for k, (joint, i) in enumerate(arrays.effort_labels) if self.kinds[joint][i] == kind]
+            labels = [joint if len(self.kinds[joint]) == 1 else f"{joint}[{i}]"
+                      for joint, i in (arrays.effort_labels[k] for k in columns)]
+            _block_peaks(labels, arrays.efforts[:, columns], steps, index, self._efforts[kind])
+        _block_peaks(arrays.joints, lengths(arrays.joint_forces), steps, index, self._pins)
+        for p, (name, role) in enumerate(arrays.pins):
+            peak = self._pin_reactions.setdefault(name, {"role": role, "force": -1.0, "moment": -1.0,
+                                                         "force_step": None, "moment_step": None, "determinate": True})
+            for what, values in (("force", arrays.pin_forces[:, p]), ("moment", arrays.pin_moments[:, p])):
+                top = values.max()
+                first = int(index[values == top].min())
+                if top > peak[what] or top == peak[what] and first < peak[what + "_step"]:
+                    peak[what], peak[what + "_step"] = float(top), first
 
     def _actuators(self, machine_id: str, record: dict[str, Any], step: StepResult) -> None:
         held = self.actuators.setdefault(machine_id, {"solved": 0, "outside": 0, "first_outside": None, "peak": None})
@@ -299,7 +387,7 @@ class RunDigest:
                 held["peak"] = (force, k, step, (step.index, k))
 
     def _pin_reaction(self, name: str, row: dict[str, Any], index: int) -> None:
-        peak = self.pin_reactions.setdefault(name, {"role": row["role"], "force": -1.0, "moment": -1.0, "force_step": None,
+        peak = self._pin_reactions.setdefault(name, {"role": row["role"], "force": -1.0, "moment": -1.0, "force_step": None,
                                                     "moment_step": None, "determinate": True})
         for what in ("force", "moment"):
             if row[what] > peak[what] or row[what] == peak[what] and index < peak[what + "_step"]:

@@ -39,11 +39,12 @@ EVALUATION_SCALARS = ("energy", "force_scale", "conservative", "size", "force_fl
 VERDICTS = ("stable", "neutral", "unstable")
 """The core's stability codes, by index."""
 
-CHAIN_OUTCOMES = ("plain", "not_closed", "rows_changed", "not_plain", "not_solved")
+CHAIN_OUTCOMES = ("plain", "not_closed", "rows_changed", "not_plain", "not_solved", "loads_open")
 """How a step of a continuation chain ended (``_core.solve_chain``, src/chain.c), by code: ``plain`` solved (the chain
 goes on from it); ``not_closed`` the loops did not close at its values; ``rows_changed`` other closure rows are
 independent there; ``not_plain`` not converged, no equilibrium or neutral; ``not_solved`` after a step that ended the
-chain."""
+chain; ``loads_open`` held coordinates share its loop forces in proportions statics cannot tell
+(``loads.statically_open``)."""
 
 check_names("SETTINGS_FIELDS", tuple(SETTINGS))
 check_names("RESULT_FLAGS", RESULT_FLAGS)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -59,6 +60,12 @@ VALUES_SCHEMA = pa.schema([("step", pa.int64()), ("entity", pa.string()), ("quan
                            ("component", pa.string()), ("value", pa.float64()), ("unit", pa.string())])
 ROWS_PER_PART = 262_144  # values held before a part is written (about 30 MB of Python objects)
 ROWS_PER_GROUP = 65_536  # a part's row groups: the unit a filtered read skips or reads
+VALUES_WRITING = {  # a values part: the step and name columns dictionary-coded (the names arrive coded, see
+    # StoreWriter._values_table), the numbers plain; no compression (the codes are bit-packed runs already, the
+    # numbers do not compress); statistics of the step column only (selections by step skip row groups by them);
+    # no Arrow schema in the footer, so the name columns read back as the strings they are
+    "use_dictionary": ["step", "entity", "quantity", "component", "unit"], "compression": "none",
+    "write_statistics": ["step"], "store_schema": False}
 WRITER_NAME = re.compile(r"[A-Za-z0-9_]+")
 CATALOG_KEY = b"shiftsim.catalog"
 Key = tuple[str, str]  # (entity, quantity)
@@ -97,9 +104,20 @@ def extend_catalog(catalog: Catalog, value_rows: Iterable[Sequence[Any]]) -> Non
     catalog.update({key: components for key, (_, components) in fresh.items()})
 
 
+def _catalog_text(catalog: Catalog) -> bytes:
+    return json.dumps([[entity, quantity, components] for (entity, quantity), components in catalog.items()]).encode()
+
+
 def _with_catalog(table: pa.Table, catalog: Catalog) -> pa.Table:
-    entries = [[entity, quantity, components] for (entity, quantity), components in catalog.items()]
-    return table.replace_schema_metadata({CATALOG_KEY: json.dumps(entries).encode()})
+    return table.replace_schema_metadata({CATALOG_KEY: _catalog_text(catalog)})
+
+
+def _coded(names: list[str], take: np.ndarray) -> pa.DictionaryArray:
+    """The column ``names[take]`` (strings), dictionary-coded: each distinct name once, a code per row."""
+    distinct = list(dict.fromkeys(names))
+    code = {name: k for k, name in enumerate(distinct)}
+    codes = np.fromiter((code[name] for name in names), np.int32, len(names))
+    return pa.DictionaryArray.from_arrays(pa.array(codes[take], pa.int32()), pa.array(distinct, pa.string()))
 
 
 def read_catalog(schema: pa.Schema) -> Catalog:
@@ -133,11 +151,14 @@ class StoreWriter:
     ``status``). ``writer``: this writer's name in its part files (letters, digits, ``_``); writers
     writing into one store at once need different names. ``rows_per_part``: values buffered before
     a part file is written. A writer whose name already has parts in ``folder`` is refused
-    (nothing is overwritten).
+    (nothing is overwritten). ``background``: write the part files on a thread of their own (pyarrow and
+    the file system calls let the caller go on solving meanwhile): a batch's parts are then in place at the
+    latest when the next batch is handed over or the writer closes, and at most one batch is being written
+    while the next fills; an error writing them is raised there.
     """
 
     def __init__(self, folder: str | Path, parameters: Sequence[str], writer: str = "0",
-                 rows_per_part: int = ROWS_PER_PART):
+                 rows_per_part: int = ROWS_PER_PART, background: bool = False):
         if not WRITER_NAME.fullmatch(writer):
             raise ValueError(f"writer name {writer!r}: expected letters, digits and _ only")
         if rows_per_part < 1:
@@ -165,6 +186,8 @@ class StoreWriter:
         self._layouts: list[Layout] = []  # distinct names of steps: entity, quantity, component, unit
         self._segments: list[tuple[int, int, int]] = []  # per buffered step: its number, layout, count of values
         self._catalog: Catalog = {}
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="shiftsim-store") if background else None
+        self._writing: Future | None = None  # the batch being written on the thread
 
     @property
     def buffered(self) -> int:
@@ -202,6 +225,8 @@ class StoreWriter:
             raise ValueError(f"step {step_row[0]}: {len(values)} values for {len(layout[0])} names")
         if not self._layouts or (layout is not self._layouts[-1] and layout != self._layouts[-1]):
             self._layouts.append(layout)
+        else:  # the same names: kept as this object, which the next steps pass (compared by identity, not by names)
+            self._layouts[-1] = layout
         held = len(self._values)
         try:  # all of the step or none of it, even when a signal's exception lands in between
             self._values.append(np.asarray(values, dtype=float))
@@ -216,8 +241,10 @@ class StoreWriter:
         if self._buffered >= self.rows_per_part:
             self.flush()
 
-    def _values_table(self) -> pa.Table:
-        """The buffered values as a ``values`` table: each step's names taken from its layout."""
+    def _values_table(self) -> tuple[pa.Table, Catalog]:
+        """The buffered values as a ``values`` table and the catalog up to them: each step's names taken from its
+        layout, the name columns dictionary-coded (each distinct name once, a 32-bit code per value; written as the
+        Parquet dictionary pages they become anyway, read back as strings)."""
         used = sorted({layout for _, layout, _ in self._segments})
         offsets, names, start = {}, [[] for _ in range(4)], 0
         for layout in used:
@@ -227,49 +254,77 @@ class StoreWriter:
             start += len(self._layouts[layout][0])
         ranges = {layout: np.arange(offsets[layout], offsets[layout] + len(self._layouts[layout][0]))
                   for layout in used}
-        take = np.concatenate([ranges[layout] for _, layout, _ in self._segments]) if self._segments else []
+        take = np.concatenate([ranges[layout] for _, layout, _ in self._segments]) if self._segments else \
+            np.zeros(0, int)
         steps = np.repeat([step for step, _, _ in self._segments], [count for _, _, count in self._segments])
         values = np.concatenate(self._values) if self._values else np.zeros(0)
         nulls = None
         if any(mask is not None for mask in self._nulls):
             nulls = np.concatenate([np.zeros(len(v), bool) if mask is None else mask
                                     for v, mask in zip(self._values, self._nulls)])
-        columns = [pa.array(steps, pa.int64()), *(pa.array(column, pa.string()).take(pa.array(take, pa.int64()))
-                                                   for column in names[:3]),
-                   pa.array(values, pa.float64(), mask=nulls), pa.array(names[3], pa.string()).take(pa.array(take, pa.int64()))]
+        entity, quantity, component, unit = (_coded(column, take) for column in names)
+        columns = [pa.array(steps, pa.int64()), entity, quantity, component, pa.array(values, pa.float64(), mask=nulls),
+                   unit]
         catalog_rows = ((offsets[layout], *row) for layout in used
                         for row in zip(*self._layouts[layout][:3]))
         extend_catalog(self._catalog, catalog_rows)
-        return _with_catalog(pa.Table.from_arrays(columns, schema=VALUES_SCHEMA), self._catalog)
+        return pa.Table.from_arrays(columns, names=list(VALUE_COLUMNS)), self._catalog
 
     def flush(self) -> None:
-        """Write the buffered steps as one part per table (values first), then empty the buffer."""
+        """Write the buffered steps as one part per table (values first), then empty the buffer (in the background:
+        hand them to the writing thread once it has written the batch before)."""
         if not self._step_rows:
             return
-        self._write_part(VALUES, self._values_table())
-        self._write_part(STEPS, columns_table(list(zip(*self._step_rows)), self._steps_schema))
+        values, catalog = self._values_table()
+        batch = (self._parts, values, _catalog_text(catalog),
+                 columns_table(list(zip(*self._step_rows)), self._steps_schema))
+        self._written()
+        if self._thread is None:  # emptied once written: an interrupt in between leaves the batch to close()
+            self._write_batch(*batch)
+        else:
+            self._writing = self._thread.submit(self._write_batch, *batch)
         self._parts += 1
         self._step_rows, self._values, self._nulls, self._segments, self._buffered = [], [], [], [], 0
         self._layouts = self._layouts[-1:]
 
+    def _written(self) -> None:
+        """Wait for the batch on the writing thread (none: nothing to wait for); raise what stopped it."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            writing.result()
+
     def close(self) -> None:
-        """Write what is buffered. A writer that wrote nothing leaves one empty part per table, so
-        the store has its columns whatever ran."""
+        """Write what is buffered (and wait for the writing thread). A writer that wrote nothing leaves one empty
+        part per table, so the store has its columns whatever ran."""
         if self._closed:
             return
         if self._parts == 0 and not self._step_rows:
-            self._write_part(VALUES, VALUES_SCHEMA.empty_table())
-            self._write_part(STEPS, self._steps_schema.empty_table())
-        self.flush()
+            self._write_batch(0, VALUES_SCHEMA.empty_table(), _catalog_text({}), self._steps_schema.empty_table())
+        try:
+            self.flush()
+            self._written()
+        finally:
+            if self._thread is not None:
+                self._thread.shutdown(wait=True)
         self._closed = True
 
-    def _write_part(self, table_name: str, table: pa.Table) -> None:
-        name = f"part-{self.writer}-{self._parts:05d}.parquet"
+    def _write_batch(self, part: int, values: pa.Table, catalog: bytes, steps: pa.Table) -> None:
+        """One batch's parts: the values part (``catalog`` in its footer), then the steps part."""
+        self._write_part(VALUES, part, values, catalog)
+        self._write_part(STEPS, part, steps)
+
+    def _write_part(self, table_name: str, part: int, table: pa.Table, catalog: bytes | None = None) -> None:
+        """Write part number ``part`` of ``table_name`` (a values part with its ``catalog`` in its footer), synced,
+        then named."""
+        name = f"part-{self.writer}-{part:05d}.parquet"
         staged = self.folder / table_name / f".{name}.partial"
         try:
-            # statistics of the step column only: selections by step skip row groups by them; the names' and values'
-            # statistics no reader uses cost a third of the writing
-            pq.write_table(table, staged, row_group_size=ROWS_PER_GROUP, write_statistics=["step"])
+            if catalog is None:
+                pq.write_table(table, staged, row_group_size=ROWS_PER_GROUP, write_statistics=["step"])
+            else:
+                with pq.ParquetWriter(staged, table.schema, **VALUES_WRITING) as writer:
+                    writer.write_table(table, row_group_size=ROWS_PER_GROUP)
+                    writer.add_key_value_metadata({CATALOG_KEY: catalog})
             handle = os.open(staged, os.O_RDONLY)
             try:
                 os.fsync(handle)  # on disk before it is named: a part under its final name is whole

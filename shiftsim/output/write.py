@@ -48,7 +48,7 @@ class ResultsStream:
         self._joint_units = joint_units(scenario)
         self.staging, self.created = open_staging(folder)
         try:
-            self.writer = StoreWriter(self.staging, self.parameters, rows_per_part=rows_per_part)
+            self.writer = StoreWriter(self.staging, self.parameters, rows_per_part=rows_per_part, background=True)
         except BaseException:
             self.discard()
             raise

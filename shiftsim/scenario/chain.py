@@ -13,7 +13,8 @@ straight from the block (``BlockStep.store_values``).
 A step the block path does not report itself goes through :func:`~.runner.solve_step` from the same states, which
 gives it its messages: a step of any machine whose loops do not close, whose independent loop equations change,
 that does not converge, has no equilibrium, is neutral, or whose loop forces are statically indeterminate (the
-minimum-norm split). The chain then goes on in blocks from that step's equilibria (a block after such a step starts
+minimum-norm split; :func:`~shiftsim.loads.statically_open`: the core checks the held coordinates' share at every
+step, this module the share of rigid joints a loop passes through, for the machines that have one). The chain then goes on in blocks from that step's equilibria (a block after such a step starts
 with one step and doubles, so a chain where every step needs the step path wastes at most one step per step).
 Large-motion remarks are kept, with the step path's words.
 
@@ -32,7 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..kinematics import forward
-from ..loads import statically_open
+from ..loads import rigid_joints_in_loops, statically_open
 from ..model import REVOLUTE
 from ..solution import _large_motion, loop_joints
 from ..statics import STABILITY, Load, applied, free_coordinates, resolve_prescribed, solve_chain
@@ -89,6 +90,7 @@ class _MachinePlan:
     bodies: tuple[int, ...]
     pins: tuple[tuple[int, str], ...]  # (joint, role) in model order
     revolute: np.ndarray  # (nf,) of the free coordinates
+    rigid_in_loops: bool  # a rigid joint some loop passes through (whose share of loop forces the core does not check)
 
 
 def _plan(scenario: Scenario, machine: Machine) -> _MachinePlan:
@@ -116,7 +118,7 @@ def _plan(scenario: Scenario, machine: Machine) -> _MachinePlan:
         tuple(j for j, joint in enumerate(model.joints) if wanted["joints"] is None or joint.name in wanted["joints"]),
         tuple(f for f, name in enumerate(model.frame_names) if wanted["frames"] is None or name in wanted["frames"]),
         tuple(b for b, name in enumerate(model.body_names) if b and (wanted["bodies"] is None or name in wanted["bodies"])),
-        pins, model.node_kind[model.coordinate_node[free]] == REVOLUTE)
+        pins, model.node_kind[model.coordinate_node[free]] == REVOLUTE, bool(rigid_joints_in_loops(model)))
 
 
 @dataclass
@@ -178,12 +180,8 @@ class StepBlock:
         self.scenario = scenario
 
     def steps(self) -> list[BlockStep]:
-        """The block's steps, in order (their dictionaries are built when first read)."""
-        names = self.scenario.sweep.names
-        remarks = [{m.plan.machine.id: m.remarks[row] for m in self.machines if row in m.remarks}
-                   for row in range(len(self))]
-        return [BlockStep(self, row, int(index), dict(zip(names, map(float, values))), remarks[row])
-                for row, (index, values) in enumerate(zip(self.indices, self.table))]
+        """The block's steps, in order (their dictionaries are built when read)."""
+        return [BlockStep(self, row) for row in range(len(self))]
 
     @cached_property
     def _columns(self) -> tuple[np.ndarray, np.ndarray, list[tuple[str, Machine, int, int, str]]]:
@@ -256,6 +254,40 @@ class StepBlock:
             extra += 2 + count if kind == "pin" else 0
         return offsets
 
+    @cached_property
+    def _digest_columns(self) -> dict[str, Any]:
+        """Where the numbers a run's digest reduces are in a row of values and of extras (see :meth:`digest_arrays`)."""
+        offsets = self._offsets
+        joints = [(machine.name(machine.model.joints[index].name), count, at)
+                  for machine, index, count, _, at, _ in offsets["joint"]]
+        return {
+            "joints": [name for name, _, _ in joints],
+            "efforts": [(name, k) for name, count, _ in joints for k in range(count)],
+            "effort_columns": np.array([at + 2 * count + k for _, count, at in joints for k in range(count)], int),
+            "force_columns": np.array([[at + 3 * count + 6 + i for i in range(3)] for _, count, at in joints],
+                                      int).reshape(-1, 3),
+            "frames": [machine.name(machine.model.frame_names[index]) for machine, index, *_ in offsets["frame"]],
+            "deflection_columns": np.array([[at + 3 + i for i in range(3)] for *_, at, _ in offsets["frame"]],
+                                           int).reshape(-1, 3),
+            "pins": [(machine.name(machine.model.joints[index].name), role)
+                     for machine, index, _, role, _, _ in offsets["pin"]],
+            "pin_columns": np.array([extra for *_, extra in offsets["pin"]], int)}
+
+    @property
+    def tracked_joints(self) -> list[str]:
+        """The tracked joints' scenario names (those of every step's ``joints``)."""
+        return self._digest_columns["joints"]
+
+    def digest_arrays(self, rows: np.ndarray) -> BlockDigestArrays:
+        """What a run's digest reduces (:class:`~shiftsim.analysis.digest.RunDigest`) at the block's ``rows`` (k,), as
+        arrays: the same numbers as the steps' ``joints``, ``frames`` and ``pin_reactions`` dictionaries hold."""
+        where, values, extras = self._digest_columns, self._columns[0][rows], self._columns[1][rows]
+        pins = where["pin_columns"]
+        return BlockDigestArrays(where["joints"], where["efforts"], values[:, where["effort_columns"]],
+                                 values[:, where["force_columns"]], where["frames"],
+                                 values[:, where["deflection_columns"]], where["pins"], extras[:, pins],
+                                 extras[:, pins + 1])
+
     def reports(self, row: int, kind: str) -> dict[str, dict[str, Any]]:
         """Step ``row``'s ``kind`` (joint, frame, body, pin) entries as results.json has them, by scenario name."""
         values, extras, _ = self._columns
@@ -294,6 +326,26 @@ class StepBlock:
         return out
 
 
+@dataclass(frozen=True)
+class BlockDigestArrays:
+    """A block's numbers a run's digest reduces, at k of its steps (:meth:`StepBlock.digest_arrays`), by scenario name:
+    ``joints`` the tracked joints; ``efforts`` (k, n) N or N m, one column per tracked joint coordinate, labelled by
+    ``effort_labels`` (joint, coordinate within it); ``joint_forces`` (k, J, 3) N, world axes: the force part of each
+    tracked joint's ``wrench_world``; ``frames`` and ``deflections`` (k, F, 3) m, world axes: the tracked frames'
+    deflections; ``pins`` (name, role) and ``pin_forces``, ``pin_moments`` (k, P) N and N m: the pin reactions'
+    magnitudes."""
+
+    joints: list[str]
+    effort_labels: list[tuple[str, int]]
+    efforts: np.ndarray
+    joint_forces: np.ndarray
+    frames: list[str]
+    deflections: np.ndarray
+    pins: list[tuple[str, str]]
+    pin_forces: np.ndarray
+    pin_moments: np.ndarray
+
+
 def _in_joint_frame(m: _MachineBlock, j: int) -> tuple[np.ndarray, np.ndarray]:
     """Joint j's force and moment (S, 3) over the block in its child-side joint frame: R^T f, R^T m."""
     rotation_t = np.swapaxes(m.rotation[:, j], 1, 2)
@@ -302,31 +354,58 @@ def _in_joint_frame(m: _MachineBlock, j: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class BlockStep(StepResult):
-    """One step of a :class:`StepBlock`: a :class:`~.runner.StepResult` whose joints, frames, bodies and pin reactions
-    are built from the block's arrays when read (:meth:`store_values` gives the store's numbers without them)."""
+    """One step of a :class:`StepBlock`: a :class:`~.runner.StepResult` read from the block's arrays when asked (its
+    swept values, solver figures and coordinates once, its joints, frames, bodies and pin reactions on every read; the
+    store takes its numbers as a row of the block's array, :meth:`store_values`)."""
 
-    def __init__(self, block: StepBlock, row: int, index: int, parameters: dict[str, float],
-                 remarks: dict[str, list[str]]):
-        self.block, self.row = block, row
-        self.index, self.parameters, self.status = index, parameters, "converged"
-        self.iterations, self.residual = int(block.iterations[row]), float(block.residual[row])
-        self.stability = str(block.stability[row])
-        self.stable = self.stability == "stable"
-        self.failures, self.actuators, self.collisions, self.ground, self.neutral = [], {}, None, {}, {}
-        self.remarks = remarks
-        self.q = {m.plan.machine.id: m.q[row] for m in block.machines}
-        self.q_reference = {m.plan.machine.id: m.q_reference[row] for m in block.machines}
+    status = "converged"
+    collisions = None  # until checked after solving (a scenario's collision section)
+
+    def __init__(self, block: StepBlock, row: int):
+        self.block, self.row, self.index = block, row, int(block.indices[row])
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the per-step views of the block's coordinates (remade on arrival): a chain's steps then
-        travel as their block's few arrays, not as two small arrays a step (which Dask sends one buffer each)."""
-        return {key: value for key, value in self.__dict__.items() if key not in ("q", "q_reference")}
+        """Pickled as its block's row (and the collisions checked, if any): a chain's steps then travel as their
+        block's few arrays, not as small arrays and dictionaries a step (which Dask sends one buffer each)."""
+        return {key: self.__dict__[key] for key in ("block", "row", "index", "collisions") if key in self.__dict__}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        ids = [m.plan if isinstance(m.plan, str) else m.plan.machine.id for m in self.block.machines]
-        self.q = {machine: m.q[self.row] for machine, m in zip(ids, self.block.machines)}
-        self.q_reference = {machine: m.q_reference[self.row] for machine, m in zip(ids, self.block.machines)}
+    @cached_property
+    def parameters(self) -> dict[str, float]:
+        return dict(zip(self.block.scenario.sweep.names, map(float, self.block.table[self.row])))
+
+    @cached_property
+    def iterations(self) -> int:
+        return int(self.block.iterations[self.row])
+
+    @cached_property
+    def residual(self) -> float:
+        return float(self.block.residual[self.row])
+
+    @cached_property
+    def stability(self) -> str:
+        return str(self.block.stability[self.row])
+
+    @property
+    def stable(self) -> bool:
+        return self.stability == "stable"
+
+    @cached_property
+    def remarks(self) -> dict[str, list[str]]:
+        return {_machine_id(m): m.remarks[self.row] for m in self.block.machines if self.row in m.remarks}
+
+    @cached_property
+    def q(self) -> dict[str, np.ndarray]:
+        return {_machine_id(m): m.q[self.row] for m in self.block.machines}
+
+    @cached_property
+    def q_reference(self) -> dict[str, np.ndarray]:
+        return {_machine_id(m): m.q_reference[self.row] for m in self.block.machines}
+
+    # a block-path step has none of these (a step that would goes by the step path)
+    failures = property(lambda self: [])
+    actuators = property(lambda self: {})
+    ground = property(lambda self: {})
+    neutral = property(lambda self: {})
 
     def store_values(self) -> np.ndarray | None:
         """The step's numbers in the store (a row of :attr:`StepBlock.values`), or None when the step carries more
@@ -338,6 +417,11 @@ class BlockStep(StepResult):
     frames = property(lambda self: self.block.reports(self.row, "frame"))
     bodies = property(lambda self: self.block.reports(self.row, "body"))
     pin_reactions = property(lambda self: self.block.reports(self.row, "pin"))
+
+
+def _machine_id(block: _MachineBlock) -> str:
+    """The id of a machine's block's machine (its plan, or the id it travels with between processes)."""
+    return block.plan if isinstance(block.plan, str) else block.plan.machine.id
 
 
 def _solve_blocks(plans: list[_MachinePlan], parts: list[tuple[int, ...]], table: np.ndarray,
@@ -365,9 +449,9 @@ def _solve_blocks(plans: list[_MachinePlan], parts: list[tuple[int, ...]], table
         for k, (first, end) in enumerate(zip(starts[:-1], starts[1:])):
             ok = result.plain[first:end].copy()
             plain = int(np.argmin(ok)) if not ok.all() else len(ok)
-            if plain:
+            if plain and plan.rigid_in_loops:  # the core checked the held coordinates' share, not rigid joints'
                 ok[:plain] &= ~statically_open(model, result.q[first:first + plain], plan.free)
-            plain = int(np.argmin(ok)) if not ok.all() else len(ok)
+                plain = int(np.argmin(ok)) if not ok.all() else len(ok)
             q, assembled, size = result.q[first:end], result.assembled[first:end], result.size[first:end]
             moved = np.abs(q[:plain][:, plan.free] - assembled[:plain][:, plan.free])
             far = moved > np.where(plan.revolute, 0.5, 0.1 * size[:plain, None])

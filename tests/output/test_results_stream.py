@@ -58,7 +58,9 @@ def test_a_long_run_writes_a_summary_results_json_and_its_steps_in_the_store(tmp
 
 @pytest.mark.slow
 def test_steps_reach_the_store_while_the_run_solves_and_the_buffer_stays_bounded(tmp_path):
-    """The memory the store holds is at most one part's rows and one step's, however many steps."""
+    """The memory the store holds is at most one part's rows being written, one part's rows and one step's,
+    however many steps: the stream writes its parts on a thread of its own, each in place at the latest when the next
+    is handed over."""
     scenario = build_scenario(tmp_path / "long.json", _sweep(16))
     rows_per_part = 500  # values of about 3 beam steps
     stream = ResultsStream(tmp_path / "out", scenario, rows_per_part=rows_per_part)
@@ -74,7 +76,9 @@ def test_steps_reach_the_store_while_the_run_solves_and_the_buffer_stays_bounded
     steps_per_part = -(-rows_per_part // per_step)  # a part once this many steps are held
     assert steps_per_part == 3  # 176 values a step: 10 bodies, 2 joints, a frame, the coordinates loaded and unloaded
     assert max(buffered for buffered, _ in seen) < rows_per_part  # a part is written as soon as one is full
-    assert [parts for _, parts in seen] == [(k + 1) // steps_per_part for k in range(16)]
+    handed_over = [(k + 1) // steps_per_part for k in range(16)]
+    assert all(max(count - 1, 0) <= parts <= count for (_, parts), count in zip(seen, handed_over))
+    assert [parts for _, parts in seen][-1] >= handed_over[-1] - 1 and max(parts for _, parts in seen) >= 4
     write_results(ran, tmp_path / "out", stream=stream)
     assert not stream.staging.exists()
     assert len(list((tmp_path / "out" / "values").glob("part-*.parquet"))) == 16 // steps_per_part + 1

@@ -21,7 +21,8 @@ from shiftsim.output.write import ResultsStream
 from shiftsim.scenario import load_scenario
 from shiftsim.scenario.chain import BlockStep, attach_blocks, block_path_problem, run_chain, run_chains
 from shiftsim.model import compile_model
-from shiftsim.statics import free_coordinates, solve
+from shiftsim.kinematics import closure_jacobian, state
+from shiftsim.statics import free_coordinates, solve, solve_chain
 
 BLOCK_SCENARIOS = ("cantilever_tip_load", "excavator_lift", "four_bar_drive", "mira_slider", "two_excavators")
 STEP_SCENARIOS = {"excavator_capacity": "stands on the ground", "mdx_heave": "a time sweep",
@@ -153,6 +154,44 @@ def test_the_batched_open_test_agrees_with_the_directions_one_pose_at_a_time():
         assert statically_open(model, np.array(poses), free).tolist() == one_by_one
         seen.update(one_by_one)
     assert seen == {True, False}
+
+
+def _open_by_svd(model, q, free, held):
+    """The oracle: the closure Jacobian's columns on the held coordinates reach beyond the span of those on the free
+    ones (numpy's SVD ranks at 1e-9 of the largest singular value); no rigid joint in these models."""
+    jac = closure_jacobian(model, state(model, q[None]))[0]
+
+    def rank(columns):
+        sigma = np.linalg.svd(columns, compute_uv=False)
+        return int(np.count_nonzero(sigma > 1e-9 * sigma[0]))
+
+    return rank(jac[:, np.concatenate([free, held])]) > rank(jac[:, free])
+
+
+def test_the_core_ends_a_chain_at_a_step_whose_held_cylinders_share_the_loop_forces():
+    """Twin cylinders lifting a boom: one held (the other's oil column carries its share) is determinate, both held
+    is not (any split of the load between them balances): the compiled continuation ends the chain with
+    ``loads_open`` at once, where the SVD of the closure Jacobian says the held columns reach beyond the free ones',
+    and goes on plainly otherwise; a single solve of the same step reports the indeterminate split."""
+    model = compile_model(twin_cylinder_spec((3e5, 6e5)))
+    for hold, expected in ((["cylinder1"], "plain"), (["cylinder1", "cylinder2"], "loads_open")):
+        held = np.array([c for joint in hold for c in model.coordinates_of(joint)], dtype=int)
+        free = free_coordinates(model, held)
+        start = solve(model, hold=hold)
+        assert start.converged
+        target = np.repeat(start.q[None], 3, axis=0)
+        target[:, held] += np.linspace(0.0, 0.02, 3)[:, None]  # the held strokes lengthen
+        result = solve_chain(model, start.q[None], target, held, np.array([0, 3]),
+                             np.broadcast_to(model.gravity, (3, 3)))
+        assert result.outcome[0] == expected
+        assert _open_by_svd(model, start.q, free, held) is (expected == "loads_open")
+        if expected == "plain":
+            assert result.plain.all()
+            for k in range(3):
+                assert not _open_by_svd(model, result.q[k], free, held)
+        else:
+            assert list(result.outcome[1:]) == ["not_solved", "not_solved"]
+            assert any("statically indeterminate" in remark for remark in start.remarks)
 
 
 def test_chains_solved_together_on_the_cores_threads_equal_each_chain_alone(tmp_path):

@@ -11,7 +11,8 @@
  *   4. the joint loads of the loaded equilibrium with the solver's multipliers (joint_loads in loads.c).
  *
  * A step that is not plain (the loops do not close, the rows change, the solve does not converge, no equilibrium,
- * a neutral verdict) ends its chain there with its outcome: the caller solves it by the step-by-step path, which
+ * a neutral verdict, held coordinates sharing the loop forces in proportions statics cannot tell) ends its chain
+ * there with its outcome: the caller solves it by the step-by-step path, which
  * reports it (messages, blame, neutral directions), and goes on from there.
  */
 #include <math.h>
@@ -40,6 +41,29 @@ static bool rows_unchanged(Workspace *w, const Model *model, const Problem *p, c
     for (int64_t i = 0; i < rank && same; i++) same = order[i] == p->rows[i];
     ws_release(w, mark);
     return same;
+}
+
+/* Whether the held coordinates share the loop forces at ``s`` (an equilibrium) in a way statics cannot split: the
+ * closure Jacobian's columns on the held coordinates reach beyond the span of its columns on the free ones (the rank
+ * of [G_u, G_h] above that of G_u, by pivoted QR at ``tolerance`` as loads.statically_open counts them). Then some
+ * pattern of loop forces loads the held coordinates and no free one, and its share is indeterminate. (The block path
+ * calling this has no coupled coordinates; a rigid joint a loop passes through is checked by the caller.) */
+static bool held_share_loop_forces(Workspace *w, const Model *model, const Problem *p, const ChainJob *j,
+                                   const State *s, double tolerance) {
+    int64_t nq = model->nq, nf = p->nf, rows6 = 6 * model->n_closures, wide = p->nf + j->n_held;
+    if (rows6 == 0 || j->n_held == 0) return false;
+    size_t mark = ws_mark(w);
+    double *jac = ws_doubles(w, rows6 * nq), *transposed = ws_doubles(w, wide * rows6);
+    int64_t *order = ws_indices(w, rows6);
+    closure_jacobian(model, s, jac);
+    for (int64_t i = 0; i < wide; i++) { /* [G_u, G_h]^T: the free coordinates' rows first */
+        int64_t column = i < nf ? p->free[i] : j->held[i - nf];
+        for (int64_t r = 0; r < rows6; r++) transposed[i * rows6 + r] = jac[r * nq + column];
+    }
+    bool shared = pivoted_rank(w, wide, rows6, transposed, tolerance, order)
+                  > pivoted_rank(w, nf, rows6, transposed, tolerance, order);
+    ws_release(w, mark);
+    return shared;
 }
 
 /* Close the loops from ``q`` (in place) with the held coordinates travelling from ``previous`` to their values in q
@@ -99,6 +123,8 @@ static int64_t chain_step(Workspace *w, const Model *model, const ChainJob *j, i
     bool plain = flags[FLAG_converged] > 0.5 && !any_marked(unheld, nf) && !any_marked(runaway, nf)
                  && (int64_t)flags[FLAG_stability] != NEUTRAL;
     if (!plain) return ws_release(w, mark), CHAIN_NOT_PLAIN;
+    node_state(model, j->q + nq * c, &s);
+    if (held_share_loop_forces(w, model, p, j, &s, j->rank_tolerance)) return ws_release(w, mark), CHAIN_LOADS_OPEN;
     Case reference = {zeros + nq, zeros + nq + 3, zeros + nq + 3 + loads, zeros, 0.0, 0.0};
     case_scales(w, model, assembled, p->n_loads, reference.gravity, reference.force, reference.torque,
                 &reference.force_floor, &reference.size);
@@ -132,10 +158,11 @@ size_t chain_workspace_doubles(const Model *model, const ChainJob *j, int tree) 
     size_t solve = workspace_doubles(model, j->p, tree, FOR_SOLVE), assemble = workspace_doubles(model, j->assembly, 0,
                                                                                                  FOR_ASSEMBLE);
     size_t kernels = kernel_workspace_doubles(model), state = 24 * (size_t)model->n_nodes + 6 * (size_t)nq + 2;
-    size_t own = 2 * (size_t)j->n_held + state + (size_t)(rows6 * nq + nf * rows6 + rows6) + (size_t)(nf * nf)
+    size_t own = 2 * (size_t)j->n_held + state + (size_t)(rows6 * nq + (nf + j->n_held) * rows6 + rows6)
+                 + (size_t)(nf * nf)
                  + (size_t)(nq + 3 + 2 * loads) + 2 * (size_t)j->p->m + RESULT_FLAGS + 2 * (size_t)(nf / 8 + 1)
                  + (size_t)rows6 + 64;
     size_t widest = solve > assemble ? solve : assemble;
     if (kernels > widest) widest = kernels;
-    return own + widest + 2 * (size_t)(nf * rows6 + nf + rows6 + 8) + 512;
+    return own + widest + 2 * (size_t)((nf + j->n_held) * rows6 + nf + j->n_held + rows6 + 8) + 512;
 }

@@ -71,7 +71,7 @@
  * solved, the chain goes on from it; the others end the chain there (the step-by-step path solves that step). */
 #define SHIFTSIM_CHAIN_OUTCOMES(X)                                                                                      \
     X(CHAIN_PLAIN, plain) X(CHAIN_NOT_CLOSED, not_closed) X(CHAIN_ROWS_CHANGED, rows_changed)                         \
-    X(CHAIN_NOT_PLAIN, not_plain) X(CHAIN_NOT_SOLVED, not_solved)
+    X(CHAIN_NOT_PLAIN, not_plain) X(CHAIN_NOT_SOLVED, not_solved) X(CHAIN_LOADS_OPEN, loads_open)
 
 /* Codes: X(C name, Python name), numbered from 0 in this order. */
 #define SHIFTSIM_VERDICTS(X) X(STABLE, stable) X(NEUTRAL, neutral) X(UNSTABLE, unstable)

@@ -1,0 +1,62 @@
+"""A values part as the store writes it (shiftsim.output.store): the name columns reach the Parquet file as dictionary
+pages from dictionary-coded arrays, yet every reader sees plain strings (pyarrow's file and dataset readers, pandas),
+the numbers are stored plain, the catalog is in the footer, and the rows are those fed in (the oracle: the rows
+themselves)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from shiftsim.output.store import StoreWriter, open_store
+
+
+def _fed(tmp_path):
+    """Two layouts of names (a step whose names differ in the middle), three parts, a null value."""
+    rng = np.random.default_rng(3)
+    layout_a = (("j1", "j1", "f1", "f1", "f1"), ("effort", "position", "deflection", "deflection", "deflection"),
+                ("", "", "x", "y", "z"), ("N m", "rad", "m", "m", "m"))
+    layout_b = (("j1", "j2"), ("effort", "effort"), ("", ""), ("N m", "N"))
+    fed = []
+    with StoreWriter(tmp_path / "store", ["load"], rows_per_part=12) as writer:
+        for step in range(7):
+            layout = layout_b if step == 3 else layout_a
+            values = rng.normal(size=len(layout[0]))
+            nulls = np.zeros(len(values), bool)
+            nulls[0] = step == 5
+            writer.add_values([step, 0.1 * step, "converged", 3, "stable", 1e-9, True], layout, values,
+                              nulls if nulls.any() else None)
+            fed += [(step, *names, None if null else float(value))
+                    for *names, value, null in zip(*layout, values, nulls)]
+    return fed
+
+
+def test_values_parts_read_back_as_plain_strings_with_their_catalog(tmp_path):
+    fed = _fed(tmp_path)
+    parts = sorted((tmp_path / "store" / "values").glob("part-*.parquet"))
+    assert len(parts) == 3
+    for part in parts:
+        schema = pq.read_schema(part)
+        assert [str(t) for t in schema.types] == ["int64", "string", "string", "string", "double", "string"]
+        assert b"shiftsim.catalog" in schema.metadata
+        columns = pq.ParquetFile(part).metadata.row_group(0)
+        encodings = {columns.column(k).path_in_schema: columns.column(k).encodings for k in range(6)}
+        assert all("RLE_DICTIONARY" in encodings[name] or "PLAIN_DICTIONARY" in encodings[name]
+                   for name in ("entity", "quantity", "component", "unit"))
+        assert not any("DICTIONARY" in e for e in encodings["value"])
+        assert columns.column(4).compression == "UNCOMPRESSED"
+    table = ds.dataset(tmp_path / "store" / "values", format="parquet").to_table().sort_by("step")
+    assert table.schema.field("entity").type == pa.string()
+    got = list(zip(*(table.column(name).to_pylist() for name in ("step", "entity", "quantity", "component", "unit",
+                                                                  "value"))))
+    assert got == fed
+    frame = pd.read_parquet(tmp_path / "store" / "values")
+    assert not isinstance(frame["entity"].dtype, pd.CategoricalDtype)
+    assert sorted(frame["entity"].unique()) == ["f1", "j1", "j2"] and frame["value"].isna().sum() == 1
+    store = open_store(tmp_path / "store")
+    assert store.catalog() == {("j1", "effort"): [""], ("j1", "position"): [""], ("f1", "deflection"): ["x", "y", "z"],
+                               ("j2", "effort"): [""]}
+    assert store.select(entity="j2").column("step").to_pylist() == [3]
