@@ -10,6 +10,7 @@ slow, so every wait has a generous cap (``timeout``, s) and fails with what it w
 from __future__ import annotations
 
 import base64
+import ctypes
 import io
 import json
 import os
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 TIMEOUT = 300.0  # s: the cap on one wait (start, page load, a redraw) on a loaded machine
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that started it ends
 
 
 class Chromium:
@@ -35,7 +37,8 @@ class Chromium:
             [executable, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}", "--remote-debugging-port=0",
-             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=_killed_with_the_test)
         self._id = 0
         try:
             port = self.wait_until(lambda: _port(profile / "DevToolsActivePort"), "Chromium's DevTools port")
@@ -126,6 +129,12 @@ class Chromium:
     def _end(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+
+
+def _killed_with_the_test() -> None:
+    """In the browser's process before it runs Chromium: SIGKILL when the test process that started it ends, so a
+    test run killed by a timeout (no :meth:`Chromium.close`) does not leave a browser drawing on the machine."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def screen_point(point: np.ndarray, camera_position: np.ndarray, camera_wxyz: np.ndarray, fov: float,
