@@ -248,3 +248,15 @@ def test_a_long_run_shows_twelve_steps_first_and_last_ranked_by_the_largest_chan
     (title, (headers, rows)), = sensitivity_tables({"points": points, "top": 5, "normalized": False}).items()
     assert headers[1] == "step 0" and headers[-1] == "step 29" and len(headers) == 13 and "12 of 30 steps" in title
     assert [row[0] for row in rows] == ["a", "b"]  # a reaches 0.29, b stays at 0.1
+
+
+def test_printed_elasticity_of_a_zero_output_is_nan_not_infinite(capsys):
+    """The unloaded car stands symmetric: at step 0 its centre of pressure's y is exactly 0, so no relative change of
+    it exists. The table says nan there, as ``Sensitivities.elasticity`` does, not +-inf from dividing by the zero."""
+    status = main(["sensitivity", str(SCENARIOS / "vehicle_on_tyres.json"), "--of", "car1:cop.y", "--wrt", "tyre"])
+    printed = capsys.readouterr().out
+    first = printed.split("step 1 ")[0].splitlines()
+    assert status == 0 and "  car1:cop.y = 0" in first
+    rows = [line.split() for line in first if "elasticity" in line]
+    assert len(rows) >= 8 and all(row[-1] == "nan" for row in rows)
+    assert "inf" not in printed.split()
