@@ -96,12 +96,13 @@ def _block_texts(block: StepBlock, rows: np.ndarray) -> list[str]:
         return f"\x00{len(places) - 1}"
 
     pieces = _PLACE.split(orjson.dumps(template, default=mark).decode())  # text, place number, text, ..., text
-    stability = block.stability[rows]
+    stability = block.stability[rows].tolist()
+    quoted = {text: orjson.dumps(str(text)).decode() for text in set(stability)}  # each verdict's JSON string, once
     columns = {"index": [str(int(i)) for i in block.indices[rows]],
                "iterations": [str(int(i)) for i in block.iterations[rows]],
                "residual": _json_numbers(block.residual[rows].astype(float)),
-               "stable": ["true" if text == "stable" else "false" for text in stability.tolist()],
-               "stability": [orjson.dumps(str(text)).decode() for text in stability.tolist()]}
+               "stable": ["true" if text == "stable" else "false" for text in stability],
+               "stability": [quoted[text] for text in stability]}
     arrays = {"values": values[rows], "extras": extras[rows], "parameters": block.table[rows].astype(float)}
     used = {source: sorted({p.column for p in places if p.source == source}) for source in arrays}
     texts = {source: dict(zip(used[source], _json_numbers(array[:, used[source]]).T))
