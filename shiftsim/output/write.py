@@ -55,16 +55,21 @@ class ResultsStream:
         self.added = np.zeros(scenario.sweep.size, dtype=bool)  # by step index
         self._block: Any = None  # the block whose value names are self._layout (block-path steps)
         self._layout: Layout = ((), (), (), ())
+        self._layouts: dict[tuple, Layout] = {}  # the names of blocks' values by their items (StepBlock.items)
 
     def add(self, step: StepResult) -> None:
         """Stream one solved step into the store. A step of the block path (:class:`~shiftsim.scenario.chain.BlockStep`)
-        gives its numbers as a row of its block's array; their names are taken once per block from the step's rows."""
+        gives its numbers as a row of its block's array; their names are taken from the step's rows once per kind of
+        block (its items: the same names, checked against the numbers of the first block of that kind)."""
         values = step.store_values() if isinstance(step, BlockStep) else None
         if values is None:
             self.writer.add(*store_rows(step, self.parameters, self._joint_units))
         else:
             if step.block is not self._block:
-                self._block, self._layout = step.block, self._block_layout(step, values)
+                items = step.block.items
+                if items not in self._layouts:
+                    self._layouts[items] = self._block_layout(step, values)
+                self._block, self._layout = step.block, self._layouts[items]
             self.writer.add_values(step_status_row(step, self.parameters), self._layout, values)
         self.added[step.index] = True
 

@@ -229,6 +229,12 @@ class StepBlock:
             m.wrench = m.rotation = m.effort = None  # in values and extras now
         return values, np.concatenate(extras, axis=1) if extras else np.zeros((len(self), 0)), items
 
+    @cached_property
+    def items(self) -> tuple[tuple[str, str, int, int, str], ...]:
+        """What a row of :attr:`values` holds, item by item in its order: (kind, machine id, model index, coordinates'
+        count, pin role); blocks with the same items name their values alike."""
+        return tuple((kind, machine.id, index, count, role) for kind, machine, index, count, role in self._columns[2])
+
     @property
     def values(self) -> np.ndarray:
         """(S, V) every number the store holds for each step, in its row order (see the class docstring)."""
