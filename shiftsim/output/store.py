@@ -58,6 +58,12 @@ VALUE_COLUMNS = ("step", "entity", "quantity", "component", "value", "unit")
 STATUS_COLUMNS = ("status", "iterations", "stability", "residual", "stable")
 VALUES_SCHEMA = pa.schema([("step", pa.int64()), ("entity", pa.string()), ("quantity", pa.string()),
                            ("component", pa.string()), ("value", pa.float64()), ("unit", pa.string())])
+_CODED_VALUES = pa.schema([  # a values part as StoreWriter hands it to Parquet: the names coded, every column but the
+    # numbers required (no definition levels to write for them); read back, the part has VALUES_SCHEMA's types
+    pa.field("step", pa.int64(), nullable=False),
+    *(pa.field(name, pa.dictionary(pa.int32(), pa.string()), nullable=False) for name in ("entity", "quantity",
+                                                                                         "component")),
+    pa.field("value", pa.float64()), pa.field("unit", pa.dictionary(pa.int32(), pa.string()), nullable=False)])
 ROWS_PER_PART = 262_144  # values held before a part is written (about 30 MB of Python objects)
 ROWS_PER_GROUP = 65_536  # a part's row groups: the unit a filtered read skips or reads
 VALUES_WRITING = {  # a values part: the step and name columns dictionary-coded (the names arrive coded, see
@@ -268,7 +274,7 @@ class StoreWriter:
         catalog_rows = ((offsets[layout], *row) for layout in used
                         for row in zip(*self._layouts[layout][:3]))
         extend_catalog(self._catalog, catalog_rows)
-        return pa.Table.from_arrays(columns, names=list(VALUE_COLUMNS)), self._catalog
+        return pa.Table.from_arrays(columns, schema=_CODED_VALUES), self._catalog
 
     def flush(self) -> None:
         """Write the buffered steps as one part per table (values first), then empty the buffer (in the background:

@@ -1,7 +1,7 @@
 """A values part as the store writes it (shiftsim.output.store): the name columns reach the Parquet file as dictionary
 pages from dictionary-coded arrays, yet every reader sees plain strings (pyarrow's file and dataset readers, pandas),
-the numbers are stored plain, the catalog is in the footer, and the rows are those fed in (the oracle: the rows
-themselves)."""
+the numbers are stored plain, only they may be null, the catalog is in the footer, and the rows are those fed in (the
+oracle: the rows themselves)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,8 @@ def test_values_parts_read_back_as_plain_strings_with_their_catalog(tmp_path):
                    for name in ("entity", "quantity", "component", "unit"))
         assert not any("DICTIONARY" in e for e in encodings["value"])
         assert columns.column(4).compression == "UNCOMPRESSED"
+        layout = pq.ParquetFile(part).schema  # only the numbers may be null: no definition levels for the others
+        assert [layout.column(k).max_definition_level for k in range(6)] == [0, 0, 0, 0, 1, 0]
     table = ds.dataset(tmp_path / "store" / "values", format="parquet").to_table().sort_by("step")
     assert table.schema.field("entity").type == pa.string()
     got = list(zip(*(table.column(name).to_pylist() for name in ("step", "entity", "quantity", "component", "unit",
