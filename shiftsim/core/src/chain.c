@@ -43,25 +43,64 @@ static bool rows_unchanged(Workspace *w, const Model *model, const Problem *p, c
     return same;
 }
 
-/* Whether the held coordinates share the loop forces at ``s`` (an equilibrium) in a way statics cannot split: the
- * closure Jacobian's columns on the held coordinates reach beyond the span of its columns on the free ones (the rank
- * of [G_u, G_h] above that of G_u, by pivoted QR at ``tolerance`` as loads.statically_open counts them). Then some
- * pattern of loop forces loads the held coordinates and no free one, and its share is indeterminate. (The block path
- * calling this has no coupled coordinates; a rigid joint a loop passes through is checked by the caller.) */
+/* Whether the held coordinates share the loop forces at ``s`` (an equilibrium) in a way statics cannot split: some
+ * column of the closure Jacobian on a held coordinate reaches beyond the span of its columns on the free ones (the
+ * rank of [G_u, G_h] above that of G_u). Then some pattern of loop forces loads the held coordinates and no free
+ * one, and its share is indeterminate. One Householder QR with column pivoting restricted to the free columns, every
+ * reflection applied to the held columns too, then the held columns' parts below the free columns' rank: a column
+ * counts while its remaining length exceeds ``tolerance`` times the longest column's (at least 1; loads.statically_open
+ * counts ranks alike, by the same pivoted QR of each column set). (The block path calling this has no coupled coordinates; a rigid joint a loop
+ * passes through is checked by the caller.) */
 static bool held_share_loop_forces(Workspace *w, const Model *model, const Problem *p, const ChainJob *j,
                                    const State *s, double tolerance) {
     int64_t nq = model->nq, nf = p->nf, rows6 = 6 * model->n_closures, wide = p->nf + j->n_held;
     if (rows6 == 0 || j->n_held == 0) return false;
     size_t mark = ws_mark(w);
-    double *jac = ws_doubles(w, rows6 * nq), *transposed = ws_doubles(w, wide * rows6);
-    int64_t *order = ws_indices(w, rows6);
+    double *jac = ws_doubles(w, rows6 * nq), *columns = ws_doubles(w, wide * rows6), *norms = ws_doubles(w, wide);
     closure_jacobian(model, s, jac);
-    for (int64_t i = 0; i < wide; i++) { /* [G_u, G_h]^T: the free coordinates' rows first */
-        int64_t column = i < nf ? p->free[i] : j->held[i - nf];
-        for (int64_t r = 0; r < rows6; r++) transposed[i * rows6 + r] = jac[r * nq + column];
+    double longest = 1.0;
+    for (int64_t i = 0; i < wide; i++) { /* column i of [G_u, G_h], contiguous: the free coordinates' first */
+        int64_t coordinate = i < nf ? p->free[i] : j->held[i - nf];
+        double *column = columns + i * rows6, total = 0.0;
+        for (int64_t r = 0; r < rows6; r++) column[r] = jac[r * nq + coordinate], total += column[r] * column[r];
+        norms[i] = total;
+        longest = larger(longest, sqrt(total));
     }
-    bool shared = pivoted_rank(w, wide, rows6, transposed, tolerance, order)
-                  > pivoted_rank(w, nf, rows6, transposed, tolerance, order);
+    double floor = tolerance * longest;
+    int64_t rank = 0;
+    for (int64_t k = 0; k < nf && k < rows6; k++, rank++) {
+        int64_t pivot = k;
+        for (int64_t i = k + 1; i < nf; i++)
+            if (norms[i] > norms[pivot]) pivot = i;
+        double *v = columns + pivot * rows6, *first = columns + k * rows6;
+        if (pivot != k)
+            for (int64_t r = 0; r < rows6; r++) {
+                double swap = first[r];
+                first[r] = v[r], v[r] = swap;
+            }
+        norms[pivot] = norms[k];
+        double length = 0.0;
+        for (int64_t r = k; r < rows6; r++) length += first[r] * first[r];
+        length = sqrt(length);
+        if (!(length > floor)) break;
+        double alpha = first[k] > 0.0 ? -length : length, size = 0.0;
+        first[k] -= alpha; /* first[k..] is now the Householder vector h */
+        for (int64_t r = k; r < rows6; r++) size += first[r] * first[r];
+        for (int64_t i = k + 1; i < wide && size > 0.0; i++) {
+            double *column = columns + i * rows6, along = 0.0;
+            for (int64_t r = k; r < rows6; r++) along += first[r] * column[r];
+            along *= 2.0 / size;
+            for (int64_t r = k; r < rows6; r++) column[r] -= along * first[r];
+            norms[i] -= column[k] * column[k]; /* its length below row k, for the pivot choice only (each pivot's
+                                                * length is computed afresh) */
+        }
+    }
+    bool shared = false;
+    for (int64_t i = nf; i < wide && !shared; i++) {
+        double *column = columns + i * rows6, beyond = 0.0;
+        for (int64_t r = rank; r < rows6; r++) beyond += column[r] * column[r];
+        shared = sqrt(beyond) > floor;
+    }
     ws_release(w, mark);
     return shared;
 }
@@ -158,11 +197,11 @@ size_t chain_workspace_doubles(const Model *model, const ChainJob *j, int tree) 
     size_t solve = workspace_doubles(model, j->p, tree, FOR_SOLVE), assemble = workspace_doubles(model, j->assembly, 0,
                                                                                                  FOR_ASSEMBLE);
     size_t kernels = kernel_workspace_doubles(model), state = 24 * (size_t)model->n_nodes + 6 * (size_t)nq + 2;
-    size_t own = 2 * (size_t)j->n_held + state + (size_t)(rows6 * nq + (nf + j->n_held) * rows6 + rows6)
+    size_t own = 2 * (size_t)j->n_held + state + (size_t)(rows6 * nq + (nf + j->n_held) * (rows6 + 1) + rows6)
                  + (size_t)(nf * nf)
                  + (size_t)(nq + 3 + 2 * loads) + 2 * (size_t)j->p->m + RESULT_FLAGS + 2 * (size_t)(nf / 8 + 1)
                  + (size_t)rows6 + 64;
     size_t widest = solve > assemble ? solve : assemble;
     if (kernels > widest) widest = kernels;
-    return own + widest + 2 * (size_t)((nf + j->n_held) * rows6 + nf + j->n_held + rows6 + 8) + 512;
+    return own + widest + 2 * (size_t)(nf * rows6 + nf + rows6 + 8) + 512;
 }
