@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers.scenario import SCENARIOS, write_scenario
+from helpers.scenario import SCENARIOS, shortened_scenario, write_scenario
 
 from shiftsim.analysis.digest import RunDigest, lengths, result_lines
 from shiftsim.scenario import load_scenario
@@ -20,13 +20,7 @@ BLOCK_SCENARIOS = ("cantilever_tip_load", "excavator_lift", "four_bar_drive", "m
 
 
 def _shortened(name, steps, folder):
-    document = json.loads((SCENARIOS / f"{name}.json").read_text())
-    for machine in document["machines"]:
-        machine["model"] = str((SCENARIOS / machine["model"]).resolve())
-    for parameter, values in document["sweep"]["parameters"].items():
-        document["sweep"]["parameters"][parameter] = (
-            {**values, "steps": steps} if isinstance(values, dict) else values[:steps])
-    return load_scenario(write_scenario(folder, document))
+    return load_scenario(shortened_scenario(name, steps, folder))
 
 
 def _plain(step):

@@ -35,6 +35,18 @@ def write_scenario(folder: Path, document: dict[str, Any], name: str = "scenario
     return path
 
 
+def shortened_scenario(name: str, steps: int, folder: Path) -> Path:
+    """The shipped scenario ``name`` with ``steps`` values per swept parameter (the same ranges, or the first values
+    of a list), written into ``folder`` with its models' paths made absolute; its path."""
+    document = json.loads((SCENARIOS / f"{name}.json").read_text())
+    for machine in document["machines"]:
+        machine["model"] = str((SCENARIOS / machine["model"]).resolve())
+    for parameter, values in document["sweep"]["parameters"].items():
+        document["sweep"]["parameters"][parameter] = (
+            {**values, "steps": steps} if isinstance(values, dict) else values[:steps])
+    return write_scenario(folder, document)
+
+
 def beam_scenario(**changes: Any) -> dict[str, Any]:
     """A small cantilever scenario (3 load steps, no plots) to modify per test."""
     document = {

@@ -12,7 +12,7 @@ import pickle
 
 import numpy as np
 import pytest
-from helpers.scenario import SCENARIOS, write_scenario
+from helpers.scenario import SCENARIOS, shortened_scenario, write_scenario
 from helpers.statics import loop_spec, twin_cylinder_spec
 
 from shiftsim.loads import indeterminate_directions, statically_open
@@ -73,14 +73,7 @@ def _assert_same_record(ours, theirs, where):
 
 
 def _shortened(name, steps, folder):
-    """A shipped scenario with ``steps`` values per swept parameter (the same ranges), written into ``folder``."""
-    document = json.loads((SCENARIOS / f"{name}.json").read_text())
-    for machine in document["machines"]:
-        machine["model"] = str((SCENARIOS / machine["model"]).resolve())
-    for parameter, values in document["sweep"]["parameters"].items():
-        document["sweep"]["parameters"][parameter] = (
-            {**values, "steps": steps} if isinstance(values, dict) else values[:steps])
-    return load_scenario(write_scenario(folder, document))
+    return load_scenario(shortened_scenario(name, steps, folder))
 
 
 @pytest.mark.parametrize("name", BLOCK_SCENARIOS)
