@@ -314,6 +314,14 @@ class StoreWriter:
                 self._thread.shutdown(wait=True)
         self._closed = True
 
+    def abandon(self) -> None:
+        """Write nothing more: drop what is buffered and wait for the part being written, whatever became of it (a
+        store about to be removed; its folder is not written into afterwards)."""
+        self._step_rows, self._values, self._nulls, self._segments, self._buffered = [], [], [], [], 0
+        if self._thread is not None:
+            self._thread.shutdown(wait=True)
+        self._writing, self._closed = None, True
+
     def _write_batch(self, part: int, values: pa.Table, catalog: bytes, steps: pa.Table) -> None:
         """One batch's parts: the values part (``catalog`` in its footer), then the steps part."""
         self._write_part(VALUES, part, values, catalog)

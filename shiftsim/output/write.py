@@ -50,7 +50,7 @@ class ResultsStream:
         try:
             self.writer = StoreWriter(self.staging, self.parameters, rows_per_part=rows_per_part, background=True)
         except BaseException:
-            self.discard()
+            self._remove()
             raise
         self.added = np.zeros(scenario.sweep.size, dtype=bool)  # by step index
         self._block: Any = None  # the block whose value names are self._layout (block-path steps)
@@ -82,6 +82,11 @@ class ResultsStream:
         return tuple(tuple(column) for column in list(zip(*value_rows))[1:4]) + (tuple(row[5] for row in value_rows),)
 
     def discard(self) -> None:
+        """Remove what was staged (the writer's thread done first, so nothing lands in the folder afterwards)."""
+        self.writer.abandon()
+        self._remove()
+
+    def _remove(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
         remove_created(self.created)
 

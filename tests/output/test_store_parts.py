@@ -62,3 +62,41 @@ def test_values_parts_read_back_as_plain_strings_with_their_catalog(tmp_path):
     assert store.catalog() == {("j1", "effort"): [""], ("j1", "position"): [""], ("f1", "deflection"): ["x", "y", "z"],
                                ("j2", "effort"): [""]}
     assert store.select(entity="j2").column("step").to_pylist() == [3]
+
+
+def _feed(writer, steps=9, width=40):
+    rng = np.random.default_rng(5)
+    layout = (tuple(f"e{k // 3}" for k in range(width)), ("q",) * width, tuple(str(k % 3) for k in range(width)),
+              ("m",) * width)
+    for step in range(steps):
+        writer.add_values([step, float(step), "converged", 2, "stable", 1e-10, True], layout, rng.normal(size=width))
+
+
+def test_a_writer_on_its_own_thread_writes_the_parts_one_writing_in_the_caller_does(tmp_path):
+    """The same steps through a background writer and a synchronous one: the same part files' rows and catalogs, and
+    every part in place once the writer is closed."""
+    for background in (False, True):
+        with StoreWriter(tmp_path / str(background), ["load"], rows_per_part=100, background=background) as writer:
+            _feed(writer)
+    parts = {background: sorted((tmp_path / str(background) / "values").glob("part-*.parquet"))
+             for background in (False, True)}
+    assert len(parts[True]) == len(parts[False]) == 3 and not list(tmp_path.rglob(".*.partial"))
+    for ours, theirs in zip(parts[True], parts[False]):
+        assert pq.read_table(ours).equals(pq.read_table(theirs))
+        assert pq.read_schema(ours).metadata == pq.read_schema(theirs).metadata
+    stores = [open_store(tmp_path / str(background)) for background in (False, True)]
+    assert stores[0].step_table().equals(stores[1].step_table())
+
+
+def test_an_abandoned_background_writer_leaves_nothing_half_written(tmp_path):
+    """abandon() drops the buffer and waits for the part being written: afterwards nothing is written, and the parts
+    there are whole (each a readable file, values before steps)."""
+    writer = StoreWriter(tmp_path / "store", ["load"], rows_per_part=100, background=True)
+    _feed(writer, steps=7)  # two batches handed over, a few steps buffered
+    writer.abandon()
+    before = sorted(path.name for path in (tmp_path / "store").rglob("*"))
+    writer.close()  # closed already: writes nothing
+    assert sorted(path.name for path in (tmp_path / "store").rglob("*")) == before
+    assert not any(name.endswith(".partial") for name in before)
+    store = open_store(tmp_path / "store")
+    assert store.step_table().column("step").to_pylist() == list(range(6))  # the two batches, not the buffer
