@@ -359,6 +359,20 @@ def _in_joint_frame(m: _MachineBlock, j: int) -> tuple[np.ndarray, np.ndarray]:
             np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, 3:]))
 
 
+class _kept:
+    """A value of a block step read from its block on first use and kept in the step: a non-data descriptor (the value
+    stored in the instance hides it on later reads), without functools.cached_property's lock (Python 3.11)."""
+
+    def __init__(self, read: Any):
+        self.read, self.name = read, read.__name__
+
+    def __get__(self, step: Any, owner: Any = None) -> Any:
+        if step is None:
+            return self
+        value = step.__dict__[self.name] = self.read(step)
+        return value
+
+
 class BlockStep(StepResult):
     """One step of a :class:`StepBlock`: a :class:`~.runner.StepResult` read from the block's arrays when asked (its
     swept values, solver figures and coordinates once, its joints, frames, bodies and pin reactions on every read; the
@@ -375,19 +389,19 @@ class BlockStep(StepResult):
         block's few arrays, not as small arrays and dictionaries a step (which Dask sends one buffer each)."""
         return {key: self.__dict__[key] for key in ("block", "row", "index", "collisions") if key in self.__dict__}
 
-    @cached_property
+    @_kept
     def parameters(self) -> dict[str, float]:
         return dict(zip(self.block.scenario.sweep.names, map(float, self.block.table[self.row])))
 
-    @cached_property
+    @_kept
     def iterations(self) -> int:
         return int(self.block.iterations[self.row])
 
-    @cached_property
+    @_kept
     def residual(self) -> float:
         return float(self.block.residual[self.row])
 
-    @cached_property
+    @_kept
     def stability(self) -> str:
         return str(self.block.stability[self.row])
 
@@ -395,15 +409,15 @@ class BlockStep(StepResult):
     def stable(self) -> bool:
         return self.stability == "stable"
 
-    @cached_property
+    @_kept
     def remarks(self) -> dict[str, list[str]]:
         return {_machine_id(m): m.remarks[self.row] for m in self.block.machines if self.row in m.remarks}
 
-    @cached_property
+    @_kept
     def q(self) -> dict[str, np.ndarray]:
         return {_machine_id(m): m.q[self.row] for m in self.block.machines}
 
-    @cached_property
+    @_kept
     def q_reference(self) -> dict[str, np.ndarray]:
         return {_machine_id(m): m.q_reference[self.row] for m in self.block.machines}
 
