@@ -150,6 +150,8 @@ def run(scenario: Scenario, executor: Executor, on_step: StepCallback | None = N
     except Interrupted as stop:
         # solved but not handed on: held, to be written (the stream takes the steps it has not had from the run's)
         unwritten = finish(scenario, pending, on_warning)
+        if keep_steps:  # counted from the steps held: the signal may have landed between a step's count and its holding
+            count, failed = len(solved), [step.index for step in solved if not step.converged]
         return Run(scenario, sorted([*solved, *unwritten], key=lambda step: step.index), None, stop,
                    solved=count + len(unwritten),
                    failed=tuple(sorted([*failed, *(step.index for step in unwritten if not step.converged)])))
