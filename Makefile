@@ -36,7 +36,7 @@ CHECK_C := $(abspath build/check-c)
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 CORE_TESTS := tests/core/test_core.py tests/core/test_core_safety.py tests/core/test_core_allocation.py tests/core/test_core_linalg.py \
 	tests/kinematics/test_kinematics.py tests/kinematics/test_jacobian_loops.py tests/statics/test_statics.py tests/core/test_core_ground.py tests/core/test_core_workspace.py tests/core/test_core_chain.py tests/core/test_core_partials.py tests/core/test_core_tyre_stiffness.py \
-	tests/core/test_core_ground_partials.py
+	tests/core/test_core_ground_partials.py tests/core/test_core_output_partials.py
 
 check-c: $(STAMP)
 	rm -rf $(CHECK_C) && mkdir -p $(CHECK_C)

@@ -219,9 +219,10 @@ def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[param
     for i, r in enumerate(reasons):
         if r:
             derivative[i] = np.nan
-    values = [ground_terms.output_value(grounded, o) if isinstance(o, ground_terms.GroundOutput)
-              else output_table.value(eq, o) for o in outs]
-    return Sensitivities(tuple(o.name for o in outs), tuple(p.name for p in params), np.array(values),
+    values = np.zeros(len(outs))
+    values[elsewhere] = output_table.values(eq, [outs[i] for i in elsewhere])
+    values[on_ground] = [ground_terms.output_value(grounded, outs[i]) for i in on_ground]
+    return Sensitivities(tuple(o.name for o in outs), tuple(p.name for p in params), values,
                          np.array([p.value for p in params]), derivative, tuple(reasons), chosen)
 
 

@@ -25,14 +25,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kinematics import point_jacobian
+from ..core.layout import compiled
+from ..core.library import check_names, core
+from ..core.library import threads as core_threads
 from ..model import Model
 from . import wrenches
-from .names import choose
 from .implicit import Equilibrium
-from .parameters import AXES, FrameMotion, Parameter, frame_motions
+from .names import choose
+from .parameters import AXES, Parameter, _gravities, _load_arrays, _motion_arrays, _per_case, parameter_codes
 
 KINDS = ("joint", "frame", "pin", "wrench", "effort")
+"""The output kinds, in the order the compiled core codes them (src/fields.h)."""
+check_names("OUTPUT_KINDS", KINDS)
 PIN_FIELDS = ("fx", "fy", "fz", "mx", "my", "mz")
 
 
@@ -73,76 +77,77 @@ def select(outputs: list, wanted, where: str = "of", kinds: tuple[str, ...] = KI
     return choose(outputs, list(wanted or ()), kinds, "output", where)
 
 
-def value(eq: Equilibrium, o: Output) -> float:
-    """The output's value at the equilibrium."""
-    model, s = eq.model, eq.state
-    if o.kind == "joint":
-        return float(eq.q[o.target])
-    if o.kind == "frame":
-        node, offset = model.frame_node[o.target], model.frame_offset[o.target]
-        return float((s.rotation[0, node] @ offset[:3, 3] + s.position[0, node])[o.component])
-    if o.kind == "pin":
-        row = 6 * o.target + o.component
-        hit = np.flatnonzero(eq.rows == row)
-        return float(eq.multipliers[hit[0]]) if len(hit) else 0.0
-    if o.kind == "wrench":
-        multipliers = np.zeros(6 * len(model.closures))
-        multipliers[eq.rows] = eq.multipliers
-        return float(wrenches.linearization(eq, o.target, multipliers, [], {})[0][o.component])
-    return float(-eq.residual[o.target])
+def values(eq: Equilibrium, outputs: list[Output]) -> np.ndarray:
+    """The outputs' values (Y,) at the equilibrium (the compiled core's, as :func:`linearization`)."""
+    return output_rows(eq, outputs, [], np.zeros((eq.model.nq, 0)))[0]
 
 
 def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter],
                   force_partial: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
     """C (Y, nf + m) = dy/d(u, lambda), D (Y, P) = dy/dp explicit, and per output a reason it has no derivative
     (None where it has one). ``force_partial`` is dQ/dp (nq, P) over all coordinates."""
-    model, s, free = eq.model, eq.state, eq.free
-    nf, m = len(free), len(eq.rows)
-    c, d = np.zeros((len(outputs), nf + m)), np.zeros((len(outputs), len(parameters)))
-    reasons: list[str | None] = [None] * len(outputs)
-    position = {k: i for i, k in enumerate(free.tolist())}
-    motions = frame_motions(model) if any(p.kind == "frame" for p in parameters) else {}
-    multipliers = np.zeros(6 * len(model.closures))
-    multipliers[eq.rows] = eq.multipliers
-    wrench_terms: dict[int, tuple] = {}
-    for i, o in enumerate(outputs):
-        if o.kind == "joint":
-            if o.target in position:
-                c[i, position[o.target]] = 1.0
-        elif o.kind == "frame":
-            node, offset = model.frame_node[o.target], model.frame_offset[o.target]
-            point = s.rotation[0, node] @ offset[:3, 3] + s.position[0, node]
-            c[i, :nf] = point_jacobian(model, s, node, point[None])[0][free, o.component]
-            for j, p in enumerate(parameters):
-                if p.kind == "frame":
-                    d[i, j] = _frame_shift(model, s, p, motions.get(p.target), o.target)[o.component]
-        elif o.kind == "pin":
-            hit = np.flatnonzero(eq.rows == 6 * o.target + o.component)
-            if len(hit):
-                c[i, nf + hit[0]] = 1.0
-            else:
-                reasons[i] = "not determined: a redundant closure row (statically indeterminate; reported as 0)"
-        elif o.kind == "wrench":
-            reasons[i] = wrenches.supported(model, o.target)
-            if reasons[i] is None:
-                if o.target not in wrench_terms:
-                    wrench_terms[o.target] = wrenches.linearization(eq, o.target, multipliers, parameters, motions)
-                _, d_q, d_lam, d_p = wrench_terms[o.target]
-                c[i, :nf], c[i, nf:], d[i] = d_q[o.component, free], d_lam[o.component, eq.rows], d_p[o.component]
-        else:  # effort = -(Q_k + G_k^T lambda): d = H_k du - G_k^T dlambda - dQ_k/dp
-            c[i, :nf] = eq.hessian[o.target, free]
-            c[i, nf:] = -eq.closure_jacobian[:, o.target]
-            d[i] = -force_partial[o.target]
-    return c, d, reasons
+    _, state, explicit = output_rows(eq, outputs, parameters, force_partial)
+    c = np.concatenate([state[:, eq.free], state[:, eq.model.nq + eq.rows]], axis=1)
+    independent = set(eq.rows.tolist())
+    reasons: list[str | None] = [
+        "not determined: a redundant closure row (statically indeterminate; reported as 0)"
+        if o.kind == "pin" and 6 * o.target + o.component not in independent else
+        wrenches.supported(eq.model, o.target) if o.kind == "wrench" else None for o in outputs]
+    return c, explicit, reasons
 
 
+def output_rows(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter], force_partial: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The outputs' values (Y,), their rows dy/d(q, lambda) (Y, nq + 6 n_closures) over every coordinate and closure
+    row, and their explicit partial derivatives dy/dp (Y, P), configuration and multipliers fixed: the compiled
+    core's ``output_partials`` (src/output_partials.c) at the equilibrium (:func:`output_rows_batch`). An effort's
+    rows are the equilibrium's residual, stiffness and ``force_partial`` dQ/dp (nq, P); a wrench with the ground
+    below it takes the ground's forces and their derivatives from :func:`.wrenches.ground_forces`."""
+    ground = wrenches.ground_forces(eq, parameters) if any(o.kind == "wrench" for o in outputs) else None
+    value, state, explicit = output_rows_batch(
+        eq.model, eq.q[None], eq.closure_multipliers[None], eq.gravity, eq.loads, parameters, outputs,
+        eq.residual[None], eq.hessian[None], np.asarray(force_partial, dtype=float)[None],
+        None if ground is None else tuple(a[None] for a in ground))
+    return value[0], state[0], explicit[0]
 
-def _frame_shift(model, s, p: Parameter, motion: FrameMotion | None, frame: int) -> np.ndarray:
-    """World shift (3,) of ``frame``'s origin per unit of the frame parameter ``p``, configuration fixed: its own
-    offset, plus the subtrees the parameter's frame translates."""
-    step = s.rotation[0, model.frame_node[p.target]][:, p.component]
-    shift = step.copy() if frame == p.target else np.zeros(3)
-    for root, sign, _ in motion.subtrees if motion else ():
-        if model.subtree[root, model.frame_node[frame]]:
-            shift += sign * step
-    return shift
+
+def output_rows_batch(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray, loads: tuple,
+                      parameters: list[Parameter], outputs: list[Output], residual: np.ndarray, hessian: np.ndarray,
+                      force_partial: np.ndarray, ground: tuple | None = None, threads: int | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`output_rows` at B configurations ``q`` (B, nq) with ``multipliers`` (B, 6 n_closures), ``gravity`` (3,)
+    or (B, 3) m/s^2, the same ``loads`` (``statics.Load``), parameters and outputs, each case's ``residual`` (B, nq),
+    ``hessian`` (B, nq, nq) = -d(Q + G^T lambda)/dq and ``force_partial`` (B, nq, P) (the efforts' rows), and
+    ``ground`` the ground's point forces per case as :func:`.wrenches.ground_forces` gives them with a leading batch
+    axis (None: none), over the core's threads as ``solve_batch``: values (B, Y), rows (B, Y, nq + 6 n_closures),
+    explicit partials (B, Y, P)."""
+    q = np.ascontiguousarray(q, dtype=float).reshape(-1, model.nq)
+    batch, n_p, n_y, columns = len(q), len(parameters), len(outputs), model.nq + 6 * len(model.closures)
+    if ground is None:
+        ground = (np.zeros((batch, 0), np.int64), np.zeros((batch, 0, 9)), np.zeros((batch, 0, model.nq, 6)),
+                  np.zeros((batch, 0, 6, n_p)))
+    start, motion = _motion_arrays(model)
+    frames, follow, force, torque, factor = _load_arrays(model, loads)
+    value, state, explicit = np.empty((batch, n_y)), np.empty((batch, n_y, columns)), np.empty((batch, n_y, n_p))
+    core.output_partials(
+        compiled(model), q, np.ascontiguousarray(multipliers, dtype=float).reshape(batch, -1),
+        _gravities(gravity, batch), frames, _per_case(force, batch), _per_case(torque, batch),
+        _per_case(factor, batch).reshape(batch, len(loads)), follow, parameter_codes(model, loads, parameters), start,
+        motion, *(np.ascontiguousarray(a) for a in ground), np.ascontiguousarray(residual, dtype=float),
+        np.ascontiguousarray(hessian, dtype=float), np.ascontiguousarray(force_partial, dtype=float),
+        output_codes(model, outputs), value, state, explicit,
+        1 if batch == 1 else core_threads() if threads is None else int(threads))
+    return value, state, explicit
+
+
+def output_codes(model: Model, outputs: list[Output]) -> np.ndarray:
+    """The outputs as the core's rows (Y, 4) int64 (kind, target, component, 0; src/output_partials.c), resolved once
+    per model and output names and kept on the model."""
+    key = ("output codes", tuple(o.name for o in outputs))
+    codes = model.cache.get(key)
+    if codes is None:
+        codes = np.array([(KINDS.index(o.kind), o.target, o.component, 0) for o in outputs],
+                         dtype=np.int64).reshape(len(outputs), 4)
+        codes.flags.writeable = False
+        model.cache[key] = codes
+    return codes

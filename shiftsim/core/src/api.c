@@ -1470,6 +1470,135 @@ static PyObject *py_partials(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ the outputs' partial derivatives */
+typedef struct {
+    PartialsJob at; /* the configurations, loads and parameters, as partials */
+    const int64_t *ground_node, *outputs;
+    const double *ground_forces, *ground_rate, *ground_partial, *residual, *hessian, *force_partial;
+    int64_t n_ground, n_outputs;
+    double *value, *state_rows, *parameter_rows;
+} OutputsJob;
+
+static void outputs_work(void *job, int64_t b, Workspace *w) {
+    OutputsJob *j = job;
+    const Model *core_model = j->at.core_model;
+    int64_t nq = core_model->nq, K = core_model->n_closures, L = j->at.n_loads, P = j->at.n_parameters;
+    int64_t G = j->n_ground, Y = j->n_outputs;
+    size_t mark = ws_mark(w);
+    State s = state_new(w, core_model);
+    node_state(core_model, j->at.q + nq * b, &s);
+    Loads loads = {L, j->at.load_frame, j->at.load_follow, j->at.load_force + 3 * L * b, j->at.load_torque + 3 * L * b,
+                   j->at.load_factor + L * b};
+    PointForces ground = {G, j->ground_node + G * b, j->ground_forces + 9 * G * b, j->ground_rate + 6 * nq * G * b,
+                          j->ground_partial + 6 * P * G * b};
+    output_partials(w, core_model, j->at.q + nq * b, &s, j->at.gravity + 3 * b, &loads, j->at.multipliers + 6 * K * b,
+                    &ground, P, j->at.parameters, j->at.motion_start, j->at.motion, j->residual + nq * b,
+                    j->hessian + nq * nq * b, j->force_partial + nq * P * b, Y, j->outputs, j->value + Y * b,
+                    j->state_rows + Y * (nq + 6 * K) * b, j->parameter_rows + Y * P * b);
+    ws_release(w, mark);
+}
+
+/* Whether every output row (Y, 4) is (kind of SHIFTSIM_OUTPUT_KINDS, target, component, 0) of this model: a
+ * coordinate (joint, effort), a frame and axis, a closure and component (pin), a tree joint and component (wrench);
+ * false with a ValueError naming the row otherwise. */
+static bool has_valid_outputs(const Model *m, const int64_t *rows, int64_t count) {
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t *r = rows + 4 * i;
+        int64_t limit = r[0] == OUTPUT_JOINT || r[0] == OUTPUT_EFFORT ? m->nq : r[0] == OUTPUT_FRAME ? m->n_frames
+                      : r[0] == OUTPUT_PIN ? m->n_closures : r[0] == OUTPUT_WRENCH ? m->n_joints : 0;
+        int64_t components = r[0] == OUTPUT_FRAME ? 3 : r[0] == OUTPUT_PIN || r[0] == OUTPUT_WRENCH ? 6 : 1;
+        bool tree = r[0] != OUTPUT_WRENCH || (r[1] >= 0 && r[1] < limit && m->joint_closure[r[1]] < 0);
+        if (r[1] < 0 || r[1] >= limit || r[2] < 0 || r[2] >= components || r[3] != 0 || !tree) {
+            PyErr_Format(PyExc_ValueError, "output_partials: output row %lld (kind %lld, target %lld, %lld, %lld) "
+                         "outside this model (expected a target below %lld, a component below %lld, 0; a wrench of a "
+                         "tree joint)", (long long)i, (long long)r[0], (long long)r[1], (long long)r[2],
+                         (long long)r[3], (long long)limit, (long long)components);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* output_partials(model, q (B, nq), multipliers (B, 6 K), gravity (B, 3), load_frame (L) int64, load_force (B, L, 3),
+ *                 load_torque (B, L, 3), load_factor (B, L), load_follow (L) int64, parameters (P, 4) int64,
+ *                 motion_start (F + 1) int64, motion (E, 4) int64, ground_node (B, G) int64, ground_forces (B, G, 9),
+ *                 ground_rate (B, G, nq, 6), ground_partial (B, G, 6, P), residual (B, nq), hessian (B, nq, nq),
+ *                 force_partial (B, nq, P), outputs (Y, 4) int64, value (B, Y), state (B, Y, nq + 6 K),
+ *                 explicit (B, Y, P), threads): the sensitivity outputs' values, their rows d/d(q, lambda) and their
+ * explicit partial derivatives at B configurations (output_partials.c), over the batch's threads as partials. */
+static PyObject *py_output_partials(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { ARRAYS = 22 };
+    PyObject *model, *o[ARRAYS];
+    int64_t threads;
+    Buffer b[ARRAYS] = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOOOL", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17], &o[18],
+                          &o[19], &o[20], &o[21], &threads))
+        return NULL;
+    OutputsJob job;
+    memset(&job, 0, sizeof(job));
+    job.at.core_model = model_of(model);
+    static const char kinds[] = "dddqdddqqqqqddddddqddd";
+    void *p[ARRAYS];
+    int ok = job.at.core_model != NULL;
+    for (int i = 0; i < ARRAYS && ok; i++)
+        ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 19, 0, "output_partials array")) != NULL;
+    static const int rows_of_four[3] = {8, 10, 18};
+    for (int r = 0; r < 3 && ok; r++) {
+        const Buffer *rows = &b[rows_of_four[r]];
+        if (rows->view.ndim != 2 || rows->view.shape[1] != 4) {
+            PyErr_Format(PyExc_ValueError, "output_partials: %s must have 4 columns",
+                         r == 0 ? "parameters (P, 4)" : r == 1 ? "motion (E, 4)" : "outputs (Y, 4)");
+            ok = 0;
+        }
+    }
+    int64_t batch = 0;
+    if (ok) {
+        const Model *m = job.at.core_model;
+        int64_t nq = m->nq, K = m->n_closures;
+        batch = (int64_t)(b[2].view.len / 8) / 3;
+        job.at.n_loads = (int64_t)(b[3].view.len / 8), job.at.n_parameters = (int64_t)(b[8].view.len / 32);
+        job.n_ground = batch ? (int64_t)(b[11].view.len / 8) / batch : 0, job.n_outputs = (int64_t)(b[18].view.len / 32);
+        int64_t L = job.at.n_loads, P = job.at.n_parameters, G = job.n_ground, Y = job.n_outputs;
+        int64_t n_motion = (int64_t)(b[10].view.len / 32);
+        static const char *names[ARRAYS] = {"q", "multipliers", "gravity", "load_frame", "load_force", "load_torque",
+                                            "load_factor", "load_follow", "parameters (P, 4)", "motion_start",
+                                            "motion (E, 4)", "ground_node", "ground_forces", "ground_rate",
+                                            "ground_partial", "residual", "hessian", "force_partial", "outputs (Y, 4)",
+                                            "value", "state", "explicit"};
+        int64_t counts[ARRAYS] = {batch * nq, batch * 6 * K, batch * 3, L, batch * 3 * L, batch * 3 * L, batch * L, L,
+                                  4 * P, m->n_frames + 1, 4 * n_motion, batch * G, batch * G * 9, batch * G * nq * 6,
+                                  batch * G * 6 * P, batch * nq, batch * nq * nq, batch * nq * P, 4 * Y, batch * Y,
+                                  batch * Y * (nq + 6 * K), batch * Y * P};
+        for (int i = 0; i < ARRAYS && ok; i++) ok = has_items(&b[i], counts[i], names[i]);
+        const int64_t *nodes = p[11];
+        for (int64_t g = 0; g < batch * G && ok; g++)
+            if (nodes[g] < -1 || nodes[g] >= m->n_nodes) {
+                PyErr_Format(PyExc_ValueError, "output_partials: ground_node %lld is %lld, expected a node in [0, %lld) "
+                             "or -1 (none)", (long long)g, (long long)nodes[g], (long long)m->n_nodes);
+                ok = 0;
+            }
+        ok = ok && has_indices_below(&b[3], m->n_frames, "load_frame")
+             && has_valid_parameters(m, p[8], P, L, p[9], p[10], n_motion) && has_valid_outputs(m, p[18], Y);
+    }
+    if (ok) {
+        job.at.q = p[0], job.at.multipliers = p[1], job.at.gravity = p[2], job.at.load_frame = p[3];
+        job.at.load_force = p[4], job.at.load_torque = p[5], job.at.load_factor = p[6], job.at.load_follow = p[7];
+        job.at.parameters = p[8], job.at.motion_start = p[9], job.at.motion = p[10], job.ground_node = p[11];
+        job.ground_forces = p[12], job.ground_rate = p[13], job.ground_partial = p[14], job.residual = p[15];
+        job.hessian = p[16], job.force_partial = p[17], job.outputs = p[18], job.value = p[19];
+        job.state_rows = p[20], job.parameter_rows = p[21];
+        size_t doubles = output_partials_workspace_doubles(job.at.core_model, job.at.n_loads, job.n_ground,
+                                                           job.at.n_parameters);
+        if (run_cases(outputs_work, &job, doubles, batch, threads, batch == 1) != CORE_OK)
+            no_memory(job.at.core_model, doubles);
+    }
+    release(b, ARRAYS);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* linear_algebra(name, a (rows, cols), b, out, shift_or_rcond) -> status: the dense kernels of linalg.c on their own,
  * for tests against numpy and scipy. name: "cholesky_solve" (a square, out = x, shift), "lu_solve" (out = x),
  * "pseudo_solve" (b (rows), out = x (cols), rcond), "null_space" (out (cols, cols - rows)), "symmetric_eigen"
@@ -1582,6 +1711,7 @@ static PyMethodDef methods[] = {
     {"solve_chain", py_solve_chain, METH_VARARGS, "continuation chains of steps, each from the previous equilibrium"},
     {"evaluate", py_evaluate, METH_VARARGS, "the solver's evaluation at one configuration"},
     {"partials", py_partials, METH_VARARGS, "the residual's partial derivatives with respect to design parameters"},
+    {"output_partials", py_output_partials, METH_VARARGS, "the sensitivity outputs and their partial derivatives"},
     {"linear_algebra", py_linear_algebra, METH_VARARGS, "a dense kernel of linalg.c on its own (for tests)"},
     {"fail_allocation", py_fail_allocation, METH_VARARGS, "debug: the n-th allocation from now fails (0: none)"},
     {"live_allocations", py_live_allocations, METH_NOARGS, "blocks the core has allocated and not yet freed"},
@@ -1616,13 +1746,14 @@ static const char *const chain_outcome_names[] = {SHIFTSIM_CHAIN_OUTCOMES(CODE_N
 static const char *const parameter_kind_names[] = {SHIFTSIM_PARAMETER_KINDS(CODE_NAME)};
 static const char *const frame_motion_names[] = {SHIFTSIM_FRAME_MOTIONS(CODE_NAME)};
 static const char *const ground_parameter_names[] = {SHIFTSIM_GROUND_PARAMETERS(CODE_NAME)};
+static const char *const output_kind_names[] = {SHIFTSIM_OUTPUT_KINDS(CODE_NAME)};
 #undef PLAIN_NAME
 #undef CODE_NAME
 #define COUNT_OF(array) ((int)(sizeof(array) / sizeof((array)[0])))
 
 /* The module, with the tables of fields.h as name tuples (MODEL_FIELDS, SETTINGS_FIELDS, RESULT_FLAGS,
  * EVALUATION_SCALARS, VERDICTS, NODE_KINDS, DISTANCE_TYPES, CHAIN_OUTCOMES, PARAMETER_KINDS, FRAME_MOTIONS,
- * GROUND_PARAMETERS, STATUSES and their STATUS_MESSAGES; a code is its name's index). */
+ * GROUND_PARAMETERS, OUTPUT_KINDS, STATUSES and their STATUS_MESSAGES; a code is its name's index). */
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
@@ -1638,6 +1769,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         || export_names(m, "PARAMETER_KINDS", parameter_kind_names, COUNT_OF(parameter_kind_names)) != 0
         || export_names(m, "FRAME_MOTIONS", frame_motion_names, COUNT_OF(frame_motion_names)) != 0
         || export_names(m, "GROUND_PARAMETERS", ground_parameter_names, COUNT_OF(ground_parameter_names)) != 0
+        || export_names(m, "OUTPUT_KINDS", output_kind_names, COUNT_OF(output_kind_names)) != 0
         || export_names(m, "STATUSES", status_names, COUNT_OF(status_names)) != 0
         || export_names(m, "STATUS_MESSAGES", status_messages, COUNT_OF(status_messages)) != 0) {
         Py_DECREF(m);

@@ -160,6 +160,26 @@ void force_partials(Workspace *w, const Model *model, const double *q, const Sta
                     const int64_t *motion_start, const int64_t *motion, double *force, double *closure);
 size_t partials_workspace_doubles(const Model *model);
 
+/* Point forces the caller gives with their own derivatives (the ground's contacts and tyres, whose law partials are
+ * the caller's for now): per record (G) its node (-1: none), point, force and torque (G, 9) world, their rate
+ * d(force, torque)/dq through the law (G, nq, 6) and partials d(force, torque)/dp (G, 6, P). */
+typedef struct {
+    int64_t count;
+    const int64_t *node;
+    const double *forces, *rate, *partial;
+} PointForces;
+
+/* The sensitivity outputs (output_partials.c): at configuration q with state s and closure multipliers (6 K), fixed,
+ * for the outputs (Y, 4) rows (kind, target, component, 0) their value (Y), rows d/d(q, lambda) (Y, nq + 6 K) and
+ * explicit partials d/dp (Y, P) for the parameter rows of force_partials; efforts from the caller's residual (nq),
+ * hessian (nq, nq) = -d(Q + G^T lambda)/dq and force_partial (nq, P) = dQ/dp. Kinds and rows: output_partials.c. */
+void output_partials(Workspace *w, const Model *model, const double *q, const State *s, const double *gravity,
+                     const Loads *loads, const double *multipliers, const PointForces *ground, int64_t n_parameters,
+                     const int64_t *parameters, const int64_t *motion_start, const int64_t *motion,
+                     const double *residual, const double *hessian, const double *force_partial, int64_t n_outputs,
+                     const int64_t *outputs, double *value, double *state_rows, double *parameter_rows);
+size_t output_partials_workspace_doubles(const Model *model, int64_t n_loads, int64_t n_ground, int64_t n_parameters);
+
 /* linear algebra on small dense matrices (linalg.c) */
 bool is_positive_definite(Workspace *w, int64_t n, const double *a, double shift);
 Status lu_solve(Workspace *w, int64_t n, const double *a, const double *b, double *x); /* CORE_SINGULAR */

@@ -91,6 +91,9 @@
 #define SHIFTSIM_GROUND_PARAMETERS(X)                                                                                   \
     X(GROUND_STIFFNESS, stiffness) X(GROUND_STIFFNESS_AND_STICK, stiffness_and_stick) X(GROUND_TANGENTIAL, tangential) \
     X(GROUND_FRICTION, friction) X(GROUND_RADIUS, radius)
+/* A sensitivity output's kind (output_partials.c; shiftsim.sensitivity.outputs.KINDS in this order). */
+#define SHIFTSIM_OUTPUT_KINDS(X)                                                                                        \
+    X(OUTPUT_JOINT, joint) X(OUTPUT_FRAME, frame) X(OUTPUT_PIN, pin) X(OUTPUT_WRENCH, wrench) X(OUTPUT_EFFORT, effort)
 
 #define SHIFTSIM_CODE(c_name, python_name) c_name,
 #define SHIFTSIM_COUNT(...) +1
@@ -105,6 +108,7 @@ enum { SHIFTSIM_CHAIN_OUTCOMES(SHIFTSIM_CODE) };
 enum { SHIFTSIM_PARAMETER_KINDS(SHIFTSIM_CODE) };
 enum { SHIFTSIM_FRAME_MOTIONS(SHIFTSIM_CODE) };
 enum { SHIFTSIM_GROUND_PARAMETERS(SHIFTSIM_CODE) GROUND_PARAMETERS };
+enum { SHIFTSIM_OUTPUT_KINDS(SHIFTSIM_CODE) };
 enum { SHIFTSIM_RESULT_FLAGS(SHIFTSIM_INDEX) RESULT_FLAGS };
 #undef SHIFTSIM_INDEX
 #define SHIFTSIM_INDEX(name) SCALAR_##name,

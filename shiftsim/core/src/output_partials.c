@@ -1,0 +1,347 @@
+/* The sensitivity outputs at an equilibrium, their derivatives in the unknowns (q, lambda) and their explicit partial
+ * derivatives in the design parameters, next to the residual's (partials.c).
+ *
+ * At one configuration q and closure multipliers lambda (6 K), both fixed, each output row y gets its value, its row
+ * dy/d(q, lambda) (nq + 6 K: every coordinate, every closure row) and its row dy/dp (P) for the parameter rows of
+ * partials.c. The outputs (Y, 4) int64 rows (kind, target, component, 0), kinds of SHIFTSIM_OUTPUT_KINDS (fields.h):
+ *   joint   coordinate           its value q_k;
+ *   frame   frame, axis          the world position of the frame's origin, R_n o_f + p_n: its row omega_k x p + v_k
+ *                                for the coordinates k moving node n, and a frame parameter's shift of it (its own
+ *                                offset R_n e_a, and the subtrees the parameter's frame translates);
+ *   pin     closure, component   the closure's multiplier lambda_c (the wrench on its child side at the pin);
+ *   wrench  tree joint, component  what the parent side exerts on the child side, world axes, moment about the child-
+ *                                side joint frame's origin o (as joint_loads in loads.c): sign (F, M - o x F) of
+ *                                everything external on the child subtree S (weights, loads, closure wrenches, the
+ *                                ground's point forces), sign -1, or +1 for a joint the tree meets child first;
+ *   effort  coordinate           -(Q_k + G_k^T lambda): the caller's residual, hessian row and dQ_k/dp (the
+ *                                equilibrium's own arrays; only the closure Jacobian column is computed here).
+ * A wrench's rows: a force f at p on node n with torque t adds (f, (p - o) x f + t); moving coordinate k moves p by
+ * omega_k x p + v_k (k moving n) and o by omega_k x o + v_k (k moving o's node), turns a force that follows its frame
+ * by omega_k x f and its torque by omega_k x t; a closure side adds +-(lambda_f, (p - o) x lambda_f + lambda_t); a
+ * ground force's law adds its own rate d(f, t)/dq and partials d(f, t)/dp (PointForces: given by the caller).
+ * Explicitly: a mass m adds (g, (c - o) x g) when its node is in S; a centre of mass (R e_a) x m g; gravity's axis
+ * a the weights' (m e_a, (c - o) x m e_a); a load's component or factor its force and torque per unit; a frame's
+ * position (p_shift - o_shift) x f over every force, each point shifted by the frame's motion rows (partials.c).
+ */
+#include <string.h>
+
+#include "core.h"
+
+static inline double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+static inline void cross3(const double *a, const double *b, double *out) {
+    double x = a[1] * b[2] - a[2] * b[1], y = a[2] * b[0] - a[0] * b[2], z = a[0] * b[1] - a[1] * b[0];
+    out[0] = x, out[1] = y, out[2] = z;
+}
+
+/* Whether ``node`` is ``root`` or below it (parents are numbered first). */
+static bool is_within(const Model *model, int64_t root, int64_t node) {
+    while (node > root) node = model->parent[node];
+    return node == root;
+}
+
+/* A load's force and torque (3) each in world axes per unit factor, from its frame's rotation r (3, 3). */
+static void load_per_factor(const Loads *loads, int64_t l, const double *r, double *f, double *t) {
+    const double *fl = loads->force + 3 * l, *tl = loads->torque + 3 * l;
+    for (int row = 0; row < 3; row++) {
+        f[row] = loads->follow[l] ? dot3(r + 3 * row, fl) : fl[row];
+        t[row] = loads->follow[l] ? dot3(r + 3 * row, tl) : tl[row];
+    }
+}
+
+/* One external force on the subtree: its node, world point, force and torque, and what it is. */
+enum { FROM_WEIGHT, FROM_LOAD, FROM_CLOSURE, FROM_GROUND };
+typedef struct {
+    int64_t node, from, index; /* index: the load, closure or ground record */
+    double side;               /* a closure's side: +1 its child side b, -1 its side a */
+    double point[3], force[3], torque[3];
+    bool follows;              /* turns with its frame (a load given in the frame's axes) */
+} Force;
+
+/* The external forces on the subtree of ``root`` (out: at most n_nodes + loads + 2 K + ground records); their count. */
+static int64_t subtree_forces(const Model *model, const State *s, const double *gravity, const Loads *loads,
+                              const double *multipliers, const PointForces *ground, const double *p_a,
+                              const double *p_b, int64_t root, Force *out) {
+    int64_t count = 0;
+    for (int64_t i = root; i < model->n_nodes; i++) {
+        if (model->mass[i] == 0.0 || !is_within(model, root, i)) continue;
+        Force *f = out + count++;
+        memset(f, 0, sizeof(*f));
+        f->node = i, f->from = FROM_WEIGHT, f->index = i;
+        for (int row = 0; row < 3; row++) {
+            f->point[row] = dot3(s->rotation + 9 * i + 3 * row, model->com + 3 * i) + s->position[3 * i + row];
+            f->force[row] = model->mass[i] * gravity[row];
+        }
+    }
+    for (int64_t l = 0; l < loads->count; l++) {
+        int64_t node = model->frame_node[loads->frame[l]];
+        if (!is_within(model, root, node)) continue;
+        Force *f = out + count++;
+        double r[9];
+        memset(f, 0, sizeof(*f));
+        f->node = node, f->from = FROM_LOAD, f->index = l, f->follows = loads->follow[l] != 0;
+        frame_pose(model, s, loads->frame[l], r, f->point);
+        load_per_factor(loads, l, r, f->force, f->torque);
+        for (int row = 0; row < 3; row++) f->force[row] *= loads->factor[l], f->torque[row] *= loads->factor[l];
+    }
+    for (int64_t c = 0; c < model->n_closures; c++)
+        for (int b = 1; b >= 0; b--) {
+            int64_t node = b ? model->closure_b[c] : model->closure_a[c];
+            if (!is_within(model, root, node)) continue;
+            Force *f = out + count++;
+            double side = b ? 1.0 : -1.0;
+            memset(f, 0, sizeof(*f));
+            f->node = node, f->from = FROM_CLOSURE, f->index = c, f->side = side;
+            for (int row = 0; row < 3; row++) {
+                f->point[row] = (b ? p_b : p_a)[3 * c + row];
+                f->force[row] = side * multipliers[6 * c + row], f->torque[row] = side * multipliers[6 * c + 3 + row];
+            }
+        }
+    for (int64_t g = 0; g < ground->count; g++) {
+        int64_t node = ground->node[g];
+        if (node < 0 || !is_within(model, root, node)) continue;
+        Force *f = out + count++;
+        memset(f, 0, sizeof(*f));
+        f->node = node, f->from = FROM_GROUND, f->index = g;
+        memcpy(f->point, ground->forces + 9 * g, sizeof(f->point));
+        memcpy(f->force, ground->forces + 9 * g + 3, sizeof(f->force));
+        memcpy(f->torque, ground->forces + 9 * g + 6, sizeof(f->torque));
+    }
+    return count;
+}
+
+/* How far a frame parameter (frame, axis) translates ``node``, in units of the frame's step R e_axis: the sum of the
+ * signs of its motion's subtree rows that hold the node. */
+static double subtree_shift(const Model *model, int64_t frame, const int64_t *motion_start, const int64_t *motion,
+                            int64_t node) {
+    double shift = 0.0;
+    for (int64_t e = motion_start[frame]; e < motion_start[frame + 1]; e++) {
+        const int64_t *m = motion + 4 * e;
+        if (m[0] == MOTION_SUBTREE && is_within(model, m[1], node)) shift += (double)m[3];
+    }
+    return shift;
+}
+
+/* How far a frame parameter (frame, axis) moves a force's point, in units of the frame's step: its node's subtree
+ * shift, plus one for a load at the frame itself or a closure point the frame carries. */
+static double point_shift(const Model *model, int64_t frame, const int64_t *motion_start, const int64_t *motion,
+                          const Loads *loads, const Force *f) {
+    double shift = subtree_shift(model, frame, motion_start, motion, f->node);
+    if (f->from == FROM_LOAD && loads->frame[f->index] == frame) shift += 1.0;
+    if (f->from == FROM_CLOSURE)
+        for (int64_t e = motion_start[frame]; e < motion_start[frame + 1]; e++) {
+            const int64_t *m = motion + 4 * e;
+            if (m[0] == MOTION_POINT && m[2] == f->index && (double)m[3] == f->side) shift += 1.0;
+        }
+    return shift;
+}
+
+/* The wrench of tree joint ``joint`` (6), its rows d/d(q, lambda) (6, columns = nq + 6 K) and d/dp (6, P). */
+static void joint_wrench(Workspace *w, const Model *model, const State *s, const double *gravity, const Loads *loads,
+                         const double *multipliers, const PointForces *ground, int64_t P, const int64_t *parameters,
+                         const int64_t *motion_start, const int64_t *motion, const double *p_a, const double *p_b,
+                         int64_t joint, double *wrench, double *d_state, double *d_parameter) {
+    int64_t nq = model->nq, columns = nq + 6 * model->n_closures;
+    int64_t root = model->joint_first_node[joint], origin_frame = model->joint_child_frame[joint];
+    int64_t origin = model->frame_node[origin_frame];
+    double o[3];
+    frame_pose(model, s, origin_frame, NULL, o);
+    size_t mark = ws_mark(w);
+    Force *forces = (Force *)ws_doubles(w, (int64_t)((sizeof(Force) + 7) / 8)
+                                               * (model->n_nodes + loads->count + 2 * model->n_closures + ground->count));
+    int64_t count = subtree_forces(model, s, gravity, loads, multipliers, ground, p_a, p_b, root, forces);
+    memset(wrench, 0, 6 * sizeof(double));
+    memset(d_state, 0, sizeof(double) * (size_t)(6 * columns));
+    memset(d_parameter, 0, sizeof(double) * (size_t)(6 * P));
+    double mass = 0.0, first_moment[3] = {0.0, 0.0, 0.0}; /* of the subtree's weights: for gravity */
+    for (int64_t i = 0; i < count; i++) {
+        const Force *f = forces + i;
+        double lever[3], moment[3];
+        for (int row = 0; row < 3; row++) lever[row] = f->point[row] - o[row];
+        cross3(lever, f->force, moment);
+        for (int row = 0; row < 3; row++) wrench[row] += f->force[row], wrench[3 + row] += moment[row] + f->torque[row];
+        for (int64_t node = f->node; node > 0; node = model->parent[node]) { /* the point moves, a follower turns */
+            int64_t k = model->coordinate[node];
+            if (k < 0) continue;
+            const double *om = s->omega + 3 * k;
+            double twist[3], turned[3];
+            cross3(om, f->point, twist);
+            for (int row = 0; row < 3; row++) twist[row] += s->v[3 * k + row];
+            cross3(twist, f->force, turned);
+            for (int row = 0; row < 3; row++) d_state[(3 + row) * columns + k] += turned[row];
+            if (f->follows) {
+                double df[3], dm[3], dt[3];
+                cross3(om, f->force, df);
+                cross3(lever, df, dm);
+                cross3(om, f->torque, dt);
+                for (int row = 0; row < 3; row++)
+                    d_state[row * columns + k] += df[row], d_state[(3 + row) * columns + k] += dm[row] + dt[row];
+            }
+        }
+        if (f->from == FROM_WEIGHT) {
+            mass += model->mass[f->node];
+            for (int row = 0; row < 3; row++) first_moment[row] += model->mass[f->node] * f->point[row];
+        } else if (f->from == FROM_CLOSURE) { /* +-(lambda_f, lever x lambda_f + lambda_t) */
+            double *at = d_state + nq + 6 * f->index;
+            for (int row = 0; row < 3; row++) {
+                at[row * columns + row] += f->side;
+                at[(3 + row) * columns + 3 + row] += f->side;
+                at[(3 + row) * columns + (row + 1) % 3] -= f->side * lever[(row + 2) % 3]; /* [lever]x */
+                at[(3 + row) * columns + (row + 2) % 3] += f->side * lever[(row + 1) % 3];
+            }
+        } else if (f->from == FROM_GROUND) { /* the law's own rate and partials */
+            const double *rate = ground->rate + 6 * nq * f->index, *partial = ground->partial + 6 * P * f->index;
+            for (int64_t k = 0; k < nq; k++) {
+                double dm[3];
+                cross3(lever, rate + 6 * k, dm);
+                for (int row = 0; row < 3; row++)
+                    d_state[row * columns + k] += rate[6 * k + row],
+                    d_state[(3 + row) * columns + k] += dm[row] + rate[6 * k + 3 + row];
+            }
+            for (int64_t column = 0; column < P; column++) {
+                double df[3] = {partial[column], partial[P + column], partial[2 * P + column]}, dm[3];
+                cross3(lever, df, dm);
+                for (int row = 0; row < 3; row++)
+                    d_parameter[row * P + column] += df[row],
+                    d_parameter[(3 + row) * P + column] += dm[row] + partial[(3 + row) * P + column];
+            }
+        }
+    }
+    for (int64_t node = origin; node > 0; node = model->parent[node]) { /* o moves: -(omega_k x o + v_k) x F */
+        int64_t k = model->coordinate[node];
+        if (k < 0) continue;
+        double twist[3], turned[3];
+        cross3(s->omega + 3 * k, o, twist);
+        for (int row = 0; row < 3; row++) twist[row] += s->v[3 * k + row];
+        cross3(twist, wrench, turned);
+        for (int row = 0; row < 3; row++) d_state[(3 + row) * columns + k] -= turned[row];
+    }
+    for (int64_t column = 0; column < P; column++) {
+        const int64_t *code = parameters + 4 * column;
+        int64_t kind = code[0], target = code[1], a = code[2];
+        double df[3] = {0.0, 0.0, 0.0}, dm[3] = {0.0, 0.0, 0.0};
+        if ((kind == PARAMETER_MASS || kind == PARAMETER_COM) && is_within(model, root, target)) {
+            const double *r = s->rotation + 9 * target;
+            if (kind == PARAMETER_MASS) { /* (g, (c - o) x g) */
+                double lever[3];
+                for (int row = 0; row < 3; row++)
+                    lever[row] = dot3(r + 3 * row, model->com + 3 * target) + s->position[3 * target + row] - o[row];
+                memcpy(df, gravity, sizeof(df));
+                cross3(lever, gravity, dm);
+            } else { /* (R e_a) x m g */
+                double step[3] = {r[a], r[3 + a], r[6 + a]}, weight[3];
+                for (int row = 0; row < 3; row++) weight[row] = model->mass[target] * gravity[row];
+                cross3(step, weight, dm);
+            }
+        } else if (kind == PARAMETER_GRAVITY) { /* (m e_a, sum m (c - o) x e_a) over the weights */
+            double lever[3], unit[3] = {0.0, 0.0, 0.0};
+            unit[target] = 1.0;
+            for (int row = 0; row < 3; row++) lever[row] = first_moment[row] - mass * o[row];
+            df[target] = mass;
+            cross3(lever, unit, dm);
+        } else if (kind == PARAMETER_LOAD || kind == PARAMETER_FRAME) {
+            double step[3];
+            if (kind == PARAMETER_FRAME)
+                for (int row = 0; row < 3; row++) step[row] = s->rotation[9 * model->frame_node[target] + 3 * row + a];
+            double origin_shift = kind == PARAMETER_FRAME ? subtree_shift(model, target, motion_start, motion, origin)
+                                                            + (origin_frame == target ? 1.0 : 0.0) : 0.0;
+            for (int64_t i = 0; i < count; i++) {
+                const Force *f = forces + i;
+                if (kind == PARAMETER_FRAME) { /* (p_shift - o_shift) x f */
+                    double shift = point_shift(model, target, motion_start, motion, loads, f) - origin_shift, turn[3];
+                    cross3(step, f->force, turn);
+                    for (int row = 0; row < 3; row++) dm[row] += shift * turn[row];
+                } else if (f->from == FROM_LOAD && f->index == target) { /* per unit of a component or the factor */
+                    double r[9], unit_f[3] = {0.0, 0.0, 0.0}, unit_t[3] = {0.0, 0.0, 0.0}, lever[3], turn[3];
+                    frame_pose(model, s, loads->frame[target], r, lever);
+                    if (a == 6) {
+                        load_per_factor(loads, target, r, unit_f, unit_t);
+                    } else {
+                        double *unit = a < 3 ? unit_f : unit_t;
+                        for (int row = 0; row < 3; row++)
+                            unit[row] = loads->factor[target] * (loads->follow[target] ? r[3 * row + a % 3]
+                                                                                      : (double)(row == a % 3));
+                    }
+                    for (int row = 0; row < 3; row++) lever[row] -= o[row];
+                    cross3(lever, unit_f, turn);
+                    for (int row = 0; row < 3; row++)
+                        df[row] += unit_f[row], dm[row] += turn[row] + unit_t[row];
+                }
+            }
+        }
+        for (int row = 0; row < 3; row++) d_parameter[row * P + column] += df[row], d_parameter[(3 + row) * P + column] += dm[row];
+    }
+    double sign = model->joint_reversed[joint] ? 1.0 : -1.0; /* reversed: the file's child side is the tree parent */
+    for (int row = 0; row < 6; row++) wrench[row] *= sign;
+    for (int64_t i = 0; i < 6 * columns; i++) d_state[i] *= sign;
+    for (int64_t i = 0; i < 6 * P; i++) d_parameter[i] *= sign;
+    ws_release(w, mark);
+}
+
+void output_partials(Workspace *w, const Model *model, const double *q, const State *s, const double *gravity,
+                     const Loads *loads, const double *multipliers, const PointForces *ground, int64_t n_parameters,
+                     const int64_t *parameters, const int64_t *motion_start, const int64_t *motion,
+                     const double *residual, const double *hessian, const double *force_partial, int64_t n_outputs,
+                     const int64_t *outputs, double *value, double *state_rows, double *parameter_rows) {
+    int64_t nq = model->nq, K = model->n_closures, P = n_parameters, columns = nq + 6 * K;
+    size_t mark = ws_mark(w);
+    double *p_a = ws_doubles(w, 3 * K), *p_b = ws_doubles(w, 3 * K), *jacobian = NULL;
+    double *wrench = ws_doubles(w, 6), *d_state = ws_doubles(w, 6 * columns), *d_parameter = ws_doubles(w, 6 * P);
+    int64_t wrench_of = -1; /* the joint whose wrench rows are in wrench, d_state, d_parameter */
+    closure_points(model, s, p_a, p_b);
+    memset(state_rows, 0, sizeof(double) * (size_t)(n_outputs * columns));
+    memset(parameter_rows, 0, sizeof(double) * (size_t)(n_outputs * P));
+    for (int64_t y = 0; y < n_outputs; y++) {
+        const int64_t *code = outputs + 4 * y;
+        int64_t kind = code[0], target = code[1], a = code[2];
+        double *row = state_rows + y * columns, *explicit = parameter_rows + y * P;
+        if (kind == OUTPUT_JOINT) {
+            value[y] = q[target];
+            row[target] = 1.0;
+        } else if (kind == OUTPUT_PIN) {
+            value[y] = multipliers[6 * target + a];
+            row[nq + 6 * target + a] = 1.0;
+        } else if (kind == OUTPUT_FRAME) {
+            int64_t node = model->frame_node[target];
+            double p[3];
+            frame_pose(model, s, target, NULL, p);
+            value[y] = p[a];
+            for (int64_t up = node; up > 0; up = model->parent[up]) {
+                int64_t k = model->coordinate[up];
+                if (k < 0) continue;
+                const double *om = s->omega + 3 * k;
+                row[k] = om[(a + 1) % 3] * p[(a + 2) % 3] - om[(a + 2) % 3] * p[(a + 1) % 3] + s->v[3 * k + a];
+            }
+            for (int64_t column = 0; column < P; column++) { /* a frame parameter's shift of this frame */
+                const int64_t *pc = parameters + 4 * column;
+                if (pc[0] != PARAMETER_FRAME) continue;
+                double shift = subtree_shift(model, pc[1], motion_start, motion, node) + (pc[1] == target ? 1.0 : 0.0);
+                explicit[column] = shift * s->rotation[9 * model->frame_node[pc[1]] + 3 * a + pc[2]];
+            }
+        } else if (kind == OUTPUT_WRENCH) {
+            if (wrench_of != target)
+                joint_wrench(w, model, s, gravity, loads, multipliers, ground, P, parameters, motion_start, motion, p_a,
+                             p_b, target, wrench, d_state, d_parameter);
+            wrench_of = target;
+            value[y] = wrench[a];
+            memcpy(row, d_state + a * columns, sizeof(double) * (size_t)columns);
+            memcpy(explicit, d_parameter + a * P, sizeof(double) * (size_t)P);
+        } else if (kind == OUTPUT_EFFORT) { /* -(Q_k + G_k^T lambda): d = H_k dq - G_k^T dlambda - dQ_k/dp */
+            if (!jacobian) {
+                jacobian = ws_doubles(w, 6 * K * nq);
+                closure_jacobian(model, s, jacobian);
+            }
+            value[y] = -residual[target];
+            memcpy(row, hessian + target * nq, sizeof(double) * (size_t)nq);
+            for (int64_t r = 0; r < 6 * K; r++) row[nq + r] = -jacobian[r * nq + target];
+            for (int64_t column = 0; column < P; column++) explicit[column] = -force_partial[target * P + column];
+        }
+    }
+    ws_release(w, mark);
+}
+
+size_t output_partials_workspace_doubles(const Model *model, int64_t n_loads, int64_t n_ground, int64_t n_parameters) {
+    size_t n = (size_t)model->n_nodes, nq = (size_t)model->nq, K = (size_t)model->n_closures;
+    size_t forces = (sizeof(Force) + 7) / 8 * (n + (size_t)n_loads + 2 * K + (size_t)n_ground);
+    return 24 * n + 6 * nq + 2 + 6 * K + 6 * K * nq + 6 + 6 * (nq + 6 * K) + 6 * (size_t)n_parameters + forces + 64;
+}
