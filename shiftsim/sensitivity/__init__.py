@@ -200,8 +200,9 @@ def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[param
     c = np.zeros((len(outs), len(eq.free) + len(eq.rows)))
     d = np.zeros((len(outs), len(params)))
     reasons: list[str | None] = [None] * len(outs)
+    *own, own_values = output_table.linearization(eq, [outs[i] for i in elsewhere], params, partial)
     for rows, (c_part, d_part, why) in (
-            (elsewhere, output_table.linearization(eq, [outs[i] for i in elsewhere], params, partial)),
+            (elsewhere, own),
             (on_ground, ground_terms.linearization(grounded, [outs[i] for i in on_ground], eq.free, len(eq.rows),
                                                    world_partials) if on_ground else (None, None, []))):
         if rows:
@@ -220,7 +221,7 @@ def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[param
         if r:
             derivative[i] = np.nan
     values = np.zeros(len(outs))
-    values[elsewhere] = output_table.values(eq, [outs[i] for i in elsewhere])
+    values[elsewhere] = own_values
     values[on_ground] = [ground_terms.output_value(grounded, outs[i]) for i in on_ground]
     return Sensitivities(tuple(o.name for o in outs), tuple(p.name for p in params), values,
                          np.array([p.value for p in params]), derivative, tuple(reasons), chosen)

@@ -275,7 +275,7 @@ def _effort_per_held(eq: implicit.Equilibrium, factors: implicit.Factorized, eff
                      mode: str) -> np.ndarray:
     """d(effort)/d(q_j) (len(held),) for prescribed coordinates ``held``: the bordered system's right-hand sides
     [-H[free, j]; -G[rows, j]], the effort's explicit H[k, j]."""
-    c, _, _ = output_table.linearization(eq, [effort], [], np.zeros((eq.model.nq, 0)))
+    c = output_table.linearization(eq, [effort], [], np.zeros((eq.model.nq, 0)))[0]
     rhs = np.concatenate([-eq.hessian[np.ix_(eq.free, held)], -eq.closure_jacobian[:, held]])
     explicit = eq.hessian[effort.target, held][None]
     return implicit.derivatives(factors, rhs, c, explicit, implicit.choose_mode(mode, len(held), 1))[0]

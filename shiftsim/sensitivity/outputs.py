@@ -77,29 +77,25 @@ def select(outputs: list, wanted, where: str = "of", kinds: tuple[str, ...] = KI
     return choose(outputs, list(wanted or ()), kinds, "output", where)
 
 
-def values(eq: Equilibrium, outputs: list[Output]) -> np.ndarray:
-    """The outputs' values (Y,) at the equilibrium (the compiled core's, as :func:`linearization`)."""
-    return output_rows(eq, outputs, [], np.zeros((eq.model.nq, 0)))[0]
-
-
-def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter],
-                  force_partial: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
-    """C (Y, nf + m) = dy/d(u, lambda), D (Y, P) = dy/dp explicit, and per output a reason it has no derivative
-    (None where it has one). ``force_partial`` is dQ/dp (nq, P) over all coordinates."""
-    _, state, explicit = output_rows(eq, outputs, parameters, force_partial)
-    c = np.concatenate([state[:, eq.free], state[:, eq.model.nq + eq.rows]], axis=1)
-    independent = set(eq.rows.tolist())
+def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter], force_partial: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
+    """C (Y, nf + m) = dy/d(u, lambda), D (Y, P) = dy/dp explicit, per output a reason it has no derivative (None
+    where it has one), and the outputs' values (Y,). ``force_partial`` is dQ/dp (nq, P) over all coordinates."""
+    value, c, explicit = output_rows(eq, outputs, parameters, force_partial,
+                                     np.concatenate([eq.free, eq.model.nq + eq.rows]))
+    independent = set(eq.rows.tolist()) if any(o.kind == "pin" for o in outputs) else set()
     reasons: list[str | None] = [
         "not determined: a redundant closure row (statically indeterminate; reported as 0)"
         if o.kind == "pin" and 6 * o.target + o.component not in independent else
         wrenches.supported(eq.model, o.target) if o.kind == "wrench" else None for o in outputs]
-    return c, explicit, reasons
+    return c, explicit, reasons, value
 
 
-def output_rows(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter], force_partial: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The outputs' values (Y,), their rows dy/d(q, lambda) (Y, nq + 6 n_closures) over every coordinate and closure
-    row, and their explicit partial derivatives dy/dp (Y, P), configuration and multipliers fixed: the compiled
+def output_rows(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter], force_partial: np.ndarray,
+                columns: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The outputs' values (Y,), their rows dy/d(q, lambda) (Y, C) over ``columns`` (C,) of the nq coordinates and then
+    the 6 n_closures closure rows (None: all of them), and their explicit partial derivatives dy/dp (Y, P),
+    configuration and multipliers fixed: the compiled
     core's ``output_partials`` (src/output_partials.c) at the equilibrium (:func:`output_rows_batch`). An effort's
     rows are the equilibrium's residual, stiffness and ``force_partial`` dQ/dp (nq, P); a wrench with the ground
     below it takes the ground's forces and their derivatives from :func:`.wrenches.ground_forces`."""
@@ -107,35 +103,36 @@ def output_rows(eq: Equilibrium, outputs: list[Output], parameters: list[Paramet
     value, state, explicit = output_rows_batch(
         eq.model, eq.q[None], eq.closure_multipliers[None], eq.gravity, eq.loads, parameters, outputs,
         eq.residual[None], eq.hessian[None], np.asarray(force_partial, dtype=float)[None],
-        None if ground is None else tuple(a[None] for a in ground))
+        None if ground is None else tuple(a[None] for a in ground), columns)
     return value[0], state[0], explicit[0]
 
 
 def output_rows_batch(model: Model, q: np.ndarray, multipliers: np.ndarray, gravity: np.ndarray, loads: tuple,
                       parameters: list[Parameter], outputs: list[Output], residual: np.ndarray, hessian: np.ndarray,
-                      force_partial: np.ndarray, ground: tuple | None = None, threads: int | None = None
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      force_partial: np.ndarray, ground: tuple | None = None, columns: np.ndarray | None = None,
+                      threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`output_rows` at B configurations ``q`` (B, nq) with ``multipliers`` (B, 6 n_closures), ``gravity`` (3,)
     or (B, 3) m/s^2, the same ``loads`` (``statics.Load``), parameters and outputs, each case's ``residual`` (B, nq),
     ``hessian`` (B, nq, nq) = -d(Q + G^T lambda)/dq and ``force_partial`` (B, nq, P) (the efforts' rows), and
     ``ground`` the ground's point forces per case as :func:`.wrenches.ground_forces` gives them with a leading batch
-    axis (None: none), over the core's threads as ``solve_batch``: values (B, Y), rows (B, Y, nq + 6 n_closures),
-    explicit partials (B, Y, P)."""
+    axis (None: none), and the ``columns`` of the rows as :func:`output_rows`, over the core's threads as
+    ``solve_batch``: values (B, Y), rows (B, Y, C), explicit partials (B, Y, P)."""
     q = np.ascontiguousarray(q, dtype=float).reshape(-1, model.nq)
-    batch, n_p, n_y, columns = len(q), len(parameters), len(outputs), model.nq + 6 * len(model.closures)
+    batch, n_p, n_y = len(q), len(parameters), len(outputs)
+    columns = np.arange(model.nq + 6 * len(model.closures)) if columns is None else columns
     if ground is None:
         ground = (np.zeros((batch, 0), np.int64), np.zeros((batch, 0, 9)), np.zeros((batch, 0, model.nq, 6)),
                   np.zeros((batch, 0, 6, n_p)))
     start, motion = _motion_arrays(model)
     frames, follow, force, torque, factor = _load_arrays(model, loads)
-    value, state, explicit = np.empty((batch, n_y)), np.empty((batch, n_y, columns)), np.empty((batch, n_y, n_p))
+    value, state, explicit = np.empty((batch, n_y)), np.empty((batch, n_y, len(columns))), np.empty((batch, n_y, n_p))
     core.output_partials(
         compiled(model), q, np.ascontiguousarray(multipliers, dtype=float).reshape(batch, -1),
         _gravities(gravity, batch), frames, _per_case(force, batch), _per_case(torque, batch),
         _per_case(factor, batch).reshape(batch, len(loads)), follow, parameter_codes(model, loads, parameters), start,
         motion, *(np.ascontiguousarray(a) for a in ground), np.ascontiguousarray(residual, dtype=float),
         np.ascontiguousarray(hessian, dtype=float), np.ascontiguousarray(force_partial, dtype=float),
-        output_codes(model, outputs), value, state, explicit,
+        output_codes(model, outputs), np.ascontiguousarray(columns, dtype=np.int64), value, state, explicit,
         1 if batch == 1 else core_threads() if threads is None else int(threads))
     return value, state, explicit
 

@@ -101,7 +101,9 @@ def test_values_equal_the_cores_joint_loads_and_forward_kinematics(name, make, l
     model = make()
     q, lam = random_case(model, 1)
     outs = some_outputs(model)
-    values = rows_at(model, q[None], lam[None], loads, [], outs)[0][0]
+    overflows = core.allocations()[1]
+    values = rows_at(model, q[None], lam[None], loads, parameter_catalogue(model, tuple(loads)), outs)[0][0]
+    assert core.allocations()[1] == overflows  # the workspace was sized for everything the kernel took
     wrench, _, _ = joint_load_arrays(model, q, lam, model.gravity, applied(model, loads))
     frames = forward(model, q, bodies=False).frames[:, :3, 3]
     expected = np.array([q[o.target] if o.kind == "joint" else frames[o.target, o.component] if o.kind == "frame"
@@ -188,7 +190,9 @@ def test_the_ground_s_point_forces_with_their_rates_and_partials():
         records = ground_records(model, q + dq, local, nodes, forces, rate, partial, dq, dp)
         return rows_at(model, (q + dq)[None], lam[None], LOADS_CHAIN, params, outs, records)
 
+    overflows = core.allocations()[1]
     base, rows, explicit = values(np.zeros(model.nq), np.zeros(2))
+    assert core.allocations()[1] == overflows
     # the values: the core's joint loads with the records' forces as extra point forces (torque-free records)
     without = values(np.zeros(model.nq), np.zeros(2))[0][0]
     applied_loads = applied(model, LOADS_CHAIN)
@@ -249,7 +253,7 @@ def test_a_batch_over_threads_equals_each_case_alone():
     assert not np.array_equal(batch[2][0], batch[2][1])
 
 
-def _call(model: Model, codes: np.ndarray, ground_node=None):
+def _call(model: Model, codes: np.ndarray, ground_node=None, chosen=None):
     frames, follow, force, torque, factor = _load_arrays(model, ())
     start, motion = _motion_arrays(model)
     nq, columns, y = model.nq, model.nq + 6 * len(model.closures), len(codes)
@@ -260,10 +264,11 @@ def _call(model: Model, codes: np.ndarray, ground_node=None):
                          factor[None].copy(), follow, parameter_codes(model, (), []), start, motion, nodes,
                          np.zeros((1, g, 9)), np.zeros((1, g, nq, 6)), np.zeros((1, g, 6, 0)), np.zeros((1, nq)),
                          np.zeros((1, nq, nq)), np.zeros((1, nq, 0)), np.ascontiguousarray(codes, dtype=np.int64),
-                         np.zeros((1, y)), np.zeros((1, y, columns)), np.zeros((1, y, 0)), 1)
+                         np.arange(columns) if chosen is None else chosen, np.zeros((1, y)),
+                         np.zeros((1, y, columns if chosen is None else len(chosen))), np.zeros((1, y, 0)), 1)
 
 
-def test_bad_output_rows_are_refused_naming_the_row():
+def test_bad_output_rows_and_columns_are_refused_naming_them():
     model = load_model(MODELS / "four_bar.json")
     good = output_codes(model, some_outputs(model))
     _call(model, good)
@@ -281,6 +286,8 @@ def test_bad_output_rows_are_refused_naming_the_row():
         _call(model, good, ground_node=999)
     with pytest.raises(ValueError, match="outputs"):
         _call(model, good[:, :3].copy())
+    with pytest.raises(ValueError, match="columns: index 10 outside"):  # nq + 6 K = 4 + 6 columns
+        _call(model, good, chosen=np.array([0, 10]))
 
 
 def test_a_failed_allocation_leaves_nothing_behind():

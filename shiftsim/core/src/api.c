@@ -1473,9 +1473,9 @@ static PyObject *py_partials(PyObject *self, PyObject *args) {
 /* ------------------------------------------------------------------ the outputs' partial derivatives */
 typedef struct {
     PartialsJob at; /* the configurations, loads and parameters, as partials */
-    const int64_t *ground_node, *outputs;
+    const int64_t *ground_node, *outputs, *chosen;
     const double *ground_forces, *ground_rate, *ground_partial, *residual, *hessian, *force_partial;
-    int64_t n_ground, n_outputs;
+    int64_t n_ground, n_outputs, n_chosen;
     double *value, *state_rows, *parameter_rows;
 } OutputsJob;
 
@@ -1483,7 +1483,7 @@ static void outputs_work(void *job, int64_t b, Workspace *w) {
     OutputsJob *j = job;
     const Model *core_model = j->at.core_model;
     int64_t nq = core_model->nq, K = core_model->n_closures, L = j->at.n_loads, P = j->at.n_parameters;
-    int64_t G = j->n_ground, Y = j->n_outputs;
+    int64_t G = j->n_ground, Y = j->n_outputs, C = j->n_chosen;
     size_t mark = ws_mark(w);
     State s = state_new(w, core_model);
     node_state(core_model, j->at.q + nq * b, &s);
@@ -1493,8 +1493,8 @@ static void outputs_work(void *job, int64_t b, Workspace *w) {
                           j->ground_partial + 6 * P * G * b};
     output_partials(w, core_model, j->at.q + nq * b, &s, j->at.gravity + 3 * b, &loads, j->at.multipliers + 6 * K * b,
                     &ground, P, j->at.parameters, j->at.motion_start, j->at.motion, j->residual + nq * b,
-                    j->hessian + nq * nq * b, j->force_partial + nq * P * b, Y, j->outputs, j->value + Y * b,
-                    j->state_rows + Y * (nq + 6 * K) * b, j->parameter_rows + Y * P * b);
+                    j->hessian + nq * nq * b, j->force_partial + nq * P * b, Y, j->outputs, C, j->chosen,
+                    j->value + Y * b, j->state_rows + Y * C * b, j->parameter_rows + Y * P * b);
     ws_release(w, mark);
 }
 
@@ -1523,27 +1523,28 @@ static bool has_valid_outputs(const Model *m, const int64_t *rows, int64_t count
  *                 load_torque (B, L, 3), load_factor (B, L), load_follow (L) int64, parameters (P, 4) int64,
  *                 motion_start (F + 1) int64, motion (E, 4) int64, ground_node (B, G) int64, ground_forces (B, G, 9),
  *                 ground_rate (B, G, nq, 6), ground_partial (B, G, 6, P), residual (B, nq), hessian (B, nq, nq),
- *                 force_partial (B, nq, P), outputs (Y, 4) int64, value (B, Y), state (B, Y, nq + 6 K),
- *                 explicit (B, Y, P), threads): the sensitivity outputs' values, their rows d/d(q, lambda) and their
- * explicit partial derivatives at B configurations (output_partials.c), over the batch's threads as partials. */
+ *                 force_partial (B, nq, P), outputs (Y, 4) int64, columns (C) int64, value (B, Y), state (B, Y, C),
+ *                 explicit (B, Y, P), threads): the sensitivity outputs' values, their rows d/d(q, lambda) over the
+ * chosen columns (indices into the nq coordinates, then the 6 K closure rows) and their explicit partial derivatives
+ * at B configurations (output_partials.c), over the batch's threads as partials. */
 static PyObject *py_output_partials(PyObject *self, PyObject *args) {
     (void)self;
-    enum { ARRAYS = 22 };
+    enum { ARRAYS = 23 };
     PyObject *model, *o[ARRAYS];
     int64_t threads;
     Buffer b[ARRAYS] = {0};
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOOOL", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOOOOL", &model, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
                           &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17], &o[18],
-                          &o[19], &o[20], &o[21], &threads))
+                          &o[19], &o[20], &o[21], &o[22], &threads))
         return NULL;
     OutputsJob job;
     memset(&job, 0, sizeof(job));
     job.at.core_model = model_of(model);
-    static const char kinds[] = "dddqdddqqqqqddddddqddd";
+    static const char kinds[] = "dddqdddqqqqqddddddqqddd";
     void *p[ARRAYS];
     int ok = job.at.core_model != NULL;
     for (int i = 0; i < ARRAYS && ok; i++)
-        ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 19, 0, "output_partials array")) != NULL;
+        ok = (p[i] = take(o[i], &b[i], kinds[i], i >= 20, 0, "output_partials array")) != NULL;
     static const int rows_of_four[3] = {8, 10, 18};
     for (int r = 0; r < 3 && ok; r++) {
         const Buffer *rows = &b[rows_of_four[r]];
@@ -1560,17 +1561,18 @@ static PyObject *py_output_partials(PyObject *self, PyObject *args) {
         batch = (int64_t)(b[2].view.len / 8) / 3;
         job.at.n_loads = (int64_t)(b[3].view.len / 8), job.at.n_parameters = (int64_t)(b[8].view.len / 32);
         job.n_ground = batch ? (int64_t)(b[11].view.len / 8) / batch : 0, job.n_outputs = (int64_t)(b[18].view.len / 32);
-        int64_t L = job.at.n_loads, P = job.at.n_parameters, G = job.n_ground, Y = job.n_outputs;
+        job.n_chosen = (int64_t)(b[19].view.len / 8);
+        int64_t L = job.at.n_loads, P = job.at.n_parameters, G = job.n_ground, Y = job.n_outputs, C = job.n_chosen;
         int64_t n_motion = (int64_t)(b[10].view.len / 32);
         static const char *names[ARRAYS] = {"q", "multipliers", "gravity", "load_frame", "load_force", "load_torque",
                                             "load_factor", "load_follow", "parameters (P, 4)", "motion_start",
                                             "motion (E, 4)", "ground_node", "ground_forces", "ground_rate",
                                             "ground_partial", "residual", "hessian", "force_partial", "outputs (Y, 4)",
-                                            "value", "state", "explicit"};
+                                            "columns", "value", "state", "explicit"};
         int64_t counts[ARRAYS] = {batch * nq, batch * 6 * K, batch * 3, L, batch * 3 * L, batch * 3 * L, batch * L, L,
                                   4 * P, m->n_frames + 1, 4 * n_motion, batch * G, batch * G * 9, batch * G * nq * 6,
-                                  batch * G * 6 * P, batch * nq, batch * nq * nq, batch * nq * P, 4 * Y, batch * Y,
-                                  batch * Y * (nq + 6 * K), batch * Y * P};
+                                  batch * G * 6 * P, batch * nq, batch * nq * nq, batch * nq * P, 4 * Y, C, batch * Y,
+                                  batch * Y * C, batch * Y * P};
         for (int i = 0; i < ARRAYS && ok; i++) ok = has_items(&b[i], counts[i], names[i]);
         const int64_t *nodes = p[11];
         for (int64_t g = 0; g < batch * G && ok; g++)
@@ -1579,7 +1581,7 @@ static PyObject *py_output_partials(PyObject *self, PyObject *args) {
                              "or -1 (none)", (long long)g, (long long)nodes[g], (long long)m->n_nodes);
                 ok = 0;
             }
-        ok = ok && has_indices_below(&b[3], m->n_frames, "load_frame")
+        ok = ok && has_indices_below(&b[3], m->n_frames, "load_frame") && has_indices_below(&b[19], nq + 6 * K, "columns")
              && has_valid_parameters(m, p[8], P, L, p[9], p[10], n_motion) && has_valid_outputs(m, p[18], Y);
     }
     if (ok) {
@@ -1587,8 +1589,8 @@ static PyObject *py_output_partials(PyObject *self, PyObject *args) {
         job.at.load_force = p[4], job.at.load_torque = p[5], job.at.load_factor = p[6], job.at.load_follow = p[7];
         job.at.parameters = p[8], job.at.motion_start = p[9], job.at.motion = p[10], job.ground_node = p[11];
         job.ground_forces = p[12], job.ground_rate = p[13], job.ground_partial = p[14], job.residual = p[15];
-        job.hessian = p[16], job.force_partial = p[17], job.outputs = p[18], job.value = p[19];
-        job.state_rows = p[20], job.parameter_rows = p[21];
+        job.hessian = p[16], job.force_partial = p[17], job.outputs = p[18], job.chosen = p[19];
+        job.value = p[20], job.state_rows = p[21], job.parameter_rows = p[22];
         size_t doubles = output_partials_workspace_doubles(job.at.core_model, job.at.n_loads, job.n_ground,
                                                            job.at.n_parameters);
         if (run_cases(outputs_work, &job, doubles, batch, threads, batch == 1) != CORE_OK)

@@ -170,14 +170,16 @@ typedef struct {
 } PointForces;
 
 /* The sensitivity outputs (output_partials.c): at configuration q with state s and closure multipliers (6 K), fixed,
- * for the outputs (Y, 4) rows (kind, target, component, 0) their value (Y), rows d/d(q, lambda) (Y, nq + 6 K) and
- * explicit partials d/dp (Y, P) for the parameter rows of force_partials; efforts from the caller's residual (nq),
- * hessian (nq, nq) = -d(Q + G^T lambda)/dq and force_partial (nq, P) = dQ/dp. Kinds and rows: output_partials.c. */
+ * for the outputs (Y, 4) rows (kind, target, component, 0) their value (Y), rows d/d(q, lambda) (Y, C) over the
+ * chosen (C) of the nq + 6 K columns (coordinates, then closure rows) and explicit partials d/dp (Y, P) for the
+ * parameter rows of force_partials; efforts from the caller's residual (nq), hessian (nq, nq) = -d(Q + G^T lambda)/dq
+ * and force_partial (nq, P) = dQ/dp. Kinds and rows: output_partials.c. */
 void output_partials(Workspace *w, const Model *model, const double *q, const State *s, const double *gravity,
                      const Loads *loads, const double *multipliers, const PointForces *ground, int64_t n_parameters,
                      const int64_t *parameters, const int64_t *motion_start, const int64_t *motion,
                      const double *residual, const double *hessian, const double *force_partial, int64_t n_outputs,
-                     const int64_t *outputs, double *value, double *state_rows, double *parameter_rows);
+                     const int64_t *outputs, int64_t n_chosen, const int64_t *chosen, double *value, double *state_rows,
+                     double *parameter_rows);
 size_t output_partials_workspace_doubles(const Model *model, int64_t n_loads, int64_t n_ground, int64_t n_parameters);
 
 /* linear algebra on small dense matrices (linalg.c) */

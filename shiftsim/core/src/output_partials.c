@@ -2,8 +2,8 @@
  * derivatives in the design parameters, next to the residual's (partials.c).
  *
  * At one configuration q and closure multipliers lambda (6 K), both fixed, each output row y gets its value, its row
- * dy/d(q, lambda) (nq + 6 K: every coordinate, every closure row) and its row dy/dp (P) for the parameter rows of
- * partials.c. The outputs (Y, 4) int64 rows (kind, target, component, 0), kinds of SHIFTSIM_OUTPUT_KINDS (fields.h):
+ * dy/d(q, lambda) (over the chosen of its nq + 6 K columns: coordinates, then closure rows) and its row dy/dp (P) for
+ * the parameter rows of partials.c. The outputs (Y, 4) int64 rows (kind, target, component, 0), kinds of SHIFTSIM_OUTPUT_KINDS (fields.h):
  *   joint   coordinate           its value q_k;
  *   frame   frame, axis          the world position of the frame's origin, R_n o_f + p_n: its row omega_k x p + v_k
  *                                for the coordinates k moving node n, and a frame parameter's shift of it (its own
@@ -282,19 +282,20 @@ void output_partials(Workspace *w, const Model *model, const double *q, const St
                      const Loads *loads, const double *multipliers, const PointForces *ground, int64_t n_parameters,
                      const int64_t *parameters, const int64_t *motion_start, const int64_t *motion,
                      const double *residual, const double *hessian, const double *force_partial, int64_t n_outputs,
-                     const int64_t *outputs, double *value, double *state_rows, double *parameter_rows) {
+                     const int64_t *outputs, int64_t n_chosen, const int64_t *chosen, double *value, double *state_rows,
+                     double *parameter_rows) {
     int64_t nq = model->nq, K = model->n_closures, P = n_parameters, columns = nq + 6 * K;
     size_t mark = ws_mark(w);
-    double *p_a = ws_doubles(w, 3 * K), *p_b = ws_doubles(w, 3 * K), *jacobian = NULL;
+    double *p_a = ws_doubles(w, 3 * K), *p_b = ws_doubles(w, 3 * K), *jacobian = NULL, *row = ws_doubles(w, columns);
     double *wrench = ws_doubles(w, 6), *d_state = ws_doubles(w, 6 * columns), *d_parameter = ws_doubles(w, 6 * P);
     int64_t wrench_of = -1; /* the joint whose wrench rows are in wrench, d_state, d_parameter */
     closure_points(model, s, p_a, p_b);
-    memset(state_rows, 0, sizeof(double) * (size_t)(n_outputs * columns));
     memset(parameter_rows, 0, sizeof(double) * (size_t)(n_outputs * P));
     for (int64_t y = 0; y < n_outputs; y++) {
         const int64_t *code = outputs + 4 * y;
         int64_t kind = code[0], target = code[1], a = code[2];
-        double *row = state_rows + y * columns, *explicit = parameter_rows + y * P;
+        double *explicit = parameter_rows + y * P;
+        memset(row, 0, sizeof(double) * (size_t)columns);
         if (kind == OUTPUT_JOINT) {
             value[y] = q[target];
             row[target] = 1.0;
@@ -336,6 +337,7 @@ void output_partials(Workspace *w, const Model *model, const double *q, const St
             for (int64_t r = 0; r < 6 * K; r++) row[nq + r] = -jacobian[r * nq + target];
             for (int64_t column = 0; column < P; column++) explicit[column] = -force_partial[target * P + column];
         }
+        for (int64_t i = 0; i < n_chosen; i++) state_rows[y * n_chosen + i] = row[chosen[i]];
     }
     ws_release(w, mark);
 }
@@ -343,5 +345,5 @@ void output_partials(Workspace *w, const Model *model, const double *q, const St
 size_t output_partials_workspace_doubles(const Model *model, int64_t n_loads, int64_t n_ground, int64_t n_parameters) {
     size_t n = (size_t)model->n_nodes, nq = (size_t)model->nq, K = (size_t)model->n_closures;
     size_t forces = (sizeof(Force) + 7) / 8 * (n + (size_t)n_loads + 2 * K + (size_t)n_ground);
-    return 24 * n + 6 * nq + 2 + 6 * K + 6 * K * nq + 6 + 6 * (nq + 6 * K) + 6 * (size_t)n_parameters + forces + 64;
+    return 24 * n + 6 * nq + 2 + 6 * K + 6 * K * nq + 7 * (nq + 6 * K) + 6 + 6 * (size_t)n_parameters + forces + 64;
 }
