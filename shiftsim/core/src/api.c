@@ -1581,8 +1581,9 @@ static PyObject *py_output_partials(PyObject *self, PyObject *args) {
                              "or -1 (none)", (long long)g, (long long)nodes[g], (long long)m->n_nodes);
                 ok = 0;
             }
-        ok = ok && has_indices_below(&b[3], m->n_frames, "load_frame") && has_indices_below(&b[19], nq + 6 * K, "columns")
-             && has_valid_parameters(m, p[8], P, L, p[9], p[10], n_motion) && has_valid_outputs(m, p[18], Y);
+        ok = ok && has_indices_below(&b[3], m->n_frames, "load_frame")
+             && has_indices_below(&b[19], nq + 6 * K, "columns") && has_valid_outputs(m, p[18], Y)
+             && has_valid_parameters(m, p[8], P, L, p[9], p[10], n_motion, NULL, NULL, 0); /* the ground's: records */
     }
     if (ok) {
         job.at.q = p[0], job.at.multipliers = p[1], job.at.gravity = p[2], job.at.load_frame = p[3];

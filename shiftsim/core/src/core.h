@@ -63,6 +63,13 @@ void core_cap_workspaces(size_t bytes);       /* debug: workspaces of at most th
 /* The larger of a and b, NaN if either is NaN (as numpy's maximum: a NaN force must never pass a test). */
 static inline double larger(double a, double b) { return (a > b || a != a) ? a : b; }
 
+/* 3-vectors: a . b, and a x b into out (which may be a or b). */
+static inline double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+static inline void cross3(const double *a, const double *b, double *out) {
+    double x = a[1] * b[2] - a[2] * b[1], y = a[2] * b[0] - a[0] * b[2], z = a[0] * b[1] - a[1] * b[0];
+    out[0] = x, out[1] = y, out[2] = z;
+}
+
 /* The compiled model (see shiftsim/core/layout.py, which fills it from numpy arrays). */
 typedef struct {
     int64_t n_nodes, nq, n_bodies, n_frames, n_closures;
@@ -102,6 +109,7 @@ void node_state(const Model *model, const double *q, State *s);
 void forward_poses(const Model *model, const double *q, State *s, double *bodies, double *frames);
 int64_t moving_coordinates(const Model *model, int64_t node, int64_t *out);
 int64_t common_ancestor(const Model *model, int64_t a, int64_t b); /* the lowest node at or above both (0: the world) */
+bool is_within(const Model *model, int64_t root, int64_t node);    /* node is root or below it */
 void frame_pose(const Model *model, const State *s, int64_t frame, double *r, double *p);
 void point_jacobian(const Model *model, const State *s, int64_t node, const double *point, double *jac);
 

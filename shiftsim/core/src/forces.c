@@ -11,13 +11,6 @@
 
 #include "core.h"
 
-static inline double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-
-static inline void cross3(const double *a, const double *b, double *out) {
-    double x = a[1] * b[2] - a[2] * b[1], y = a[2] * b[0] - a[0] * b[2], z = a[0] * b[1] - a[1] * b[0];
-    out[0] = x, out[1] = y, out[2] = z;
-}
-
 /* Gravity on every centre of mass plus ``count`` world-fixed forces force[i] (N) at world points point[i] on
  * nodes point_node[i]. Forces are aggregated per node as F = sum f and P = sum p f^T and summed over subtrees;
  * coordinate k's force is omega_k . axial(P) + v_k . F, and the stiffness between s and a coordinate d it

@@ -23,8 +23,6 @@
 
 #include "core.h"
 
-static inline double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-
 /* Height h, gradient (h_x, h_y) and twist d2h/dxdy of the surface at world (x, y). */
 static void surface(const GroundField *g, double x, double y, double *h, double *gradient, double *twist) {
     if (g->nx == 0) {

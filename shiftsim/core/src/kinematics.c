@@ -136,6 +136,11 @@ int64_t common_ancestor(const Model *model, int64_t a, int64_t b) {
     return a;
 }
 
+bool is_within(const Model *model, int64_t root, int64_t node) {
+    while (node > root) node = model->parent[node]; /* parents come first */
+    return node == root;
+}
+
 void frame_pose(const Model *model, const State *s, int64_t frame, double *r, double *p) {
     int64_t node = model->frame_node[frame];
     const double *rn = s->rotation + 9 * node, *pn = s->position + 3 * node, *o = model->frame_offset + 16 * frame;

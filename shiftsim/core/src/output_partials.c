@@ -27,19 +27,6 @@
 
 #include "core.h"
 
-static inline double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-
-static inline void cross3(const double *a, const double *b, double *out) {
-    double x = a[1] * b[2] - a[2] * b[1], y = a[2] * b[0] - a[0] * b[2], z = a[0] * b[1] - a[1] * b[0];
-    out[0] = x, out[1] = y, out[2] = z;
-}
-
-/* Whether ``node`` is ``root`` or below it (parents are numbered first). */
-static bool is_within(const Model *model, int64_t root, int64_t node) {
-    while (node > root) node = model->parent[node];
-    return node == root;
-}
-
 /* A load's force and torque (3) each in world axes per unit factor, from its frame's rotation r (3, 3). */
 static void load_per_factor(const Loads *loads, int64_t l, const double *r, double *f, double *t) {
     const double *fl = loads->force + 3 * l, *tl = loads->torque + 3 * l;

@@ -28,19 +28,6 @@
 
 #include "core.h"
 
-static inline double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-
-static inline void cross3(const double *a, const double *b, double *out) {
-    double x = a[1] * b[2] - a[2] * b[1], y = a[2] * b[0] - a[0] * b[2], z = a[0] * b[1] - a[1] * b[0];
-    out[0] = x, out[1] = y, out[2] = z;
-}
-
-/* Whether ``node`` is ``root`` or below it (parents are numbered first). */
-static bool is_within(const Model *model, int64_t root, int64_t node) {
-    while (node > root) node = model->parent[node];
-    return node == root;
-}
-
 static double power_of(double x, int64_t power) {
     double out = 1.0;
     for (int64_t i = 0; i < power; i++) out *= x;
