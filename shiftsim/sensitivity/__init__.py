@@ -200,7 +200,7 @@ def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[param
     c = np.zeros((len(outs), len(eq.free) + len(eq.rows)))
     d = np.zeros((len(outs), len(params)))
     reasons: list[str | None] = [None] * len(outs)
-    *own, own_values = output_table.linearization(eq, [outs[i] for i in elsewhere], params, partial)
+    *own, own_values = output_table.linearization(eq, [outs[i] for i in elsewhere], params, partial, world_partials)
     for rows, (c_part, d_part, why) in (
             (elsewhere, own),
             (on_ground, ground_terms.linearization(grounded, [outs[i] for i in on_ground], eq.free, len(eq.rows),

@@ -77,12 +77,14 @@ def select(outputs: list, wanted, where: str = "of", kinds: tuple[str, ...] = KI
     return choose(outputs, list(wanted or ()), kinds, "output", where)
 
 
-def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter], force_partial: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
+def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter], force_partial: np.ndarray,
+                  world_partials: tuple | None = None) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
     """C (Y, nf + m) = dy/d(u, lambda), D (Y, P) = dy/dp explicit, per output a reason it has no derivative (None
-    where it has one), and the outputs' values (Y,). ``force_partial`` is dQ/dp (nq, P) over all coordinates."""
+    where it has one), and the outputs' values (Y,). ``force_partial`` is dQ/dp (nq, P) over all coordinates;
+    ``world_partials`` the ground's world force partials as :func:`.ground.equilibrium_partials` gives them
+    (None: computed here when a wrench needs them)."""
     value, c, explicit = output_rows(eq, outputs, parameters, force_partial,
-                                     np.concatenate([eq.free, eq.model.nq + eq.rows]))
+                                     np.concatenate([eq.free, eq.model.nq + eq.rows]), world_partials)
     independent = set(eq.rows.tolist()) if any(o.kind == "pin" for o in outputs) else set()
     reasons: list[str | None] = [
         "not determined: a redundant closure row (statically indeterminate; reported as 0)"
@@ -92,14 +94,16 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
 
 
 def output_rows(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter], force_partial: np.ndarray,
-                columns: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                columns: np.ndarray | None = None, world_partials: tuple | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The outputs' values (Y,), their rows dy/d(q, lambda) (Y, C) over ``columns`` (C,) of the nq coordinates and then
     the 6 n_closures closure rows (None: all of them), and their explicit partial derivatives dy/dp (Y, P),
     configuration and multipliers fixed: the compiled
     core's ``output_partials`` (src/output_partials.c) at the equilibrium (:func:`output_rows_batch`). An effort's
     rows are the equilibrium's residual, stiffness and ``force_partial`` dQ/dp (nq, P); a wrench with the ground
     below it takes the ground's forces and their derivatives from :func:`.wrenches.ground_forces`."""
-    ground = wrenches.ground_forces(eq, parameters) if any(o.kind == "wrench" for o in outputs) else None
+    wrench = any(o.kind == "wrench" for o in outputs)
+    ground = wrenches.ground_forces(eq, parameters, world_partials) if wrench else None
     value, state, explicit = output_rows_batch(
         eq.model, eq.q[None], eq.closure_multipliers[None], eq.gravity, eq.loads, parameters, outputs,
         eq.residual[None], eq.hessian[None], np.asarray(force_partial, dtype=float)[None],

@@ -32,20 +32,21 @@ def supported(model: Model, joint: int) -> str | None:
     return None
 
 
-def ground_forces(eq: Equilibrium, parameters: list[Parameter]
+def ground_forces(eq: Equilibrium, parameters: list[Parameter], world_partials: tuple | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The ground's point forces on the machine at the equilibrium, model axes, as the core's ``output_partials``
     takes them: node (G,) int64 (-1 where a contact or tyre is clear of the ground), point, force and torque (G, 9),
     their rate d(force, torque)/dq through the laws (G, nq, 6; the points' own motion is the core's) and their
     partials d(force, torque)/dp (G, 6, P) in the ground's parameters. One record per contact, two per tyre (its
-    centre, with its spin axis' couple, and its friction point)."""
+    centre, with its spin axis' couple, and its friction point). ``world_partials``: the contact and tyre world forces'
+    partials of :func:`.ground.equilibrium_partials` when the caller has them (None: asked of the core here)."""
     nq, n_p = eq.model.nq, len(parameters)
     if eq.ground is None:
         return np.zeros(0, np.int64), np.zeros((0, 9)), np.zeros((0, nq, 6)), np.zeros((0, 6, n_p))
     gs = ground_terms.evaluate(eq.ground, eq.model, eq.state)
     contacts, tyres = ground_terms.parts(eq.ground)
     rotation, translation = (contacts or tyres).rotation, (contacts or tyres).translation  # world <- model
-    _, _, (contact_p, tyre_p) = ground_terms.equilibrium_partials(eq, parameters)
+    contact_p, tyre_p = world_partials or ground_terms.equilibrium_partials(eq, parameters)[2]
     n_c, n_t = len(gs.forces), len(gs.tyre_force)
     node = np.full(n_c + 2 * n_t, -1, np.int64)
     forces, rate, partial = np.zeros((len(node), 9)), np.zeros((len(node), nq, 6)), np.zeros((len(node), 6, n_p))
