@@ -98,12 +98,12 @@ def output_rows(eq: Equilibrium, outputs: list[Output], parameters: list[Paramet
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The outputs' values (Y,), their rows dy/d(q, lambda) (Y, C) over ``columns`` (C,) of the nq coordinates and then
     the 6 n_closures closure rows (None: all of them), and their explicit partial derivatives dy/dp (Y, P),
-    configuration and multipliers fixed: the compiled
-    core's ``output_partials`` (src/output_partials.c) at the equilibrium (:func:`output_rows_batch`). An effort's
-    rows are the equilibrium's residual, stiffness and ``force_partial`` dQ/dp (nq, P); a wrench with the ground
-    below it takes the ground's forces and their derivatives from :func:`.wrenches.ground_forces`."""
-    wrench = any(o.kind == "wrench" for o in outputs)
-    ground = wrenches.ground_forces(eq, parameters, world_partials) if wrench else None
+    configuration and multipliers fixed: the compiled core's ``output_partials`` (src/output_partials.c) at the
+    equilibrium (:func:`output_rows_batch`). An effort's rows are the equilibrium's residual, stiffness and
+    ``force_partial`` dQ/dp (nq, P); a wrench with the ground below it takes the ground's forces and their
+    derivatives from :func:`.wrenches.ground_forces` (``world_partials`` as :func:`linearization`)."""
+    has_wrench = any(o.kind == "wrench" for o in outputs)
+    ground = wrenches.ground_forces(eq, parameters, world_partials) if has_wrench else None
     value, state, explicit = output_rows_batch(
         eq.model, eq.q[None], eq.closure_multipliers[None], eq.gravity, eq.loads, parameters, outputs,
         eq.residual[None], eq.hessian[None], np.asarray(force_partial, dtype=float)[None],
