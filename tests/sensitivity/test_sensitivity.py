@@ -505,3 +505,26 @@ def test_printed_table_shows_no_negative_zero(capsys):
     assert status == 0 and "upper:slew_ring.fx = 0\n" in printed
     tokens = printed.split()
     assert "-0" not in tokens and tokens.count("0") > 100
+
+
+def test_a_wrench_without_a_derivative_still_has_the_solved_value():
+    """Pair restraints' forces are not among the wrench derivative's terms (the reason says so), but the wrench's
+    value is the one the solve reports with every force: a strut from a fixed anchor to the middle link changes
+    the wrench of every joint below it."""
+    spec = chain_spec()
+    bodies = list(spec.bodies)
+    bodies[1] = dataclasses.replace(bodies[1], frames={**bodies[1].frames,
+                                                       "strap": FrameSpec("strap", translation=np.array([0.5, 0.0, 0.2]))})
+    anchor = {"anchor": FrameSpec("anchor", translation=np.array([1.0, 0.0, 1.5]))}
+    strut = RestraintSpec("strut", "spring", (), ((300.0, -300.0 * 1.2),), pair=(FrameRef(FIXED, "anchor"),
+                                                                                   FrameRef("l1", "strap")))
+    model = compile_model(dataclasses.replace(spec, bodies=bodies, fixed_frames=anchor, restraints=[strut]))
+    result = sensitivity(model, of=["wrench"], wrt=["l1.mass"])
+    solved = solve(model).joint_loads
+    components = ("fx", "fy", "fz", "mx", "my", "mz")
+    for name, value, reason in zip(result.outputs, result.values, result.reasons):
+        joint, component = name.rsplit(".", 1)
+        assert reason and "pair restraints" in reason
+        assert value == pytest.approx(solved[joint].wrench_world[components.index(component)], rel=1e-9, abs=1e-9)
+    without = solve(compile_model(dataclasses.replace(spec, bodies=bodies, fixed_frames=anchor))).joint_loads
+    assert abs(solved["j0"].wrench_world[4] - without["j0"].wrench_world[4]) > 1.0  # the strut really acts
