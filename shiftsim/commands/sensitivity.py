@@ -170,8 +170,8 @@ def _run_scenario(args: argparse.Namespace, document: Any, json_warnings: list[s
         for name, o in point["outputs"].items():
             value = np.nan if o["value"] is None else o["value"]
             derivative = np.array([np.nan if v is None else v for v in o["derivative"].values()], float)
-            with np.errstate(invalid="ignore"):  # no elasticity of an output that is zero (as Sensitivities')
-                elasticity = derivative * np.array([values[p] for p in o["derivative"]], float) / (value or np.nan)
+            elasticity = table.elasticities(derivative[None], np.array([values[p] for p in o["derivative"]], float),
+                                            [value])[0]
             _print_ranked(name, value, o["reason"], list(o["derivative"]), derivative, elasticity,
                           spec.normalized, spec.top, "  ")
             if "governs" in o:

@@ -26,6 +26,7 @@ from . import ground as ground_terms
 from . import implicit
 from . import outputs as output_table
 from . import parameters as parameter_table
+from . import table
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,8 @@ class Sensitivities:
     @property
     def elasticity(self) -> np.ndarray:
         """(Y, P) relative change of the output per relative change of the parameter, (p / y) dy/dp; NaN where
-        the output is zero."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return self.derivative * self.parameter_values[None, :] / np.where(self.values == 0, np.nan, self.values)[:, None]
+        the output is zero to the solve's precision (:func:`.table.elasticities`)."""
+        return table.elasticities(self.derivative, self.parameter_values, self.values)
 
     def frame(self, normalized: bool = False):
         """A pandas DataFrame, one row per (output, parameter): value, parameter value, derivative, elasticity,

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .table import change_per_percent
+from .table import change_per_percent, elasticities
 
 CSV_HEADER = ("step", "machine", "output", "parameter", "output_value", "parameter_value", "derivative",
               "elasticity", "change_per_percent", "reason")
@@ -56,15 +56,21 @@ def csv_rows(section: dict[str, Any]) -> list[list[Any]]:
             if not o["derivative"]:  # an output without sensitivities here (a capacity branch): its reason
                 rows.append([p["step"], p["machine"], output, "", "" if o["value"] is None else o["value"], "", "",
                              "", "", o["reason"] or ""])
-            for parameter, derivative in o["derivative"].items():
+            elasticity = _elasticities(p, o)
+            for (parameter, derivative), relative in zip(o["derivative"].items(), elasticity):
                 value = p["parameter_values"][parameter]
-                elasticity = (derivative * value / o["value"]
-                              if derivative is not None and o["value"] != 0 else None)
                 rows.append([p["step"], p["machine"], output, parameter, o["value"], value,
-                             "" if derivative is None else derivative, "" if elasticity is None else elasticity,
+                             "" if derivative is None else derivative, relative if np.isfinite(relative) else "",
                              "" if o["change_per_percent"][parameter] is None else o["change_per_percent"][parameter],
                              o["reason"] or ""])
     return rows
+
+
+def _elasticities(point: dict[str, Any], output: dict[str, Any]) -> np.ndarray:
+    """(P,) one output's elasticities at one point of the section, in its derivatives' order (NaN where none)."""
+    derivative = np.array([np.nan if v is None else v for v in output["derivative"].values()], dtype=float)
+    values = np.array([point["parameter_values"][name] for name in output["derivative"]], dtype=float)
+    return elasticities(derivative[None], values, [np.nan if output["value"] is None else output["value"]])[0]
 
 
 def outputs_of(section: dict[str, Any]) -> list[str]:

@@ -528,3 +528,17 @@ def test_a_wrench_without_a_derivative_still_has_the_solved_value():
         assert value == pytest.approx(solved[joint].wrench_world[components.index(component)], rel=1e-9, abs=1e-9)
     without = solve(compile_model(dataclasses.replace(spec, bodies=bodies, fixed_frames=anchor))).joint_loads
     assert abs(solved["j0"].wrench_world[4] - without["j0"].wrench_world[4]) > 1.0  # the strut really acts
+
+
+def test_elasticity_of_an_output_at_round_off_is_nan():
+    """(p / y) dy/dp is kept where the output stands clear of its change per parameter, and is NaN where the output
+    is 0 or within 1e-9 of its largest change p dy/dp (round-off: no relative change exists)."""
+    from shiftsim.sensitivity.table import elasticities
+
+    derivative = np.array([[2.0, -1.0], [0.3, 0.0], [1.0, 1.0], [np.nan, np.nan]])
+    p = np.array([0.5, 4.0])
+    values = np.array([-2.0, 1e-13, 0.0, 3.0])
+    e = elasticities(derivative, p, values)
+    np.testing.assert_allclose(e[0], [2.0 * 0.5 / -2.0, -1.0 * 4.0 / -2.0])
+    assert np.all(np.isnan(e[1:]))
+    assert np.allclose(elasticities(derivative[1:2], p, [1e-9]), [[0.15 / 1e-9, 0.0]])  # clear of round-off

@@ -251,12 +251,13 @@ def test_a_long_run_shows_twelve_steps_first_and_last_ranked_by_the_largest_chan
 
 
 def test_printed_elasticity_of_a_zero_output_is_nan_not_infinite(capsys):
-    """The unloaded car stands symmetric: at step 0 its centre of pressure's y is exactly 0, so no relative change of
-    it exists. The table says nan there, as ``Sensitivities.elasticity`` does, not +-inf from dividing by the zero."""
+    """The car stands symmetric: its centre of pressure's y is exactly 0 at some steps and round-off (about 5e-16 m)
+    at the others, while a 1 % change of a tyre's radius moves it by about 0.5 mm. No relative change of such a
+    value exists: the table says nan at every step, as ``Sensitivities.elasticity`` does, not +-inf or 1e14."""
     status = main(["sensitivity", str(SCENARIOS / "vehicle_on_tyres.json"), "--of", "car1:cop.y", "--wrt", "tyre"])
     printed = capsys.readouterr().out
-    first = printed.split("step 1 ")[0].splitlines()
-    assert status == 0 and "  car1:cop.y = 0" in first
-    rows = [line.split() for line in first if "elasticity" in line]
-    assert len(rows) >= 8 and all(row[-1] == "nan" for row in rows)
-    assert "inf" not in printed.split()
+    steps = printed.split("step ")[1:]
+    assert status == 0 and len(steps) == 5 and any("car1:cop.y = 0\n" in step for step in steps)
+    assert any("car1:cop.y = 0\n" not in step for step in steps)  # a round-off value, not 0, at some step
+    rows = [line.split() for line in printed.splitlines() if "elasticity" in line]
+    assert len(rows) >= 40 and all(row[-1] == "nan" for row in rows)
