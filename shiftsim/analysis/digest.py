@@ -9,7 +9,7 @@ joints included. Numbers are printed by :func:`number`, which never prints ``-0`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -263,6 +263,25 @@ def _earlier(step: StepResult, held: StepResult | None) -> bool:
     return held is None or step.index < held.index
 
 
+def _detached(held: Any, plain: dict[int, StepResult]) -> Any:
+    """``held`` (a digest's field: steps, peaks, in dicts, lists and tuples) with every step that is not a plain
+    :class:`StepResult` (a block-path step) replaced by a plain copy of what it reports, one copy per step (``plain``:
+    those made so far, by id)."""
+    if isinstance(held, StepResult):
+        if type(held) is StepResult:
+            return held
+        if id(held) not in plain:
+            plain[id(held)] = StepResult(**{f.name: getattr(held, f.name) for f in fields(StepResult)})
+        return plain[id(held)]
+    if isinstance(held, Peak):
+        return Peak(held.value, held.entity, _detached(held.step, plain))
+    if isinstance(held, dict):
+        return {key: _detached(value, plain) for key, value in held.items()}
+    if isinstance(held, (list, tuple)):
+        return type(held)(_detached(value, plain) for value in held)
+    return held
+
+
 class RunDigest:
     """What a run's steps amount to, reduced one step at a time in any order (:meth:`add`), holding a bounded number
     of steps (those at a peak, the few the summary names), so a run needs not keep its steps for its summary and
@@ -466,30 +485,10 @@ class RunDigest:
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (to travel from a worker to the run) without the scenario (its compiled models; the receiver sets
         its own), each held step as a plain :class:`StepResult` (a block-path step would drag its whole block)."""
-        from dataclasses import fields
+        return {key: _detached(value, {}) for key, value in self.__dict__.items() if key != "scenario"}
 
-        plain: dict[int, StepResult] = {}
-
-        def detached(step: StepResult) -> StepResult:
-            if type(step) is StepResult:
-                return step
-            if id(step) not in plain:
-                plain[id(step)] = StepResult(**{f.name: getattr(step, f.name) for f in fields(StepResult)})
-            return plain[id(step)]
-
-        state = dict(self.__dict__, scenario=None)
-        state["first_failed"] = [detached(step) for step in self.first_failed]
-        for key in ("deflection", "pins"):
-            state[key] = {name: Peak(p.value, p.entity, detached(p.step)) for name, p in self.__dict__[key].items()}
-        state["efforts"] = {kind: {name: Peak(p.value, p.entity, detached(p.step)) for name, p in peaks.items()}
-                            for kind, peaks in self.efforts.items()}
-        state["margins"] = {m: (margin, edge, detached(step)) for m, (margin, edge, step) in self.margins.items()}
-        state["actuators"] = {m: {**record, "first_outside": record["first_outside"] and detached(record["first_outside"]),
-                                  "peak": record["peak"] and (*record["peak"][:2], detached(record["peak"][2]),
-                                                              record["peak"][3])}
-                              for m, record in self.actuators.items()}
-        state["telling"] = {kind: detached(step) for kind, step in self.telling.items()}
-        return state
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, scenario=None)
 
     def shapes_in_collision(self, pair: str) -> list[str]:
         """The closest shapes of ``pair`` (``a - b``) at its steps in collision, distinct, by their first step."""
