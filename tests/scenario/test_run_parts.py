@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.scenario import SCENARIOS, beam_scenario, run_cli, write_scenario
+from helpers.scenario import beam_scenario, cut_shipped, run_cli, write_scenario
 
 import shiftsim
 from shiftsim.analysis.digest import RunDigest, count_line, result_lines
@@ -191,25 +191,12 @@ def test_workers_write_the_values_one_process_writes(tmp_path, capsys, monkeypat
                            if "s wall" not in line and str(tmp_path) not in line]
 
 
-def _cut(name: str, tmp_path: Path) -> Path:
-    """A shipped scenario with its sweep cut to 3 steps a grid axis, no analysis, no plots."""
-    document = json.loads((SCENARIOS / f"{name}.json").read_text())
-    document.pop("analysis", None)
-    for machine in document["machines"]:
-        machine["model"] = str((SCENARIOS / machine["model"]).resolve())
-    sweep = document["sweep"]
-    sweep["parameters"] = {n: ({**v, "steps": min(v["steps"], 3)} if isinstance(v, dict) else v[:3])
-                           for n, v in sweep["parameters"].items()}
-    document["outputs"] = {**document.get("outputs", {}), "plots": []}
-    return write_scenario(tmp_path, document, f"{name}.json")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["excavator_lift", "two_excavators", "vehicle_on_tyres", "mdx_heave"])
 def test_digests_merged_from_parts_are_the_digest_of_every_step(name, tmp_path):
     """Every split of a run's steps into two parts, each reduced on its own and pickled (as from a worker), merged:
     the same summary lines, peak tables, pin reactions, collision shapes and failures as the digest of all steps."""
-    scenario = load_scenario(_cut(name, tmp_path))
+    scenario = load_scenario(cut_shipped(tmp_path, name))
     steps = execute(scenario, LocalExecutor(1))
     whole = RunDigest.of(scenario, steps)
     for cut in range(len(steps) + 1):
