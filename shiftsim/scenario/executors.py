@@ -422,7 +422,7 @@ class DaskExecutor:
 
     def run(self, scenario: Scenario, chains: list[tuple[int, ...]], route: Route) -> None:
         try:
-            from dask.distributed import Client, Event, as_completed, wait as dask_wait
+            from dask.distributed import Client, Event, as_completed
         except ImportError:
             raise InputError([Problem("--executor", "dask", "dask.distributed is not installed",
                                       "the cluster extra: pip install 'shiftsim[cluster]'")]) from None
@@ -465,8 +465,10 @@ class DaskExecutor:
             except Interrupted:
                 with signals_deferred():  # a second signal waits for the tasks' last steps (at most STOP_WAIT_S)
                     stop.set()
-                    with contextlib.suppress(TimeoutError):
-                        dask_wait([f for f, name in names.items() if name not in collected], timeout=STOP_WAIT_S)
+                    deadline = time.monotonic() + STOP_WAIT_S
+                    while time.monotonic() < deadline and any(
+                            future.status == "pending" for future, name in names.items() if name not in collected):
+                        time.sleep(0.1)
                     for future, name in names.items():
                         if name in collected:
                             continue

@@ -11,6 +11,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -245,3 +246,32 @@ def test_a_stopped_parallel_run_keeps_every_step_its_workers_solved(tmp_path, si
         mine = [index for index in kept if start <= index < start + 1500]
         assert mine == list(range(start, start + len(mine)))
     assert sorted(open_store(folder).step_table().column("step").to_pylist()) == kept
+
+
+@pytest.mark.slow
+def test_a_stopped_dask_run_keeps_what_its_tasks_solved(tmp_path):
+    """A Dask run (a TCP cluster of worker threads in this process) of two 10,000-step chains, stopped by SIGTERM
+    while its tasks solve: the tasks see the run's stop flag, end their chains and hand back their parts; the
+    results.json summary counts exactly the steps the store holds, each chain a prefix from its start."""
+    from dask.distributed import LocalCluster
+
+    document = beam_scenario(sweep={"parameters": {"load:tip": {"from": 0, "to": 1, "steps": 20_000}},
+                                    "segment": 10_000})
+    folder = tmp_path / "out"
+    with LocalCluster(n_workers=1, processes=False, threads_per_worker=2, protocol="tcp",
+                      dashboard_address=None) as cluster:
+        process = subprocess.Popen([sys.executable, "-m", "shiftsim", "run", str(write_scenario(tmp_path, document)),
+                                    "-o", str(folder), "--executor", "dask", "--scheduler", cluster.scheduler_address,
+                                    "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while not list((folder / "values").glob("part-c*")) and not list(folder.glob(".staging-*/values/part-c*")):
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.05)  # a task has written its first part: both solve
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+    assert process.returncode == 143, err
+    summary = json.loads((folder / "results.json").read_text())["summary"]
+    stored = sorted(open_store(folder).step_table().column("step").to_pylist())
+    assert 0 < summary["steps"] == len(stored) < 20_000
+    for start in (0, 10_000):
+        mine = [index for index in stored if start <= index < start + 10_000]
+        assert mine == list(range(start, start + len(mine)))
