@@ -278,7 +278,8 @@ def _run_here(scenario: Scenario, chains: list[tuple[int, ...]], route: Route) -
     try:
         run_chains(scenario, chains, part.add)
     except Interrupted:
-        route.collect(part.close(stopped=True))
+        with signals_deferred():  # a second signal waits until the steps solved are handed on
+            route.collect(part.close(stopped=True))
         raise
     route.collect(part.close())
 
