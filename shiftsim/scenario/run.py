@@ -157,11 +157,13 @@ def run(scenario: Scenario, executor: Executor, on_step: StepCallback | None = N
     their parts with theirs) and no capacity.
 
     ``output``: where the steps go as they are solved, in this process or in the workers that solve them (the
-    results folder's store and the digest; :mod:`shiftsim.output.partitions`); ``on_step`` gets every step in this process
-    (steps solved in workers travel back for it, a chain at a time), collisions checked; ``progress(solved, failed)``
+    results folder's store and the digest; :mod:`shiftsim.output.partitions`); else ``on_step`` gets every step in
+    this process (steps solved in workers travel back for it, a chain at a time), collisions checked; ``progress(solved, failed)``
     hears of steps solved, a batch at a time. ``keep_steps=False``: the run holds no step (its memory does not grow
     with the sweep) and counts them (``Run.solved``, ``Run.failed``). A scenario with ``analysis.sensitivity`` holds
     them all the same (the analysis starts from each step's equilibrium)."""
+    if output is not None and on_step is not None:
+        raise ValueError("a run takes its steps to an output or to on_step, not both")
     check_fits(scenario, executor)
     keep_steps = keep_steps or sensitivity_spec(scenario) is not None
     analysis_spec(scenario)  # refused before any step is solved, as by execute
