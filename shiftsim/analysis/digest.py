@@ -484,7 +484,9 @@ class RunDigest:
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (to travel from a worker to the run) without the scenario (its compiled models; the receiver sets
-        its own), each held step as a plain :class:`StepResult` (a block-path step would drag its whole block)."""
+        its own), its block-path steps reduced, each held step as a plain :class:`StepResult` (a block-path step would
+        drag its whole block)."""
+        self._reduce_block()
         return {key: _detached(value, {}) for key, value in self.__dict__.items() if key != "scenario"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
