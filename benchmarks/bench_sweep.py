@@ -15,8 +15,16 @@ unloaded reference, as ``solve`` solves them) in one ``solve_batch`` call per 10
 thread and on every core; starts are the steps' assembled poses (assembled beforehand in Python, about
 1 ms a step, not timed). Above ``--core-sample`` steps the core runs on that many of the steps,
 evenly spaced (its cost per step does not depend on the batch's length past a few hundred).
-A run whose peak memory, extrapolated linearly from the smaller sizes' peaks, would pass half of the
-memory available is skipped and says so.
+A run whose peak memory, extrapolated from the growth between the two largest sizes measured before it (most of a
+small run's peak is the process's base, which does not grow with the steps; with one size measured, in proportion to
+it: an overestimate), would pass half of the memory available is skipped and says so. The default sizes measure
+30,000 steps between 3,000 and 300,000 for this.
+
+``--dask N`` also runs each size on a local Dask cluster of N worker processes (one thread each; ``--executor dask``,
+the sweep cut into ``--dask-chains`` chains): CPU seconds and peak memory then include the workers'.
+``--verify K``: after each run, the first K steps of (at most) three of its chains are solved again in this process
+(the block path, from each chain's start, as one process solves them) and compared value for value with the run's
+store (largest difference printed; the bench fails on any).
 
 Beside both, in this process: the part of a run that solves and streams, every step solved along its chain and
 streamed into a results store (``ResultsStream``), by the block path (``scenario.chain``: the compiled continuation,
@@ -24,8 +32,8 @@ outputs per block with numpy) and by the step path (``blocks=False``: per step a
 steps per CPU second (``time.process_time``) beside the core's rate on one thread (the ``--stream-steps`` first steps,
 default all up to 30,000).
 
-    python benchmarks/bench_sweep.py [--steps 3000 300000] [--jobs 1 2] [--core-sample 3000] [--plots]
-                                     [--stream-steps 30000]
+    python benchmarks/bench_sweep.py [--steps 3000 30000 300000] [--jobs 1 2] [--dask 2] [--dask-chains 20]
+                                     [--core-sample 3000] [--plots] [--stream-steps 30000] [--verify 300]
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -77,34 +86,101 @@ def available_memory() -> int:
 
 
 def extrapolated_peak(measured: list[tuple[int, int]], steps: int) -> float:
-    """Peak bytes at ``steps`` on the line through the last two (steps, peak) measured, or in
-    proportion to the one measured (an overestimate: it scales the fixed part too); 0 if none."""
+    """Peak bytes at ``steps``: the largest size measured plus the growth per step between the two largest sizes
+    measured (never less than none) times the steps more; in proportion to the one size measured (an overestimate:
+    it scales the process's base too); 0 if none."""
     if not measured:
         return 0.0
-    if len(measured) == 1:
-        (n, peak), = measured
-        return peak * steps / n
-    (n0, p0), (n1, p1) = measured[-2:]
-    return p1 + (p1 - p0) / (n1 - n0) * (steps - n1)
+    (n1, p1) = max(measured)
+    smaller = [m for m in measured if m[0] < n1]
+    if not smaller:
+        return p1 * steps / n1
+    (n0, p0) = max(smaller)
+    return p1 + max(p1 - p0, 0) / (n1 - n0) * max(steps - n1, 0)
 
 
-def end_to_end(steps: int, jobs: int, plots: bool) -> tuple[float, float, int, int]:
-    """(wall seconds, CPU seconds, peak RSS bytes, bytes written) of ``shiftsim run`` on the stretched
-    scenario."""
+class Run(NamedTuple):
+    """One ``shiftsim run``: wall and CPU seconds (its processes, Dask workers included), the peak resident memory of
+    its largest process, bytes written (all) and of the store, and the largest difference of re-solved steps against
+    its store (None: not checked) over how many values."""
+
+    seconds: float
+    cpu: float
+    peak: int
+    written: int
+    store: int
+    difference: float | None = None
+    compared: int = 0
+
+
+def _worker_usage() -> tuple[float, int]:
+    """CPU seconds and peak resident bytes of this process (run on each Dask worker)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+
+
+def end_to_end(steps: int, jobs: int, plots: bool, dask: Any = None, chains: int | None = None,
+               verify: int = 0) -> Run:
+    """``shiftsim run`` of the stretched scenario in a fresh process, with ``jobs`` local processes or on the Dask
+    ``dask`` client's cluster (the sweep cut into ``chains``, by default ``jobs``); ``verify``: re-solve that many
+    steps of up to three chains and compare them with the store (:func:`resolved_difference`)."""
+    document = stretched(steps, chains or jobs, plots)
     with tempfile.TemporaryDirectory() as folder:
         scenario = Path(folder) / "excavator_lift.json"
-        scenario.write_text(json.dumps(stretched(steps, jobs, plots)))
+        scenario.write_text(json.dumps(document))
         output = Path(folder) / "out"
+        where = ["--jobs", str(jobs)] if dask is None else ["--executor", "dask", "--scheduler",
+                                                             dask.scheduler.address]
+        before = dask.run(_worker_usage) if dask is not None else {}
         started = time.perf_counter()
         process = subprocess.Popen([sys.executable, "-m", "shiftsim", "run", str(scenario), "-o", str(output),
-                                    "--jobs", str(jobs), "-q"])
+                                    *where, "-q"])
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
         if process.returncode != 0:
-            raise SystemExit(f"shiftsim run of {steps} steps, {jobs} jobs exited {process.returncode}")
+            raise SystemExit(f"shiftsim run of {steps} steps, {' '.join(where)} exited {process.returncode}")
+        cpu, peak = usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+        if dask is not None:
+            after = dask.run(_worker_usage)
+            cpu += sum(after[w][0] - before.get(w, (0.0, 0))[0] for w in after)
+            peak = max([peak, *(after[w][1] for w in after)])
         written = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())
-    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, written
+        store = sum(p.stat().st_size for name in ("steps", "values") for p in (output / name).rglob("*") if p.is_file())
+        difference, compared = resolved_difference(output, document, verify) if verify else (None, 0)
+    return Run(seconds, cpu, peak, written, store, difference, compared)
+
+
+def resolved_difference(output: Path, document: dict, sample: int) -> tuple[float, int]:
+    """The largest difference between the store at ``output`` and the first ``sample`` steps of (at most) three of
+    the run's chains (first, middle, last) solved again in this process by the block path, and how many values were
+    compared; the names of every value (entity, quantity, component, unit) must match too."""
+    from shiftsim.output.store import ResultsStore, open_store
+    from shiftsim.output.write import ResultsStream
+    from shiftsim.scenario import build_scenario
+    from shiftsim.scenario.chain import run_chain
+
+    scenario = build_scenario(SCENARIO, document)
+    chains = scenario.sweep.chains()
+    picked = [chains[k] for k in sorted({0, len(chains) // 2, len(chains) - 1})]
+    indices = [index for chain in picked for index in chain[:sample]]
+    stored = open_store(output).select(steps=indices)
+    with tempfile.TemporaryDirectory() as folder:
+        with ResultsStream(Path(folder), scenario) as stream:
+            for chain in picked:
+                run_chain(scenario, chain[:sample], stream.add)
+            stream.writer.close()
+            again = ResultsStore(stream.staging).select()
+    for name in ("step", "entity", "quantity", "component", "unit"):
+        if stored.column(name).to_pylist() != again.column(name).to_pylist():
+            raise SystemExit(f"re-solved steps: the store's {name} column differs")
+    ours, theirs = (table.column("value").to_numpy(zero_copy_only=False).astype(float) for table in (again, stored))
+    if not np.array_equal(np.isnan(ours), np.isnan(theirs)):
+        raise SystemExit("re-solved steps: values missing in one and not the other")
+    finite = ~np.isnan(ours)
+    return float(np.max(np.abs(ours[finite] - theirs[finite]), initial=0.0)), int(len(ours))
 
 
 def core_cases(steps: int, sample: int):
@@ -167,42 +243,70 @@ def solve_and_stream(steps: int, blocks: bool) -> float:
         return steps / (time.process_time() - started)
 
 
+STEP_PATH_STEPS = 3000  # the step path (the old per-step solve, for comparison) is measured up to this many steps
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, nargs="+", default=[3000, 300_000])
-    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--steps", type=int, nargs="+", default=[3000, 30_000, 300_000])
+    parser.add_argument("--jobs", type=int, nargs="*", default=[1, 2])
+    parser.add_argument("--dask", type=int, metavar="WORKERS", help="also run on a local Dask cluster of so many "
+                        "worker processes")
+    parser.add_argument("--dask-chains", type=int, default=20, help="chains the sweep is cut into for Dask")
     parser.add_argument("--core-sample", type=int, default=3000)
     parser.add_argument("--plots", action="store_true", help="draw the shipped scenario's four plots too")
     parser.add_argument("--stream-steps", type=int, default=30_000,
                         help="solve and stream in this process at most this many steps")
+    parser.add_argument("--verify", type=int, default=0, metavar="K",
+                        help="re-solve the first K steps of up to three chains of each run and compare with its store")
     args = parser.parse_args()
-    peaks: dict[int, list[tuple[int, int]]] = {jobs: [] for jobs in args.jobs}  # jobs -> [(steps, peak bytes)]
-    for steps in sorted(args.steps):
-        started = time.perf_counter()
-        cases = core_cases(steps, args.core_sample)
-        print(f"{steps} steps: {len(cases[1])} starts assembled in {time.perf_counter() - started:.1f} s "
-              f"(not timed below)", flush=True)
-        one, every = core_rate(1, cases), core_rate(None, cases)
-        print(f"  core solve_batch (loaded + reference case per step): {one:9.0f} steps/s on 1 thread, "
-              f"{every:9.0f} steps/s on {os.cpu_count()}", flush=True)
-        if steps <= args.stream_steps:
-            for blocks in (True, False):
-                rate = solve_and_stream(steps, blocks)
-                print(f"  solve and stream, {'block' if blocks else 'step'} path: {rate:8.0f} steps per CPU s "
-                      f"({rate / one:5.1%} of the core's {one:.0f} on 1 thread)", flush=True)
-        for jobs in args.jobs:
-            estimate = extrapolated_peak(peaks[jobs], steps)
-            if estimate > 0.5 * available_memory():
-                print(f"  shiftsim run --jobs {jobs}: skipped, its peak memory would be about {estimate / 1e9:.1f} GB "
-                      f"(extrapolated) and {available_memory() / 1e9:.1f} GB are available", flush=True)
-                continue
-            seconds, cpu, peak, written = end_to_end(steps, jobs, args.plots)
-            peaks[jobs].append((steps, peak))
-            core = one if jobs == 1 else every
-            print(f"  shiftsim run --jobs {jobs}: {seconds:7.1f} s, {steps / seconds:8.0f} steps/s "
-                  f"({steps / seconds / core:5.1%} of the core's {core:.0f}), {cpu:7.1f} CPU s "
-                  f"({steps / cpu:.0f} steps per CPU s), peak memory {peak / 1e9:.2f} GB, "
-                  f"{written / 1e6:.0f} MB written", flush=True)
+    runs = [(f"--jobs {jobs}", jobs) for jobs in args.jobs] + ([(f"Dask, {args.dask} workers", None)] if args.dask else [])
+    peaks: dict[str, list[tuple[int, int]]] = {name: [] for name, _ in runs}  # run -> [(steps, peak bytes)]
+    cluster = client = None
+    if args.dask:
+        from dask.distributed import Client, LocalCluster
+
+        cluster = LocalCluster(n_workers=args.dask, threads_per_worker=1, processes=True, dashboard_address=None,
+                               memory_limit=0)
+        client = Client(cluster)
+    try:
+        for steps in sorted(args.steps):
+            started = time.perf_counter()
+            cases = core_cases(steps, args.core_sample)
+            print(f"{steps} steps: {len(cases[1])} starts assembled in {time.perf_counter() - started:.1f} s "
+                  f"(not timed below)", flush=True)
+            one, every = core_rate(1, cases), core_rate(None, cases)
+            print(f"  core solve_batch (loaded + reference case per step): {one:9.0f} steps/s on 1 thread, "
+                  f"{every:9.0f} steps/s on {os.cpu_count()}", flush=True)
+            if steps <= args.stream_steps:
+                for blocks in (True, False) if steps <= STEP_PATH_STEPS else (True,):
+                    rate = solve_and_stream(steps, blocks)
+                    print(f"  solve and stream, {'block' if blocks else 'step'} path: {rate:8.0f} steps per CPU s "
+                          f"({rate / one:5.1%} of the core's {one:.0f} on 1 thread)", flush=True)
+            for name, jobs in runs:
+                estimate = extrapolated_peak(peaks[name], steps)
+                if estimate > 0.5 * available_memory():
+                    print(f"  shiftsim run {name}: skipped, its peak memory would be about {estimate / 1e9:.1f} GB "
+                          f"(extrapolated) and {available_memory() / 1e9:.1f} GB are available", flush=True)
+                    continue
+                run = end_to_end(steps, jobs or 1, args.plots, client, None if jobs else args.dask_chains,
+                                 args.verify)
+                peaks[name].append((steps, run.peak))
+                core = one if jobs == 1 else every
+                load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+                checked = "" if run.difference is None else \
+                    f"; {run.compared} re-solved values, largest difference {run.difference:.3g}"
+                print(f"  shiftsim run {name}: {run.seconds:7.1f} s, {steps / run.seconds:8.0f} steps/s "
+                      f"({steps / run.seconds / core:5.1%} of the core's {core:.0f}), {run.cpu:7.1f} CPU s "
+                      f"({steps / run.cpu:.0f} steps per CPU s), peak memory {run.peak / 1e9:.2f} GB, "
+                      f"{run.written / 1e6:.0f} MB written (store {run.store / 1e6:.0f} MB){checked}; "
+                      f"load average {load}", flush=True)
+                if run.difference:
+                    raise SystemExit(f"re-solved steps differ from the store by {run.difference:.3g}")
+    finally:
+        if client is not None:
+            client.close()
+            cluster.close()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ joints included. Numbers are printed by :func:`number`, which never prints ``-0`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -263,6 +263,25 @@ def _earlier(step: StepResult, held: StepResult | None) -> bool:
     return held is None or step.index < held.index
 
 
+def _detached(held: Any, plain: dict[int, StepResult]) -> Any:
+    """``held`` (a digest's field: steps, peaks, in dicts, lists and tuples) with every step that is not a plain
+    :class:`StepResult` (a block-path step) replaced by a plain copy of what it reports, one copy per step (``plain``:
+    those made so far, by id)."""
+    if isinstance(held, StepResult):
+        if type(held) is StepResult:
+            return held
+        if id(held) not in plain:
+            plain[id(held)] = StepResult(**{f.name: getattr(held, f.name) for f in fields(StepResult)})
+        return plain[id(held)]
+    if isinstance(held, Peak):
+        return Peak(held.value, held.entity, _detached(held.step, plain))
+    if isinstance(held, dict):
+        return {key: _detached(value, plain) for key, value in held.items()}
+    if isinstance(held, (list, tuple)):
+        return type(held)(_detached(value, plain) for value in held)
+    return held
+
+
 class RunDigest:
     """What a run's steps amount to, reduced one step at a time in any order (:meth:`add`), holding a bounded number
     of steps (those at a peak, the few the summary names), so a run needs not keep its steps for its summary and
@@ -386,10 +405,11 @@ class RunDigest:
             if peak is None or abs(force) > abs(peak[0]) or abs(force) == abs(peak[0]) and (step.index, k) < peak[3]:
                 held["peak"] = (force, k, step, (step.index, k))
 
-    def _pin_reaction(self, name: str, row: dict[str, Any], index: int) -> None:
+    def _pin_reaction(self, name: str, row: dict[str, Any], index: int,
+                      sizes: tuple[str, ...] = ("force", "moment")) -> None:
         peak = self._pin_reactions.setdefault(name, {"role": row["role"], "force": -1.0, "moment": -1.0, "force_step": None,
                                                     "moment_step": None, "determinate": True})
-        for what in ("force", "moment"):
+        for what in sizes:
             if row[what] > peak[what] or row[what] == peak[what] and index < peak[what + "_step"]:
                 peak[what], peak[what + "_step"] = row[what], index
         peak["determinate"] = peak["determinate"] and row["determinate"]
@@ -413,6 +433,64 @@ class RunDigest:
             held_pair = self.least.get(name)
             if held_pair is None or (pair["distance"], step.index) < held_pair[:2]:
                 self.least[name] = (pair["distance"], step.index, list(pair["closest"]))
+
+    def merge(self, other: RunDigest) -> None:
+        """Fold in ``other``, the digest of other steps of the same run (reduced in another process): as if its steps
+        had been added here, whatever the order."""
+        self._reduce_block()
+        self.count += other.count
+        self.joints |= other.joints
+        self.failed += other.failed
+        self.failures.update(other.failures)
+        self.neutral.update(other.neutral)
+        self.first_failed = sorted([*self.first_failed, *other.first_failed], key=lambda s: s.index)[:FAILED_SHOWN]
+        for mine, theirs in ((self.deflection, other.deflection), (self.pins, other.pins),
+                             *((self.efforts.setdefault(kind, {}), peaks) for kind, peaks in other.efforts.items())):
+            _peaks(((peak.entity, peak.value, peak.step) for peak in theirs.values()), mine)
+        for machine_id, (margin, edge, step) in other.margins.items():
+            held = self.margins.get(machine_id)
+            if held is None or (margin, step.index) < (held[0], held[2].index):
+                self.margins[machine_id] = (margin, edge, step)
+        for machine_id, record in other.actuators.items():
+            held = self.actuators.setdefault(machine_id, {"solved": 0, "outside": 0, "first_outside": None, "peak": None})
+            held["solved"] += record["solved"]
+            held["outside"] += record["outside"]
+            if record["first_outside"] is not None and _earlier(record["first_outside"], held["first_outside"]):
+                held["first_outside"] = record["first_outside"]
+            peak, mine = record["peak"], held["peak"]
+            if peak is not None and (mine is None or abs(peak[0]) > abs(mine[0])
+                                     or abs(peak[0]) == abs(mine[0]) and peak[3] < mine[3]):
+                held["peak"] = peak
+        for name, row in other.pin_reactions.items():  # its peaks, each as a row at its step
+            for what in ("force", "moment"):
+                self._pin_reaction(name, row, row[what + "_step"], (what,))
+        for kind in ("within", "colliding"):
+            if kind in other.telling and _earlier(other.telling[kind], self.telling.get(kind)):
+                self.telling[kind] = other.telling[kind]
+        if "least" in other.telling:
+            from ..scenario.collisions import closest_pair
+
+            step, held = other.telling["least"], self.telling.get("least")
+            if held is None or (closest_pair(step.collisions)["distance"], step.index) < \
+                    (closest_pair(held.collisions)["distance"], held.index):
+                self.telling["least"] = step
+        for name, shapes in other.touching.items():
+            mine = self.touching.setdefault(name, {})
+            for key, index in shapes.items():
+                mine[key] = min(mine.get(key, index), index)
+        for name, least in other.least.items():
+            if name not in self.least or least[:2] < self.least[name][:2]:
+                self.least[name] = least
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (to travel from a worker to the run) without the scenario (its compiled models; the receiver sets
+        its own), its block-path steps reduced, each held step as a plain :class:`StepResult` (a block-path step would
+        drag its whole block)."""
+        self._reduce_block()
+        return {key: _detached(value, {}) for key, value in self.__dict__.items() if key != "scenario"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, scenario=None)
 
     def shapes_in_collision(self, pair: str) -> list[str]:
         """The closest shapes of ``pair`` (``a - b``) at its steps in collision, distinct, by their first step."""

@@ -7,9 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-from ..analysis.digest import RunDigest, step_text, summary_lines
+from ..analysis.digest import RunDigest, summary_lines
 from ..errors import InputError, Problem
 from ..interrupts import Interrupted, signals_raise
+from ..output.partitions import RunOutput
 from ..output.write import ResultsStream, write_results
 from ..output.writers import CSV_STEP_LIMIT, check_folder, default_folder, keeps_steps
 from ..plots.registry import chosen_plots
@@ -17,7 +18,6 @@ from ..progress import progress
 from ..scenario import DaskExecutor, LocalExecutor, load_scenario, run as run_scenario
 from ..scenario.capacity_analysis import unexpected_invalid
 from ..scenario.run import check_fits
-from ..scenario.runner import StepResult
 from ._common import scenario_parser
 
 
@@ -99,20 +99,16 @@ def _run(args: argparse.Namespace, started: float) -> int:
 
     stream = ResultsStream(folder, scenario)  # the steps go to the store in the output folder as they are solved
     digest = RunDigest(scenario)  # and are reduced for the summary and report: the run does not hold them
+    output = RunOutput(scenario, stream, digest, echo=args.verbose)  # where they are solved (workers write their own)
 
-    def on_step(step: StepResult) -> None:
-        stream.add(step)
-        digest.add(step)
-        if bar is not None:
-            bar.update(failed=not step.converged)
-        if args.verbose:
-            residual = "-" if step.residual is None else f"{step.residual:.3g}"
-            print(f"{step_text(scenario, step)}: {step.status}, {step.iterations} iterations, residual {residual}",
-                  file=sys.stderr)
+    def on_progress(solved: int, failed: int) -> None:
+        for k in range(solved):
+            bar.update(failed=k < failed)
 
     solving = time.perf_counter()
     try:
-        ran = run_scenario(scenario, executor, on_step, on_warning=warn, keep_steps=keeps_steps(total))
+        ran = run_scenario(scenario, executor, on_warning=warn, keep_steps=keeps_steps(total), output=output,
+                           progress=None if bar is None else on_progress)
     except BaseException:
         stream.discard()
         raise

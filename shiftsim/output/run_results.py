@@ -36,8 +36,10 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
     jobs : int, optional
         Local processes solving steps in parallel.
     output : str or Path, optional
-        Also write the results folder there (the results returned are held in memory all the same, every step:
-        ``shiftsim run`` and :func:`load_results` are the way for a sweep too long for that).
+        Also write the results folder there; the results returned are then read from it lazily, as
+        :func:`load_results` reads them (the run holds no step it does not need for results.json, and with ``jobs``
+        above 1 each process writes the steps it solves into the folder's store itself). Without ``output`` the
+        results are held in memory, every step.
     force : bool, optional
         Replace shiftsim's files in a non-empty ``output``.
 
@@ -63,10 +65,12 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
 
     from ..errors import ShiftsimWarning
     from ..plots.registry import chosen_plots
+    from ..analysis.digest import RunDigest
     from ..scenario import LocalExecutor, build_scenario, load_scenario, run
     from ..threads import single_blas_thread
+    from .partitions import RunOutput
     from .write import ResultsStream, write_results
-    from .writers import check_folder, joint_units, results_document
+    from .writers import check_folder, joint_units, keeps_steps, results_document
 
     if not isinstance(jobs, int) or jobs < 1:
         raise InputError([Problem("run_scenario", "jobs", f"{jobs!r} is not a positive whole number",
@@ -87,12 +91,14 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
 
         for message in built.warnings:
             warn(message)
-        if output is None:
-            ran = run(built, LocalExecutor(jobs), on_warning=warn)
-        else:
+        if output is not None:
             with ResultsStream(Path(output), built) as stream:  # the steps go to the store as they are solved
-                ran = run(built, LocalExecutor(jobs), stream.add, on_warning=warn)
-                write_results(ran, Path(output), stream=stream)
+                digest = RunDigest(built)
+                ran = run(built, LocalExecutor(jobs), on_warning=warn, keep_steps=keeps_steps(built.sweep.size),
+                          output=RunOutput(built, stream, digest))
+                write_results(ran, Path(output), stream=stream, digest=digest)
+            return load_results(output)
+        ran = run(built, LocalExecutor(jobs), on_warning=warn)
     document = results_document(built, ran.steps, capacity=ran.capacity, sensitivity=ran.sensitivity)
     return RunResults.from_steps(document, ran.steps, joint_units(built))
 

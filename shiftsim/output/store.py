@@ -357,6 +357,15 @@ class StoreWriter:
         self.close()
 
 
+def remove_parts(folder: str | Path, writer: str) -> None:
+    """Remove the part files writer ``writer`` wrote into the store at ``folder`` (those under their final names and
+    any left half written), as if it had never written."""
+    for table in (STEPS, VALUES):
+        for pattern in (f"part-{writer}-*.parquet", f".part-{writer}-*.parquet.partial"):
+            for path in (Path(folder) / table).glob(pattern):
+                path.unlink(missing_ok=True)
+
+
 class ResultsStore:
     """A results store opened lazily: the part files are listed and their schemas read, no values.
 
@@ -450,4 +459,4 @@ def open_store(folder: str | Path) -> ResultsStore:
 
 
 __all__ = ["Catalog", "ResultsStore", "StoreError", "StoreWriter", "VALUE_COLUMNS", "columns_table", "open_store",
-           "read_catalog", "rows_tables", "steps_schema"]
+           "read_catalog", "remove_parts", "rows_tables", "steps_schema"]

@@ -26,7 +26,7 @@ from .results import RunResults
 from ..scenario.definition import Scenario
 from ..scenario.chain import BlockStep
 from ..scenario.runner import StepResult
-from .store import ROWS_PER_PART, Layout, ResultsStore, StoreWriter
+from .store import ROWS_PER_PART, Layout, ResultsStore, StoreWriter, remove_parts
 from .writers import (CAPACITY_CSV, OUTPUT_FOLDERS, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, SENSITIVITY_CSV, STEPS_CSV,
                       capacity_rows, csv_bytes, joint_units, open_staging, remove_created,
                       keeps_steps, results_document, step_status_row, store_rows, write_files, write_store_csvs,
@@ -40,15 +40,22 @@ class ResultsStream:
     part file is written once ``rows_per_part`` values are held); :func:`write_results` finishes the set.
     :meth:`discard` removes what was staged (a run that failed). Use as a context manager to discard on an
     error that ends the run before it is written.
+
+    ``staging``: the staging folder of a run opened elsewhere (by another :class:`ResultsStream`), into which this
+    stream writes its own part files under the store writer name ``writer`` (a worker's share of the run:
+    :mod:`shiftsim.output.partitions`); :meth:`discard` then removes those part files only.
     """
 
-    def __init__(self, folder: Path, scenario: Scenario, rows_per_part: int = ROWS_PER_PART):
+    def __init__(self, folder: Path, scenario: Scenario, rows_per_part: int = ROWS_PER_PART, writer: str = "0",
+                 staging: Path | None = None):
         self.folder = folder
         self.parameters = scenario.sweep.names
         self._joint_units = joint_units(scenario)
-        self.staging, self.created = open_staging(folder)
+        self._name = writer
+        self.staging, self.created = open_staging(folder) if staging is None else (staging, None)
         try:
-            self.writer = StoreWriter(self.staging, self.parameters, rows_per_part=rows_per_part, background=True)
+            self.writer = StoreWriter(self.staging, self.parameters, writer=writer, rows_per_part=rows_per_part,
+                                      background=True)
         except BaseException:
             self._remove()
             raise
@@ -87,6 +94,9 @@ class ResultsStream:
         self._remove()
 
     def _remove(self) -> None:
+        if self.created is None:  # a share of a run opened elsewhere: its own part files only
+            remove_parts(self.staging, self._name)
+            return
         shutil.rmtree(self.staging, ignore_errors=True)
         remove_created(self.created)
 

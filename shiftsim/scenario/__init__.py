@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from .definition import Scenario, build_scenario, load_scenario
 from .executors import DaskExecutor, Executor, LocalExecutor
-from .run import Run, WarningCallback, execute, finish, run
+from .run import Run, WarningCallback, execute, run
 from .chain import run_chain
 from .runner import StepCallback, StepResult
 
-__all__ = ["Scenario", "StepResult", "Run", "load_scenario", "build_scenario", "run", "execute", "finish",
+__all__ = ["Scenario", "StepResult", "Run", "load_scenario", "build_scenario", "run", "execute",
            "run_chain", "LocalExecutor", "DaskExecutor"]

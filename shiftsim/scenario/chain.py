@@ -160,8 +160,11 @@ class StepBlock:
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the scenario and the machines' plans (compiled models): a block sent back from a worker
         process is :meth:`attach`-ed to the receiving process's scenario."""
-        state = {key: value for key, value in self.__dict__.items() if key not in ("scenario", "_columns")}
+        state = {key: value for key, value in self.__dict__.items() if key not in ("scenario", "_columns", "_offsets")}
         state["machines"] = [replace(m, plan=m.plan.machine.id) for m in self.machines]
+        if "_columns" in self.__dict__:  # computed (the joint loads let go): travels with machine ids for machines
+            values, extras, items = self._columns
+            state["_columns"] = (values, extras, [(kind, machine.id, *rest) for kind, machine, *rest in items])
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -177,6 +180,9 @@ class StepBlock:
             if m.plan not in plans:
                 plans[m.plan] = _plan(scenario, by_id[m.plan])
             m.plan = plans[m.plan]
+        if "_columns" in self.__dict__:
+            values, extras, items = self._columns
+            self._columns = (values, extras, [(kind, by_id[machine], *rest) for kind, machine, *rest in items])
         self.scenario = scenario
 
     def steps(self) -> list[BlockStep]:
@@ -492,7 +498,8 @@ def _solve_blocks(plans: list[_MachinePlan], parts: list[tuple[int, ...]], table
 def run_chain(scenario: Scenario, chain: tuple[int, ...], on_step: StepCallback | None = None,
               blocks: bool = True) -> list[StepResult]:
     """Solve the steps of one chain in order, each from the previous equilibrium (all from the start state first):
-    in blocks where :func:`block_path_problem` finds nothing against it (and ``blocks``), step by step otherwise."""
+    in blocks where :func:`block_path_problem` finds nothing against it (and ``blocks``), step by step otherwise.
+    Returns the steps when there is no ``on_step`` (as :func:`run_chains`)."""
     return run_chains(scenario, [chain], on_step, blocks)
 
 
@@ -500,15 +507,13 @@ def run_chains(scenario: Scenario, chains: list[tuple[int, ...]], on_step: StepC
                blocks: bool = True) -> list[StepResult]:
     """Solve several chains (each as :func:`run_chain` does) in this process: by the block path, up to
     :data:`CHAINS_AT_ONCE` chains' blocks at a time in one call of the core (the chains on every thread), so steps
-    of different chains reach ``on_step`` interleaved, each chain's in order; step by step, one chain after another."""
+    of different chains reach ``on_step`` interleaved, each chain's in order; step by step, one chain after another.
+    Returns the steps when there is no ``on_step`` (else an empty list: the steps are ``on_step``'s to keep or let go,
+    so a long chain's memory does not grow with its steps)."""
     table = scenario.sweep.table()
     states = [{m.id: _MachineChainState(m.q_start.copy()) for m in scenario.machines} for _ in chains]
     results: list[StepResult] = []
-
-    def hand_on(step: StepResult) -> None:
-        results.append(step)
-        if on_step is not None:
-            on_step(step)
+    hand_on = results.append if on_step is None else on_step
 
     if not blocks or block_path_problem(scenario) is not None:
         for chain, chain_states in zip(chains, states):

@@ -2,8 +2,8 @@
 
 A run checks that the scenario fits (its sweep's step count, and the memory of
 one solve per machine times the local processes solving at once), solves every
-step on an executor, computes what spans the steps (collisions), and runs the
-scenario's ``analysis.capacity`` and ``analysis.sensitivity`` (not for a run stopped by a signal). What it
+step on an executor (each step's collisions checked where it is solved; see
+``executors``), and runs the scenario's ``analysis.capacity`` and ``analysis.sensitivity`` (not for a run stopped by a signal). What it
 makes is a :class:`Run`; writing it is :mod:`shiftsim.output`'s job, which
 never solves.
 """
@@ -11,20 +11,21 @@ never solves.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
-from ..interrupts import Interrupted
+from ..interrupts import Interrupted, signals_deferred
 from ..solve_memory import check_solve_memory
 from .capacity_analysis import analysis_spec, chart_analysis
 from .definition import Scenario
-from .executors import Executor, LocalExecutor
+from .chain import attach_blocks
+from .executors import Executor, LocalExecutor, PartResult, Route, SinkFactory, StepSink
 from .runner import StepCallback, StepResult
 from .sensitivity_analysis import run_analysis as run_sensitivity
 from .sensitivity_analysis import sensitivity_spec
 from .sweep import check_size
 
 WarningCallback = Callable[[str], None]
-COLLISION_BATCH = 256  # solved steps whose collisions are checked at once (pybullet queries in one batch)
+ProgressCallback = Callable[[int, int], None]  # (steps solved, of which failed) since the last call
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,8 @@ class Run:
     """What running a scenario made.
 
     ``steps``: the solved steps sorted by index (all of them, or those solved before ``interrupted``, the
-    signal that stopped the run), when the run held them (:func:`run`'s ``keep_steps``); a run that did not holds
-    only the steps a stop left unwritten, and ``solved`` and ``failed`` count them all; ``capacity``: the
+    signal that stopped the run), when the run held them (:func:`run`'s ``keep_steps``; else none), ``solved`` and
+    ``failed`` counting them all; ``capacity``: the
     ``analysis.capacity`` document (None without one, or for a stopped run; ``{"load": ..., "error": message}`` when
     the analysis could not be solved); ``sensitivity``: the ``analysis.sensitivity`` section
     (:mod:`.sensitivity_analysis`; None without one, or for a stopped run); ``solved``: the steps solved;
@@ -69,95 +70,113 @@ def check_fits(scenario: Scenario, executor: Executor) -> None:
         check_solve_memory(machine.model, f"{scenario.source}: machine {machine.id!r}", copies=copies)
 
 
+class Output(Protocol):
+    """Where a run's steps go besides the run itself (:class:`shiftsim.output.partitions.RunOutput`: the results
+    folder's store and the run's digest): ``local`` takes the steps solved in this process, ``remote`` (picklable)
+    opens the sink of each part a worker solves, ``collect`` takes each part's result here, ``discard`` removes what a
+    part that never ended wrote."""
+
+    local: StepSink
+    remote: SinkFactory
+
+    def collect(self, result: PartResult) -> None: ...
+
+    def discard(self, name: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Callback:
+    """A sink handing each step to a callback (in this process)."""
+
+    on_step: StepCallback
+
+    def add(self, step: StepResult) -> None:
+        self.on_step(step)
+
+    def close(self) -> None:
+        return None
+
+
+class _Tally:
+    """What the parts of a run handed back, collected in this process: steps solved, failed, kept (when kept)."""
+
+    def __init__(self, scenario: Scenario, keep: bool, on_step: StepCallback | None, on_warning: WarningCallback | None,
+                 output: Output | None):
+        self.scenario, self.keep, self.on_step, self.on_warning, self.output = scenario, keep, on_step, on_warning, output
+        self.solved, self.failed, self.kept = 0, [], []
+        self.warned: set[str] = set()
+
+    def route(self, progress: ProgressCallback | None) -> Route:
+        output = self.output
+        local = output.local if output is not None else None if self.on_step is None else _Callback(self.on_step)
+        return Route(local, None if output is None else output.remote, self.keep, self.collect, progress,
+                     None if output is None else output.discard)
+
+    def collect(self, result: PartResult) -> None:
+        """A part's result taken in whole (a signal waits: its steps are counted, held and handed to the output
+        together, or not at all)."""
+        with signals_deferred():
+            for warning in result.warnings:
+                if warning not in self.warned:
+                    self.warned.add(warning)
+                    if self.on_warning is not None:
+                        self.on_warning(warning)
+            steps = attach_blocks(self.scenario, result.kept)
+            if self.output is not None:
+                self.output.collect(result)
+            if not result.delivered and self.on_step is not None:  # steps that came back from a worker
+                for step in steps:
+                    self.on_step(step)
+            self.solved += result.solved
+            self.failed += result.failed
+            if self.keep:
+                self.kept += steps
+
+    def steps(self) -> list[StepResult]:
+        return sorted(self.kept, key=lambda step: step.index)
+
+
 def execute(scenario: Scenario, executor: Executor, on_step: StepCallback | None = None,
             on_warning: WarningCallback | None = None) -> list[StepResult]:
-    """Solve every step of the scenario (chains on the executor); results sorted by step index,
-    finished by :func:`finish`. A bad ``analysis.capacity`` or ``analysis.sensitivity`` is refused before any step is
-    solved."""
+    """Solve every step of the scenario (chains on the executor, each step's collisions checked when the scenario
+    has a ``collision`` section); results sorted by step index. A bad ``analysis.capacity`` or
+    ``analysis.sensitivity`` is refused before any step is solved."""
     analysis_spec(scenario)
     sensitivity_spec(scenario)
-    return finish(scenario, executor.run(scenario, scenario.sweep.chains(), on_step), on_warning)
-
-
-def finish(scenario: Scenario, steps: list[StepResult], on_warning: WarningCallback | None = None) -> list[StepResult]:
-    """Solved steps (all, or those solved before a run was stopped) sorted by index, with what is
-    computed over steps: a scenario with ``collision`` gets each step's ``collisions`` from the
-    solved poses (:func:`attach_collisions`, the steps without them in one batch)."""
-    attach_collisions(scenario, steps, on_warning)
-    return sorted(steps, key=lambda step: step.index)
-
-
-def attach_collisions(scenario: Scenario, steps: list[StepResult], on_warning: WarningCallback | None = None,
-                      warned: set[str] | None = None) -> None:
-    """Check the collisions of those ``steps`` that have none yet, in one batch
-    (:func:`shiftsim.scenario.collisions.attach_collisions`; nothing without a ``collision`` section); the
-    collision world's warnings (machines without shapes, ...) go to ``on_warning``, each once if ``warned``
-    (the warnings given so far) is kept between batches."""
-    unchecked = [step for step in steps if step.collisions is None]
-    if not unchecked or "collision" not in (scenario.document or {}):
-        return
-    from .collisions import attach_collisions as attach
-
-    for warning in attach(scenario, unchecked):
-        if on_warning is not None and (warned is None or warning not in warned):
-            on_warning(warning)
-        if warned is not None:
-            warned.add(warning)
+    tally = _Tally(scenario, True, on_step, on_warning, None)
+    executor.run(scenario, scenario.sweep.chains(), tally.route(None))
+    return tally.steps()
 
 
 def run(scenario: Scenario, executor: Executor, on_step: StepCallback | None = None,
-        on_warning: WarningCallback | None = None, keep_steps: bool = True) -> Run:
+        on_warning: WarningCallback | None = None, keep_steps: bool = True, output: Output | None = None,
+        progress: ProgressCallback | None = None) -> Run:
     """Check that the scenario fits (:func:`check_fits`), solve its steps (:func:`execute`) and run its capacity
     analysis. An :class:`~shiftsim.interrupts.Interrupted` raised while solving (under
-    :func:`~shiftsim.interrupts.signals_raise`) ends the run with the steps solved so far and no capacity.
+    :func:`~shiftsim.interrupts.signals_raise`) ends the run with the steps solved so far (every one: workers end
+    their parts with theirs) and no capacity.
 
-    ``on_step`` gets every step once it is complete: a scenario that checks collisions has them checked in
-    batches of :data:`COLLISION_BATCH` solved steps before the batch goes on. ``keep_steps=False``: the run does
-    not hold the steps it has handed to ``on_step`` (which writes and reduces them), so its memory does not grow
-    with the sweep; it counts them (``Run.solved``, ``Run.failed``). A scenario with ``analysis.sensitivity`` holds
+    ``output``: where the steps go as they are solved, in this process or in the workers that solve them (the
+    results folder's store and the digest; :mod:`shiftsim.output.partitions`); else ``on_step`` gets every step in
+    this process (steps solved in workers travel back for it, a chain at a time), collisions checked; ``progress(solved, failed)``
+    hears of steps solved, a batch at a time. ``keep_steps=False``: the run holds no step (its memory does not grow
+    with the sweep) and counts them (``Run.solved``, ``Run.failed``). A scenario with ``analysis.sensitivity`` holds
     them all the same (the analysis starts from each step's equilibrium)."""
+    if output is not None and on_step is not None:
+        raise ValueError("a run takes its steps to an output or to on_step, not both")
     check_fits(scenario, executor)
     keep_steps = keep_steps or sensitivity_spec(scenario) is not None
-    solved: list[StepResult] = []  # handed on and held
-    pending: list[StepResult] = []  # solved, their collisions not checked yet
-    count, failed = 0, []
-    warned: set[str] = set()
-    batch = COLLISION_BATCH if "collision" in (scenario.document or {}) else 1
-
-    def hand_on() -> None:
-        nonlocal count
-        attach_collisions(scenario, pending, on_warning, warned)
-        while pending:
-            step = pending.pop(0)
-            count += 1
-            if not step.converged:
-                failed.append(step.index)
-            if keep_steps:
-                solved.append(step)
-            if on_step is not None:
-                on_step(step)
-
-    def on_solved(step: StepResult) -> None:
-        pending.append(step)
-        if len(pending) >= batch:
-            hand_on()
-
     analysis_spec(scenario)  # refused before any step is solved, as by execute
     sensitivity_spec(scenario)
+    tally = _Tally(scenario, keep_steps, on_step, on_warning, output)
     try:
-        executor.run(scenario, scenario.sweep.chains(), on_solved)
-        hand_on()
+        executor.run(scenario, scenario.sweep.chains(), tally.route(progress))
     except Interrupted as stop:
-        # solved but not handed on: held, to be written (the stream takes the steps it has not had from the run's)
-        unwritten = finish(scenario, pending, on_warning)
-        if keep_steps:  # counted from the steps held: the signal may have landed between a step's count and its holding
-            count, failed = len(solved), [step.index for step in solved if not step.converged]
-        return Run(scenario, sorted([*solved, *unwritten], key=lambda step: step.index), None, stop,
-                   solved=count + len(unwritten),
-                   failed=tuple(sorted([*failed, *(step.index for step in unwritten if not step.converged)])))
-    steps = sorted(solved, key=lambda step: step.index)
+        return Run(scenario, tally.steps(), None, stop, solved=tally.solved, failed=tuple(sorted(tally.failed)))
+    steps = tally.steps()
     document, chart = chart_analysis(scenario)
-    return Run(scenario, steps, document, sensitivity=run_sensitivity(scenario, steps, chart), solved=count, failed=tuple(sorted(failed)))
+    return Run(scenario, steps, document, sensitivity=run_sensitivity(scenario, steps, chart), solved=tally.solved,
+               failed=tuple(sorted(tally.failed)))
 
 
-__all__ = ["Run", "WarningCallback", "attach_collisions", "check_fits", "execute", "finish", "run"]
+__all__ = ["Output", "Run", "WarningCallback", "check_fits", "execute", "run"]

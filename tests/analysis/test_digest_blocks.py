@@ -67,7 +67,7 @@ def test_the_digest_of_a_blocks_arrays_is_the_digest_of_its_steps_dictionaries(n
     steps = [step for chain in scenario.sweep.chains() for step in run_chain(scenario, chain)]
     assert steps and all(isinstance(step, BlockStep) for step in steps)
     if name == "two_excavators":  # collisions as the run attaches them (after solving)
-        from shiftsim.scenario.run import attach_collisions
+        from shiftsim.scenario.collisions import attach_collisions
 
         attach_collisions(scenario, steps)
         assert all(step.collisions for step in steps)

@@ -108,3 +108,18 @@ def capacity_scenario(**changes):
     document["outputs"] = {"csv": True, "plots": []}
     document.update(changes)
     return document
+
+
+def cut_shipped(tmp_path: Path, name: str) -> Path:
+    """The shipped scenario ``name`` with its sweep cut to 3 steps (2 per grid axis), no analysis, no plots, the CSV
+    tables asked for; written into ``tmp_path``."""
+    document = json.loads((SCENARIOS / f"{name}.json").read_text())
+    document.pop("analysis", None)
+    for machine in document["machines"]:
+        machine["model"] = str((SCENARIOS / machine["model"]).resolve())
+    sweep = document["sweep"]
+    steps = 2 if sweep.get("mode") == "grid" else 3
+    sweep["parameters"] = {n: ({**v, "steps": min(v["steps"], steps)} if isinstance(v, dict) else v[:steps])
+                           for n, v in sweep["parameters"].items()}
+    document["outputs"] = {**document.get("outputs", {}), "csv": True, "plots": []}
+    return write_scenario(tmp_path, document, f"{name}.json")

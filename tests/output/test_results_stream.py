@@ -124,11 +124,9 @@ def test_collisions_reach_the_store_checked_in_batches(tmp_path, monkeypatch):
     """two_excavators cut to 9 steps, collisions checked 4 steps at a time before the steps are streamed: the
     store's pair distances are results.json's, and they close in as the closed form of the scenario says (the
     gap 2.0 m - (1.7 m sin a + 1.5 m cos a) shrinks with the slew a)."""
-    import importlib
+    from shiftsim.scenario import executors
 
-    run_module = importlib.import_module("shiftsim.scenario.run")
-
-    monkeypatch.setattr(run_module, "COLLISION_BATCH", 4)
+    monkeypatch.setattr(executors, "COLLISION_BATCH", 4)
     document = json.loads((SCENARIOS / "two_excavators.json").read_text())
     for machine in document["machines"]:
         machine["model"] = str((SCENARIOS / machine["model"]).resolve())

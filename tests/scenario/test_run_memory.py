@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers.scenario import SCENARIOS, beam_scenario, run_cli, write_scenario
+from helpers.scenario import beam_scenario, cut_shipped, run_cli
 
 from shiftsim.analysis.digest import RunDigest, count_line, result_lines
 from shiftsim.output import writers
@@ -55,20 +55,6 @@ def test_a_run_that_does_not_keep_its_steps_holds_as_much_after_1200_steps_as_af
     assert kept_records >= 600 and kept - few > bound
 
 
-def _cut(name: str, tmp_path: Path) -> Path:
-    """A shipped scenario with its sweep cut to 3 steps (2 per grid axis), no analysis, no plots."""
-    document = json.loads((SCENARIOS / f"{name}.json").read_text())
-    document.pop("analysis", None)
-    for machine in document["machines"]:
-        machine["model"] = str((SCENARIOS / machine["model"]).resolve())
-    sweep = document["sweep"]
-    steps = 2 if sweep.get("mode") == "grid" else 3
-    sweep["parameters"] = {n: ({**v, "steps": min(v["steps"], steps)} if isinstance(v, dict) else v[:steps])
-                           for n, v in sweep["parameters"].items()}
-    document["outputs"] = {**document.get("outputs", {}), "csv": True, "plots": []}
-    return write_scenario(tmp_path, document, f"{name}.json")
-
-
 def _without_provenance(html: bytes) -> bytes:
     return re.sub(rb"<h2>Inputs and provenance.*", b"", html, flags=re.S)
 
@@ -79,7 +65,7 @@ def test_a_run_that_holds_no_step_writes_what_a_run_holding_them_writes(name, tm
     """shiftsim run of a cut shipped scenario (pins; collisions; ground; Mdx actuators), once as it runs (holding
     its steps for results.json) and once as a run over results.json's limit runs (holding none: the report and the
     summary from the digest and the store): the same report, summary, CSVs and results.json summary."""
-    path = _cut(name, tmp_path)
+    path = cut_shipped(tmp_path, name)
     code, held_out, _ = run_cli(capsys, "run", path, "-o", tmp_path / "held")
     monkeypatch.setattr(writers, "JSON_STEP_LIMIT", 1)
     streamed_code, streamed_out, _ = run_cli(capsys, "run", path, "-o", tmp_path / "streamed")
@@ -107,7 +93,7 @@ def test_a_digest_is_the_same_whatever_order_the_steps_come_in(name, tmp_path):
     reactions are those of the steps in index order."""
     from shiftsim.scenario import load_scenario
 
-    scenario = load_scenario(_cut(name, tmp_path))
+    scenario = load_scenario(cut_shipped(tmp_path, name))
     steps = execute(scenario, LocalExecutor(1))
     forward, backward = RunDigest.of(scenario, steps), RunDigest.of(scenario, steps[::-1])
     assert len(steps) > 1 and result_lines(scenario, forward) == result_lines(scenario, backward)
