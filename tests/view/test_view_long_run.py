@@ -36,9 +36,10 @@ def long_run(tmp_path_factory):
     scenario["loads"][0]["force"] = [0.0, 0.0, -19620.0]  # 2 t: the chassis pitches visibly
     scenario["outputs"] = {"plots": []}
     (folder / "scenario.json").write_text(json.dumps(scenario))
+    ran = shiftsim.run_scenario(folder / "scenario.json")  # in memory: results.json's document, scene included
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(writers, "JSON_STEP_LIMIT", 10)
-        ran = shiftsim.run_scenario(folder / "scenario.json", output=folder / "out")
+        shiftsim.run_scenario(folder / "scenario.json", output=folder / "out")
     return ran, shiftsim.load_results(folder / "out"), folder / "car.json"
 
 
