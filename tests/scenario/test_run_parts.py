@@ -22,7 +22,7 @@ from shiftsim.analysis.digest import RunDigest, count_line, result_lines
 from shiftsim.output import partitions, writers
 from shiftsim.output.partitions import Partitions, RunOutput
 from shiftsim.output.report import peak_tables, pin_reaction_rows
-from shiftsim.output.store import open_store
+from shiftsim.output.store import StoreError, open_store
 from shiftsim.output.write import ResultsStream
 from shiftsim.scenario import LocalExecutor, build_scenario, execute, load_scenario, run
 from shiftsim.scenario import executors
@@ -275,3 +275,13 @@ def test_a_stopped_dask_run_keeps_what_its_tasks_solved(tmp_path):
     for start in (0, 10_000):
         mine = [index for index in stored if start <= index < start + 10_000]
         assert mine == list(range(start, start + len(mine)))
+
+
+def test_a_worker_that_cannot_see_the_staging_folder_says_where_and_why(tmp_path):
+    """A Dask worker on another machine without the output folder at the same path: the error names the folder and
+    what it needs, and nothing is written."""
+    missing = tmp_path / "out" / ".staging"
+    with pytest.raises(StoreError) as caught:
+        Partitions(missing, 100).open(_beam(3), "c0")
+    assert str(missing) in str(caught.value) and "shared file system" in str(caught.value)
+    assert not (tmp_path / "out").exists()
