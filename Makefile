@@ -10,13 +10,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# An editable install leaves the package uncompiled, and with PYTHONDONTWRITEBYTECODE set (as here) every command would
+# compile it from source again (0.4 s of each `shiftsim` call): compile it once, as a wheel install does. Each .pyc
+# records its source's hash, so an edited module is never served stale: Python compiles it anew until the next install.
+BYTECODE := $(BIN)/python -m compileall -q --invalidation-mode checked-hash shiftsim
+
 $(STAMP): pyproject.toml $(wildcard shiftsim/core/src/*) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BYTECODE)
 	touch $(STAMP)
 
 # the demo needs shiftsim and its dependencies only, not the test extra
 $(DEMO_STAMP): pyproject.toml $(wildcard shiftsim/core/src/*) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	$(BYTECODE)
 	touch $(DEMO_STAMP)
 
 test: $(STAMP)
