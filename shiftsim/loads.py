@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import null_space
 
 from .core.library import core
 from .kinematics import closure_jacobian, closure_poses, coupling_map, state
@@ -108,6 +107,8 @@ def _complement_in(space: np.ndarray, part: np.ndarray) -> np.ndarray:
 
 def _null(matrix: np.ndarray, rows: int) -> np.ndarray:
     """Orthonormal basis (rows, d) of the vectors x with ``matrix.T @ x = 0`` (matrix (rows, c))."""
+    from scipy.linalg import null_space  # scipy: 0.3 s to import, paid only where it is used
+
     return null_space(matrix.T, rcond=RANK_TOLERANCE) if matrix.shape[1] else np.eye(rows)
 
 

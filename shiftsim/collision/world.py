@@ -49,7 +49,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..model import Model
 from ..spec import FIXED
@@ -273,6 +272,8 @@ class CollisionWorld:
             exact = boxes[first] & boxes[second] & (bound < 0)
             plans.append((bound.tolist(), upper[rows, picked].tolist(), first.tolist(), second.tolist(),
                           exact.tolist(), [0, *np.cumsum(keep.sum(axis=1)).tolist()]))
+        from scipy.spatial.transform import Rotation  # scipy: 0.3 s to import, paid only where it is used
+
         quaternion = Rotation.from_matrix(rotation.reshape(-1, 3, 3), assume_valid=True) \
             .as_quat().reshape(*rotation.shape[:2], 4)  # x, y, z, w as pybullet wants them
 

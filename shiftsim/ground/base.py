@@ -20,7 +20,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..errors import InputError, Problems, suggest
 from ..kinematics import forward
@@ -130,6 +129,8 @@ def _motion(joint: JointSpec) -> np.ndarray:
     axis = np.asarray(joint.axis, float) / np.linalg.norm(joint.axis)
     motion = np.eye(4)
     if joint.type == "revolute":
+        from scipy.spatial.transform import Rotation  # scipy: 0.3 s to import, paid only where it is used
+
         motion[:3, :3] = Rotation.from_rotvec(axis * joint.initial[0]).as_matrix()
     else:
         motion[:3, 3] = axis * joint.initial[0]

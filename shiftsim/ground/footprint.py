@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError
 
 LOADED = 1e-6
 
@@ -75,6 +74,8 @@ def support_ring(points: np.ndarray, loaded: np.ndarray) -> list[int]:
 def _hull(xy: np.ndarray) -> list[int]:
     """Counter-clockwise hull vertex indices; for collinear points the two ends, for one point itself."""
     if len(xy) >= 3:
+        from scipy.spatial import ConvexHull, QhullError  # scipy: 0.3 s to import, paid only where it is used
+
         try:
             return list(ConvexHull(xy).vertices)
         except QhullError:

@@ -40,7 +40,6 @@ and end their part after the step in hand, so every step solved is kept; a part 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
 import multiprocessing
@@ -437,6 +436,8 @@ class DaskExecutor:
                 reason = error.strerror or str(error) or type(error).__name__
                 raise SchedulerError(f"cannot reach {where}: {reason} (waited at most {timeout:g} s)") from None
         try:
+            import asyncio  # 0.1 s to import: only Dask runs pay it
+
             asyncio.run(asyncio.wait_for(_scheduler_identity(self.address, timeout), timeout))
         except (OSError, TimeoutError, ValueError) as error:
             reason = str(error) or f"no Dask answer within {timeout:g} s"

@@ -32,7 +32,6 @@ from ..jsonio import read_json
 from ..model import compile_model
 from ..spec import ModelSpec, PATH_SEPARATOR
 from .machines import Machine, switch_assemblies
-from .mdx import read_mdx_part
 from .mfk import read_mfk_part
 from .parts import Attachment, Part, compose
 from .ground import floating_model, stands_on_ground
@@ -103,6 +102,8 @@ def read_part(entry: dict[str, Any], index: int, scenario_dir: Path, problems: P
         if kind == "mfk" and "attach" not in entry:
             part = read_mfk_part(index, entry, source, data, placement, problems, site_origin)
         elif kind == "mdx" and "attach" not in entry:
+            from .mdx import read_mdx_part  # the Mdx platform's kinematics (and scipy): only Mdx parts pay it
+
             part = read_mdx_part(index, entry, source, data, placement, problems)
         else:
             issue_warnings(group_warnings(warnings))  # the parse's own: read_model issues the reader's

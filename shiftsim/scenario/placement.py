@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..errors import Problems
 from ..spatial import is_rotation
@@ -59,6 +58,8 @@ class Placement:
                 position[axis] = values[name]
         rotation = self.rotation
         if "yaw" in values:
+            from scipy.spatial.transform import Rotation  # scipy: 0.5 s to import, paid only by placements that turn
+
             _, pitch, roll = Rotation.from_matrix(self.rotation).as_euler("ZYX")
             rotation = Rotation.from_euler("ZYX", [values["yaw"], pitch, roll]).as_matrix()
         return Placement(rotation, position)
@@ -83,6 +84,10 @@ def read_placement(value: dict[str, Any] | None, where: str, problems: Problems)
         return Placement(np.eye(3), position)
     if isinstance(rotation, dict):
         angles = [rotation.get("yaw", 0.0), rotation.get("pitch", 0.0), rotation.get("roll", 0.0)]
+        if not any(angles):  # no turn: the identity, exactly as scipy builds it, without importing scipy
+            return Placement(np.eye(3), position)
+        from scipy.spatial.transform import Rotation  # scipy: 0.5 s to import, paid only by placements that turn
+
         return Placement(Rotation.from_euler("ZYX", angles, degrees=True).as_matrix(), position)
     matrix = np.asarray(rotation, float)
     if not is_rotation(matrix):

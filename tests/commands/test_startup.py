@@ -22,12 +22,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
-from helpers.scenario import beam_scenario, write_scenario
+from helpers.scenario import beam_scenario, shortened_scenario, write_scenario
 from scipy.spatial.transform import Rotation
 
 from shiftsim.cli import COMMANDS, build_parser, main
+from shiftsim.errors import Problems
+from shiftsim.scenario.placement import read_placement
+from shiftsim.scenario.schema import load_schema, validator
 from shiftsim.spatial import euler_rotation, quaternion_matrix, rotation_about
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,3 +203,52 @@ def test_run_loads_plotting_and_the_report_only_after_solving_and_matplotlib_onl
     code, solving, end = modules_of_a_run(tmp_path / "none", [])
     assert code == 0 and (tmp_path / "none" / "out" / "report.html").is_file()
     assert not loaded(end, "matplotlib") and loaded(end, "shiftsim.output.report")
+
+
+def one_step_lift(folder: Path) -> Path:
+    """The shipped excavator lift cut to one step, drawing no plots (the benchmark's fixed-cost run): its path."""
+    path = shortened_scenario("excavator_lift", 1, folder)
+    document = json.loads(path.read_text())
+    document["outputs"]["plots"] = []
+    return write_scenario(folder, document)
+
+
+@pytest.mark.slow
+def test_a_one_step_run_without_plots_loads_no_scipy_matplotlib_or_asyncio(tmp_path):
+    """A 1-step ``shiftsim run`` of the excavator lift with no plots solves, writes its tables and report, and never
+    imports scipy (its placement does not turn; ground, collision, loop-load and sensitivity helpers import scipy where
+    they use it), matplotlib, or asyncio (only a Dask run needs it)."""
+    scenario = one_step_lift(tmp_path)
+    code, modules = modules_after("run", str(scenario), "-o", str(tmp_path / "out"), "-q")
+    assert code == 0
+    assert {"results.json", "results.csv", "report.html"} <= {p.name for p in (tmp_path / "out").iterdir()}
+    assert loaded(modules, "shiftsim.statics") and loaded(modules, "pyarrow")  # it did solve and write the store
+    assert not [name for name in ("scipy", "matplotlib", "asyncio", "dask") if loaded(modules, name)]
+
+
+@pytest.mark.parametrize("name", ["scenario", "results"])
+def test_shipped_schemas_are_valid_schemas_for_their_draft(name):
+    """A run validates its scenario without first checking the shipped schema against its metaschema: checked here
+    once, by jsonschema's own check for the draft the schema declares."""
+    schema = load_schema(name)
+    draft = jsonschema.validators.validator_for(schema)
+    draft.check_schema(schema)
+    assert type(validator(name)) is draft
+    with pytest.raises(jsonschema.SchemaError):  # the check can fail
+        draft.check_schema({**schema, "type": "objekt"})
+
+
+@pytest.mark.parametrize("angles", [{}, {"roll": 0.0, "pitch": 0.0, "yaw": 0.0}, {"yaw": -0.0}, {"pitch": 0}])
+def test_a_placement_that_does_not_turn_is_scipys_identity_bit_for_bit(angles):
+    """Angles that are all zero give the identity without scipy: the very matrix scipy builds (zeros unsigned)."""
+    placement = read_placement({"rotation": angles}, "machines[0].placement", Problems("s.json"))
+    expected = Rotation.from_euler("ZYX", [angles.get("yaw", 0.0), angles.get("pitch", 0.0),
+                                           angles.get("roll", 0.0)], degrees=True).as_matrix()
+    assert placement.rotation.tobytes() == expected.tobytes()
+
+
+def test_a_placement_that_turns_is_scipys_intrinsic_zyx():
+    placement = read_placement({"rotation": {"roll": 10.0, "pitch": -20.0, "yaw": 30.0}}, "p", Problems("s.json"))
+    expected = Rotation.from_euler("ZYX", [30.0, -20.0, 10.0], degrees=True).as_matrix()
+    assert placement.rotation.tobytes() == expected.tobytes()
+    assert not np.allclose(placement.rotation, np.eye(3))

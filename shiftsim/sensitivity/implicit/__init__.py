@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lapack
 
 from ...errors import InputError, Problem, SolveError
 from ... import statics
@@ -178,6 +177,8 @@ def factorize(eq: Equilibrium) -> Factorized:
     null space, from G^T's complete QR) has its smallest singular value above 1e-10 of A's largest entry, and the
     solver did not find the equilibrium neutral. LAPACK is called directly: these matrices are small and the
     wrappers' checks would cost more than the work."""
+    from scipy.linalg import lapack  # scipy: 0.3 s to import, paid only where it is used
+
     nf, m = len(eq.free), len(eq.rows)
     a = bordered(eq)
     if not a.size:
@@ -217,6 +218,8 @@ def derivatives(f: Factorized, rhs: np.ndarray, outputs: np.ndarray, explicit: n
         return np.full(explicit.shape, np.nan)
     if not f.lu:  # nothing free: the outputs move only explicitly
         return explicit.copy()
+    from scipy.linalg import lapack  # scipy: 0.3 s to import, paid only where it is used
+
     lu, pivots = f.lu
     if mode == "forward":
         return outputs @ lapack.dgetrs(lu, pivots, rhs)[0] + explicit
