@@ -41,7 +41,6 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..plots.ground import capacity_chart
     from ..scenario.capacity_analysis import read_capacity, run_capacity
     from ..scenario.sweep import check_size
 
@@ -70,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     document = run_capacity(scenario, spec)
     if chart is not None:  # written whole or not at all
+        from ..plots.ground import capacity_chart  # matplotlib: loaded only to draw
+
         staging = chart.with_name(f".{chart.name}.{os.getpid()}.tmp")
         try:
             staging.write_bytes(capacity_chart(document))

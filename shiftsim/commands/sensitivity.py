@@ -25,7 +25,6 @@ import numpy as np
 
 from ..errors import Problems, ScenarioError
 from ..loading import load_model
-from ..plots.tornado import sensitivity_chart, tornado_png
 from ..sensitivity import document as section_table
 from ..sensitivity import sensitivity, table
 from ._common import emit_json
@@ -106,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         _write_csv(args.csv, [table.CSV_HEADER, *table.csv_rows(result)])
     if args.tornado:
+        from ..plots.tornado import tornado_png  # matplotlib: loaded only to draw
+
         first = result.outputs[0]
         Path(args.tornado).write_bytes(tornado_png(
             result.parameters, table.change_per_percent(result, first), f"{first} = {result.values[0]:.6g}",
@@ -153,9 +154,12 @@ def _run_scenario(args: argparse.Namespace, document: Any, json_warnings: list[s
     section = run_sensitivity(scenario, spec, execute(scenario, executor))
     if args.csv:
         _write_csv(args.csv, section_table.csv_rows(section))
-    chart = sensitivity_chart(section) if args.tornado else None
-    if chart is not None:
-        Path(args.tornado).write_bytes(chart)
+    if args.tornado:
+        from ..plots.tornado import sensitivity_chart  # matplotlib: loaded only to draw
+
+        chart = sensitivity_chart(section)
+        if chart is not None:
+            Path(args.tornado).write_bytes(chart)
     failed = [p for p in section["points"] if "error" in p]
     if args.json:
         emit_json(section)

@@ -252,3 +252,20 @@ def test_a_placement_that_turns_is_scipys_intrinsic_zyx():
     expected = Rotation.from_euler("ZYX", [30.0, -20.0, 10.0], degrees=True).as_matrix()
     assert placement.rotation.tobytes() == expected.tobytes()
     assert not np.allclose(placement.rotation, np.eye(3))
+
+
+@pytest.mark.slow
+def test_capacity_and_sensitivity_load_matplotlib_only_to_draw(tmp_path):
+    """``capacity`` without ``--chart`` and ``sensitivity`` without ``--tornado`` draw nothing: no matplotlib; with
+    them, the chart is drawn."""
+    scenario = shortened_scenario("excavator_capacity", 1, tmp_path)
+    code, modules = modules_after("capacity", str(scenario), "--json")
+    assert code == 0 and loaded(modules, "shiftsim.scenario.capacity_analysis")
+    assert not loaded(modules, "matplotlib")
+    code, modules = modules_after("sensitivity", "models/shift/four_bar.json", "--of", "joint", "--json")
+    assert code == 0 and loaded(modules, "shiftsim.sensitivity.implicit")
+    assert not loaded(modules, "matplotlib")
+    code, modules = modules_after("sensitivity", "models/shift/four_bar.json", "--of", "joint",
+                                  "--tornado", str(tmp_path / "tornado.png"))
+    assert code == 0 and loaded(modules, "matplotlib")
+    assert (tmp_path / "tornado.png").read_bytes().startswith(b"\x89PNG")
