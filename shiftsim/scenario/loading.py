@@ -32,7 +32,6 @@ from ..jsonio import read_json
 from ..model import compile_model
 from ..spec import ModelSpec, PATH_SEPARATOR
 from .machines import Machine, switch_assemblies
-from .mfk import read_mfk_part
 from .parts import Attachment, Part, compose
 from .ground import floating_model, stands_on_ground
 from .masses import apply_masses
@@ -100,6 +99,8 @@ def read_part(entry: dict[str, Any], index: int, scenario_dir: Path, problems: P
         if len(problems.items) > before:
             return None
         if kind == "mfk" and "attach" not in entry:
+            from .mfk import read_mfk_part  # the MFK reader and its Lua runtime: only MFK parts pay it
+
             part = read_mfk_part(index, entry, source, data, placement, problems, site_origin)
         elif kind == "mdx" and "attach" not in entry:
             from .mdx import read_mdx_part  # the Mdx platform's kinematics (and scipy): only Mdx parts pay it
