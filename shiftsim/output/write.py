@@ -192,7 +192,7 @@ def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream, 
     try:  # a plot that cannot be drawn must not lose the solved results: they are written, then it is reported
         plots, skipped = {}, {}
         if chosen_plots(scenario):  # plots: [] draws none (and reads no step back)
-            plots, skipped = render(scenario, results)
+            plots, skipped = render(scenario, results, ranking=digest)
             plots.update(analysis_charts(document, scenario.outputs.dpi))
         plot_failure = None
     except Exception as error:  # matplotlib's errors have no common base

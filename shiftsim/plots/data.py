@@ -24,10 +24,12 @@ The quantities read (entity kinds as in :mod:`shiftsim.output.results`):
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from ..analysis.digest import Peak, deflection_peaks, effort_peaks, pin_load_peaks
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 
@@ -60,6 +62,46 @@ class _Column:
 
     def __getitem__(self, row: int) -> Any:
         return self.values[row] if self.present[row] else None
+
+
+class Ranking(Protocol):
+    """The peaks of a run the plots rank and leave out series by (and say why a plot is empty by): what
+    :class:`~shiftsim.analysis.digest.RunDigest` holds, or :class:`StepPeaks` of steps read back."""
+
+    deflection: dict[str, Peak]
+    pins: dict[str, Peak]
+
+    def effort_peaks(self) -> dict[str, dict[str, Peak]]: ...
+
+    def force_level(self) -> float: ...
+
+    def peak_deflection(self) -> Peak | None: ...
+
+
+@dataclass(frozen=True)
+class StepPeaks:
+    """The peaks of steps read back (:func:`steps_of`), each reduced once, as a :class:`Ranking`: per tracked frame
+    its largest deflection (m), per kind and joint coordinate its largest |effort|, per joint its largest pin load (N)
+    (:mod:`shiftsim.analysis.digest`; a whole ``RunDigest`` needs what the records do not hold, the tipping edges)."""
+
+    deflection: dict[str, Peak]
+    efforts: dict[str, dict[str, Peak]]
+    pins: dict[str, Peak]
+
+    @classmethod
+    def of(cls, scenario: Scenario, steps: Sequence[StepResult]) -> StepPeaks:
+        return cls(deflection_peaks(steps), effort_peaks(scenario, steps), pin_load_peaks(steps))
+
+    def effort_peaks(self) -> dict[str, dict[str, Peak]]:
+        return self.efforts
+
+    def force_level(self) -> float:
+        """The largest peak effort or pin load (N; N m as if at a 1 m lever): ``digest.force_level``'s."""
+        return max([*(abs(p.value) for peaks in self.efforts.values() for p in peaks.values()),
+                    *(p.value for p in self.pins.values())], default=0.0)
+
+    def peak_deflection(self) -> Peak | None:
+        return max(self.deflection.values(), key=lambda p: p.value, default=None)
 
 
 def steps_of(scenario: Scenario, results: Results) -> list[StepResult]:
@@ -150,4 +192,4 @@ def _ground(arrays: dict, machines: list[str], contacts: list[str], row: int) ->
     return out
 
 
-__all__ = ["Results", "steps_of"]
+__all__ = ["Ranking", "Results", "StepPeaks", "steps_of"]
