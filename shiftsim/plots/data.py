@@ -117,19 +117,23 @@ def steps_of(scenario: Scenario, results: Results) -> list[StepResult]:
                                   "contact_force", "contact_point", *LEG_QUANTITIES.values())
                  for e in entities.get(q, [])])
     arrays = {key: _Column(array) for key, array in results.select(needed).items()}  # one scan of the store
+    joint_records = {name: _records(arrays, name, JOINT_QUANTITIES, "effort") for name in joints}
+    frame_records = {name: _records(arrays, name, FRAME_QUANTITIES, "deflection") for name in frames}
     table = results.steps
+    names = list(table.values)
+    swept = list(zip(*(values.tolist() for values in table.values.values()))) or [()] * len(table)
     steps = []
-    for row, index in enumerate(table.index):
-        residual = float(table.residual[row])
-        step = StepResult(int(index), {name: float(v[row]) for name, v in table.values.items()}, str(table.status[row]),
-                          int(table.iterations[row]), None if math.isnan(residual) else residual,
-                          bool(table.stable[row]), stability=str(table.stability[row]))
-        for name in joints:
-            if arrays[name, "effort"][row] is not None:
-                step.joints[name] = {q: arrays[name, q][row] for q in JOINT_QUANTITIES}
-        for name in frames:
-            if arrays[name, "deflection"][row] is not None:
-                step.frames[name] = {q: arrays[name, q][row] for q in FRAME_QUANTITIES}
+    for row, (index, values, status, iterations, residual, stable, stability) in enumerate(zip(
+            table.index.tolist(), swept, table.status.tolist(), table.iterations.tolist(), table.residual.tolist(),
+            table.stable.tolist(), table.stability.tolist())):
+        step = StepResult(index, dict(zip(names, values)), status, iterations,
+                          None if math.isnan(residual) else residual, stable, stability=stability)
+        for name, records in joint_records.items():
+            if records[row] is not None:
+                step.joints[name] = records[row]
+        for name, records in frame_records.items():
+            if records[row] is not None:
+                step.frames[name] = records[row]
         for machine_id in entities.get("coordinates", []):
             if arrays[machine_id, "coordinates"][row] is not None:
                 step.q[machine_id] = arrays[machine_id, "coordinates"].array[row]
@@ -139,6 +143,16 @@ def steps_of(scenario: Scenario, results: Results) -> list[StepResult]:
         step.ground = _ground(arrays, entities.get("tipping_margin", []), entities.get("contact_force", []), row)
         steps.append(step)
     return steps
+
+
+def _records(arrays: dict, entity: str, quantities: Sequence[str], kept_by: str) -> list[dict[str, Any] | None]:
+    """Per step row, ``entity``'s record ``{quantity: value}`` (a quantity the step lacks is None), or None where it
+    lacks ``kept_by`` (the entity was not reported at that step)."""
+    cells = [[value if present else None for value, present in zip(arrays[entity, q].values,
+                                                                    arrays[entity, q].present.tolist())]
+             for q in quantities]
+    return [dict(zip(quantities, values)) if kept else None
+            for kept, values in zip(arrays[entity, kept_by].present.tolist(), zip(*cells))]
 
 
 def _collisions(arrays: dict, pairs: list[str], row: int) -> list[dict[str, Any]] | None:

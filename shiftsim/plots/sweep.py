@@ -22,7 +22,8 @@ import math
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
-from ..analysis.digest import FORCE, TORQUE, carrying, deflections, efforts, force_unit, number, pin_forces
+from ..analysis.digest import (FORCE, TORQUE, carrying, deflections, effort_kinds, efforts, force_unit, number,
+                               pin_forces)
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 from ..statics import SolverOptions
@@ -72,7 +73,9 @@ def efforts_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float,
     every = ranking.effort_peaks()
     found = carrying(every, ranking.force_level())
     kinds = [k for k in (FORCE, TORQUE) if found.get(k)]
-    per_step = {s.index: {kind: dict(entries) for kind, entries in efforts(scenario, s).items()} for s in steps}
+    kinds_of = effort_kinds(scenario)  # per joint, force or torque per coordinate: the same at every step
+    per_step = {s.index: {kind: dict(entries) for kind, entries in efforts(scenario, s, kinds_of).items()}
+                for s in steps}
     fig, axes = figure(size, dpi, max(1, len(kinds)), 1, sharex=True, top=0.8)
     for ax, kind in zip(axes[:, 0], kinds):
         peaks = {name: abs(peak.value) for name, peak in found[kind].items()}
