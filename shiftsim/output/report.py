@@ -89,7 +89,7 @@ def _swept(scenario: Scenario, results: RunResults) -> Callable[[int], str]:
     return text
 
 
-STATUS_ROWS = 10_000  # steps up to which the solver status table has a row for every step
+STATUS_ROWS = 1_000  # steps up to which the solver status table has a row for every step
 STATUS_SPREAD = 100  # steps spread evenly over a longer run that the table shows, beside its failed ones
 STATUS_FAILED = 1_000  # failed steps a longer run's table shows (the first ones)
 

@@ -43,6 +43,20 @@ def exact(value: Any) -> str:
     return json.dumps(value, separators=(", ", ": "))
 
 
+SWEEP_VALUES_SHOWN = 100  # a swept parameter's values the provenance table lists in full; of more, the first and last
+SWEEP_VALUES_ENDS = 10  # values shown at each end of a longer list
+
+
+def swept_values(values: list[float]) -> str:
+    """A swept parameter's values (SI) as results.json holds them (:func:`exact`): all of up to
+    :data:`SWEEP_VALUES_SHOWN`, else the first and last :data:`SWEEP_VALUES_ENDS` around ``...`` (a long sweep's
+    every value is in results.json's ``metadata.sweep`` and the store's steps table)."""
+    if len(values) <= SWEEP_VALUES_SHOWN:
+        return exact(values)
+    return (f"{exact(values[:SWEEP_VALUES_ENDS])[:-1]}, ..., {exact(values[-SWEEP_VALUES_ENDS:])[1:]} "
+            f"({len(values) - 2 * SWEEP_VALUES_ENDS} more in results.json metadata.sweep)")
+
+
 def provenance_section(document: dict[str, Any]) -> str:
     """"Inputs and provenance": files with SHA-256, machines (placement, held joints), loads, gravity, ground, sweep,
     solver settings, versions, host and time, and the scenario as read (collapsed)."""
@@ -66,7 +80,7 @@ def provenance_section(document: dict[str, Any]) -> str:
     loads = [[load["name"], load["machine"], load["frame"], exact(load["force"]), exact(load["torque"]),
               load["direction"], exact(load["factor"])] for load in metadata["loads"]]
     sweep = metadata["sweep"]
-    parameters = [[name, p["kind"], p["unit"], len(p["values"]), exact(p["values"])]
+    parameters = [[name, p["kind"], p["unit"], len(p["values"]), swept_values(p["values"])]
                   for name, p in sweep["parameters"].items()]
     solver = [[name, exact(value)] for name, value in metadata["solver"].items()]
     parts = ["<h2>Inputs and provenance</h2>",

@@ -11,6 +11,7 @@ This module runs scenarios and writes their folders (:mod:`shiftsim.output.write
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,9 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
         Also write the results folder there; the results returned are then read from it lazily, as
         :func:`load_results` reads them (the run holds no step it does not need for results.json, and with ``jobs``
         above 1 each process writes the steps it solves into the folder's store itself). Without ``output`` the
-        results are held in memory, every step.
+        steps are streamed into a store in a temporary folder in the same way, which is then read into memory and
+        removed: the results hold the document results.json would (every step up to
+        :data:`~shiftsim.output.writers.JSON_STEP_LIMIT` steps) and every value.
     force : bool, optional
         Replace shiftsim's files in a non-empty ``output``.
 
@@ -69,8 +72,8 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
     from ..scenario import LocalExecutor, build_scenario, load_scenario, run
     from ..threads import single_blas_thread
     from .partitions import RunOutput
-    from .write import ResultsStream, write_results
-    from .writers import check_folder, joint_units, keeps_steps, results_document
+    from .write import ResultsStream, finish_stream, write_results
+    from .writers import check_folder, keeps_steps, results_document
 
     if not isinstance(jobs, int) or jobs < 1:
         raise InputError([Problem("run_scenario", "jobs", f"{jobs!r} is not a positive whole number",
@@ -91,16 +94,28 @@ def run_scenario(scenario: str | Path | dict[str, Any], jobs: int = 1, output: s
 
         for message in built.warnings:
             warn(message)
+
+        def solved(stream: ResultsStream) -> tuple[Any, RunDigest]:
+            """The run, its steps streamed into ``stream`` (as they are solved) and reduced into its digest."""
+            digest = RunDigest(built)
+            return run(built, LocalExecutor(jobs), on_warning=warn, keep_steps=keeps_steps(built.sweep.size),
+                       output=RunOutput(built, stream, digest)), digest
+
         if output is not None:
-            with ResultsStream(Path(output), built) as stream:  # the steps go to the store as they are solved
-                digest = RunDigest(built)
-                ran = run(built, LocalExecutor(jobs), on_warning=warn, keep_steps=keeps_steps(built.sweep.size),
-                          output=RunOutput(built, stream, digest))
+            with ResultsStream(Path(output), built) as stream:
+                ran, digest = solved(stream)
                 write_results(ran, Path(output), stream=stream, digest=digest)
             return load_results(output)
-        ran = run(built, LocalExecutor(jobs), on_warning=warn)
-    document = results_document(built, ran.steps, capacity=ran.capacity, sensitivity=ran.sensitivity)
-    return RunResults.from_steps(document, ran.steps, joint_units(built))
+        with tempfile.TemporaryDirectory(prefix="shiftsim-run-") as scratch, \
+                ResultsStream(Path(scratch), built) as stream:
+            ran, digest = solved(stream)
+            finish_stream(ran, stream, digest)
+            store = ResultsStore(stream.staging).held()
+    with_steps = keeps_steps(ran.solved) and len(ran.steps) == ran.solved
+    document = results_document(built, ran.steps, ran.planned,
+                                ran.interrupted.name if ran.interrupted else None, ran.capacity, ran.sensitivity,
+                                with_steps=with_steps, digest=digest)
+    return RunResults.open(document, store)
 
 
 def load_results(folder: str | Path) -> RunResults:

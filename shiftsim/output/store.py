@@ -407,6 +407,10 @@ class ResultsStore:
         store._check_columns()
         return store
 
+    def held(self) -> ResultsStore:
+        """This store read whole into memory (:meth:`from_tables`, the catalog kept): its part files may go after."""
+        return ResultsStore.from_tables(self.step_table(), _with_catalog(self.select(), self._catalog))
+
     def _check_columns(self) -> None:
         def where(table: str) -> str:
             return str(self.folder / table) if self.folder is not None else table

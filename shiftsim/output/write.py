@@ -133,19 +133,27 @@ def write_results(run: Run, folder: Path, csv: bool | None = None, stream: Resul
             for step in run.steps:
                 stream.add(step)
             return write_results(run, folder, csv, stream)
-    held = digest is None  # the digest of run.steps, or of the streamed steps (those written here join it)
-    digest = RunDigest.of(run.scenario, run.steps) if held else digest
     try:
-        for step in run.steps:  # a step a signal cut short on its way to the store (the last one before it)
-            if not stream.added[step.index]:
-                stream.add(step)
-                if not held:
-                    digest.add(step)
-        stream.writer.close()
+        digest = finish_stream(run, stream, digest)
         return _write_set(run, folder, csv, stream, digest)
     except BaseException:
         stream.discard()
         raise
+
+
+def finish_stream(run: Run, stream: ResultsStream, digest: RunDigest | None = None) -> RunDigest:
+    """Close ``stream`` after ``run``: the steps a signal cut short on their way to it (the last one before the signal,
+    held in ``run.steps``) added first, to it and to ``digest``; return the run's digest (``digest``, or by default
+    that of ``run.steps``, every step of which was streamed)."""
+    held = digest is None  # the digest of run.steps, or of the streamed steps (those added here join it)
+    digest = RunDigest.of(run.scenario, run.steps) if held else digest
+    for step in run.steps:
+        if not stream.added[step.index]:
+            stream.add(step)
+            if not held:
+                digest.add(step)
+    stream.writer.close()
+    return digest
 
 
 class Written(NamedTuple):
@@ -184,7 +192,7 @@ def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream, 
     try:  # a plot that cannot be drawn must not lose the solved results: they are written, then it is reported
         plots, skipped = {}, {}
         if chosen_plots(scenario):  # plots: [] draws none (and reads no step back)
-            plots, skipped = render(scenario, results)
+            plots, skipped = render(scenario, results, ranking=digest)
             plots.update(analysis_charts(document, scenario.outputs.dpi))
         plot_failure = None
     except Exception as error:  # matplotlib's errors have no common base
@@ -199,4 +207,4 @@ def _write_set(run: Run, folder: Path, csv: bool | None, stream: ResultsStream, 
     return Written([*(f"{name}/" for name in OUTPUT_FOLDERS), *written], skipped)
 
 
-__all__ = ["ResultsStream", "Written", "write_results"]
+__all__ = ["ResultsStream", "Written", "finish_stream", "write_results"]

@@ -2,7 +2,8 @@
 
 Files (see docs/scenarios.md "Outputs"):
 
-* ``results.json`` (``shiftsim/schemas/results.schema.json``): every step, SI units (angles in rad);
+* ``results.json`` (``shiftsim/schemas/results.schema.json``): the summary and metadata, and every step for runs of up
+  to :data:`JSON_STEP_LIMIT` steps, SI units (angles in rad);
 * ``results.csv``: tidy, one number per row, the same header for every scenario:
   ``step, entity, quantity, component, value, unit`` (:func:`tidy_rows`);
 * ``steps.csv``: one row per step: ``step``, one column per swept parameter, ``status``,
@@ -72,8 +73,8 @@ def output_files() -> tuple[str, ...]:
 OUTPUT_FOLDERS = ("steps", "values")  # the columnar store's part folders (output/store.py), streamed while solving
 STAGING_PREFIX = ".staging-"
 PAUSE_ENV = "SHIFTSIM_TEST_WRITE_PAUSE"  # test hook: seconds to pause after the first staged file
-CSV_STEP_LIMIT = 10_000  # steps up to which results.csv and steps.csv are written unless the scenario or --csv says
-JSON_STEP_LIMIT = 10_000  # steps up to which results.json holds every step (:func:`keeps_steps`)
+CSV_STEP_LIMIT = 1_000  # steps up to which results.csv and steps.csv are written unless the scenario or --csv says
+JSON_STEP_LIMIT = 1_000  # steps up to which results.json holds every step (:func:`keeps_steps`)
 FAILED_LISTED = 1_000  # failed steps listed in results.json's summary
 
 CSV_HEADER = ("step", "entity", "quantity", "component", "value", "unit")
@@ -100,7 +101,8 @@ class OutputError(ShiftsimError):
 def writes_csv(asked: bool | None, steps: int) -> bool:
     """Whether a run of ``steps`` steps gets results.csv and steps.csv: as ``asked`` (the scenario's
     ``outputs.csv`` or ``shiftsim run --csv/--no-csv``), else only up to :data:`CSV_STEP_LIMIT` steps (the tidy CSV
-    of a long sweep is hundreds of MB; steps.parquet and values.parquet hold the same rows)."""
+    holds about 11 kB a step, and writing it costs more than solving the step; the store's ``steps/`` and ``values/``
+    hold the same rows)."""
     return steps <= CSV_STEP_LIMIT if asked is None else asked
 
 
@@ -216,8 +218,8 @@ def results_document(scenario: Scenario, steps: list[StepResult], planned: int |
 
 
 def keeps_steps(steps: int) -> bool:
-    """Whether results.json holds the steps of a run of ``steps`` steps: up to :data:`JSON_STEP_LIMIT` (a long
-    sweep's steps are gigabytes of JSON; the columnar store holds them, and ``shiftsim.load_results`` reads it)."""
+    """Whether results.json holds the steps of a run of ``steps`` steps: up to :data:`JSON_STEP_LIMIT` (about 10 kB
+    of JSON a step, written after the solve; the columnar store holds them, and ``shiftsim.load_results`` reads it)."""
     return steps <= JSON_STEP_LIMIT
 
 

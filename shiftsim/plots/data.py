@@ -24,10 +24,12 @@ The quantities read (entity kinds as in :mod:`shiftsim.output.results`):
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from ..analysis.digest import Peak, deflection_peaks, effort_peaks, pin_load_peaks
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 
@@ -62,6 +64,46 @@ class _Column:
         return self.values[row] if self.present[row] else None
 
 
+class Ranking(Protocol):
+    """The peaks of a run the plots rank and leave out series by (and say why a plot is empty by): what
+    :class:`~shiftsim.analysis.digest.RunDigest` holds, or :class:`StepPeaks` of steps read back."""
+
+    deflection: dict[str, Peak]
+    pins: dict[str, Peak]
+
+    def effort_peaks(self) -> dict[str, dict[str, Peak]]: ...
+
+    def force_level(self) -> float: ...
+
+    def peak_deflection(self) -> Peak | None: ...
+
+
+@dataclass(frozen=True)
+class StepPeaks:
+    """The peaks of steps read back (:func:`steps_of`), each reduced once, as a :class:`Ranking`: per tracked frame
+    its largest deflection (m), per kind and joint coordinate its largest |effort|, per joint its largest pin load (N)
+    (:mod:`shiftsim.analysis.digest`; a whole ``RunDigest`` needs what the records do not hold, the tipping edges)."""
+
+    deflection: dict[str, Peak]
+    efforts: dict[str, dict[str, Peak]]
+    pins: dict[str, Peak]
+
+    @classmethod
+    def of(cls, scenario: Scenario, steps: Sequence[StepResult]) -> StepPeaks:
+        return cls(deflection_peaks(steps), effort_peaks(scenario, steps), pin_load_peaks(steps))
+
+    def effort_peaks(self) -> dict[str, dict[str, Peak]]:
+        return self.efforts
+
+    def force_level(self) -> float:
+        """The largest peak effort or pin load (N; N m as if at a 1 m lever): ``digest.force_level``'s."""
+        return max([*(abs(p.value) for peaks in self.efforts.values() for p in peaks.values()),
+                    *(p.value for p in self.pins.values())], default=0.0)
+
+    def peak_deflection(self) -> Peak | None:
+        return max(self.deflection.values(), key=lambda p: p.value, default=None)
+
+
 def steps_of(scenario: Scenario, results: Results) -> list[StepResult]:
     """The steps of ``results`` (a run of ``scenario``) as the records the plots read (see the module docstring)."""
     entities: dict[str, list[str]] = {}
@@ -75,19 +117,23 @@ def steps_of(scenario: Scenario, results: Results) -> list[StepResult]:
                                   "contact_force", "contact_point", *LEG_QUANTITIES.values())
                  for e in entities.get(q, [])])
     arrays = {key: _Column(array) for key, array in results.select(needed).items()}  # one scan of the store
+    joint_records = {name: _records(arrays, name, JOINT_QUANTITIES, "effort") for name in joints}
+    frame_records = {name: _records(arrays, name, FRAME_QUANTITIES, "deflection") for name in frames}
     table = results.steps
+    names = list(table.values)
+    swept = list(zip(*(values.tolist() for values in table.values.values()))) or [()] * len(table)
     steps = []
-    for row, index in enumerate(table.index):
-        residual = float(table.residual[row])
-        step = StepResult(int(index), {name: float(v[row]) for name, v in table.values.items()}, str(table.status[row]),
-                          int(table.iterations[row]), None if math.isnan(residual) else residual,
-                          bool(table.stable[row]), stability=str(table.stability[row]))
-        for name in joints:
-            if arrays[name, "effort"][row] is not None:
-                step.joints[name] = {q: arrays[name, q][row] for q in JOINT_QUANTITIES}
-        for name in frames:
-            if arrays[name, "deflection"][row] is not None:
-                step.frames[name] = {q: arrays[name, q][row] for q in FRAME_QUANTITIES}
+    for row, (index, values, status, iterations, residual, stable, stability) in enumerate(zip(
+            table.index.tolist(), swept, table.status.tolist(), table.iterations.tolist(), table.residual.tolist(),
+            table.stable.tolist(), table.stability.tolist())):
+        step = StepResult(index, dict(zip(names, values)), status, iterations,
+                          None if math.isnan(residual) else residual, stable, stability=stability)
+        for name, records in joint_records.items():
+            if records[row] is not None:
+                step.joints[name] = records[row]
+        for name, records in frame_records.items():
+            if records[row] is not None:
+                step.frames[name] = records[row]
         for machine_id in entities.get("coordinates", []):
             if arrays[machine_id, "coordinates"][row] is not None:
                 step.q[machine_id] = arrays[machine_id, "coordinates"].array[row]
@@ -97,6 +143,16 @@ def steps_of(scenario: Scenario, results: Results) -> list[StepResult]:
         step.ground = _ground(arrays, entities.get("tipping_margin", []), entities.get("contact_force", []), row)
         steps.append(step)
     return steps
+
+
+def _records(arrays: dict, entity: str, quantities: Sequence[str], kept_by: str) -> list[dict[str, Any] | None]:
+    """Per step row, ``entity``'s record ``{quantity: value}`` (a quantity the step lacks is None), or None where it
+    lacks ``kept_by`` (the entity was not reported at that step)."""
+    cells = [[value if present else None for value, present in zip(arrays[entity, q].values,
+                                                                    arrays[entity, q].present.tolist())]
+             for q in quantities]
+    return [dict(zip(quantities, values)) if kept else None
+            for kept, values in zip(arrays[entity, kept_by].present.tolist(), zip(*cells))]
 
 
 def _collisions(arrays: dict, pairs: list[str], row: int) -> list[dict[str, Any]] | None:
@@ -150,4 +206,4 @@ def _ground(arrays: dict, machines: list[str], contacts: list[str], row: int) ->
     return out
 
 
-__all__ = ["Results", "steps_of"]
+__all__ = ["Ranking", "Results", "StepPeaks", "steps_of"]

@@ -11,7 +11,10 @@ schema's ``outputs.plots`` enum and docs/scenarios.md list exactly these names (
 * ``footprint``: a machine standing on the ground, from above (:func:`.ground.footprint_plot`).
 
 Every plot draws from the run's results object (:func:`.data.steps_of`), so a results folder read back can be
-plotted again (``shiftsim plot``). Everything is drawn on matplotlib's Agg canvas (no pyplot, no display needed).
+plotted again (``shiftsim plot``). The peaks the plots rank and leave out series by (and say why a plot is empty by)
+come from the run's :class:`~shiftsim.analysis.digest.RunDigest` (reduced while it solved), or are reduced from the
+steps read back (:class:`~.data.StepPeaks`), once for every plot. Everything is drawn on matplotlib's Agg canvas (no
+pyplot, no display needed).
 """
 
 from __future__ import annotations
@@ -19,27 +22,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..analysis.digest import (CARRIES_NOTHING, NO_DEFLECTION, carrying, effort_peaks, force_level, peak_deflection,
-                               pin_load_peaks)
+from ..analysis.digest import CARRIES_NOTHING, NO_DEFLECTION, carrying
 from ..errors import Problems, ScenarioError
 from ..scenario.collisions import checks_collisions, collision_settings
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
-from .data import Results, steps_of
+from .data import Ranking, Results, StepPeaks, steps_of
 
 Size = tuple[float, float]
-Draw = Callable[[Scenario, list[StepResult], Size, int], bytes]
-Reason = Callable[[Scenario, Sequence[StepResult]], "str | None"]
+Draw = Callable[..., bytes]  # (scenario, steps, size, dpi, ranking=None) -> PNG bytes
+Reason = Callable[[Scenario, Sequence[StepResult], Ranking], "str | None"]
 
 
 @dataclass(frozen=True)
 class Plot:
     """One plot kind.
 
-    ``draw(scenario, steps, size, dpi) -> PNG bytes`` with ``size`` (width, height) in inches (pixels are inches x
-    dpi); ``empty_when(scenario, steps)``: why the plot would show nothing, or None; ``applies(scenario)``: why the
-    plot cannot be drawn for this scenario at all, or None; ``default``: drawn when the scenario names no plots (and
-    it applies)."""
+    ``draw(scenario, steps, size, dpi, ranking=None) -> PNG bytes`` with ``size`` (width, height) in inches (pixels
+    are inches x dpi) and ``ranking`` the run's peaks (:class:`~.data.Ranking`; by default reduced from ``steps`` by
+    the plots that rank series by their peaks); ``empty_when(scenario, steps, ranking)``: why the plot would show
+    nothing, or None; ``applies(scenario)``: why the plot cannot be drawn for
+    this scenario at all, or None; ``default``: drawn when the scenario names no plots (and it applies)."""
 
     name: str
     draw: Draw
@@ -49,14 +52,16 @@ class Plot:
     default: bool = True
 
 
-def _drawn_by(module: str, function: str) -> Draw:
+def _drawn_by(module: str, function: str, ranked: bool = False) -> Draw:
     """The draw function ``function`` of the plot module ``module``, imported when a plot is first drawn: the plot
-    modules bring matplotlib, which a run loads only once it draws (its plots are chosen and checked before solving)."""
-    def draw(scenario: Scenario, steps: list[StepResult], size: Size, dpi: int) -> bytes:
+    modules bring matplotlib, which a run loads only once it draws (its plots are chosen and checked before solving).
+    ``ranked``: the function ranks series by the run's peaks, and is given them (:class:`~.data.Ranking`)."""
+    def draw(scenario: Scenario, steps: list[StepResult], size: Size, dpi: int,
+             ranking: Ranking | None = None) -> bytes:
         from . import collisions, ground, pose, sweep
 
-        modules = {"collisions": collisions, "ground": ground, "pose": pose, "sweep": sweep}
-        return getattr(modules[module], function)(scenario, steps, size, dpi)
+        drawing = getattr({"collisions": collisions, "ground": ground, "pose": pose, "sweep": sweep}[module], function)
+        return drawing(scenario, steps, size, dpi, ranking) if ranked else drawing(scenario, steps, size, dpi)
     draw.__name__ = draw.__qualname__ = function
     return draw
 
@@ -65,8 +70,8 @@ def _always(scenario: Scenario, *steps) -> None:
     return None
 
 
-def _deflection_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
-    peak = peak_deflection(steps)
+def _deflection_empty(scenario: Scenario, steps: Sequence[StepResult], ranking: Ranking) -> str | None:
+    peak = ranking.peak_deflection()
     if peak is None:
         return "no tracked frame was solved"
     if peak.value < NO_DEFLECTION:
@@ -74,22 +79,22 @@ def _deflection_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | 
     return None
 
 
-def _efforts_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
-    peaks = effort_peaks(scenario, steps)
+def _efforts_empty(scenario: Scenario, steps: Sequence[StepResult], ranking: Ranking) -> str | None:
+    peaks = ranking.effort_peaks()
     if not peaks:
         return "no tracked joint was solved"
     largest = max(abs(p.value) for found in peaks.values() for p in found.values())
     if largest == 0.0:
         return "no tracked joint carries an effort (every effort is 0)"
-    level = force_level(scenario, steps)
+    level = ranking.force_level()
     if not any(carrying(peaks, level).values()):
         return (f"no tracked joint carries an effort: the largest, {largest:.2g}, is round-off (under "
                 f"{CARRIES_NOTHING:g} of the run's largest pin load, {level:.4g} N)")
     return None
 
 
-def _pin_loads_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
-    peaks = pin_load_peaks(steps)
+def _pin_loads_empty(scenario: Scenario, steps: Sequence[StepResult], ranking: Ranking) -> str | None:
+    peaks = ranking.pins
     if not peaks:
         return "no tracked joint was solved"
     if max(p.value for p in peaks.values()) > 0.0:
@@ -97,19 +102,19 @@ def _pin_loads_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | N
     return "no tracked joint carries a force (every pin load is 0)"
 
 
-def _pose_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
+def _pose_empty(scenario: Scenario, steps: Sequence[StepResult], ranking: Ranking) -> str | None:
     return None if any(s.converged for s in steps) else "no step converged"
 
 
-def _actuators_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
+def _actuators_empty(scenario: Scenario, steps: Sequence[StepResult], ranking: Ranking) -> str | None:
     return None if any(s.actuators for s in steps) else "no motion platform was solved at any step"
 
 
-def _collisions_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
+def _collisions_empty(scenario: Scenario, steps: Sequence[StepResult], ranking: Ranking) -> str | None:
     return None if any(s.collisions for s in steps) else "no pair of machines was posed at any step"
 
 
-def _footprint_empty(scenario: Scenario, steps: Sequence[StepResult]) -> str | None:
+def _footprint_empty(scenario: Scenario, steps: Sequence[StepResult], ranking: Ranking) -> str | None:
     machine = next(m for m in scenario.machines if m.support is not None)
     return None if any(machine.id in s.ground for s in steps) else f"machine {machine.id!r} converged at no step"
 
@@ -132,9 +137,9 @@ def _stands(scenario: Scenario) -> str | None:
 
 
 PLOTS: dict[str, Plot] = {plot.name: plot for plot in (
-    Plot("deflection", _drawn_by("sweep", "deflection_plot"), (9.0, 6.0), _deflection_empty, _always),
-    Plot("efforts", _drawn_by("sweep", "efforts_plot"), (9.0, 7.0), _efforts_empty, _always),
-    Plot("pin_loads", _drawn_by("sweep", "pin_loads_plot"), (9.0, 7.0), _pin_loads_empty, _always),
+    Plot("deflection", _drawn_by("sweep", "deflection_plot", ranked=True), (9.0, 6.0), _deflection_empty, _always),
+    Plot("efforts", _drawn_by("sweep", "efforts_plot", ranked=True), (9.0, 7.0), _efforts_empty, _always),
+    Plot("pin_loads", _drawn_by("sweep", "pin_loads_plot", ranked=True), (9.0, 7.0), _pin_loads_empty, _always),
     Plot("pose", _drawn_by("pose", "pose_plot"), (14.0, 8.0), _pose_empty, _always),
     Plot("convergence", _drawn_by("sweep", "convergence_plot"), (9.0, 6.0), _always, _always),
     Plot("actuators", _drawn_by("sweep", "actuators_plot"), (10.0, 8.0), _actuators_empty, _has_platform),
@@ -163,27 +168,32 @@ def chosen_plots(scenario: Scenario) -> tuple[str, ...]:
     return tuple(asked)
 
 
-def skipped_plots(scenario: Scenario, steps: Sequence[StepResult], only: Sequence[str] | None = None) -> dict[str, str]:
+def skipped_plots(scenario: Scenario, steps: Sequence[StepResult], only: Sequence[str] | None = None,
+                  ranking: Ranking | None = None) -> dict[str, str]:
     """The plots the scenario asks for (or ``only`` these) that would show nothing, file name -> why; they are not
-    written."""
+    written. ``ranking``: the steps' peaks (by default reduced here)."""
+    ranking = StepPeaks.of(scenario, steps) if ranking is None else ranking
     skipped = {}
     for name in chosen_plots(scenario) if only is None else only:
-        reason = PLOTS[name].empty_when(scenario, steps)
+        reason = PLOTS[name].empty_when(scenario, steps, ranking)
         if reason is not None:
             skipped[f"{name}.png"] = reason
     return skipped
 
 
-def render(scenario: Scenario, results: Results, dpi: int | None = None,
-           only: Sequence[str] | None = None) -> tuple[dict[str, bytes], dict[str, str]]:
+def render(scenario: Scenario, results: Results, dpi: int | None = None, only: Sequence[str] | None = None,
+           ranking: Ranking | None = None) -> tuple[dict[str, bytes], dict[str, str]]:
     """The plots of ``results`` (a run of ``scenario``): PNG bytes of every plot the scenario asks for (or ``only``
     these) that has something to show, keyed by file name, in that order; and the others, file name -> why
-    (:func:`skipped_plots`). ``dpi``: the scenario's unless given."""
+    (:func:`skipped_plots`). ``dpi``: the scenario's unless given. ``ranking``: the run's peaks (its own
+    :class:`~shiftsim.analysis.digest.RunDigest`, reduced while it solved; by default reduced from the steps read
+    back, :class:`~.data.StepPeaks`)."""
     steps = steps_of(scenario, results)
+    ranking = StepPeaks.of(scenario, steps) if ranking is None else ranking
     names = chosen_plots(scenario) if only is None else tuple(only)
-    skipped = skipped_plots(scenario, steps, names)
+    skipped = skipped_plots(scenario, steps, names, ranking)
     dpi = scenario.outputs.dpi if dpi is None else dpi
-    drawn = {f"{name}.png": PLOTS[name].draw(scenario, steps, PLOTS[name].size, dpi) for name in names
+    drawn = {f"{name}.png": PLOTS[name].draw(scenario, steps, PLOTS[name].size, dpi, ranking) for name in names
              if f"{name}.png" not in skipped}
     return drawn, skipped
 

@@ -22,11 +22,12 @@ import math
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
-from ..analysis.digest import (FORCE, TORQUE, carrying, deflection_peaks, deflections, effort_peaks, efforts,
-                               force_level, force_unit, number, pin_forces, pin_load_peaks)
+from ..analysis.digest import (FORCE, TORQUE, carrying, deflections, effort_kinds, efforts, force_unit, number,
+                               pin_forces)
 from ..scenario.definition import Scenario
 from ..scenario.runner import StepResult
 from ..statics import SolverOptions
+from .data import Ranking, StepPeaks
 from .figures import (FAILED_COLOUR, bars, figure, largest, legend, mark_failures, plot_series, png, series_budget,
                       style, sweep_axis)
 
@@ -40,9 +41,13 @@ def _left_out(shown: int, total: int, idle: int = 0, what: str = "") -> str:
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def deflection_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
+def deflection_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int,
+                    ranking: Ranking | None = None) -> bytes:
+    """Deflection magnitudes of the tracked frames, those of the largest peaks (``ranking``: the run's peaks, by default
+    reduced here) drawn."""
     axis = sweep_axis(scenario, steps)
-    peaks = {name: peak.value for name, peak in deflection_peaks(steps).items()}
+    ranking = StepPeaks.of(scenario, steps) if ranking is None else ranking
+    peaks = {name: peak.value for name, peak in ranking.deflection.items()}
     shown = largest(peaks, series_budget(axis))
     values = {s.index: deflections(s) for s in steps}
     fig, axes = figure(size, dpi)
@@ -57,15 +62,20 @@ def deflection_plot(scenario: Scenario, steps: list[StepResult], size: tuple[flo
     return png(fig)
 
 
-def efforts_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
+def efforts_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int,
+                 ranking: Ranking | None = None) -> bytes:
     """Efforts per kind; a joint whose peak effort is below :data:`~.digest.CARRIES_NOTHING` of the run's force
     level (its largest effort or pin load, :func:`~.digest.force_level`; N and N m compared as if at a 1 m lever)
-    carries nothing (round-off) and is left out, as is a panel left empty."""
+    carries nothing (round-off) and is left out, as is a panel left empty. The peaks from ``ranking`` (the run's
+    peaks, by default reduced here)."""
     axis = sweep_axis(scenario, steps)
-    every = effort_peaks(scenario, steps)
-    found = carrying(every, force_level(scenario, steps))
+    ranking = StepPeaks.of(scenario, steps) if ranking is None else ranking
+    every = ranking.effort_peaks()
+    found = carrying(every, ranking.force_level())
     kinds = [k for k in (FORCE, TORQUE) if found.get(k)]
-    per_step = {s.index: {kind: dict(entries) for kind, entries in efforts(scenario, s).items()} for s in steps}
+    kinds_of = effort_kinds(scenario)  # per joint, force or torque per coordinate: the same at every step
+    per_step = {s.index: {kind: dict(entries) for kind, entries in efforts(scenario, s, kinds_of).items()}
+                for s in steps}
     fig, axes = figure(size, dpi, max(1, len(kinds)), 1, sharex=True, top=0.8)
     for ax, kind in zip(axes[:, 0], kinds):
         peaks = {name: abs(peak.value) for name, peak in found[kind].items()}
@@ -84,10 +94,13 @@ def efforts_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float,
     return png(fig)
 
 
-def pin_loads_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int) -> bytes:
-    """Pin load magnitudes, and the world components on request; joints carrying nothing are left out."""
+def pin_loads_plot(scenario: Scenario, steps: list[StepResult], size: tuple[float, float], dpi: int,
+                   ranking: Ranking | None = None) -> bytes:
+    """Pin load magnitudes, and the world components on request; joints carrying nothing (by their peaks in
+    ``ranking``, the run's peaks, by default reduced here) are left out."""
     axis = sweep_axis(scenario, steps)
-    every = {name: peak.value for name, peak in pin_load_peaks(steps).items()}
+    ranking = StepPeaks.of(scenario, steps) if ranking is None else ranking
+    every = {name: peak.value for name, peak in ranking.pins.items()}
     level = max(every.values(), default=0.0)
     peaks = {name: value for name, value in every.items() if value > 1e-9 * level}
     shown = largest(peaks, series_budget(axis))

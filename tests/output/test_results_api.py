@@ -43,6 +43,37 @@ def test_a_run_and_its_folder_give_the_same_results(tmp_path, capsys):
     assert np.all(np.abs(q - loaded["beam", "reference_coordinates"])[1:].max(axis=1) > 0)
 
 
+@pytest.mark.parametrize("limit", [1_000, 2])
+def test_a_run_in_memory_equals_its_steps_records(tmp_path, monkeypatch, limit):
+    """run_scenario without a folder streams its steps into a store in a temporary folder (removed after) and reads
+    it into memory: every array equals the store built from the held steps' records, one by one (their results.json
+    objects: another path than the block arrays streamed); the document is results.json's: every step up to the
+    limit, else the summary."""
+    from shiftsim.output import writers
+    from shiftsim.output.results import RunResults
+    from shiftsim.scenario import LocalExecutor, build_scenario, run
+
+    monkeypatch.setattr(writers, "JSON_STEP_LIMIT", limit)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    document = json.loads((SCENARIOS / "excavator_lift.json").read_text())
+    document["machines"][0]["model"] = str(SCENARIOS / document["machines"][0]["model"])
+    ran = shiftsim.run_scenario(document)
+    assert list(tmp_path.iterdir()) == []  # the temporary store is gone
+    scenario = build_scenario(SCENARIOS / "excavator_lift.json", document)
+    steps = run(scenario, LocalExecutor(1)).steps
+    records = RunResults.from_steps(writers.results_document(scenario, steps), steps, writers.joint_units(scenario))
+    assert ran.keys() == records.keys() and len(ran.keys()) > 20
+    for key in records:
+        np.testing.assert_array_equal(ran[key], records[key], err_msg=str(key))
+    np.testing.assert_array_equal(ran.steps.index, records.steps.index)
+    assert ran.steps.status.tolist() == records.steps.status.tolist()
+    assert ran.document["summary"]["in_results_json"] is (limit > len(steps))
+    if limit > len(steps):
+        assert ran.document["steps"] == records.document["steps"] and ran.document["scene"] == records.document["scene"]
+    else:
+        assert "steps" not in ran.document and "scene" not in ran.document
+
+
 def test_arrays_have_the_documented_shapes_and_balance_the_loads():
     results = shiftsim.run_scenario(_beam())
     n = 3

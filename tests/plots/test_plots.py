@@ -152,12 +152,12 @@ def test_collision_scenarios_show_the_closest_approach_step():
 def test_a_new_plot_kind_is_one_registry_entry(tmp_path, monkeypatch):
     scenario = load_scenario(write_scenario(tmp_path, beam_scenario()))
     steps = execute(scenario, LocalExecutor(1))
-    histogram = Plot("stroke_histogram", lambda sc, st, size, dpi: PNG_SIGNATURE + bytes([len(st), dpi, *size]),
-                     (3, 2), lambda sc, st: None, lambda sc: None)
+    histogram = Plot("stroke_histogram", lambda sc, st, size, dpi, ranking: PNG_SIGNATURE + bytes(
+        [len(st), dpi, *size, len(ranking.deflection)]), (3, 2), lambda sc, st, ranking: None, lambda sc: None)
     monkeypatch.setitem(plots.PLOTS, "stroke_histogram", histogram)
     wanted = dataclasses.replace(scenario, outputs=dataclasses.replace(scenario.outputs, plots=("stroke_histogram",)))
     files, skipped = plots.render(wanted, results_of(scenario, steps))
-    assert files == {"stroke_histogram.png": PNG_SIGNATURE + bytes([3, 100, 3, 2])} and skipped == {}
+    assert files == {"stroke_histogram.png": PNG_SIGNATURE + bytes([3, 100, 3, 2, 1])} and skipped == {}  # 1 frame
 
 
 def test_numbers_never_print_minus_zero():

@@ -14,6 +14,7 @@ from matplotlib.image import imread
 from helpers.plots import SHIPPED, results_of, short_run
 from helpers.scenario import beam_scenario, model_path, run_cli, write_scenario
 
+from shiftsim.analysis.digest import RunDigest
 from shiftsim.plots.data import steps_of
 from shiftsim.plots.ground import support_polygon
 from shiftsim.plots.registry import PLOTS, chosen_plots, skipped_plots
@@ -49,18 +50,21 @@ def same_steps(back, run) -> None:
 @pytest.mark.parametrize("source", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_plots_from_the_results_object_are_the_plots_of_the_run_s_steps(source):
     """Each shipped scenario (two steps): the steps read back from its results object equal the run's in every
-    field a plot reads, and every plot drawn from them is the plot drawn from the run's own steps, pixel for pixel."""
+    field a plot reads, and every plot drawn from them is the plot drawn from the run's own steps, pixel for pixel;
+    so is every plot ranked by the run's digest (as ``shiftsim run`` draws them) instead of the peaks read back."""
     scenario, run = short_run(source)
     back = steps_of(scenario, results_of(scenario, run))
     same_steps(back, run)
     names = chosen_plots(scenario)
-    assert skipped_plots(scenario, back) == skipped_plots(scenario, run)
+    digest = RunDigest.of(scenario, run)
+    assert skipped_plots(scenario, back) == skipped_plots(scenario, run) == skipped_plots(scenario, back, None, digest)
     drawn = [n for n in names if f"{n}.png" not in skipped_plots(scenario, run)]
     assert drawn
     for name in drawn:
         plot = PLOTS[name]
-        assert np.array_equal(pixels(plot.draw(scenario, back, plot.size, 20)),
-                              pixels(plot.draw(scenario, run, plot.size, 20))), name
+        expected = pixels(plot.draw(scenario, run, plot.size, 20))
+        assert np.array_equal(pixels(plot.draw(scenario, back, plot.size, 20)), expected), name
+        assert np.array_equal(pixels(plot.draw(scenario, back, plot.size, 20, digest)), expected), name
 
 
 @pytest.fixture
