@@ -29,8 +29,6 @@ from ..core.layout import compiled
 from ..core.library import check_names, core
 from ..core.library import threads as core_threads
 from ..model import Model
-from ..solution import joint_load_arrays
-from ..statics import applied
 from . import wrenches
 from .implicit import Equilibrium
 from .names import choose
@@ -90,21 +88,8 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
     independent = set(eq.rows.tolist()) if any(o.kind == "pin" for o in outputs) else set()
     reasons: list[str | None] = [
         "not determined: a redundant closure row (statically indeterminate; reported as 0)"
-        if o.kind == "pin" and 6 * o.target + o.component not in independent else
-        wrenches.supported(eq.model, o.target) if o.kind == "wrench" else None for o in outputs]
-    unsupported = [i for i, (o, why) in enumerate(zip(outputs, reasons)) if o.kind == "wrench" and why]
-    if unsupported:  # no derivative, but the value is the one the solve reports, every force included
-        value[unsupported] = _joint_wrenches(eq)[[outputs[i].target for i in unsupported],
-                                                 [outputs[i].component for i in unsupported]]
+        if o.kind == "pin" and 6 * o.target + o.component not in independent else None for o in outputs]
     return c, explicit, reasons, value
-
-
-def _joint_wrenches(eq: Equilibrium) -> np.ndarray:
-    """(n_joints, 6) every joint's wrench on its child side, world axes, as ``Solution.joint_loads`` has them (pair
-    springs and the ground's forces included)."""
-    supports = () if eq.ground is None else (eq.ground,)
-    return joint_load_arrays(eq.model, eq.q, eq.closure_multipliers, eq.gravity, applied(eq.model, list(eq.loads)),
-                             supports)[0]
 
 
 def output_rows(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter], force_partial: np.ndarray,
