@@ -43,7 +43,8 @@ def add_parser(subparsers) -> None:
                                    "(docs/sensitivity.md). Exit 0 ok, 1 the solve did not converge, 2 bad input.")
     parser.add_argument("model", help="a model file, or a scenario file (.json)")
     parser.add_argument("--of", action="append", default=[], metavar="OUTPUT[,OUTPUT...]",
-                        help="output names or kinds: joint, frame, pin, wrench, effort; a standing machine's reaction, "
+                        help="output names or kinds: joint, frame, pin, wrench, effort, wrench_joint; a standing machine's "
+                             "reaction, "
                              "cop, margin (a scenario: MACHINE:name or MACHINE:kind, and MACHINE:tipping_load, "
                              "hydraulic_load, rated_load or capacity for its analysis.capacity chart; default its "
                              "analysis.sensitivity.of)")

@@ -4,8 +4,9 @@ not need an equilibrium).
 
 References, none of them the kernel itself:
 
-* values: a tree joint's wrench and a frame's position against the core's joint loads (src/loads.c, through
-  ``solution.joint_load_arrays``) and forward kinematics; an effort against ``statics.evaluate``;
+* values: a tree joint's wrench (in world axes, and in its child-side joint frame's axes with that frame's rotation)
+  and a frame's position against the core's joint loads (src/loads.c, through ``solution.joint_load_arrays``) and
+  forward kinematics; an effort against ``statics.evaluate``;
 * rows in (q, lambda): Richardson central differences of the values (checked above) over q and lambda;
 * explicit partials: central differences (Richardson for frame positions) of the values of a model whose file-level
   spec is edited and compiled again (``helpers.sensitivity.edited``), at the same q and lambda;
@@ -14,7 +15,8 @@ References, none of them the kernel itself:
 
 Every term of a wrench (weights, loads in world and in frame axes with factors, closure wrenches on both sides, the
 ground's records with torques, pair springs crossing the joint's cut from either side, the joint frame's own motion,
-frame positions moving subtrees and pins) shows up in one of these; dropping one fails a check. Also: a batch over threads equals each case alone, bad output rows are
+frame positions moving subtrees and pins, the joint frame's turn for the wrench in its axes) shows up in one of these;
+dropping one fails a check. Also: a batch over threads equals each case alone, bad output rows are
 refused naming the row, a failed allocation leaves nothing behind.
 """
 
@@ -127,13 +129,16 @@ def test_values_equal_the_cores_joint_loads_and_forward_kinematics(name, make, l
     overflows = core.allocations()[1]
     values = rows_at(model, q[None], lam[None], loads, parameter_catalogue(model, tuple(loads)), outs)[0][0]
     assert core.allocations()[1] == overflows  # the workspace was sized for everything the kernel took
-    wrench, _, _ = joint_load_arrays(model, q, lam, model.gravity, applied(model, loads))
+    wrench, rotation, _ = joint_load_arrays(model, q, lam, model.gravity, applied(model, loads))
+    in_joint_axes = np.concatenate([np.einsum("jik,ji->jk", rotation, wrench[:, :3]),
+                                    np.einsum("jik,ji->jk", rotation, wrench[:, 3:])], axis=1)  # R^T (F, M)
     frames = forward(model, q, bodies=False).frames[:, :3, 3]
     expected = np.array([q[o.target] if o.kind == "joint" else frames[o.target, o.component] if o.kind == "frame"
-                         else lam[6 * o.target + o.component] if o.kind == "pin" else wrench[o.target, o.component]
-                         for o in outs])
-    assert {o.kind for o in outs} >= ({"joint", "frame", "wrench", "pin"} if model.closures else
-                                      {"joint", "frame", "wrench"})
+                         else lam[6 * o.target + o.component] if o.kind == "pin" else
+                         in_joint_axes[o.target, o.component] if o.kind == "wrench_joint" else
+                         wrench[o.target, o.component] for o in outs])
+    assert {o.kind for o in outs} >= ({"joint", "frame", "wrench", "wrench_joint", "pin"} if model.closures else
+                                      {"joint", "frame", "wrench", "wrench_joint"})
     np.testing.assert_allclose(values, expected, rtol=1e-13, atol=1e-12 * np.max(np.abs(expected)))
 
 
@@ -308,9 +313,10 @@ def test_bad_output_rows_and_columns_are_refused_naming_them():
         with pytest.raises(ValueError, match=f"output row {row}"):
             _call(model, broken)
     wrench = good.copy()
-    wrench[0] = (3, closing, 0, 0)  # the wrench of a loop-closing joint: a pin output instead
-    with pytest.raises(ValueError, match="output row 0.*tree joint"):
-        _call(model, wrench)
+    for kind in (3, 5):  # the wrench of a loop-closing joint (world or joint axes): a pin output instead
+        wrench[0] = (kind, closing, 0, 0)
+        with pytest.raises(ValueError, match="output row 0.*tree joint"):
+            _call(model, wrench)
     with pytest.raises(ValueError, match="ground_node 0 is 999"):
         _call(model, good, ground_node=999)
     with pytest.raises(ValueError, match="outputs"):

@@ -15,7 +15,10 @@
  *                                ground's point forces, the pair springs with one frame inside S), sign -1, or +1
  *                                for a joint the tree meets child first;
  *   effort  coordinate           -(Q_k + G_k^T lambda): the caller's residual, hessian row and dQ_k/dp (the
- *                                equilibrium's own arrays; only the closure Jacobian column is computed here).
+ *                                equilibrium's own arrays; only the closure Jacobian column is computed here);
+ *   wrench_joint  tree joint, component  the wrench in the child-side joint frame's axes, R^T (F, M) with R (world
+ *                                <- joint frame) turning with the coordinates k moving that frame: its row adds
+ *                                (omega_k x R e_i) . (F or M); frame parameters translate, so R has no partials.
  * A wrench's rows: a force f at p on node n with torque t adds (f, (p - o) x f + t); moving coordinate k moves p by
  * omega_k x p + v_k (k moving n) and o by omega_k x o + v_k (k moving o's node), turns a force that follows its frame
  * by omega_k x f and its torque by omega_k x t; a closure side adds +-(lambda_f, (p - o) x lambda_f + lambda_t); a
@@ -181,6 +184,29 @@ static double point_shift(const Model *model, int64_t frame, const int64_t *moti
             if (m[0] == MOTION_POINT && m[2] == f->index && (double)m[3] == f->side) shift += 1.0;
         }
     return shift;
+}
+
+/* Component ``component`` of a tree joint's wrench (6; its rows d_state (6, columns) and d_parameter (6, P), as
+ * joint_wrench gives them) in its child-side joint frame's axes: its value, its row out_row (columns) and explicit row (P), added to. */
+static double in_joint_axes(const Model *model, const State *s, int64_t joint, int64_t component, const double *wrench,
+                            const double *d_state, const double *d_parameter, int64_t columns, int64_t P, double *out_row,
+                            double *explicit) {
+    int64_t frame = model->joint_child_frame[joint], block = component / 3, axis = component % 3;
+    double r[9], origin[3], e[3];
+    frame_pose(model, s, frame, r, origin);
+    for (int row = 0; row < 3; row++) e[row] = r[3 * row + axis];
+    for (int row = 0; row < 3; row++) {
+        for (int64_t c = 0; c < columns; c++) out_row[c] += e[row] * d_state[(3 * block + row) * columns + c];
+        for (int64_t c = 0; c < P; c++) explicit[c] += e[row] * d_parameter[(3 * block + row) * P + c];
+    }
+    for (int64_t node = model->frame_node[frame]; node > 0; node = model->parent[node]) { /* R turns */
+        int64_t k = model->coordinate[node];
+        if (k < 0) continue;
+        double turned[3];
+        cross3(s->omega + 3 * k, e, turned);
+        out_row[k] += dot3(turned, wrench + 3 * block);
+    }
+    return dot3(e, wrench + 3 * block);
 }
 
 /* The wrench of tree joint ``joint`` (6), its rows d/d(q, lambda) (6, columns = nq + 6 K) and d/dp (6, P). */
@@ -400,14 +426,18 @@ void output_partials(Workspace *w, const Model *model, const double *q, const St
                 double shift = subtree_shift(model, pc[1], motion_start, motion, node) + (pc[1] == target ? 1.0 : 0.0);
                 explicit[column] = shift * s->rotation[9 * model->frame_node[pc[1]] + 3 * a + pc[2]];
             }
-        } else if (kind == OUTPUT_WRENCH) {
+        } else if (kind == OUTPUT_WRENCH || kind == OUTPUT_WRENCH_JOINT) {
             if (wrench_of != target)
                 joint_wrench(w, model, s, gravity, loads, multipliers, ground, P, parameters, motion_start, motion, p_a,
                              p_b, target, wrench, d_state, d_parameter);
             wrench_of = target;
-            value[y] = wrench[a];
-            memcpy(row, d_state + a * columns, sizeof(double) * (size_t)columns);
-            memcpy(explicit, d_parameter + a * P, sizeof(double) * (size_t)P);
+            if (kind == OUTPUT_WRENCH) {
+                value[y] = wrench[a];
+                memcpy(row, d_state + a * columns, sizeof(double) * (size_t)columns);
+                memcpy(explicit, d_parameter + a * P, sizeof(double) * (size_t)P);
+            } else {
+                value[y] = in_joint_axes(model, s, target, a, wrench, d_state, d_parameter, columns, P, row, explicit);
+            }
         } else if (kind == OUTPUT_EFFORT) { /* -(Q_k + G_k^T lambda): d = H_k dq - G_k^T dlambda - dQ_k/dp */
             if (!jacobian) {
                 jacobian = ws_doubles(w, 6 * K * nq);
