@@ -42,7 +42,8 @@ def add_parser(subparsers) -> None:
                                    "(docs/sensitivity.md). Exit 0 ok, 1 the solve did not converge, 2 bad input.")
     parser.add_argument("model", help="a model file, or a scenario file (.json)")
     parser.add_argument("--of", action="append", default=[], metavar="OUTPUT[,OUTPUT...]",
-                        help="output names or kinds: joint, frame, pin, wrench, effort; a standing machine's reaction, "
+                        help="output names or kinds: joint, frame, pin, wrench, effort, wrench_joint; a standing machine's "
+                             "reaction, "
                              "cop, margin (a scenario: MACHINE:name or MACHINE:kind, and MACHINE:tipping_load, "
                              "hydraulic_load, rated_load or capacity for its analysis.capacity chart; default its "
                              "analysis.sensitivity.of)")
@@ -76,16 +77,36 @@ def _write_csv(path: str, rows: list[Sequence[Any]]) -> None:
         csv.writer(stream).writerows(rows)
 
 
-def _print_ranked(name: str, value: float, reason: str | None, parameters: Sequence[str], derivative: np.ndarray,
-                  elasticity: np.ndarray, normalized: bool, top: int, indent: str = "") -> None:
-    """One output's value and its ``top`` parameters by |derivative| (``normalized``: by |elasticity|)."""
-    print(f"{indent}{name} = {value + 0.0:.6g}")  # + 0.0: a zero prints as 0, never -0
+ROUND_OFF_NOTE = ("0: round-off ({count} output value{plural} at most 1e-9 of the output's largest change p dy/dp over "
+                  "the parameters, elasticities nan; --json and --csv keep the raw values)")
+
+
+def _value_text(value: float, parameter_values: np.ndarray, derivative: np.ndarray) -> tuple[str, bool]:
+    """An output's value as printed, and whether it is round-off printed as 0 (:func:`.table.at_round_off`: the rule
+    that makes its elasticities NaN). A zero prints as 0, never -0."""
+    zeroed = bool(value != 0 and table.at_round_off(derivative[None], parameter_values, [value])[0])
+    return f"{0.0 if zeroed else value + 0.0:.6g}", zeroed
+
+
+def _print_ranked(name: str, value: float, reason: str | None, parameters: Sequence[str],
+                  parameter_values: np.ndarray, derivative: np.ndarray, elasticity: np.ndarray, normalized: bool,
+                  top: int, indent: str = "") -> bool:
+    """One output's value and its ``top`` parameters by |derivative| (``normalized``: by |elasticity|); whether the
+    value was round-off printed as 0."""
+    text, zeroed = _value_text(value, parameter_values, derivative)
+    print(f"{indent}{name} = {text}")
     if reason:
         print(f"{indent}  {reason}")
-        return
+        return zeroed
     ranked = elasticity if normalized else derivative
     for j in np.argsort(-np.nan_to_num(np.abs(ranked)), kind="stable")[:top]:
         print(f"{indent}  {parameters[j]:50s} d/dp {derivative[j] + 0.0:14.6g}   elasticity {elasticity[j] + 0.0:10.4g}")
+    return zeroed
+
+
+def _print_round_off_note(zeroed: int) -> None:
+    if zeroed:
+        print(ROUND_OFF_NOTE.format(count=zeroed, plural="s" if zeroed > 1 else ""))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,16 +130,18 @@ def run(args: argparse.Namespace) -> int:
 
         first = result.outputs[0]
         Path(args.tornado).write_bytes(tornado_png(
-            result.parameters, table.change_per_percent(result, first), f"{first} = {result.values[0]:.6g}",
+            result.parameters, table.change_per_percent(result, first),
+            f"{first} = {_value_text(result.values[0], result.parameter_values, result.derivative[0])[0]}",
             f"change of {first} per 1 % change of the parameter", result.reasons[0], top=top))
     if args.json:
         emit_json(result.as_dict())
         return 0
     print(f"{len(result.outputs)} outputs x {len(result.parameters)} parameters, {result.mode} mode")
     elasticity = result.elasticity
-    for i, name in enumerate(result.outputs):
-        _print_ranked(name, result.values[i], result.reasons[i], result.parameters, result.derivative[i],
-                      elasticity[i], args.normalized, top)
+    zeroed = sum(_print_ranked(name, result.values[i], result.reasons[i], result.parameters, result.parameter_values,
+                               result.derivative[i], elasticity[i], args.normalized, top)
+                 for i, name in enumerate(result.outputs))
+    _print_round_off_note(zeroed)
     return 0
 
 
@@ -164,6 +187,7 @@ def _run_scenario(args: argparse.Namespace, document: Any, json_warnings: list[s
     if args.json:
         emit_json(section)
         return 1 if failed else 0
+    zeroed = 0
     for point in section["points"]:
         swept = ", ".join(f"{k} = {v:g}" for k, v in point["parameters"].items())
         print(f"step {point['step']}" + (f" ({swept})" if swept else "") + f", {point['machine']}")
@@ -174,10 +198,11 @@ def _run_scenario(args: argparse.Namespace, document: Any, json_warnings: list[s
         for name, o in point["outputs"].items():
             value = np.nan if o["value"] is None else o["value"]
             derivative = np.array([np.nan if v is None else v for v in o["derivative"].values()], float)
-            elasticity = table.elasticities(derivative[None], np.array([values[p] for p in o["derivative"]], float),
-                                            [value])[0]
-            _print_ranked(name, value, o["reason"], list(o["derivative"]), derivative, elasticity,
-                          spec.normalized, spec.top, "  ")
+            parameter_values = np.array([values[p] for p in o["derivative"]], float)
+            elasticity = table.elasticities(derivative[None], parameter_values, [value])[0]
+            zeroed += _print_ranked(name, value, o["reason"], list(o["derivative"]), parameter_values, derivative,
+                                    elasticity, spec.normalized, spec.top, "  ")
             if "governs" in o:
                 print(f"    {o['governs']} governs" + (" (within 1 % of the switch)" if o["near_switch"] else ""))
+    _print_round_off_note(zeroed)
     return 1 if failed else 0

@@ -89,7 +89,7 @@ def _knot_reasons(eq: implicit.Equilibrium) -> list[str]:
 def _indeterminate_reason(eq: implicit.Equilibrium, o) -> str | None:
     """Why a load output (a held effort, a pin force, a joint wrench) has no derivative when its joint's load is
     left open by the loops (statically indeterminate), None otherwise."""
-    if not eq.indeterminate or o.kind not in ("effort", "pin", "wrench"):
+    if not eq.indeterminate or o.kind not in ("effort", "pin", "wrench", "wrench_joint"):
         return None
     model = eq.model
     joint = (model.coordinate_joint[o.target] if o.kind == "effort" else

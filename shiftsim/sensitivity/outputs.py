@@ -13,6 +13,8 @@ kind       name                                what
 ``effort`` ``<coordinate>.effort``             what a prescribed (held or set) coordinate's actuator and
                                                restraints exert on the child (N or N m), as
                                                ``Solution.joint_loads[...].effort``
+``wrench_  ``<tree joint>.wrench_joint.fx|…|mz``  the same wrench in the child-side joint frame's axes, which
+joint``                                        turn with the configuration (results.json's ``wrench_joint``)
 =========  ==================================  ==========================================================
 
 A pin component on a redundant closure row (a planar loop's out-of-plane rows) is statically indeterminate:
@@ -29,14 +31,12 @@ from ..core.layout import compiled
 from ..core.library import check_names, core
 from ..core.library import threads as core_threads
 from ..model import Model
-from ..solution import joint_load_arrays
-from ..statics import applied
 from . import wrenches
 from .implicit import Equilibrium
 from .names import choose
 from .parameters import AXES, Parameter, _gravities, _load_arrays, _motion_arrays, _per_case, parameter_codes
 
-KINDS = ("joint", "frame", "pin", "wrench", "effort")
+KINDS = ("joint", "frame", "pin", "wrench", "effort", "wrench_joint")
 """The output kinds, in the order the compiled core codes them (src/fields.h)."""
 check_names("OUTPUT_KINDS", KINDS)
 PIN_FIELDS = ("fx", "fy", "fz", "mx", "my", "mz")
@@ -71,6 +71,8 @@ def _catalogue(model: Model, free: frozenset[int]) -> list[Output]:
     out += [Output(f"{j.name}.{w}", "wrench", i, c) for i, j in enumerate(model.joints) if j.in_tree
             for c, w in enumerate(PIN_FIELDS)]
     out += [Output(f"{name}.effort", "effort", k, 0) for k, name in enumerate(model.coordinate_names) if k not in free]
+    out += [Output(f"{j.name}.wrench_joint.{w}", "wrench_joint", i, c) for i, j in enumerate(model.joints) if j.in_tree
+            for c, w in enumerate(PIN_FIELDS)]
     return out
 
 
@@ -90,21 +92,8 @@ def linearization(eq: Equilibrium, outputs: list[Output], parameters: list[Param
     independent = set(eq.rows.tolist()) if any(o.kind == "pin" for o in outputs) else set()
     reasons: list[str | None] = [
         "not determined: a redundant closure row (statically indeterminate; reported as 0)"
-        if o.kind == "pin" and 6 * o.target + o.component not in independent else
-        wrenches.supported(eq.model, o.target) if o.kind == "wrench" else None for o in outputs]
-    unsupported = [i for i, (o, why) in enumerate(zip(outputs, reasons)) if o.kind == "wrench" and why]
-    if unsupported:  # no derivative, but the value is the one the solve reports, every force included
-        value[unsupported] = _joint_wrenches(eq)[[outputs[i].target for i in unsupported],
-                                                 [outputs[i].component for i in unsupported]]
+        if o.kind == "pin" and 6 * o.target + o.component not in independent else None for o in outputs]
     return c, explicit, reasons, value
-
-
-def _joint_wrenches(eq: Equilibrium) -> np.ndarray:
-    """(n_joints, 6) every joint's wrench on its child side, world axes, as ``Solution.joint_loads`` has them (pair
-    springs and the ground's forces included)."""
-    supports = () if eq.ground is None else (eq.ground,)
-    return joint_load_arrays(eq.model, eq.q, eq.closure_multipliers, eq.gravity, applied(eq.model, list(eq.loads)),
-                             supports)[0]
 
 
 def output_rows(eq: Equilibrium, outputs: list[Output], parameters: list[Parameter], force_partial: np.ndarray,
@@ -116,7 +105,7 @@ def output_rows(eq: Equilibrium, outputs: list[Output], parameters: list[Paramet
     equilibrium (:func:`output_rows_batch`). An effort's rows are the equilibrium's residual, stiffness and
     ``force_partial`` dQ/dp (nq, P); a wrench with the ground below it takes the ground's forces and their
     derivatives from :func:`.wrenches.ground_forces` (``world_partials`` as :func:`linearization`)."""
-    has_wrench = any(o.kind == "wrench" for o in outputs)
+    has_wrench = any(o.kind in ("wrench", "wrench_joint") for o in outputs)
     ground = wrenches.ground_forces(eq, parameters, world_partials) if has_wrench else None
     value, state, explicit = output_rows_batch(
         eq.model, eq.q[None], eq.closure_multipliers[None], eq.gravity, eq.loads, parameters, outputs,

@@ -17,16 +17,24 @@ def change_per_percent(result, output: str) -> np.ndarray:
     return 0.01 * result.parameter_values * result.derivative[i]
 
 
-def elasticities(derivative: np.ndarray, parameter_values: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """(Y, P) the relative change of each output per relative change of each parameter, (p / y) dy/dp, from the
-    derivatives (Y, P) (NaN where none), the parameters (P,) and the outputs (Y,). NaN where an output is zero to
-    the solve's precision: at most :data:`~shiftsim.loads.CARRIES_NOTHING` (1e-9) of its largest change p dy/dp
-    over the parameters (an exact 0 included). Such a value is round-off (5e-16 m, the centre of pressure of a
-    symmetric car) and has no relative change; dividing by it would print elasticities of 1e14."""
+def at_round_off(derivative: np.ndarray, parameter_values: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(Y,) True where an output is zero to the solve's precision: at most :data:`~shiftsim.loads.CARRIES_NOTHING`
+    (1e-9) of its largest change p dy/dp over the parameters (an exact 0 included), from the derivatives (Y, P) (NaN
+    where none), the parameters (P,) and the outputs (Y,). Such a value is round-off (5e-16 m, the centre of pressure
+    of a symmetric car): it has no relative change, and it is 0 to the solve's precision."""
     derivative, values = np.atleast_2d(derivative), np.asarray(values, dtype=float).reshape(-1)
     change = derivative * np.asarray(parameter_values, dtype=float)[None, :]
     largest = np.max(np.abs(np.where(np.isfinite(change), change, 0.0)), axis=1, initial=0.0)
-    zero = ~(np.abs(values) > CARRIES_NOTHING * largest)
+    return ~(np.abs(values) > CARRIES_NOTHING * largest)
+
+
+def elasticities(derivative: np.ndarray, parameter_values: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(Y, P) the relative change of each output per relative change of each parameter, (p / y) dy/dp, from the
+    derivatives (Y, P) (NaN where none), the parameters (P,) and the outputs (Y,). NaN where an output is at
+    round-off (:func:`at_round_off`): dividing by it would print elasticities of 1e14."""
+    derivative, values = np.atleast_2d(derivative), np.asarray(values, dtype=float).reshape(-1)
+    change = derivative * np.asarray(parameter_values, dtype=float)[None, :]
+    zero = at_round_off(derivative, parameter_values, values)
     return change / np.where(zero, np.nan, values)[:, None]
 
 

@@ -1,10 +1,10 @@
-"""The 6-axis wrench of a tree joint as a sensitivity output: when it has a derivative, and the ground's forces on
-its subtree as the compiled core takes them.
+"""The 6-axis wrench of a tree joint as a sensitivity output: the ground's forces on its subtree as the compiled core
+takes them.
 
 The wrench, its derivatives in (q, lambda) and its explicit partial derivatives in the parameters are the core's
 (``output_partials``, src/output_partials.c): what the parent side exerts on the child side, world axes, moment about
 the child-side joint frame's origin, balancing everything external on the child subtree (weights, applied loads,
-closure wrenches, the ground's forces). The ground's forces come with their own derivatives from here
+closure wrenches, pair springs with one frame inside, the ground's forces). The ground's forces come with their own derivatives from here
 (:func:`ground_forces`): each contact's force at its point, each tyre's on its centre and friction point with the couple
 a x F_a of its spin axis' term (as the joint loads count them, :meth:`shiftsim.ground.tyres.TyreField.point_forces`),
 their rates in q through the laws' stiffness and their partials in the ground's parameters (both the core's,
@@ -20,16 +20,6 @@ from ..model import Model
 from . import ground as ground_terms
 from .implicit import Equilibrium
 from .parameters import Parameter
-
-
-def supported(model: Model, joint: int) -> str | None:
-    """Why the joint's wrench has no derivative here (None where it has one)."""
-    j = model.joints[joint]
-    if not j.in_tree:
-        return None  # a loop-closing joint: its wrench is the multipliers (output kind "pin")
-    if model.pair_restraints:
-        return "not implemented: wrenches of a model with pair restraints"
-    return None
 
 
 def ground_forces(eq: Equilibrium, parameters: list[Parameter], world_partials: tuple | None = None

@@ -4,8 +4,9 @@ not need an equilibrium).
 
 References, none of them the kernel itself:
 
-* values: a tree joint's wrench and a frame's position against the core's joint loads (src/loads.c, through
-  ``solution.joint_load_arrays``) and forward kinematics; an effort against ``statics.evaluate``;
+* values: a tree joint's wrench (in world axes, and in its child-side joint frame's axes with that frame's rotation)
+  and a frame's position against the core's joint loads (src/loads.c, through ``solution.joint_load_arrays``) and
+  forward kinematics; an effort against ``statics.evaluate``;
 * rows in (q, lambda): Richardson central differences of the values (checked above) over q and lambda;
 * explicit partials: central differences (Richardson for frame positions) of the values of a model whose file-level
   spec is edited and compiled again (``helpers.sensitivity.edited``), at the same q and lambda;
@@ -13,8 +14,9 @@ References, none of them the kernel itself:
   on bodies whose forces move by exactly their given rate and partials, differenced the same way.
 
 Every term of a wrench (weights, loads in world and in frame axes with factors, closure wrenches on both sides, the
-ground's records with torques, the joint frame's own motion, frame positions moving subtrees and pins) shows up in
-one of these; dropping one fails a check. Also: a batch over threads equals each case alone, bad output rows are
+ground's records with torques, pair springs crossing the joint's cut from either side, the joint frame's own motion,
+frame positions moving subtrees and pins, the joint frame's turn for the wrench in its axes) shows up in one of these;
+dropping one fails a check. Also: a batch over threads equals each case alone, bad output rows are
 refused naming the row, a failed allocation leaves nothing behind.
 """
 
@@ -37,7 +39,7 @@ from shiftsim.sensitivity.outputs import Output, catalogue, output_codes, output
 from shiftsim.sensitivity.parameters import Parameter, _load_arrays, _motion_arrays, parameter_codes
 from shiftsim.sensitivity.parameters import catalogue as parameter_catalogue
 from shiftsim.solution import joint_load_arrays
-from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec
+from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, RestraintSpec
 from shiftsim.statics import Load, applied, evaluate, independent_rows
 
 MODELS = Path(__file__).resolve().parents[2] / "models" / "shift"
@@ -63,6 +65,28 @@ def spatial_chain() -> ModelSpec:
         axis = np.array([0.0, 1.0, 0.0]) if i != 1 else np.array([0.0, 0.6, 0.8])
         joints.append(JointSpec(f"j{i}", "revolute", parent, child, axis=axis, initial=(0.0,), stiffness=(5.0, 800.0)))
     return ModelSpec("chain", "test", "test", gravity=np.array([0.3, -0.2, -9.81]), bodies=bodies, joints=joints)
+
+
+def chain_with_pairs() -> ModelSpec:
+    """The spatial chain with three pair springs across its joints: a Euclidean strut from a fixed anchor to the
+    first link (inside every joint's subtree), a Euclidean tie from the middle link to the last (crossing the last
+    joint from outside in) and a two-piece law along the last link's z axis to an eye on the middle link (frame a
+    inside the last joint's subtree, and turning with it). The middle joint's parent-side frame ``l0:tip`` moves
+    the tie and the lift rigidly with both ends: it stays a position parameter."""
+    spec = spatial_chain()
+    extra = {0: {"strap": (0.4, -0.1, 0.3)}, 1: {"strap": (0.5, 0.0, 0.2), "eye": (0.3, 0.1, -0.2)},
+             2: {"brace": (0.2, 0.05, -0.3)}}
+    bodies = [dataclasses.replace(b, frames={**b.frames, **{n: FrameSpec(n, translation=np.array(t))
+                                                            for n, t in extra[i].items()}})
+              for i, b in enumerate(spec.bodies)]
+    restraints = [
+        RestraintSpec("strut", "spring", (), ((300.0, -360.0),), pair=(FrameRef(FIXED, "anchor"), FrameRef("l0", "strap"))),
+        RestraintSpec("tie", "spring", (), ((50.0, 900.0, -700.0),), pair=(FrameRef("l1", "strap"), FrameRef("l2", "tip"))),
+        RestraintSpec("lift", "spring", (-0.2,), ((0.0, 400.0, 30.0), (200.0, 600.0, 50.0)), distance_type="Tz",
+                      pair=(FrameRef("l2", "brace"), FrameRef("l1", "eye"))),
+    ]
+    anchor = {"anchor": FrameSpec("anchor", translation=np.array([1.0, 0.2, 1.5]))}
+    return dataclasses.replace(spec, bodies=bodies, fixed_frames=anchor, restraints=restraints)
 
 
 LOADS_CHAIN = [Load("l2:hook", force=(40.0, 10.0, -120.0), torque=(3.0, -8.0, 2.0), factor=1.5),
@@ -91,6 +115,7 @@ def random_case(model: Model, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 CASES = [("chain", lambda: compile_model(spatial_chain()), LOADS_CHAIN),
+         ("chain with pairs", lambda: compile_model(chain_with_pairs()), LOADS_CHAIN[:1]),
          ("four bar", lambda: load_model(MODELS / "four_bar.json"), LOADS_FOUR_BAR),
          ("excavator", lambda: load_model(MODELS / "excavator_hydraulic.json"),
           [Load("arm:bucket:tip", force=(2000.0, 500.0, -10000.0), factor=1.2)])]
@@ -104,17 +129,20 @@ def test_values_equal_the_cores_joint_loads_and_forward_kinematics(name, make, l
     overflows = core.allocations()[1]
     values = rows_at(model, q[None], lam[None], loads, parameter_catalogue(model, tuple(loads)), outs)[0][0]
     assert core.allocations()[1] == overflows  # the workspace was sized for everything the kernel took
-    wrench, _, _ = joint_load_arrays(model, q, lam, model.gravity, applied(model, loads))
+    wrench, rotation, _ = joint_load_arrays(model, q, lam, model.gravity, applied(model, loads))
+    in_joint_axes = np.concatenate([np.einsum("jik,ji->jk", rotation, wrench[:, :3]),
+                                    np.einsum("jik,ji->jk", rotation, wrench[:, 3:])], axis=1)  # R^T (F, M)
     frames = forward(model, q, bodies=False).frames[:, :3, 3]
     expected = np.array([q[o.target] if o.kind == "joint" else frames[o.target, o.component] if o.kind == "frame"
-                         else lam[6 * o.target + o.component] if o.kind == "pin" else wrench[o.target, o.component]
-                         for o in outs])
-    assert {o.kind for o in outs} >= ({"joint", "frame", "wrench", "pin"} if model.closures else
-                                      {"joint", "frame", "wrench"})
+                         else lam[6 * o.target + o.component] if o.kind == "pin" else
+                         in_joint_axes[o.target, o.component] if o.kind == "wrench_joint" else
+                         wrench[o.target, o.component] for o in outs])
+    assert {o.kind for o in outs} >= ({"joint", "frame", "wrench", "wrench_joint", "pin"} if model.closures else
+                                      {"joint", "frame", "wrench", "wrench_joint"})
     np.testing.assert_allclose(values, expected, rtol=1e-13, atol=1e-12 * np.max(np.abs(expected)))
 
 
-@pytest.mark.parametrize("name, make, loads", CASES[:2], ids=[c[0] for c in CASES[:2]])
+@pytest.mark.parametrize("name, make, loads", CASES[:3], ids=[c[0] for c in CASES[:3]])
 def test_rows_in_the_coordinates_and_multipliers_against_differences(name, make, loads):
     """All perturbed cases in one batch; Richardson's extrapolation of central differences at h and h/2."""
     model = make()
@@ -153,6 +181,12 @@ def _explicit_check(model: Model, loads: list[Load], seed: int) -> set[str]:
 def test_explicit_partials_of_a_spatial_chain_against_edited_models():
     kinds = _explicit_check(compile_model(spatial_chain()), LOADS_CHAIN, 3)
     assert kinds == {"mass", "com", "frame", "load", "gravity"}  # springs act inside their joints: no output moves
+
+
+@pytest.mark.slow
+def test_explicit_partials_of_pair_springs_across_the_joints_against_edited_models():
+    kinds = _explicit_check(compile_model(chain_with_pairs()), LOADS_CHAIN[:1], 12)
+    assert kinds == {"mass", "com", "frame", "pair", "load", "gravity"}
 
 
 @pytest.mark.slow
@@ -279,9 +313,10 @@ def test_bad_output_rows_and_columns_are_refused_naming_them():
         with pytest.raises(ValueError, match=f"output row {row}"):
             _call(model, broken)
     wrench = good.copy()
-    wrench[0] = (3, closing, 0, 0)  # the wrench of a loop-closing joint: a pin output instead
-    with pytest.raises(ValueError, match="output row 0.*tree joint"):
-        _call(model, wrench)
+    for kind in (3, 5):  # the wrench of a loop-closing joint (world or joint axes): a pin output instead
+        wrench[0] = (kind, closing, 0, 0)
+        with pytest.raises(ValueError, match="output row 0.*tree joint"):
+            _call(model, wrench)
     with pytest.raises(ValueError, match="ground_node 0 is 999"):
         _call(model, good, ground_node=999)
     with pytest.raises(ValueError, match="outputs"):

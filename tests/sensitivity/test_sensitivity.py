@@ -97,7 +97,7 @@ def test_chain_every_parameter_kind_against_finite_differences():
     loads = [Load("l2:hook", force=(40.0, 10.0, -120.0), torque=(3.0, -8.0, 2.0), factor=1.5),
              Load("l1:tip", force=(-20.0, 5.0, -60.0), torque=(1.0, 4.0, -2.0), direction="body", factor=0.8)]
     exact = check_against_finite_differences(
-        spec, loads, of=["joint", "l2:hook.x", "l2:hook.z", "l1:tip.z", "wrench"],
+        spec, loads, of=["joint", "l2:hook.x", "l2:hook.z", "l1:tip.z", "wrench", "wrench_joint"],
         wrt=["mass", "com", "spring", "load", "gravity", "frame"])
     kinds = {"mass", "com", "spring", "load", "gravity", "frame"}
     assert {p.kind for p in catalogue(compile_model(spec), tuple(loads)) if p.name in exact.parameters} == kinds
@@ -514,21 +514,38 @@ def test_printed_table_shows_no_negative_zero(capsys):
     assert "-0" not in tokens and tokens.count("0") > 100
 
 
-def test_a_wrench_without_a_derivative_still_has_the_solved_value():
-    """Pair restraints' forces are not among the wrench derivative's terms (the reason says so), but the wrench's
-    value is the one the solve reports with every force: a strut from a fixed anchor to the middle link changes
-    the wrench of every joint below it."""
+@pytest.mark.slow
+def test_wrenches_with_pair_restraints_against_finite_differences():
+    """Pair springs' forces in the wrench of every joint they cross: a strut from a fixed anchor to the middle link
+    (every joint below it) and a two-piece law along the anchor's z axis to the last link, with a load. The values,
+    in world and in joint axes, equal the solve's joint loads (every force); the derivatives agree with Richardson
+    differences of re-solves of the edited spec, and forward with adjoint mode."""
     spec = strut_spec()
+    lift = RestraintSpec("lift", "spring", (-5.0,), ((0.0, 40.0, 10.0), (0.0, 80.0, 210.0)), distance_type="Tz",
+                         pair=(FrameRef(FIXED, "anchor"), FrameRef("l2", "tip")))
+    spec = dataclasses.replace(spec, restraints=[*spec.restraints, lift])
+    loads = [Load("l2:hook", force=(40.0, 10.0, -120.0), torque=(3.0, -8.0, 2.0))]
+    exact = check_against_finite_differences(spec, loads, of=["wrench", "wrench_joint"],
+                                             wrt=["pair", "mass", "com", "load", "gravity"])
+    assert all(r is None for r in exact.reasons) and np.all(np.isfinite(exact.derivative))
     model = compile_model(spec)
-    result = sensitivity(model, of=["wrench"], wrt=["l1.mass"])
-    solved = solve(model).joint_loads
+    solved = solve(model, loads=loads, options=TIGHT).joint_loads
     components = ("fx", "fy", "fz", "mx", "my", "mz")
-    for name, value, reason in zip(result.outputs, result.values, result.reasons):
-        joint, component = name.rsplit(".", 1)
-        assert reason and "pair restraints" in reason
-        assert value == pytest.approx(solved[joint].wrench_world[components.index(component)], rel=1e-9, abs=1e-9)
-    without = solve(compile_model(dataclasses.replace(spec, restraints=[]))).joint_loads
-    assert abs(solved["j0"].wrench_world[4] - without["j0"].wrench_world[4]) > 1.0  # the strut really acts
+    for name, value in zip(exact.outputs, exact.values):
+        joint, component = name.split(".", 1)
+        load = solved[joint]
+        in_axes = np.concatenate([load.rotation.T @ load.wrench_world[:3], load.rotation.T @ load.wrench_world[3:]])
+        expected = (in_axes[components.index(component.split(".")[1])] if component.startswith("wrench_joint.")
+                    else load.wrench_world[components.index(component)])
+        assert value == pytest.approx(expected, rel=1e-12, abs=1e-12 * np.max(np.abs(exact.values)))
+    without = solve(compile_model(dataclasses.replace(spec, restraints=[])), loads=loads).joint_loads
+    assert abs(solved["j0"].wrench_world[4] - without["j0"].wrench_world[4]) > 1.0  # the springs really act
+    strut = exact.parameters.index("strut.c1")
+    assert abs(exact.derivative[exact.outputs.index("j0.my"), strut]) > 1e-3
+    adjoint = sensitivity(model, of=["wrench", "wrench_joint"], wrt=["all"], loads=loads, mode="adjoint", options=TIGHT)
+    forward = sensitivity(model, of=["wrench", "wrench_joint"], wrt=["all"], loads=loads, mode="forward", options=TIGHT)
+    np.testing.assert_allclose(forward.derivative, adjoint.derivative, rtol=1e-10,
+                               atol=1e-10 * np.max(np.abs(adjoint.derivative)))
 
 
 def test_elasticity_of_an_output_at_round_off_is_nan():

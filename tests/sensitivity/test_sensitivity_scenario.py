@@ -8,6 +8,7 @@ import csv
 import json
 
 import jsonschema
+import numpy as np
 import pytest
 from helpers.scenario import PNG_SIGNATURE, SCENARIOS, model_path, run_cli, write_scenario
 
@@ -253,11 +254,31 @@ def test_a_long_run_shows_twelve_steps_first_and_last_ranked_by_the_largest_chan
 def test_printed_elasticity_of_a_zero_output_is_nan_not_infinite(capsys):
     """The car stands symmetric: its centre of pressure's y is exactly 0 at some steps and round-off (about 5e-16 m)
     at the others, while a 1 % change of a tyre's radius moves it by about 0.5 mm. No relative change of such a
-    value exists: the table says nan at every step, as ``Sensitivities.elasticity`` does, not +-inf or 1e14."""
-    status = main(["sensitivity", str(SCENARIOS / "vehicle_on_tyres.json"), "--of", "car1:cop.y", "--wrt", "tyre"])
+    value exists: the table says nan at every step, as ``Sensitivities.elasticity`` does, not +-inf or 1e14; and the
+    value itself prints as 0 at every step (round-off by the same rule, said once below the table), while --json
+    keeps the raw values."""
+    arguments = ["sensitivity", str(SCENARIOS / "vehicle_on_tyres.json"), "--of", "car1:cop.y", "--wrt", "tyre"]
+    status = main(arguments)
     printed = capsys.readouterr().out
     steps = printed.split("step ")[1:]
-    assert status == 0 and len(steps) == 5 and any("car1:cop.y = 0\n" in step for step in steps)
-    assert any("car1:cop.y = 0\n" not in step for step in steps)  # a round-off value, not 0, at some step
+    assert status == 0 and len(steps) == 5 and all("car1:cop.y = 0\n" in step for step in steps)
     rows = [line.split() for line in printed.splitlines() if "elasticity" in line]
     assert len(rows) >= 40 and all(row[-1] == "nan" for row in rows)
+    assert main([*arguments, "--json"]) == 0
+    raw = [p["outputs"]["car1:cop.y"]["value"] for p in json.loads(capsys.readouterr().out)["points"]]
+    zeroed = sum(value != 0 for value in raw)
+    assert 0 < zeroed and max(abs(value) for value in raw) < 1e-12  # round-off at some steps, printed as 0
+    assert printed.strip().endswith(f"0: round-off ({zeroed} output values at most 1e-9 of the output's largest change "
+                                    "p dy/dp over the parameters, elasticities nan; --json and --csv keep the raw "
+                                    "values)")
+
+
+def test_a_value_clear_of_round_off_prints_as_it_is():
+    """The rule zeroes only what is round-off: a value of 1e-8 with a largest change of 1 per unit prints as
+    it is, 1e-10 as 0 (with the note), and without any derivative (a reason) a value prints raw."""
+    from shiftsim.commands.sensitivity import _value_text
+
+    assert _value_text(1e-8, np.array([1.0, 2.0]), np.array([0.5, -0.1])) == ("1e-08", False)
+    assert _value_text(-1e-10, np.array([1.0, 2.0]), np.array([0.5, -0.1])) == ("0", True)
+    assert _value_text(-1e-10, np.array([1.0]), np.array([np.nan])) == ("-1e-10", False)
+    assert _value_text(-0.0, np.array([1.0]), np.array([1.0])) == ("0", False)

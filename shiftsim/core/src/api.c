@@ -1499,15 +1499,16 @@ static void outputs_work(void *job, int64_t b, Workspace *w) {
 }
 
 /* Whether every output row (Y, 4) is (kind of SHIFTSIM_OUTPUT_KINDS, target, component, 0) of this model: a
- * coordinate (joint, effort), a frame and axis, a closure and component (pin), a tree joint and component (wrench);
- * false with a ValueError naming the row otherwise. */
+ * coordinate (joint, effort), a frame and axis, a closure and component (pin), a tree joint and component (wrench,
+ * wrench_joint); false with a ValueError naming the row otherwise. */
 static bool has_valid_outputs(const Model *m, const int64_t *rows, int64_t count) {
     for (int64_t i = 0; i < count; i++) {
         const int64_t *r = rows + 4 * i;
+        bool wrench = r[0] == OUTPUT_WRENCH || r[0] == OUTPUT_WRENCH_JOINT;
         int64_t limit = r[0] == OUTPUT_JOINT || r[0] == OUTPUT_EFFORT ? m->nq : r[0] == OUTPUT_FRAME ? m->n_frames
-                      : r[0] == OUTPUT_PIN ? m->n_closures : r[0] == OUTPUT_WRENCH ? m->n_joints : 0;
-        int64_t components = r[0] == OUTPUT_FRAME ? 3 : r[0] == OUTPUT_PIN || r[0] == OUTPUT_WRENCH ? 6 : 1;
-        bool tree = r[0] != OUTPUT_WRENCH || (r[1] >= 0 && r[1] < limit && m->joint_closure[r[1]] < 0);
+                      : r[0] == OUTPUT_PIN ? m->n_closures : wrench ? m->n_joints : 0;
+        int64_t components = r[0] == OUTPUT_FRAME ? 3 : r[0] == OUTPUT_PIN || wrench ? 6 : 1;
+        bool tree = !wrench || (r[1] >= 0 && r[1] < limit && m->joint_closure[r[1]] < 0);
         if (r[1] < 0 || r[1] >= limit || r[2] < 0 || r[2] >= components || r[3] != 0 || !tree) {
             PyErr_Format(PyExc_ValueError, "output_partials: output row %lld (kind %lld, target %lld, %lld, %lld) "
                          "outside this model (expected a target below %lld, a component below %lld, 0; a wrench of a "

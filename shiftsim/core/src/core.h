@@ -121,6 +121,7 @@ void rotation_vector(const double *m, double *out);
 
 /* laws */
 void polynomial_law(const double *coefficients, int64_t degree, double x, double *f, double *df, double *energy);
+int64_t piece_at(const Model *model, int64_t law, double x); /* the piece of law row ``law`` that holds at x */
 void piecewise_law(const Model *model, int64_t law, double x, double *f, double *df, double *energy);
 
 /* forces: each adds into q_force (nq) and stiffness (nq, nq), stiffness[k][j] = dQ_k/dq_j */

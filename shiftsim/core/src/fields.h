@@ -93,7 +93,8 @@
     X(GROUND_FRICTION, friction) X(GROUND_RADIUS, radius)
 /* A sensitivity output's kind (output_partials.c; shiftsim.sensitivity.outputs.KINDS in this order). */
 #define SHIFTSIM_OUTPUT_KINDS(X)                                                                                        \
-    X(OUTPUT_JOINT, joint) X(OUTPUT_FRAME, frame) X(OUTPUT_PIN, pin) X(OUTPUT_WRENCH, wrench) X(OUTPUT_EFFORT, effort)
+    X(OUTPUT_JOINT, joint) X(OUTPUT_FRAME, frame) X(OUTPUT_PIN, pin) X(OUTPUT_WRENCH, wrench) X(OUTPUT_EFFORT, effort) \
+    X(OUTPUT_WRENCH_JOINT, wrench_joint)
 
 #define SHIFTSIM_CODE(c_name, python_name) c_name,
 #define SHIFTSIM_COUNT(...) +1

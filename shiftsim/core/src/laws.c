@@ -19,13 +19,20 @@ static double local(const Model *model, int64_t law, int which, int64_t piece, d
     return total;
 }
 
-/* Row ``law`` of the piecewise-law table: the piece with breaks[i] <= x < breaks[i + 1] (end pieces extended,
- * as scipy's PPoly with extrapolate), local coefficients in (x - breaks[i]) highest power first. */
-void piecewise_law(const Model *model, int64_t law, double x, double *f, double *df, double *energy) {
+/* The piece of law row ``law`` that holds at x: the one with breaks[i] <= x < breaks[i + 1] (end pieces extended,
+ * as scipy's PPoly with extrapolate). */
+int64_t piece_at(const Model *model, int64_t law, double x) {
     const double *breaks = model->law_breaks + law * (model->law_intervals + 1);
     int64_t count = model->law_count[law], i = 0;
     while (i < count - 1 && x >= breaks[i + 1]) i++;
-    double t = x - breaks[i];
+    return i;
+}
+
+/* Row ``law`` of the piecewise-law table at x, on its piece i (piece_at), local coefficients in (x - breaks[i])
+ * highest power first. */
+void piecewise_law(const Model *model, int64_t law, double x, double *f, double *df, double *energy) {
+    int64_t i = piece_at(model, law, x);
+    double t = x - model->law_breaks[law * (model->law_intervals + 1) + i];
     *f = local(model, law, 0, i, t);
     *df = local(model, law, 1, i, t);
     *energy = local(model, law, 2, i, t) - model->law_energy_at_zero[law];

@@ -12,17 +12,24 @@
  *   wrench  tree joint, component  what the parent side exerts on the child side, world axes, moment about the child-
  *                                side joint frame's origin o (as joint_loads in loads.c): sign (F, M - o x F) of
  *                                everything external on the child subtree S (weights, loads, closure wrenches, the
- *                                ground's point forces), sign -1, or +1 for a joint the tree meets child first;
+ *                                ground's point forces, the pair springs with one frame inside S), sign -1, or +1
+ *                                for a joint the tree meets child first;
  *   effort  coordinate           -(Q_k + G_k^T lambda): the caller's residual, hessian row and dQ_k/dp (the
- *                                equilibrium's own arrays; only the closure Jacobian column is computed here).
+ *                                equilibrium's own arrays; only the closure Jacobian column is computed here);
+ *   wrench_joint  tree joint, component  the wrench in the child-side joint frame's axes, R^T (F, M) with R (world
+ *                                <- joint frame) turning with the coordinates k moving that frame: its row adds
+ *                                (omega_k x R e_i) . (F or M); frame parameters translate, so R has no partials.
  * A wrench's rows: a force f at p on node n with torque t adds (f, (p - o) x f + t); moving coordinate k moves p by
  * omega_k x p + v_k (k moving n) and o by omega_k x o + v_k (k moving o's node), turns a force that follows its frame
  * by omega_k x f and its torque by omega_k x t; a closure side adds +-(lambda_f, (p - o) x lambda_f + lambda_t); a
- * ground force's law adds its own rate d(f, t)/dq and partials d(f, t)/dp (PointForces: given by the caller).
+ * ground force's law adds its own rate d(f, t)/dq and partials d(f, t)/dp (PointForces: given by the caller); a pair
+ * spring's force -+f u (PairLine) adds its rate through its length x, its law's slope f'(x) and its direction u, and
+ * its law coefficients' partials x^i u.
  * Explicitly: a mass m adds (g, (c - o) x g) when its node is in S; a centre of mass (R e_a) x m g; gravity's axis
  * a the weights' (m e_a, (c - o) x m e_a); a load's component or factor its force and torque per unit; a frame's
  * position (p_shift - o_shift) x f over every force, each point shifted by the frame's motion rows (partials.c).
  */
+#include <math.h>
 #include <string.h>
 
 #include "core.h"
@@ -36,16 +43,60 @@ static void load_per_factor(const Loads *loads, int64_t l, const double *r, doub
     }
 }
 
-/* One external force on the subtree: its node, world point, force and torque, and what it is. */
-enum { FROM_WEIGHT, FROM_LOAD, FROM_CLOSURE, FROM_GROUND };
+/* A pair spring's line of action at a state: its length x (pair_distance's: Euclidean, or along an axis of frame a),
+ * its law's force f and slope df = f'(x), frame c's origin p_c, d = p_c - p_a and the direction u (d / |d|, or frame
+ * a's axis e). The spring pulls frame c's body by -f u and frame a's body by +f u, both along the line through p_c
+ * (loads.c puts a's force at p_a with the couple -f e x d along an axis, and at p_a on the line for a Euclidean pair:
+ * the same wrench). Its frames' offsets enter only through p_a and p_c. */
 typedef struct {
-    int64_t node, from, index; /* index: the load, closure or ground record */
-    double side;               /* a closure's side: +1 its child side b, -1 its side a */
+    double x, f, df, point[3], d[3], direction[3];
+    bool euclidean;
+} PairLine;
+
+static void pair_line(const Model *model, const State *s, int64_t pair, PairLine *line) {
+    double r_a[9], p_a[3], energy;
+    frame_pose(model, s, model->pair_frame_a[pair], r_a, p_a);
+    frame_pose(model, s, model->pair_frame_c[pair], NULL, line->point);
+    for (int row = 0; row < 3; row++) line->d[row] = line->point[row] - p_a[row];
+    line->euclidean = model->pair_distance[pair] == EUCLIDEAN;
+    if (line->euclidean) {
+        line->x = sqrt(dot3(line->d, line->d));
+        double guarded = line->x > 1e-300 ? line->x : 1e-300;
+        for (int row = 0; row < 3; row++) line->direction[row] = line->d[row] / guarded;
+    } else {
+        int axis = (int)model->pair_distance[pair] - 1;
+        for (int row = 0; row < 3; row++) line->direction[row] = r_a[3 * row + axis];
+        line->x = dot3(line->direction, line->d);
+    }
+    piecewise_law(model, model->pair_law[pair], line->x, &line->f, &line->df, &energy);
+}
+
+/* The change of f u (3, into out) for a change dd of d = p_c - p_a and a turn de of frame a's axis (ignored for a
+ * Euclidean pair): dx = u . dd (+ de . d along an axis), du = (dd - dx u) / x (or de). Linear in (dd, de). */
+static void pair_force_change(const PairLine *line, const double *dd, const double *de, double *out) {
+    const double *u = line->direction;
+    if (line->euclidean) {
+        double dx = dot3(u, dd), guarded = line->x > 1e-300 ? line->x : 1e-300;
+        for (int row = 0; row < 3; row++)
+            out[row] = line->df * dx * u[row] + line->f * (dd[row] - dx * u[row]) / guarded;
+    } else {
+        double dx = dot3(u, dd) + dot3(de, line->d);
+        for (int row = 0; row < 3; row++) out[row] = line->df * dx * u[row] + line->f * de[row];
+    }
+}
+
+/* One external force on the subtree: its node, world point, force and torque, and what it is. A pair spring's force
+ * on frame a's body acts on the line through p_c: its node is frame c's (the point's), its side +1 (-1 on c's). */
+enum { FROM_WEIGHT, FROM_LOAD, FROM_CLOSURE, FROM_GROUND, FROM_PAIR };
+typedef struct {
+    int64_t node, from, index; /* node: the one whose motion moves the point; index: the load, closure, record or pair */
+    double side;               /* a closure's side: +1 its child side b, -1 its side a; a pair's: +1 on a, -1 on c */
     double point[3], force[3], torque[3];
     bool follows;              /* turns with its frame (a load given in the frame's axes) */
 } Force;
 
-/* The external forces on the subtree of ``root`` (out: at most n_nodes + loads + 2 K + ground records); their count. */
+/* The external forces on the subtree of ``root`` (out: at most n_nodes + loads + 2 K + ground records + pairs); their
+ * count. A pair spring counts when one of its frames is inside and the other outside (inside both, its forces cancel). */
 static int64_t subtree_forces(const Model *model, const State *s, const double *gravity, const Loads *loads,
                               const double *multipliers, const PointForces *ground, const double *p_a,
                               const double *p_b, int64_t root, Force *out) {
@@ -94,6 +145,18 @@ static int64_t subtree_forces(const Model *model, const State *s, const double *
         memcpy(f->force, ground->forces + 9 * g + 3, sizeof(f->force));
         memcpy(f->torque, ground->forces + 9 * g + 6, sizeof(f->torque));
     }
+    for (int64_t pair = 0; pair < model->n_pairs; pair++) {
+        int64_t node_c = model->frame_node[model->pair_frame_c[pair]];
+        bool has_a = is_within(model, root, model->frame_node[model->pair_frame_a[pair]]);
+        if (has_a == is_within(model, root, node_c)) continue;
+        Force *f = out + count++;
+        PairLine line;
+        pair_line(model, s, pair, &line);
+        memset(f, 0, sizeof(*f));
+        f->node = node_c, f->from = FROM_PAIR, f->index = pair, f->side = has_a ? 1.0 : -1.0;
+        memcpy(f->point, line.point, sizeof(f->point));
+        for (int row = 0; row < 3; row++) f->force[row] = f->side * line.f * line.direction[row];
+    }
     return count;
 }
 
@@ -123,6 +186,29 @@ static double point_shift(const Model *model, int64_t frame, const int64_t *moti
     return shift;
 }
 
+/* Component ``component`` of a tree joint's wrench (6; its rows d_state (6, columns) and d_parameter (6, P), as
+ * joint_wrench gives them) in its child-side joint frame's axes: its value, its row out_row (columns) and explicit row (P), added to. */
+static double in_joint_axes(const Model *model, const State *s, int64_t joint, int64_t component, const double *wrench,
+                            const double *d_state, const double *d_parameter, int64_t columns, int64_t P, double *out_row,
+                            double *explicit) {
+    int64_t frame = model->joint_child_frame[joint], block = component / 3, axis = component % 3;
+    double r[9], origin[3], e[3];
+    frame_pose(model, s, frame, r, origin);
+    for (int row = 0; row < 3; row++) e[row] = r[3 * row + axis];
+    for (int row = 0; row < 3; row++) {
+        for (int64_t c = 0; c < columns; c++) out_row[c] += e[row] * d_state[(3 * block + row) * columns + c];
+        for (int64_t c = 0; c < P; c++) explicit[c] += e[row] * d_parameter[(3 * block + row) * P + c];
+    }
+    for (int64_t node = model->frame_node[frame]; node > 0; node = model->parent[node]) { /* R turns */
+        int64_t k = model->coordinate[node];
+        if (k < 0) continue;
+        double turned[3];
+        cross3(s->omega + 3 * k, e, turned);
+        out_row[k] += dot3(turned, wrench + 3 * block);
+    }
+    return dot3(e, wrench + 3 * block);
+}
+
 /* The wrench of tree joint ``joint`` (6), its rows d/d(q, lambda) (6, columns = nq + 6 K) and d/dp (6, P). */
 static void joint_wrench(Workspace *w, const Model *model, const State *s, const double *gravity, const Loads *loads,
                          const double *multipliers, const PointForces *ground, int64_t P, const int64_t *parameters,
@@ -135,7 +221,8 @@ static void joint_wrench(Workspace *w, const Model *model, const State *s, const
     frame_pose(model, s, origin_frame, NULL, o);
     size_t mark = ws_mark(w);
     Force *forces = (Force *)ws_doubles(w, (int64_t)((sizeof(Force) + 7) / 8)
-                                               * (model->n_nodes + loads->count + 2 * model->n_closures + ground->count));
+                                               * (model->n_nodes + loads->count + 2 * model->n_closures + ground->count
+                                                  + model->n_pairs));
     int64_t count = subtree_forces(model, s, gravity, loads, multipliers, ground, p_a, p_b, root, forces);
     memset(wrench, 0, 6 * sizeof(double));
     memset(d_state, 0, sizeof(double) * (size_t)(6 * columns));
@@ -176,6 +263,26 @@ static void joint_wrench(Workspace *w, const Model *model, const State *s, const
                 at[(3 + row) * columns + (row + 1) % 3] -= f->side * lever[(row + 2) % 3]; /* [lever]x */
                 at[(3 + row) * columns + (row + 2) % 3] += f->side * lever[(row + 1) % 3];
             }
+        } else if (f->from == FROM_PAIR) { /* the spring's rate: p_c's motion, p_a's against it, frame a's turn */
+            PairLine line;
+            pair_line(model, s, f->index, &line);
+            int64_t node_a = model->frame_node[model->pair_frame_a[f->index]];
+            for (int at_a = 0; at_a < 2; at_a++)
+                for (int64_t node = at_a ? node_a : f->node; node > 0; node = model->parent[node]) {
+                    int64_t k = model->coordinate[node];
+                    if (k < 0) continue;
+                    const double *om = s->omega + 3 * k;
+                    double end[3], dd[3], de[3] = {0.0, 0.0, 0.0}, df[3], dm[3];
+                    for (int row = 0; row < 3; row++) end[row] = at_a ? line.point[row] - line.d[row] : line.point[row];
+                    cross3(om, end, dd);
+                    for (int row = 0; row < 3; row++) dd[row] = (at_a ? -1.0 : 1.0) * (dd[row] + s->v[3 * k + row]);
+                    if (at_a) cross3(om, line.direction, de);
+                    pair_force_change(&line, dd, de, df);
+                    for (int row = 0; row < 3; row++) df[row] *= f->side;
+                    cross3(lever, df, dm);
+                    for (int row = 0; row < 3; row++)
+                        d_state[row * columns + k] += df[row], d_state[(3 + row) * columns + k] += dm[row];
+                }
         } else if (f->from == FROM_GROUND) { /* the law's own rate and partials */
             const double *rate = ground->rate + 6 * nq * f->index, *partial = ground->partial + 6 * P * f->index;
             for (int64_t k = 0; k < nq; k++) {
@@ -226,6 +333,19 @@ static void joint_wrench(Workspace *w, const Model *model, const State *s, const
             for (int row = 0; row < 3; row++) lever[row] = first_moment[row] - mass * o[row];
             df[target] = mass;
             cross3(lever, unit, dm);
+        } else if (kind == PARAMETER_PAIR) { /* +-x^b u per unit of coefficient b of piece a, where that piece holds */
+            for (int64_t i = 0; i < count; i++) {
+                const Force *f = forces + i;
+                if (f->from != FROM_PAIR || f->index != target) continue;
+                PairLine line;
+                pair_line(model, s, target, &line);
+                if (piece_at(model, model->pair_law[target], line.x) != a) continue;
+                double per_unit = f->side * pow(line.x, (double)code[3]), unit[3], lever[3], turn[3];
+                for (int row = 0; row < 3; row++)
+                    unit[row] = per_unit * line.direction[row], lever[row] = f->point[row] - o[row];
+                cross3(lever, unit, turn);
+                for (int row = 0; row < 3; row++) df[row] += unit[row], dm[row] += turn[row];
+            }
         } else if (kind == PARAMETER_LOAD || kind == PARAMETER_FRAME) {
             double step[3];
             if (kind == PARAMETER_FRAME)
@@ -306,14 +426,18 @@ void output_partials(Workspace *w, const Model *model, const double *q, const St
                 double shift = subtree_shift(model, pc[1], motion_start, motion, node) + (pc[1] == target ? 1.0 : 0.0);
                 explicit[column] = shift * s->rotation[9 * model->frame_node[pc[1]] + 3 * a + pc[2]];
             }
-        } else if (kind == OUTPUT_WRENCH) {
+        } else if (kind == OUTPUT_WRENCH || kind == OUTPUT_WRENCH_JOINT) {
             if (wrench_of != target)
                 joint_wrench(w, model, s, gravity, loads, multipliers, ground, P, parameters, motion_start, motion, p_a,
                              p_b, target, wrench, d_state, d_parameter);
             wrench_of = target;
-            value[y] = wrench[a];
-            memcpy(row, d_state + a * columns, sizeof(double) * (size_t)columns);
-            memcpy(explicit, d_parameter + a * P, sizeof(double) * (size_t)P);
+            if (kind == OUTPUT_WRENCH) {
+                value[y] = wrench[a];
+                memcpy(row, d_state + a * columns, sizeof(double) * (size_t)columns);
+                memcpy(explicit, d_parameter + a * P, sizeof(double) * (size_t)P);
+            } else {
+                value[y] = in_joint_axes(model, s, target, a, wrench, d_state, d_parameter, columns, P, row, explicit);
+            }
         } else if (kind == OUTPUT_EFFORT) { /* -(Q_k + G_k^T lambda): d = H_k dq - G_k^T dlambda - dQ_k/dp */
             if (!jacobian) {
                 jacobian = ws_doubles(w, 6 * K * nq);
@@ -331,6 +455,6 @@ void output_partials(Workspace *w, const Model *model, const double *q, const St
 
 size_t output_partials_workspace_doubles(const Model *model, int64_t n_loads, int64_t n_ground, int64_t n_parameters) {
     size_t n = (size_t)model->n_nodes, nq = (size_t)model->nq, K = (size_t)model->n_closures;
-    size_t forces = (sizeof(Force) + 7) / 8 * (n + (size_t)n_loads + 2 * K + (size_t)n_ground);
+    size_t forces = (sizeof(Force) + 7) / 8 * (n + (size_t)n_loads + 2 * K + (size_t)n_ground + (size_t)model->n_pairs);
     return 24 * n + 6 * nq + 2 + 6 * K + 6 * K * nq + 7 * (nq + 6 * K) + 6 + 6 * (size_t)n_parameters + forces + 64;
 }

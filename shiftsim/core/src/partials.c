@@ -34,14 +34,6 @@ static double power_of(double x, int64_t power) {
     return out;
 }
 
-/* The piece of law row ``law`` that holds at x (as piecewise_law in laws.c). */
-static int64_t piece_at(const Model *model, int64_t law, double x) {
-    const double *breaks = model->law_breaks + law * (model->law_intervals + 1);
-    int64_t count = model->law_count[law], i = 0;
-    while (i < count - 1 && x >= breaks[i + 1]) i++;
-    return i;
-}
-
 /* A load's force and torque (3) each in world axes, factor applied, from its frame's rotation r (3, 3). */
 static void load_in_world(const Loads *loads, int64_t l, const double *r, double *f, double *t) {
     const double *fl = loads->force + 3 * l, *tl = loads->torque + 3 * l;
