@@ -85,15 +85,9 @@ class FrameMotion:
     subtrees: tuple[tuple[int, float, bool], ...]
 
 
-def _unmovable_frames(model: Model) -> set[int]:
-    """Body origins (a body's frame of reference, not a design point) and pair-restraint frames (not yet)."""
-    excluded = set(model.body_origin_frame.tolist())
-    return excluded | {r.parent_frame for r in model.pair_restraints} | {r.child_frame for r in model.pair_restraints}
-
-
 def frame_motions(model: Model) -> dict[int, FrameMotion]:
-    """Per frame a joint or a loop closure attaches to (body origins and pair-restraint frames excepted), what
-    moving it moves (kept on the model)."""
+    """Per frame a joint or a loop closure attaches to (body origins excepted), what moving it moves (kept on the
+    model)."""
     cached = model.cache.get("frame_motions")
     if cached is None:
         cached = _frame_motions(model)
@@ -119,42 +113,41 @@ def _frame_motions(model: Model) -> dict[int, FrameMotion]:
             else:
                 points.setdefault(joint.parent_frame, []).append((c.node_a, k, -1.0))
             points.setdefault(joint.child_frame, []).append((c.node_b, k, 1.0))
-    excluded = _unmovable_frames(model)
+    origins = set(model.body_origin_frame.tolist())
     return {f: FrameMotion(tuple(points.get(f, ())), tuple(subtrees.get(f, ())))
-            for f in sorted(set(points) | set(subtrees)) if f not in excluded}
+            for f in sorted(set(points) | set(subtrees)) if f not in origins}
 
 
-def _stretches_a_pair(model: Model, motion: FrameMotion) -> bool:
-    """True when the motion translates one end of a pair restraint and not the other (its distance would change:
-    not differentiated yet)."""
-    ends = [(model.frame_node[r.parent_frame], model.frame_node[r.child_frame]) for r in model.pair_restraints]
-    return any(model.subtree[root, a] != model.subtree[root, b] for root, _, _ in motion.subtrees for a, b in ends)
-
-
-def _moves_the_ground(model: Model, motion: FrameMotion, grounded: set[int]) -> bool:
-    """True when the motion translates a node that touches the ground (a contact or a tyre would move at a fixed
-    configuration: not differentiated)."""
-    return any(model.subtree[root, node] for root, _, _ in motion.subtrees for node in grounded)
-
-
-def _movable_frames(model: Model, loads: tuple, grounded: set[int]) -> list[int]:
-    """Frames with a position parameter: pin and mount frames, and load points (frames that carry a load), except
-    those whose move would stretch a pair restraint or move a node on the ground (a loaded pin frame included:
-    its load and its joint move together)."""
+def point_shifts(model: Model, s: State, parameters: list[Parameter], nodes: np.ndarray) -> np.ndarray:
+    """d(point)/dp (n, 3, P), model axes, of points fixed to ``nodes`` (n,) at the configuration of ``s`` (batch of
+    one): a frame parameter translates the subtrees its frame's motion carries by R e_axis per metre (R the rotation
+    of the frame's node); the other parameters move no point."""
+    nodes = np.asarray(nodes, dtype=int)
+    out = np.zeros((len(nodes), 3, len(parameters)))
     motions = frame_motions(model)
-    loaded = {model.frame_index(load.frame) for load in loads} - _unmovable_frames(model)
-    return sorted(f for f in set(motions) | loaded if f not in motions or (
-        not _stretches_a_pair(model, motions[f]) and not _moves_the_ground(model, motions[f], grounded)))
+    for column, p in enumerate(parameters):
+        if p.kind != "frame" or p.target not in motions:
+            continue
+        shift = sum((sign * model.subtree[root, nodes] for root, sign, _ in motions[p.target].subtrees),
+                    np.zeros(len(nodes)))
+        out[:, :, column] = np.outer(shift, s.rotation[0, model.frame_node[p.target], :, p.component])
+    return out
 
 
-def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None,
-              grounded: set[int] = frozenset()) -> list[Parameter]:
-    """Every parameter of the model and the user loads (``statics.Load``), in a fixed order; ``grounded`` the
-    nodes that carry ground contacts or tyres."""
+def _movable_frames(model: Model, loads: tuple) -> list[int]:
+    """Frames with a position parameter: pin and mount frames (a joint or a pair spring attaches to them) and load
+    points (frames that carry a load), body origins excepted (a body's frame of reference, not a design point)."""
+    pairs = {f for r in model.pair_restraints if r.kind == "spring" for f in (r.parent_frame, r.child_frame)}
+    loaded = {model.frame_index(load.frame) for load in loads}
+    return sorted((set(frame_motions(model)) | pairs | loaded) - set(model.body_origin_frame.tolist()))
+
+
+def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None) -> list[Parameter]:
+    """Every parameter of the model and the user loads (``statics.Load``), in a fixed order."""
     gravity = model.gravity if gravity is None else np.asarray(gravity, float)
-    key = ("sensitivity parameters", tuple(sorted({load.frame for load in loads})), frozenset(grounded))
-    if key not in model.cache:  # the model's own parameters, made once per model, loaded frames and ground
-        model.cache[key] = tuple(_model_parameters(model, loads, grounded))
+    key = ("sensitivity parameters", tuple(sorted({load.frame for load in loads})))
+    if key not in model.cache:  # the model's own parameters, made once per model and loaded frames
+        model.cache[key] = tuple(_model_parameters(model, loads))
     out = list(model.cache[key])
     names = _load_names(model, tuple(load.frame for load in loads))
     components = (*range(len(LOAD_FIELDS)), "factor")
@@ -182,7 +175,7 @@ def _load_names(model: Model, frames: tuple[str, ...]) -> tuple[str, ...]:
     return names
 
 
-def _model_parameters(model: Model, loads: tuple, grounded: set[int]) -> list[Parameter]:
+def _model_parameters(model: Model, loads: tuple) -> list[Parameter]:
     """The model's own parameters: bodies, pin, mount and load frames, springs, restraint laws."""
     out: list[Parameter] = []
     for body, node in zip(model.body_names[1:], model.body_node[1:]):
@@ -191,7 +184,7 @@ def _model_parameters(model: Model, loads: tuple, grounded: set[int]) -> list[Pa
         out.append(Parameter(f"{body}.mass", "mass", int(node), None, float(model.node_mass[node])))
         out += [Parameter(f"{body}.com.{a}", "com", int(node), i, float(model.node_com[node, i]))
                 for i, a in enumerate(AXES)]
-    for frame in _movable_frames(model, loads, grounded):
+    for frame in _movable_frames(model, loads):
         out += [Parameter(f"{model.frame_names[frame]}.{a}", "frame", frame, i, float(model.frame_offset[frame, i, 3]))
                 for i, a in enumerate(AXES)]
     springs = model.joint_springs
