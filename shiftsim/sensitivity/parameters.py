@@ -9,7 +9,8 @@ kind           name                                      what
 ``mass``       ``<body>.mass``                           body mass (kg)
 ``com``        ``<body>.com.x|y|z``                      centre of mass in body coordinates (m)
 ``frame``      ``<body>:<frame>.x|y|z``                  a pin, mount or load point's position on its body
-                                                         (body coordinates)
+                                                         (body coordinates): frames joints and pair springs
+                                                         attach to, and loaded frames
 ``spring``     ``<joint>.preload``, ``<joint>.k``,       stiffness-array coefficients of x^0, x^1, x^i
                ``<joint>.k<i>``                          (N or N m, per m or rad to the power i)
 ``restraint``  ``<restraint>.c<i>`` (one piece),          coefficient of x^i of a joint restraint law (absolute
