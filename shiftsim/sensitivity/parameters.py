@@ -143,9 +143,39 @@ def _movable_frames(model: Model, loads: tuple) -> list[int]:
     return sorted((set(frame_motions(model)) | pairs | loaded) - set(model.body_origin_frame.tolist()))
 
 
+RECENT = 8
+"""How many of the latest load sets and parameter lists a model keeps its catalogue, load arrays and core rows for
+(a capacity chart's points alternate a few)."""
+
+
+def _recent(model: Model, name: str, key, make):
+    """``make()`` for ``key``, kept on the model among the :data:`RECENT` latest under ``name`` and found again by
+    equality (a list of the same parameter objects matches element by element at once, by identity)."""
+    entries = model.cache.setdefault(name, [])
+    for known, value in entries:
+        if known == key:
+            return value
+    value = make()
+    entries.insert(0, (key, value))
+    del entries[RECENT:]
+    return value
+
+
+def _loads_key(loads: tuple) -> tuple:
+    """The loads (``statics.Load``) as plain numbers, to compare (their vectors may be arrays)."""
+    return tuple((load.frame, tuple(map(float, load.force)), tuple(map(float, load.torque)), load.direction,
+                  float(load.factor)) for load in loads)
+
+
 def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None) -> list[Parameter]:
-    """Every parameter of the model and the user loads (``statics.Load``), in a fixed order."""
+    """Every parameter of the model and the user loads (``statics.Load``), in a fixed order (the same objects for
+    the same loads and gravity: made once and kept on the model)."""
     gravity = model.gravity if gravity is None else np.asarray(gravity, float)
+    return list(_recent(model, "sensitivity catalogue", (_loads_key(loads), tuple(map(float, gravity))),
+                        lambda: _catalogue(model, loads, gravity)))
+
+
+def _catalogue(model: Model, loads: tuple, gravity: np.ndarray) -> tuple[Parameter, ...]:
     key = ("sensitivity parameters", tuple(sorted({load.frame for load in loads})))
     if key not in model.cache:  # the model's own parameters, made once per model and loaded frames
         model.cache[key] = tuple(_model_parameters(model, loads))
@@ -157,7 +187,7 @@ def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None
         out += [Parameter(names[len(components) * index + i], "load", index, c, float(values[i]))
                 for i, c in enumerate(components)]
     out += [Parameter(f"gravity.{a}", "gravity", i, i, float(gravity[i])) for i, a in enumerate(AXES)]
-    return out
+    return tuple(out)
 
 
 def _load_names(model: Model, frames: tuple[str, ...]) -> tuple[str, ...]:
@@ -272,24 +302,26 @@ def _per_case(array: np.ndarray, batch: int) -> np.ndarray:
 
 def _load_arrays(model: Model, loads: tuple) -> tuple[np.ndarray, ...]:
     """The loads (``statics.Load``) as the core takes them: frames (L,), follow (L,) int64, force and torque (L, 3)
-    in their own axes, factor (L,)."""
-    frames = np.array([model.frame_index(load.frame) for load in loads], dtype=np.int64)
-    follow = np.array([load.direction == "body" for load in loads], dtype=np.int64)
-    force = np.array([load.force for load in loads], dtype=float).reshape(len(loads), 3)
-    torque = np.array([load.torque for load in loads], dtype=float).reshape(len(loads), 3)
-    return frames, follow, force, torque, np.array([load.factor for load in loads], dtype=float)
+    in their own axes, factor (L,); read-only, made once per load set and kept on the model."""
+    return _recent(model, "load arrays", _loads_key(loads), lambda: _read_only(
+        np.array([model.frame_index(load.frame) for load in loads], dtype=np.int64),
+        np.array([load.direction == "body" for load in loads], dtype=np.int64),
+        np.array([load.force for load in loads], dtype=float).reshape(len(loads), 3),
+        np.array([load.torque for load in loads], dtype=float).reshape(len(loads), 3),
+        np.array([load.factor for load in loads], dtype=float)))
+
+
+def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
 
 
 def parameter_codes(model: Model, loads: tuple, parameters: list[Parameter]) -> np.ndarray:
-    """The parameters as the core's rows (P, 4) int64 (kind, target, a, b; src/partials.c), resolved once per model,
-    load frames and parameter names and kept on the model."""
-    key = ("parameter codes", tuple(load.frame for load in loads), tuple(p.name for p in parameters))
-    codes = model.cache.get(key)
-    if codes is None:
-        codes = np.array([_code(model, p) for p in parameters], dtype=np.int64).reshape(len(parameters), 4)
-        codes.flags.writeable = False
-        model.cache[key] = codes
-    return codes
+    """The parameters as the core's rows (P, 4) int64 (kind, target, a, b; src/partials.c), read-only, resolved once
+    per model and parameter list and kept on the model (a load parameter's row names the load by its index)."""
+    return _recent(model, "parameter codes", tuple(parameters), lambda: _read_only(
+        np.array([_code(model, p) for p in parameters], dtype=np.int64).reshape(len(parameters), 4))[0])
 
 
 def _code(model: Model, p: Parameter) -> tuple[int, int, int, int]:
