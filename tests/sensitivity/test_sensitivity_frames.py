@@ -1,5 +1,5 @@
-"""Frame positions that move a pair spring as design parameters (the spring's own mounts, and pins whose move
-carries one end of it), against independent answers:
+"""Frame positions that move a pair spring or a contact as design parameters (the spring's own mounts, pins whose
+move carries one end of it, a seat that carries contacts), against independent answers:
 
 * a boom pinned at its foot and held up by a strut (a pair spring from a fixed base to a head frame on the boom):
   its angle is the root of the one-degree-of-freedom energy's slope (brentq on the closed form), and the angle's,
@@ -8,7 +8,9 @@ carries one end of it), against independent answers:
 * the spatial pair-spring model of ``helpers.sensitivity.pair_mounts`` (mounts on pins, a law along a turning axis,
   a loaded hook, a held joint): every frame parameter against Richardson central differences of tight re-solves of
   the spec edited, for joint values, frame positions (the moved frames' own included) and the held joint's effort;
-* forward and adjoint modes agree to 1e-10.
+* forward and adjoint modes agree to 1e-10;
+* a frame that carries contacts: the rigid lifter's front pads on an outrigger welded to the box, whose seat's
+  position moves the tipping load as the closed form about the moved tipping edge says.
 
 (The car's suspension seats, which move a wheel with its tyre or contacts, are checked in
 test_sensitivity_tyres.py and test_sensitivity_wrench_ground.py.)
@@ -16,13 +18,19 @@ test_sensitivity_tyres.py and test_sensitivity_wrench_ground.py.)
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
+from helpers.ground import OPTIONS, free_of, lift_points, machine, standing
 from helpers.sensitivity import TIGHT, edited, pair_mounts, richardson
 from scipy.optimize import brentq
 
+from shiftsim.ground.rating import capacity
+from shiftsim.ground.terrain import Ground
 from shiftsim.model import compile_model
 from shiftsim.sensitivity import sensitivity
+from shiftsim.sensitivity.chart import Chart, chart_sensitivities
 from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, RestraintSpec
 from shiftsim.statics import Load, solve
 
@@ -122,3 +130,43 @@ def test_forward_and_adjoint_agree_with_pair_spring_mounts():
     frames = [j for j, name in enumerate(forward.parameters) if name.startswith(("l0:mount", "l0:rail", "l2:tip"))]
     assert len(frames) == 9 and np.max(np.abs(forward.derivative[:, frames])) > 1e-3
     assert np.max(np.abs(forward.derivative - adjoint.derivative)) <= 1e-10 * np.max(np.abs(forward.derivative))
+
+
+# ---------------------------------------------------------------------- a frame that carries contacts
+def outrigged(seat_x: float = 0.0):
+    """The box machine of ``helpers.ground`` (with its 100 kg mast 3 m out) whose front pads sit on a massless
+    outrigger welded to the box at ``box:outrigger_seat`` (x = ``seat_x``): the pads stay where the box's front
+    pads were (x = 1 m) when the seat is at 0; moving the seat moves them."""
+    spec = machine(reach=3.0, mast=True).spec
+    box = next(b for b in spec.bodies if b.name == "box")
+    frames = {n: f for n, f in box.frames.items() if n not in ("c0", "c1")}
+    frames["outrigger_seat"] = FrameSpec("outrigger_seat", translation=np.array([seat_x, 0.0, 0.0]))
+    pads = {n: FrameSpec(n, translation=box.frames[n].translation) for n in ("c0", "c1")}
+    bodies = [dataclasses.replace(b, frames=frames) if b is box else b for b in spec.bodies]
+    bodies.append(BodySpec("outrigger", 0.0, np.zeros(3), np.zeros((3, 3)), pads))
+    weld = JointSpec("outrigger_weld", "rigid", FrameRef("box", "outrigger_seat"), FrameRef("outrigger"))
+    return dataclasses.replace(spec, bodies=bodies, joints=[*spec.joints, weld])
+
+
+def test_an_outrigger_seat_moves_the_tipping_load_as_its_closed_form():
+    """The rigid lifter of test_sensitivity_ground.py (ground 1e9 N/m) tipping about its front pads, which now
+    sit on an outrigger: moving the outrigger's seat by d on the box moves the tipping edge to x_e = 1 + d, and
+    the tipping load lambda* F = (1200 g x_e - 100 g (3 - x_e)) / (3 - x_e) (box and upper on the slew axis, mast
+    and load at the hook, x = 3), so d(tipping load)/d(seat x) = (1300 g + lambda* F) / (3 - x_e): 8829 N per m at
+    x_e = 1; the seat's y moves the edge along itself and does not move it."""
+    model = compile_model(outrigged())
+    stand, q = standing(model, Ground(stiffness=1e9), contacts=("outrigger:c0", "outrigger:c1", "box:c2", "box:c3"))
+    free = free_of(stand.model)
+    starts, load = lift_points(stand, q, np.array([0.0]), "mast:hook")
+    options = dataclasses.replace(OPTIONS, tolerance=1e-12, max_solves=120,
+                                  solver=dataclasses.replace(OPTIONS.solver, force_tolerance=1e-12))
+    result = capacity(stand, starts, free, np.array([0.0, 0.0, -G]), load, [], options)
+    found = Chart(stand, stand.field(starts[0]), free, np.array([0.0, 0.0, -G]), load, (), (), options)
+    point = chart_sensitivities(found, result, wrt=["box:outrigger_seat.x", "box:outrigger_seat.y", "box.mass"])[0]
+    assert result.edge[0] == ("outrigger:c1", "outrigger:c0") and point.reasons["tipping"] is None
+    d = dict(zip(point.tipping.parameters, point.tipping.derivative))
+    tipping = (1200.0 * G * 1.0 - 100.0 * G * 2.0) / 2.0
+    assert point.tipping.factor * 1000.0 == pytest.approx(tipping, rel=2e-5)
+    assert 1000.0 * d["box:outrigger_seat.x"] == pytest.approx((1300.0 * G + tipping) / 2.0, rel=2e-5)
+    assert abs(1000.0 * d["box:outrigger_seat.y"]) <= 1e-4 * tipping
+    assert 1000.0 * d["box.mass"] == pytest.approx(G * 1.0 / 2.0, rel=2e-5)  # as without the outrigger
