@@ -8,6 +8,8 @@ move carries one end of it, a seat that carries contacts), against independent a
 * the spatial pair-spring model of ``helpers.sensitivity.pair_mounts`` (mounts on pins, a law along a turning axis,
   a loaded hook, a held joint): every frame parameter against Richardson central differences of tight re-solves of
   the spec edited, for joint values, frame positions (the moved frames' own included) and the held joint's effort;
+* the four-bar with a strut on its coupler: every frame for the joint values, the closing pin's multipliers and
+  frame positions against re-solves;
 * forward and adjoint modes agree to 1e-10;
 * a frame that carries contacts: the rigid lifter's front pads on an outrigger welded to the box, whose seat's
   position moves the tipping load as the closed form about the moved tipping edge says.
@@ -19,6 +21,7 @@ test_sensitivity_tyres.py and test_sensitivity_wrench_ground.py.)
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,12 +31,15 @@ from scipy.optimize import brentq
 
 from shiftsim.ground.rating import capacity
 from shiftsim.ground.terrain import Ground
+from shiftsim.loading import load_model
 from shiftsim.model import compile_model
 from shiftsim.sensitivity import sensitivity
 from shiftsim.sensitivity.chart import Chart, chart_sensitivities
+from shiftsim.sensitivity.parameters import catalogue
 from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, RestraintSpec
 from shiftsim.statics import Load, solve
 
+MODELS = Path(__file__).resolve().parents[2] / "models" / "shift"
 HEAD, TIP, COM = np.array([1.5, 0.0, 0.3]), np.array([4.0, 0.0, 0.0]), np.array([2.0, 0.0, 0.1])
 BASE = np.array([0.6, 0.0, 2.0])
 MASS, PAYLOAD, G = 400.0, 3000.0, 9.81
@@ -170,3 +176,36 @@ def test_an_outrigger_seat_moves_the_tipping_load_as_its_closed_form():
     assert 1000.0 * d["box:outrigger_seat.x"] == pytest.approx((1300.0 * G + tipping) / 2.0, rel=2e-5)
     assert abs(1000.0 * d["box:outrigger_seat.y"]) <= 1e-4 * tipping
     assert 1000.0 * d["box.mass"] == pytest.approx(G * 1.0 / 2.0, rel=2e-5)  # as without the outrigger
+    assert point.rated.governs == "tipping"  # no cylinder: the rated load is 0.75 of the tipping load
+    np.testing.assert_allclose(point.rated.derivative, 0.75 * point.tipping.derivative, rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_loop_with_a_strut_on_its_coupler_against_re_solves():
+    """The four-bar with a strut (a pair spring) from a fixed frame to a mount on its coupler: every frame's in-plane
+    position (the loop's pins, which move the strut's mount or the closure, the strut's own two; a pin moved out of
+    the plane would not let the loop close) against re-solves, for the joint values, the closing pin's multipliers
+    (the in-plane ones; the planar loop's others are indeterminate) and frame positions."""
+    model = load_model(MODELS / "four_bar.json")
+    coupler = next(b for b in model.spec.bodies if b.name == "four_bar:coupler")
+    mount = FrameSpec("mount", translation=np.array([0.4, 0.0, 0.15]))
+    bodies = [dataclasses.replace(b, frames={**b.frames, "mount": mount}) if b is coupler else b
+              for b in model.spec.bodies]
+    strut = RestraintSpec("strut", "spring", (), ((800.0, -800.0 * 0.9),),
+                          pair=(FrameRef(FIXED, "strut_base"), FrameRef("four_bar:coupler", "mount")))
+    spec = dataclasses.replace(model.spec, bodies=bodies, restraints=[*model.spec.restraints, strut],
+                               fixed_frames={**model.spec.fixed_frames,
+                                             "strut_base": FrameSpec("strut_base", translation=np.array([0.5, 0.0, 2.0]))})
+    loads = [Load("four_bar:coupler:tip", force=(15.0, 0.0, -25.0))]
+    model = compile_model(spec)
+    in_plane = [p.name for p in catalogue(model, tuple(loads)) if p.kind == "frame" and p.name.endswith((".x", ".z"))]
+    exact = sensitivity(model, of=["joint", "pin", "four_bar:coupler:mount.x", "four_bar:coupler:tip.z"],
+                        wrt=in_plane, loads=loads, options=TIGHT)
+    determined = np.array([r is None for r in exact.reasons])
+    assert {"fixed:strut_base.z", "four_bar:coupler:mount.x", "four_bar:crank:tip.x"} <= set(exact.parameters)
+    assert determined.sum() >= 7 and any(o.startswith("four_bar:rocker_pin.f") for o in np.array(exact.outputs)[determined])
+    for j, name in enumerate(exact.parameters):
+        reference = richardson(lambda h: resolved(*edited(spec, loads, name, h), list(exact.outputs), []), 1e-3)
+        scale = float(np.max(np.abs(reference[determined])))
+        assert scale > 1e-3, name
+        assert np.max(np.abs(exact.derivative[determined, j] - reference[determined])) <= 1e-6 * scale, name
