@@ -133,8 +133,9 @@ def test_springs_joint_and_pair_laws_masses_loads_and_gravity_against_difference
 @pytest.mark.slow
 def test_pair_spring_mounts_and_the_pins_that_stretch_them_against_differences():
     """Every frame of the pair springs' model: the strut's mount and the pin it pulls on, the heel pins on the child
-    sides (moving one moves its body and the strut's end with it), the rail whose axis the guide's law runs along, the anchor, the loaded hook, and the pins that carry one end of
-    a pair and not the other, at two configurations (the guide on each of its pieces)."""
+    sides (moving one moves its body and the strut's end with it), the rail whose axis the guide's law runs along,
+    the anchor, the loaded hook, and the pins that carry one end of a pair and not the other, at two
+    configurations (the guide on each of its pieces)."""
     spec = pair_mounts()
     loads = [Load("l2:hook", force=(30.0, -10.0, -80.0), torque=(2.0, 1.0, -3.0), factor=1.2)]
     model = compile_model(spec)

@@ -430,7 +430,7 @@ static void add_lever_column(const Model *model, const State *s, const GroundFie
     }
 }
 
-/* A frame parameter's column (frame ``frame`` moved by ``step`` on its node, model frame; node_shift, axis_shift its
+/* A frame parameter's column (its frame moved by ``step`` on its node, model frame; node_shift, axis_shift its
  * frame_shifts): each contact and tyre its move carries is translated by shift step at a fixed configuration, so its
  * force changes through the law's own derivative (d force / d point; a tyre's in its centre and friction point, the
  * spin axis does not turn) and acts at the moved point. law (C + T, 90): per item its world force and derivative
