@@ -149,9 +149,7 @@ def _check_names(scenario: Any, machine: Machine, values: dict[str, float], of: 
     parameters = parameter_table.catalogue(problem.model, tuple(problem.loads), problem.gravity)
     if problem.ground is not None:
         outputs += ground_table.output_catalogue(problem.ground)
-        parameters = [*parameter_table.catalogue(problem.model, tuple(problem.loads), problem.gravity,
-                                                 ground_table.grounded_nodes(problem.ground)),
-                      *ground_table.catalogue(problem.ground)]
+        parameters += ground_table.catalogue(problem.ground)
     catalogues = {"of": (outputs, OUTPUT_KINDS), "wrt": (parameters, (*PARAMETER_KINDS, "all"))}
     for key, names in (("of", of), ("wrt", wrt)):
         items, kinds = catalogues[key]

@@ -161,10 +161,8 @@ def sensitivity(model_or_solution, of, wrt=("all",), set: dict | None = None, ho
 
 def parameter_catalogue(eq: implicit.Equilibrium) -> list[parameter_table.Parameter]:
     """Every parameter of the equilibrium's model, loads, gravity and ground field."""
-    if eq.ground is None:
-        return parameter_table.catalogue(eq.model, eq.loads, eq.gravity)
-    return [*parameter_table.catalogue(eq.model, eq.loads, eq.gravity, ground_terms.grounded_nodes(eq.ground)),
-            *ground_terms.catalogue(eq.ground)]
+    found = parameter_table.catalogue(eq.model, eq.loads, eq.gravity)
+    return found if eq.ground is None else [*found, *ground_terms.catalogue(eq.ground)]
 
 
 def output_catalogue(eq: implicit.Equilibrium) -> list:
@@ -203,8 +201,9 @@ def differentiate_items(eq: implicit.Equilibrium, outs: list, params: list[param
     *own, own_values = output_table.linearization(eq, [outs[i] for i in elsewhere], params, partial, world_partials)
     for rows, (c_part, d_part, why) in (
             (elsewhere, own),
-            (on_ground, ground_terms.linearization(grounded, [outs[i] for i in on_ground], eq.free, len(eq.rows),
-                                                   world_partials) if on_ground else (None, None, []))):
+            (on_ground, ground_terms.linearization(
+                grounded, [outs[i] for i in on_ground], eq.free, len(eq.rows), world_partials,
+                ground_terms.point_partials(grounded, model, eq.state, params)) if on_ground else (None, None, []))):
         if rows:
             c[rows], d[rows] = c_part, d_part
             for i, r in zip(rows, why):

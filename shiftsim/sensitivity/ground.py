@@ -55,7 +55,7 @@ from ..ground.stand import GroundField
 from ..ground.tyres import OnGround, TyreField
 from ..kinematics import State
 from ..model import Model
-from .parameters import Parameter, force_partials
+from .parameters import Parameter, force_partials, point_shifts
 
 PARAMETER_KINDS = ("ground", "contact", "tyre")
 OUTPUT_KINDS = ("reaction", "cop", "margin")
@@ -81,12 +81,6 @@ def parts(field: GroundField) -> tuple[ContactField | None, TyreField | None]:
     if isinstance(field, OnGround):
         return field.contacts, field.tyres
     return (None, field) if isinstance(field, TyreField) else (field, None)
-
-
-def grounded_nodes(field) -> set[int]:
-    """The nodes that carry a contact or a tyre."""
-    contacts, tyres = parts(field)
-    return {int(n) for part in (contacts, tyres) if part is not None for n in part.nodes}
 
 
 def _groups(contacts) -> dict[str, list[int]]:
@@ -307,11 +301,27 @@ def output_value(gs: GroundState, o: GroundOutput) -> float:
     return float(_margin(gs, o)[0])
 
 
+def point_partials(gs: GroundState, model: Model, s: State, parameters: list[Parameter]) -> np.ndarray:
+    """d(carried points)/dp (C + T, 3, P), world axes, at a fixed configuration (``s``, batch of one): a frame
+    parameter whose move carries a contact or a tyre translates the contact's point, and a tyre's centre (its
+    contact point follows through d point / d centre); :meth:`GroundState.carried`'s order."""
+    contacts, tyres = parts(gs.field)
+    rotation = (contacts or tyres).rotation  # world <- model
+    out = []
+    if contacts is not None:
+        out.append(np.einsum("ij,cjp->cip", rotation, point_shifts(model, s, parameters, contacts.nodes)))
+    if tyres is not None:
+        centre = np.einsum("ij,tjp->tip", rotation, point_shifts(model, s, parameters, tyres.nodes))
+        out.append(np.einsum("tij,tjp->tip", gs.tyre_point_jacobian[:, :, :3], centre))
+    return np.concatenate(out)
+
+
 def linearization(gs: GroundState, outputs: list[GroundOutput], free: np.ndarray, n_multipliers: int,
-                  world_partials: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
+                  world_partials: tuple[np.ndarray, np.ndarray], point_p: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
     """C (Y, nf + m) = dy/d(u, lambda), D (Y, P) explicit, and per output a reason it has none, for the ground
     outputs (see :func:`shiftsim.sensitivity.outputs.linearization`); ``world_partials`` the contact and tyre forces'
-    partials in the P parameters (:func:`equilibrium_partials`)."""
+    partials in the P parameters (:func:`equilibrium_partials`), ``point_p`` their points' (:func:`point_partials`)."""
     nf = len(free)
     d_point, d_force, d_force_p = _carried_derivatives(gs, free, *world_partials)
     c, d = np.zeros((len(outputs), nf + n_multipliers)), np.zeros((len(outputs), d_force_p.shape[-1]))
@@ -329,7 +339,7 @@ def linearization(gs: GroundState, outputs: list[GroundOutput], free: np.ndarray
                 reasons[i] = why
                 continue
         c[i, :nf] = np.einsum("ci,cik->k", g_point, d_point) + np.einsum("ci,cik->k", g_force, d_force)
-        d[i] = np.einsum("ci,cij->j", g_force, d_force_p)
+        d[i] = np.einsum("ci,cij->j", g_force, d_force_p) + np.einsum("ci,cij->j", g_point, point_p)
     return c, d, reasons
 
 

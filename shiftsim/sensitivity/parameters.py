@@ -9,7 +9,8 @@ kind           name                                      what
 ``mass``       ``<body>.mass``                           body mass (kg)
 ``com``        ``<body>.com.x|y|z``                      centre of mass in body coordinates (m)
 ``frame``      ``<body>:<frame>.x|y|z``                  a pin, mount or load point's position on its body
-                                                         (body coordinates)
+                                                         (body coordinates): frames joints and pair springs
+                                                         attach to, and loaded frames
 ``spring``     ``<joint>.preload``, ``<joint>.k``,       stiffness-array coefficients of x^0, x^1, x^i
                ``<joint>.k<i>``                          (N or N m, per m or rad to the power i)
 ``restraint``  ``<restraint>.c<i>`` (one piece),          coefficient of x^i of a joint restraint law (absolute
@@ -85,15 +86,9 @@ class FrameMotion:
     subtrees: tuple[tuple[int, float, bool], ...]
 
 
-def _unmovable_frames(model: Model) -> set[int]:
-    """Body origins (a body's frame of reference, not a design point) and pair-restraint frames (not yet)."""
-    excluded = set(model.body_origin_frame.tolist())
-    return excluded | {r.parent_frame for r in model.pair_restraints} | {r.child_frame for r in model.pair_restraints}
-
-
 def frame_motions(model: Model) -> dict[int, FrameMotion]:
-    """Per frame a joint or a loop closure attaches to (body origins and pair-restraint frames excepted), what
-    moving it moves (kept on the model)."""
+    """Per frame a joint or a loop closure attaches to (body origins excepted), what moving it moves (kept on the
+    model)."""
     cached = model.cache.get("frame_motions")
     if cached is None:
         cached = _frame_motions(model)
@@ -119,42 +114,71 @@ def _frame_motions(model: Model) -> dict[int, FrameMotion]:
             else:
                 points.setdefault(joint.parent_frame, []).append((c.node_a, k, -1.0))
             points.setdefault(joint.child_frame, []).append((c.node_b, k, 1.0))
-    excluded = _unmovable_frames(model)
+    origins = set(model.body_origin_frame.tolist())
     return {f: FrameMotion(tuple(points.get(f, ())), tuple(subtrees.get(f, ())))
-            for f in sorted(set(points) | set(subtrees)) if f not in excluded}
+            for f in sorted(set(points) | set(subtrees)) if f not in origins}
 
 
-def _stretches_a_pair(model: Model, motion: FrameMotion) -> bool:
-    """True when the motion translates one end of a pair restraint and not the other (its distance would change:
-    not differentiated yet)."""
-    ends = [(model.frame_node[r.parent_frame], model.frame_node[r.child_frame]) for r in model.pair_restraints]
-    return any(model.subtree[root, a] != model.subtree[root, b] for root, _, _ in motion.subtrees for a, b in ends)
-
-
-def _moves_the_ground(model: Model, motion: FrameMotion, grounded: set[int]) -> bool:
-    """True when the motion translates a node that touches the ground (a contact or a tyre would move at a fixed
-    configuration: not differentiated)."""
-    return any(model.subtree[root, node] for root, _, _ in motion.subtrees for node in grounded)
-
-
-def _movable_frames(model: Model, loads: tuple, grounded: set[int]) -> list[int]:
-    """Frames with a position parameter: pin and mount frames, and load points (frames that carry a load), except
-    those whose move would stretch a pair restraint or move a node on the ground (a loaded pin frame included:
-    its load and its joint move together)."""
+def point_shifts(model: Model, s: State, parameters: list[Parameter], nodes: np.ndarray) -> np.ndarray:
+    """d(point)/dp (n, 3, P), model axes, of points fixed to ``nodes`` (n,) at the configuration of ``s`` (batch of
+    one): a frame parameter translates the subtrees its frame's motion carries by R e_axis per metre (R the rotation
+    of the frame's node); the other parameters move no point."""
+    nodes = np.asarray(nodes, dtype=int)
+    out = np.zeros((len(nodes), 3, len(parameters)))
     motions = frame_motions(model)
-    loaded = {model.frame_index(load.frame) for load in loads} - _unmovable_frames(model)
-    return sorted(f for f in set(motions) | loaded if f not in motions or (
-        not _stretches_a_pair(model, motions[f]) and not _moves_the_ground(model, motions[f], grounded)))
+    for column, p in enumerate(parameters):
+        if p.kind != "frame" or p.target not in motions:
+            continue
+        shift = sum((sign * model.subtree[root, nodes] for root, sign, _ in motions[p.target].subtrees),
+                    np.zeros(len(nodes)))
+        out[:, :, column] = np.outer(shift, s.rotation[0, model.frame_node[p.target], :, p.component])
+    return out
 
 
-def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None,
-              grounded: set[int] = frozenset()) -> list[Parameter]:
-    """Every parameter of the model and the user loads (``statics.Load``), in a fixed order; ``grounded`` the
-    nodes that carry ground contacts or tyres."""
+def _movable_frames(model: Model, loads: tuple) -> list[int]:
+    """Frames with a position parameter: pin and mount frames (a joint or a pair spring attaches to them) and load
+    points (frames that carry a load), body origins excepted (a body's frame of reference, not a design point)."""
+    pairs = {f for r in model.pair_restraints if r.kind == "spring" for f in (r.parent_frame, r.child_frame)}
+    loaded = {model.frame_index(load.frame) for load in loads}
+    return sorted((set(frame_motions(model)) | pairs | loaded) - set(model.body_origin_frame.tolist()))
+
+
+RECENT = 8
+"""How many of the latest load sets and parameter lists a model keeps its catalogue, load arrays and core rows for
+(a capacity chart's points alternate a few)."""
+
+
+def _recent(model: Model, name: str, key, make):
+    """``make()`` for ``key``, kept on the model among the :data:`RECENT` latest under ``name`` and found again by
+    equality (a list of the same parameter objects matches element by element at once, by identity)."""
+    entries = model.cache.setdefault(name, [])
+    for known, value in entries:
+        if known == key:
+            return value
+    value = make()
+    entries.insert(0, (key, value))
+    del entries[RECENT:]
+    return value
+
+
+def _loads_key(loads: tuple) -> tuple:
+    """The loads (``statics.Load``) as plain numbers, to compare (their vectors may be arrays)."""
+    return tuple((load.frame, tuple(map(float, load.force)), tuple(map(float, load.torque)), load.direction,
+                  float(load.factor)) for load in loads)
+
+
+def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None) -> list[Parameter]:
+    """Every parameter of the model and the user loads (``statics.Load``), in a fixed order (the same objects for
+    the same loads and gravity: made once and kept on the model)."""
     gravity = model.gravity if gravity is None else np.asarray(gravity, float)
-    key = ("sensitivity parameters", tuple(sorted({load.frame for load in loads})), frozenset(grounded))
-    if key not in model.cache:  # the model's own parameters, made once per model, loaded frames and ground
-        model.cache[key] = tuple(_model_parameters(model, loads, grounded))
+    return list(_recent(model, "sensitivity catalogue", (_loads_key(loads), tuple(map(float, gravity))),
+                        lambda: _catalogue(model, loads, gravity)))
+
+
+def _catalogue(model: Model, loads: tuple, gravity: np.ndarray) -> tuple[Parameter, ...]:
+    key = ("sensitivity parameters", tuple(sorted({load.frame for load in loads})))
+    if key not in model.cache:  # the model's own parameters, made once per model and loaded frames
+        model.cache[key] = tuple(_model_parameters(model, loads))
     out = list(model.cache[key])
     names = _load_names(model, tuple(load.frame for load in loads))
     components = (*range(len(LOAD_FIELDS)), "factor")
@@ -163,7 +187,7 @@ def catalogue(model: Model, loads: tuple = (), gravity: np.ndarray | None = None
         out += [Parameter(names[len(components) * index + i], "load", index, c, float(values[i]))
                 for i, c in enumerate(components)]
     out += [Parameter(f"gravity.{a}", "gravity", i, i, float(gravity[i])) for i, a in enumerate(AXES)]
-    return out
+    return tuple(out)
 
 
 def _load_names(model: Model, frames: tuple[str, ...]) -> tuple[str, ...]:
@@ -182,7 +206,7 @@ def _load_names(model: Model, frames: tuple[str, ...]) -> tuple[str, ...]:
     return names
 
 
-def _model_parameters(model: Model, loads: tuple, grounded: set[int]) -> list[Parameter]:
+def _model_parameters(model: Model, loads: tuple) -> list[Parameter]:
     """The model's own parameters: bodies, pin, mount and load frames, springs, restraint laws."""
     out: list[Parameter] = []
     for body, node in zip(model.body_names[1:], model.body_node[1:]):
@@ -191,7 +215,7 @@ def _model_parameters(model: Model, loads: tuple, grounded: set[int]) -> list[Pa
         out.append(Parameter(f"{body}.mass", "mass", int(node), None, float(model.node_mass[node])))
         out += [Parameter(f"{body}.com.{a}", "com", int(node), i, float(model.node_com[node, i]))
                 for i, a in enumerate(AXES)]
-    for frame in _movable_frames(model, loads, grounded):
+    for frame in _movable_frames(model, loads):
         out += [Parameter(f"{model.frame_names[frame]}.{a}", "frame", frame, i, float(model.frame_offset[frame, i, 3]))
                 for i, a in enumerate(AXES)]
     springs = model.joint_springs
@@ -278,24 +302,26 @@ def _per_case(array: np.ndarray, batch: int) -> np.ndarray:
 
 def _load_arrays(model: Model, loads: tuple) -> tuple[np.ndarray, ...]:
     """The loads (``statics.Load``) as the core takes them: frames (L,), follow (L,) int64, force and torque (L, 3)
-    in their own axes, factor (L,)."""
-    frames = np.array([model.frame_index(load.frame) for load in loads], dtype=np.int64)
-    follow = np.array([load.direction == "body" for load in loads], dtype=np.int64)
-    force = np.array([load.force for load in loads], dtype=float).reshape(len(loads), 3)
-    torque = np.array([load.torque for load in loads], dtype=float).reshape(len(loads), 3)
-    return frames, follow, force, torque, np.array([load.factor for load in loads], dtype=float)
+    in their own axes, factor (L,); read-only, made once per load set and kept on the model."""
+    return _recent(model, "load arrays", _loads_key(loads), lambda: _read_only(
+        np.array([model.frame_index(load.frame) for load in loads], dtype=np.int64),
+        np.array([load.direction == "body" for load in loads], dtype=np.int64),
+        np.array([load.force for load in loads], dtype=float).reshape(len(loads), 3),
+        np.array([load.torque for load in loads], dtype=float).reshape(len(loads), 3),
+        np.array([load.factor for load in loads], dtype=float)))
+
+
+def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
 
 
 def parameter_codes(model: Model, loads: tuple, parameters: list[Parameter]) -> np.ndarray:
-    """The parameters as the core's rows (P, 4) int64 (kind, target, a, b; src/partials.c), resolved once per model,
-    load frames and parameter names and kept on the model."""
-    key = ("parameter codes", tuple(load.frame for load in loads), tuple(p.name for p in parameters))
-    codes = model.cache.get(key)
-    if codes is None:
-        codes = np.array([_code(model, p) for p in parameters], dtype=np.int64).reshape(len(parameters), 4)
-        codes.flags.writeable = False
-        model.cache[key] = codes
-    return codes
+    """The parameters as the core's rows (P, 4) int64 (kind, target, a, b; src/partials.c), read-only, resolved once
+    per model and parameter list and kept on the model (a load parameter's row names the load by its index)."""
+    return _recent(model, "parameter codes", tuple(parameters), lambda: _read_only(
+        np.array([_code(model, p) for p in parameters], dtype=np.int64).reshape(len(parameters), 4))[0])
 
 
 def _code(model: Model, p: Parameter) -> tuple[int, int, int, int]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers.core import fails_cleanly_at_every_allocation
+from helpers.sensitivity import edited, richardson
 from helpers.vehicle import car
 
 from shiftsim.core import ground as core_ground
@@ -28,7 +29,8 @@ from shiftsim.ground.stand import Stand
 from shiftsim.ground.terrain import Ground
 from shiftsim.ground.tyres import read_tyres
 from shiftsim.kinematics import state
-from shiftsim.sensitivity.parameters import Parameter, force_partials_batch
+from shiftsim.model import compile_model
+from shiftsim.sensitivity.parameters import Parameter, catalogue, force_partials_batch
 
 GRID = (np.array([-5.0, 0.0, 5.0]), np.array([-5.0, 0.0, 4.0]),
         np.array([[0.01, 0.03, -0.02], [0.0, 0.005, 0.02], [0.03, -0.01, 0.04]]))
@@ -41,12 +43,12 @@ MOVES = {"stiffness": (("contact_normal",), ("tyre_stiffness",)),
          "radius": ((), ("tyre_radius",))}
 
 
-def setting(tangential: float | None):
-    """The car's model, its ground field's arrays (two skids under the chassis, four tyres) and three
-    configurations (B, nq), pressed 3 cm in: as anchored, the front-left wheel lifted clear; turned about z so far
-    that the tyres, further from the middle, and the rear skid slip and the front skid sticks, the same wheel clear;
-    turned 0.1 rad (all slip)."""
-    model = car()
+def setting(tangential: float | None, model=None):
+    """The car's model (or ``model``, the car with its frames moved), its ground field's arrays (two skids under
+    the chassis, four tyres) and three configurations (B, nq), pressed 3 cm in: as anchored, the front-left wheel
+    lifted clear; turned about z so far that the tyres, further from the middle, and the rear skid slip and the front
+    skid sticks, the same wheel clear; turned 0.1 rad (all slip)."""
+    model = car() if model is None else model
     chassis = model.frame_node[model.frame_index("car:chassis:origin")]
     s = state(model, np.zeros((1, model.nq)))
     skids = [ContactPoint(f"car:chassis:{name}", chassis,
@@ -130,6 +132,54 @@ def test_every_ground_parameter_against_central_differences_of_the_core_s_own_fo
             for t in tyres:  # a sticking tyre's friction does not depend on its radius
                 if what == "radius" and g.tyre_touching[b, t] and not g.tyre_slipping[b, t]:
                     assert not np.any(tyre[b, t, 6:, j]) and np.any(tyre[b, t, :6, j])
+
+
+def with_wheel_skid(model, arrays):
+    """The field's arrays with a third contact on the rear-right wheel, 2 cm ahead of its centre and 30 cm below
+    (pressed 2 cm in at the configurations of :func:`setting`; a frame that moves the wheel moves it)."""
+    wheel = model.frame_node[model.frame_index("car:wheel_rr:origin")]
+    out = {name: value.copy() for name, value in arrays.items()}
+    out["contact_node"] = np.append(arrays["contact_node"], wheel)
+    out["contact_local"] = np.vstack([arrays["contact_local"], [0.02, 0.0, -0.3]])
+    for name in ("contact_normal", "contact_tangential", "contact_friction"):
+        out[name] = np.append(arrays[name], arrays[name][0])
+    s = state(model, np.zeros((1, model.nq)))
+    out["contact_anchor"] = np.vstack([arrays["contact_anchor"],
+                                       s.rotation[0, wheel] @ [0.0, 0.0, -0.3] + s.position[0, wheel]])
+    out["contact_projector"] = np.concatenate([arrays["contact_projector"], arrays["contact_projector"][:1]])
+    return out
+
+
+@pytest.mark.parametrize("tangential", [None, 1e5], ids=["stick stiffness follows", "stick stiffness given"])
+def test_frames_that_carry_tyres_and_contacts_against_differences_of_the_core_s_own_forces(tangential):
+    """A suspension seat on the chassis carries its wheel, with its tyre (and on the rear right a contact): moving
+    the seat moves them at a fixed configuration. Its column of the ground's generalized force and its partials of
+    the world contact and tyre forces against Richardson differences of the core's ground terms on the car
+    compiled again with the seat moved in its spec, the field's arrays unchanged (gravity zero: the ground's terms
+    alone); sticking and slipping tyres, the front-left wheel clear in two of the configurations."""
+    model, arrays, q = setting(tangential)
+    arrays = with_wheel_skid(model, arrays)
+    _, g = evaluated(model, arrays, q)
+    assert g.contact_touching[:, 2].all() and g.tyre_slipping.any() and (g.tyre_touching & ~g.tyre_slipping).any()
+    params = [p for p in catalogue(model) if p.kind == "frame"]
+    assert {p.name.split(":")[-1].split(".")[0] for p in params} == {"seat_fl", "seat_fr", "seat_rl", "seat_rr"}
+    n_c, n_t = len(arrays["contact_node"]), len(arrays["tyre_node"])
+    rows = core_ground.parameter_rows(core_ground.field(model.n_nodes, arrays), n_c, n_t, [None] * len(params))
+    force, _, contact, tyre = force_partials_batch(model, q, np.zeros((len(q), 0)), np.zeros(3), (), params,
+                                                   ground=rows)
+
+    def moved(step, name):
+        spec, _ = edited(model.spec, [], name, step)
+        q_force, g = evaluated(compile_model(spec), arrays, q)
+        return np.concatenate([q_force.reshape(len(q), -1), g.contact_force.reshape(len(q), -1),
+                               g.tyre_force.reshape(len(q), -1)], axis=1)
+
+    for j, p in enumerate(params):
+        reference = richardson(lambda step: moved(step, p.name), 1e-4)  # the slip lengths are centimetres
+        mine = np.concatenate([force[..., j], contact[..., j].reshape(len(q), -1), tyre[..., j].reshape(len(q), -1)],
+                              axis=1)
+        scale = float(np.max(np.abs(reference)))
+        assert scale > 1.0 and np.max(np.abs(mine - reference)) <= 1e-7 * scale, (p.name, mine - reference)
 
 
 def test_slip_is_not_taken_for_stick_nor_the_stick_stiffness_left_behind():

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.core import fails_cleanly_at_every_allocation
-from helpers.sensitivity import edited
+from helpers.sensitivity import edited, pair_mounts
 
 from shiftsim.core.layout import compiled
 from shiftsim.core.library import core
@@ -126,7 +126,24 @@ def test_springs_joint_and_pair_laws_masses_loads_and_gravity_against_difference
     kinds = check_every_parameter(spec, LOADS_CHAIN, q)
     assert kinds >= {"mass", "com", "frame", "spring", "restraint", "pair", "load", "gravity"}
     names = {p.name for p in catalogue(compile_model(spec), tuple(LOADS_CHAIN))}
-    assert "l2:hook.x" in names and "l1:tip.x" not in names
+    # the pairs' own frames and the pins that stretch them (l1:tip also carries a load) are parameters
+    assert {"l2:hook.x", "l1:tip.x", "l0:tip.y", "fixed:anchor.z", "l1:strap.x", "l2:tip.z"} <= names
+
+
+@pytest.mark.slow
+def test_pair_spring_mounts_and_the_pins_that_stretch_them_against_differences():
+    """Every frame of the pair springs' model: the strut's mount and the pin it pulls on, the heel pins on the child
+    sides (moving one moves its body and the strut's end with it), the rail whose axis the guide's law runs along,
+    the anchor, the loaded hook, and the pins that carry one end of a pair and not the other, at two
+    configurations (the guide on each of its pieces)."""
+    spec = pair_mounts()
+    loads = [Load("l2:hook", force=(30.0, -10.0, -80.0), torque=(2.0, 1.0, -3.0), factor=1.2)]
+    model = compile_model(spec)
+    names = {p.name for p in catalogue(model, tuple(loads)) if p.kind == "frame"}
+    assert names == {f"{f}.{a}" for f in ("fixed:base", "fixed:anchor", "l0:foot", "l0:tip", "l0:mount", "l0:rail",
+                                           "l1:heel", "l1:tip", "l2:heel", "l2:tip", "l2:hook") for a in "xyz"}
+    for q in (np.array([0.3, -0.5, 0.1]), np.array([-0.2, 0.4, -0.15])):
+        check_every_parameter(spec, loads, q, kinds=("frame",))
 
 
 def test_a_loop_its_pins_restraint_and_following_load_against_differences():

@@ -8,7 +8,12 @@ import numpy as np
 
 from shiftsim.spec import (
     FIXED,
+    BodySpec,
+    FrameRef,
+    FrameSpec,
+    JointSpec,
     ModelSpec,
+    RestraintSpec,
 )
 from shiftsim.statics import Load, SolverOptions
 
@@ -107,3 +112,40 @@ def edited_field(field, name: str, delta: float):
         tyres[t] = dataclasses.replace(tyres[t], **{key: value + delta})
     return TyreField(tyres, ground, field.rotation, field.translation, tangential, field.friction_points,
                      field.anchors)
+
+
+def pair_mounts() -> ModelSpec:
+    """Pair springs on mounts that are also pins, spatial: three links whose joints attach to frames off the child
+    bodies' origins (moving such a pin moves the child body against the joint's axis), a strut (Euclidean) from a
+    mount on the first link to the second link's tip (the last link's pin), a two-piece law along the z axis of a
+    rail frame on the first link (a turning direction) to the last link's tip, and a tie from a fixed anchor to a
+    loaded hook."""
+    offsets = {"foot": (0.1, 0.05, -0.1), "heel": (-0.15, 0.02, 0.1), "tip": (1.0, 0.1, 0.05),
+               "mount": (0.4, -0.1, 0.3), "hook": (0.7, -0.1, 0.2)}
+    rail = FrameSpec("rail", rotation=np.array([[1.0, 0.0, 0.0], [0.0, 0.8, -0.6], [0.0, 0.6, 0.8]]),
+                     translation=np.array([0.6, 0.2, 0.4]))
+    bodies = []
+    for i, names in enumerate((("foot", "tip", "mount"), ("heel", "tip"), ("heel", "tip", "hook"))):
+        frames = {n: FrameSpec(n, translation=np.array(offsets[n])) for n in names}
+        if i == 0:
+            frames["rail"] = rail
+        bodies.append(BodySpec(f"l{i}", mass=3.0 - 0.5 * i, com=np.array([0.5, 0.02 * i, 0.05]),
+                               inertia=np.eye(3) * 0.1, frames=frames))
+    joints = [JointSpec("j0", "revolute", FrameRef(FIXED, "base"), FrameRef("l0", "foot"),
+                        axis=np.array([0.0, 1.0, 0.0]), initial=(0.0,), stiffness=(0.0, 500.0)),
+              JointSpec("j1", "revolute", FrameRef("l0", "tip"), FrameRef("l1", "heel"),
+                        axis=np.array([0.3, 0.9, 0.1]), initial=(0.0,), stiffness=(0.0, 300.0)),
+              JointSpec("j2", "prismatic", FrameRef("l1", "tip"), FrameRef("l2", "heel"),
+                        axis=np.array([1.0, 0.0, 0.2]), initial=(0.0,), stiffness=(0.0, 2000.0))]
+    fixed = {"base": FrameSpec("base", translation=np.array([0.0, 0.0, 1.0])),
+             "anchor": FrameSpec("anchor", translation=np.array([1.5, 0.4, 2.2]))}
+    restraints = [
+        RestraintSpec("strut", "spring", (), ((400.0, -400.0 * 0.9),),
+                      pair=(FrameRef("l0", "mount"), FrameRef("l1", "tip"))),
+        RestraintSpec("guide", "spring", (0.2,), ((0.0, 60.0, -5.0), (30.0, 45.0, -3.2)),
+                      distance_type="Tz", pair=(FrameRef("l0", "rail"), FrameRef("l2", "tip"))),
+        RestraintSpec("tie", "spring", (), ((250.0, -250.0 * 1.1),),
+                      pair=(FrameRef(FIXED, "anchor"), FrameRef("l2", "hook"))),
+    ]
+    return ModelSpec("mounts", "test", "test", gravity=np.array([0.4, 0.3, -9.81]), bodies=bodies, joints=joints,
+                     fixed_frames=fixed, restraints=restraints)

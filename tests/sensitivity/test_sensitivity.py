@@ -460,9 +460,9 @@ def test_pair_restraint_laws_against_finite_differences():
                          pair=(FrameRef(FIXED, "anchor"), FrameRef("l2", "tip")))
     spec = dataclasses.replace(spec, restraints=[*spec.restraints, lift])
     exact = check_against_finite_differences(spec, [], of=["joint", "l2:tip.z"], wrt=["pair", "l1.mass"])
-    # a pin frame that moves one end of a pair restraint (here every one of them) is not a parameter (yet)
+    # the pairs' frames and the pins that move one end of a pair are parameters (test_sensitivity_frames.py)
     names = {p.name for p in catalogue(compile_model(spec))}
-    assert "l0:tip.x" not in names and "l1:tip.x" not in names
+    assert {"l0:tip.x", "l1:tip.x", "l1:strap.y", "fixed:anchor.z"} <= names
     assert {"strut.c1", "strut.c0", "lift.piece0.c1", "lift.piece1.c0"} <= set(exact.parameters)
     assert np.all(np.isfinite(exact.derivative))
     tip = exact.outputs.index("l2:tip.z")

@@ -28,7 +28,9 @@ def loads(sideways: float) -> list[Load]:
 OF = ["reaction", "cop", "margin"]
 STEPS = {"car:chassis.mass": 10.0, "car:chassis.com.x": 1e-2, "car:chassis:boot.y": 1e-2,
          "load:car:chassis:boot.fy": 10.0, "car:suspension_fl.k": 500.0, "tyre_fl.vertical_stiffness": 2000.0,
-         "tyre_rr.radius": 1e-3, "ground.tangential_stiffness": 1e3, "tyre_rr.friction": 1e-2}
+         "tyre_rr.radius": 1e-3, "ground.tangential_stiffness": 1e3, "tyre_rr.friction": 1e-2,
+         "car:chassis:seat_fl.x": 1e-3, "car:chassis:seat_fl.z": 1e-3, "car:chassis:seat_rr.y": 1e-5,
+         "car:chassis:seat_rr.z": 1e-3}  # a seat moves its wheel and tyre (1e-5: the slipping tyre nears stick)
 
 
 def stood(sideways: float):

@@ -1333,7 +1333,8 @@ static void partials_work(void *job, int64_t b, Workspace *w) {
                    j->parameters, j->motion_start, j->motion, j->force + nq * P * b, j->closure + 6 * K * P * b);
     const GroundField *g = j->ground;
     if (g)
-        ground_partials(w, core_model, &s, g, P, j->parameters, j->ground_members, j->force + nq * P * b,
+        ground_partials(w, core_model, &s, g, P, j->parameters, j->ground_members, j->motion_start, j->motion,
+                        j->force + nq * P * b,
                         j->contact_partials ? j->contact_partials + 3 * g->n_contacts * P * b : NULL,
                         j->tyre_partials ? j->tyre_partials + 9 * g->n_tyres * P * b : NULL);
     ws_release(w, mark);

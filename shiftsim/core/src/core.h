@@ -168,6 +168,11 @@ void force_partials(Workspace *w, const Model *model, const double *q, const Sta
                     const Loads *loads, const double *multipliers, int64_t n_parameters, const int64_t *parameters,
                     const int64_t *motion_start, const int64_t *motion, double *force, double *closure);
 size_t partials_workspace_doubles(const Model *model);
+/* How moving frame ``frame`` on its node translates things, in units of its step R e_axis (its motion rows' subtree
+ * translations): node_shift (n_nodes) for every point fixed to a node (the frame's own origin moves by one more),
+ * axis_shift (nq) for each coordinate's joint axis (partials.c). */
+void frame_shifts(const Model *model, int64_t frame, const int64_t *motion_start, const int64_t *motion,
+                  double *node_shift, double *axis_shift);
 
 /* Point forces the caller gives with their own derivatives (the ground's contacts and tyres, whose law partials are
  * the caller's for now): per record (G) its node (-1: none), point, force and torque (G, 9) world, their rate
@@ -223,11 +228,12 @@ typedef struct {
 double ground_terms(Workspace *w, const Model *model, const State *s, const GroundField *ground, double *q_force,
                     double *stiffness, int *conservative);
 void ground_points(const State *s, const GroundField *ground, const GroundPoints *out);
-/* the ground parameters' columns of the residual's partial derivatives (rows of kind PARAMETER_GROUND, partials.c) and
- * the world forces' own; ground_partials_doubles: the workspace they need beside partials_workspace_doubles */
+/* the ground parameters' columns of the residual's partial derivatives (rows of kind PARAMETER_GROUND, partials.c), the
+ * ground's terms in the columns of frames whose move carries contacts or tyres (PARAMETER_FRAME), and the world
+ * forces' own; ground_partials_doubles: the workspace they need beside partials_workspace_doubles */
 void ground_partials(Workspace *w, const Model *model, const State *s, const GroundField *ground, int64_t n_parameters,
-                     const int64_t *parameters, const int64_t *members, double *force, double *contact_partials,
-                     double *tyre_partials);
+                     const int64_t *parameters, const int64_t *members, const int64_t *motion_start,
+                     const int64_t *motion, double *force, double *contact_partials, double *tyre_partials);
 size_t ground_partials_doubles(const Model *model, const GroundField *ground);
 
 /* tree-ordered factorization (tree.c) of H (nf, nf) = [omega_j . X_k for j at or above k, omega_j . Y_k for j

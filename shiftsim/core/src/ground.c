@@ -410,38 +410,106 @@ static void add_force_column(const Model *model, const State *s, const GroundFie
 }
 
 size_t ground_partials_doubles(const Model *model, const GroundField *g) {
-    return (size_t)(g->n_contacts + g->n_tyres) * (9 * GROUND_PARAMETERS + 9) + (size_t)model->nq + 8;
+    return (size_t)(g->n_contacts + g->n_tyres) * (9 * GROUND_PARAMETERS + 9 + 90) + (size_t)model->n_nodes
+           + 2 * (size_t)model->nq + 8;
+}
+
+/* column[k * stride] += (shift - axis_shift[k]) (R^T f x omega_k) . step: the lever of world force f on model-frame
+ * point x fixed to ``node`` when a frame parameter translates x by shift step and coordinate k's axis by
+ * axis_shift[k] step (step in the model frame). */
+static void add_lever_column(const Model *model, const State *s, const GroundField *g, int64_t node, const double *f,
+                             double shift, const double *step, const double *axis_shift, double *column,
+                             int64_t stride) {
+    double f_model[3], turned[3];
+    to_model(g, 1, f, f_model);
+    for (; node > 0; node = model->parent[node]) {
+        int64_t k = model->coordinate[node];
+        if (k < 0) continue;
+        cross3(f_model, s->omega + 3 * k, turned);
+        column[k * stride] += (shift - axis_shift[k]) * dot3(turned, step);
+    }
+}
+
+/* A frame parameter's column (its frame moved by ``step`` on its node, model frame; node_shift, axis_shift its
+ * frame_shifts): each contact and tyre its move carries is translated by shift step at a fixed configuration, so its
+ * force changes through the law's own derivative (d force / d point; a tyre's in its centre and friction point, the
+ * spin axis does not turn) and acts at the moved point. law (C + T, 90): per item its world force and derivative
+ * (contact: 3 and 9; tyre: 9 and 81). Adds d Q / d p into column[k * stride] and writes the world forces' partials
+ * (world_contact + 3 i P: contact i's 3 rows, world_tyre + 9 t P: tyre t's 9 rows, at stride P; either NULL). */
+static void add_frame_column(const Model *model, const State *s, const GroundField *g, const double *x,
+                             const double *law, const double *step, const double *node_shift,
+                             const double *axis_shift, int64_t *chain, double *column, int64_t P,
+                             double *world_contact, double *world_tyre) {
+    int64_t C = g->n_contacts, T = g->n_tyres;
+    for (int64_t item = 0; item < C + T; item++) {
+        bool tyre = item >= C;
+        int64_t node = tyre ? g->tyre_node[item - C] : g->contact_node[item];
+        double shift = node_shift[node], moved[3], world_step[3], df[9] = {0.0};
+        for (int row = 0; row < 3; row++) moved[row] = shift * step[row];
+        to_world(g, moved, 0, world_step);
+        const double *force = law + 90 * item, *deriv = force + (tyre ? 9 : 3);
+        int size = tyre ? 9 : 3;
+        for (int r = 0; r < size; r++) /* d force = D dx over the points that move (a tyre's centre and b) */
+            for (int v = 0; v < size; v += tyre ? 6 : 3)
+                df[r] += dot3(deriv + size * r + v, world_step);
+        add_force_column(model, s, g, node, tyre ? 3 : 1, x + 9 * item, tyre ? TYRE_POINTS : CONTACT_POINTS, df,
+                         chain, column, P);
+        for (int v = 0; v < size; v += tyre ? 6 : 3)
+            add_lever_column(model, s, g, node, force + v, shift, step, axis_shift, column, P);
+        double *world = tyre ? world_tyre ? world_tyre + 9 * (item - C) * P : NULL
+                             : world_contact ? world_contact + 3 * item * P : NULL;
+        if (world)
+            for (int r = 0; r < size; r++) world[r * P] += df[r];
+    }
 }
 
 /* The ground parameters' columns at one state: for each parameter row (PARAMETER_GROUND, what, start, count) of
  * ``parameters`` (P, 4), what (SHIFTSIM_GROUND_PARAMETERS) the parameter scales in the laws of the contacts and tyres
  * members[start .. start + count) (contact i numbered i, tyre t n_contacts + t): d Q / d p added into force (nq, P)
  * and, not NULL, d (contact force) / d p (C, 3, P) and d (tyre force on its centre, spin axis and friction point) /
- * d p (T, 9, P), world axes, written (zero in the other columns). Rows of other kinds are left alone. */
+ * d p (T, 9, P), world axes, written (zero in the other columns). For each row (PARAMETER_FRAME, frame, axis, 0) the
+ * contacts and tyres the frame's move carries (motion_start, motion: partials.c): their forces' change and lever
+ * added (add_frame_column). Rows of other kinds are left alone. */
 void ground_partials(Workspace *w, const Model *model, const State *s, const GroundField *g, int64_t n_parameters,
-                     const int64_t *parameters, const int64_t *members, double *force, double *contact_partials,
-                     double *tyre_partials) {
+                     const int64_t *parameters, const int64_t *members, const int64_t *motion_start,
+                     const int64_t *motion, double *force, double *contact_partials, double *tyre_partials) {
     int64_t C = g->n_contacts, T = g->n_tyres, P = n_parameters;
     size_t mark = ws_mark(w);
     double *d = ws_doubles(w, (size_t)(C + T) * 9 * GROUND_PARAMETERS); /* per item, d force / d what (9 a row) */
     double *x = ws_doubles(w, (size_t)(C + T) * 9);                      /* per item, its model-frame vectors */
+    double *law = ws_doubles(w, (size_t)(C + T) * 90);                   /* per item, its world force and derivative */
+    double *node_shift = ws_doubles(w, model->n_nodes), *axis_shift = ws_doubles(w, model->nq);
     int64_t *chain = ws_indices(w, model->nq);
     for (int64_t i = 0; i < C; i++) {
-        double world[3], partials[3 * GROUND_PARAMETERS];
+        double world[3], partials[3 * GROUND_PARAMETERS], e;
+        int touching, slipping;
         contact_vectors(s, g, i, x + 9 * i, world);
         contact_law_partials(g, i, world, partials);
         for (int what = 0; what < GROUND_PARAMETERS; what++)
             memcpy(d + 9 * (GROUND_PARAMETERS * i + what), partials + 3 * what, sizeof(double) * 3);
+        contact_law(g, i, world, law + 90 * i, law + 90 * i + 3, &e, &touching, &slipping);
     }
     for (int64_t t = 0; t < T; t++) {
-        double world[9];
+        double world[9], e, contact[3], compression;
+        int touching, slipping;
         tyre_vectors(s, g, t, x + 9 * (C + t), world);
         tyre_law_partials(g, t, world, world + 3, world + 6, d + 9 * GROUND_PARAMETERS * (C + t));
+        tyre_law(g, t, world, world + 3, world + 6, law + 90 * (C + t), law + 90 * (C + t) + 9, &e, contact, NULL,
+                 &compression, &touching, &slipping);
     }
     if (contact_partials) memset(contact_partials, 0, sizeof(double) * (size_t)(3 * C * P));
     if (tyre_partials) memset(tyre_partials, 0, sizeof(double) * (size_t)(9 * T * P));
     for (int64_t column = 0; column < P; column++) {
         const int64_t *row = parameters + 4 * column;
+        if (row[0] == PARAMETER_FRAME) {
+            double step[3];
+            for (int r = 0; r < 3; r++) step[r] = s->rotation[9 * model->frame_node[row[1]] + 3 * r + row[2]];
+            frame_shifts(model, row[1], motion_start, motion, node_shift, axis_shift);
+            add_frame_column(model, s, g, x, law, step, node_shift, axis_shift, chain, force + column, P,
+                             contact_partials ? contact_partials + column : NULL,
+                             tyre_partials ? tyre_partials + column : NULL);
+            continue;
+        }
         if (row[0] != PARAMETER_GROUND) continue;
         for (int64_t e = row[2]; e < row[2] + row[3]; e++) {
             int64_t item = members[e];

@@ -24,6 +24,7 @@
  * carries_axis, sign): the subtree of ``root`` translated by sign times the frame's shift (carries_axis: the joint's
  * axis moves with it, so the coordinate at ``root`` itself feels no lever).
  */
+#include <math.h>
 #include <string.h>
 
 #include "core.h"
@@ -55,6 +56,81 @@ static void add_turned(const Model *model, const State *s, int64_t node, int64_t
     }
 }
 
+void frame_shifts(const Model *model, int64_t frame, const int64_t *motion_start, const int64_t *motion,
+                  double *node_shift, double *axis_shift) {
+    memset(node_shift, 0, sizeof(double) * (size_t)model->n_nodes);
+    memset(axis_shift, 0, sizeof(double) * (size_t)model->nq);
+    for (int64_t e = motion_start[frame]; e < motion_start[frame + 1]; e++) {
+        const int64_t *m = motion + 4 * e;
+        if (m[0] != MOTION_SUBTREE) continue;
+        for (int64_t node = m[1]; node < model->n_nodes; node++) {
+            if (!is_within(model, m[1], node)) continue;
+            node_shift[node] += (double)m[3];
+            int64_t k = model->coordinate[node];
+            if (k >= 0 && (node != m[1] || m[2])) axis_shift[k] += (double)m[3];
+        }
+    }
+}
+
+/* column[k * stride] += the change of a point force's generalized force Q_k = f . (omega_k x p + v_k) + t . omega_k
+ * (t may be NULL) when a frame parameter moves it: its force and torque change by df, dt, its point by
+ * shift step and coordinate k's axis by axis_shift[k] step, which changes its lever by (shift - axis_shift[k]) step. */
+static void add_moved_point(const Model *model, const State *s, int64_t node, const double *p, const double *f,
+                            const double *df, const double *dt, double shift, const double *step,
+                            const double *axis_shift, double *column, int64_t stride) {
+    for (; node > 0; node = model->parent[node]) {
+        int64_t k = model->coordinate[node];
+        if (k < 0) continue;
+        const double *om = s->omega + 3 * k;
+        double twist[3], turned[3];
+        cross3(om, p, twist);
+        for (int row = 0; row < 3; row++) twist[row] += s->v[3 * k + row];
+        cross3(f, om, turned);
+        column[k * stride] += dot3(df, twist) + (dt ? dot3(dt, om) : 0.0)
+                              + (shift - axis_shift[k]) * dot3(turned, step);
+    }
+}
+
+/* Pair restraint ``pair``'s terms in the column of a frame parameter (``frame`` moved by ``step``, world): its ends
+ * move by t_a step and t_c step (their nodes' shifts, one more for the moved frame itself), so the spring's length x
+ * and direction change by delta = (t_c - t_a) step, and with them its forces: on the second end -f(x) u (u the unit
+ * vector from the first end, or the first frame's axis n for a distance along it, which also puts the couple
+ * -f n x (p_c - p_a) on the first end), on the first end the opposite force. A couple has no lever: a translation
+ * changes only its size. */
+static void add_pair_frame_terms(const Model *model, const State *s, int64_t pair, int64_t frame, const double *step,
+                                 const double *node_shift, const double *axis_shift, double *column, int64_t stride) {
+    int64_t fa = model->pair_frame_a[pair], fc = model->pair_frame_c[pair];
+    int64_t na = model->frame_node[fa], nc = model->frame_node[fc];
+    double t_a = node_shift[na] + (fa == frame ? 1.0 : 0.0), t_c = node_shift[nc] + (fc == frame ? 1.0 : 0.0);
+    double r_a[9], p_a[3], p_c[3], d[3], delta[3], u[3], f, df, energy;
+    frame_pose(model, s, fa, r_a, p_a);
+    frame_pose(model, s, fc, NULL, p_c);
+    for (int row = 0; row < 3; row++) d[row] = p_c[row] - p_a[row], delta[row] = (t_c - t_a) * step[row];
+    double on_c[3], d_on_c[3], on_a[3], d_on_a[3], d_couple[3] = {0.0, 0.0, 0.0};
+    if (model->pair_distance[pair] == EUCLIDEAN) {
+        double x = sqrt(dot3(d, d)), guarded = x > 1e-300 ? x : 1e-300;
+        for (int row = 0; row < 3; row++) u[row] = d[row] / guarded;
+        double dx = dot3(u, delta);
+        piecewise_law(model, model->pair_law[pair], x, &f, &df, &energy);
+        for (int row = 0; row < 3; row++) /* d(-f u) = -f' dx u - f (delta - (u . delta) u) / x */
+            on_c[row] = -f * u[row], d_on_c[row] = -df * dx * u[row] - f * (delta[row] - dx * u[row]) / guarded;
+    } else {
+        int axis = (int)model->pair_distance[pair] - 1;
+        for (int row = 0; row < 3; row++) u[row] = r_a[3 * row + axis];
+        double x = dot3(u, d), dx = dot3(u, delta), lever[3], d_lever[3];
+        piecewise_law(model, model->pair_law[pair], x, &f, &df, &energy);
+        cross3(u, d, lever);
+        cross3(u, delta, d_lever);
+        for (int row = 0; row < 3; row++) {
+            on_c[row] = -f * u[row], d_on_c[row] = -df * dx * u[row];
+            d_couple[row] = -df * dx * lever[row] - f * d_lever[row]; /* of the couple -f n x d */
+        }
+    }
+    for (int row = 0; row < 3; row++) on_a[row] = -on_c[row], d_on_a[row] = -d_on_c[row];
+    add_moved_point(model, s, nc, p_c, on_c, d_on_c, NULL, t_c, step, axis_shift, column, stride);
+    add_moved_point(model, s, na, p_a, on_a, d_on_a, d_couple, t_a, step, axis_shift, column, stride);
+}
+
 void force_partials(Workspace *w, const Model *model, const double *q, const State *s, const double *gravity,
                     const Loads *loads, const double *multipliers, int64_t n_parameters, const int64_t *parameters,
                     const int64_t *motion_start, const int64_t *motion, double *force, double *closure) {
@@ -64,6 +140,7 @@ void force_partials(Workspace *w, const Model *model, const double *q, const Sta
     double *moment = ws_doubles(w, 4 * n);    /* per subtree: mass and first moment m c (world) */
     double *resultant = ws_doubles(w, 3 * n); /* per subtree: the resultant force of weights, loads and closures */
     double *jv = ws_doubles(w, 3 * nq), *grad = ws_doubles(w, nq), *hess = ws_doubles(w, nq * nq);
+    double *node_shift = ws_doubles(w, n), *axis_shift = ws_doubles(w, nq); /* a frame parameter's (frame_shifts) */
     memset(force, 0, sizeof(double) * (size_t)(nq * P));
     memset(closure, 0, sizeof(double) * (size_t)(6 * K * P));
     for (int64_t i = 0; i < n; i++) {
@@ -180,6 +257,11 @@ void force_partials(Workspace *w, const Model *model, const double *q, const Sta
                     }
                 }
             }
+            if (model->n_pairs > 0) { /* the pair restraints its move stretches or turns */
+                frame_shifts(model, target, motion_start, motion, node_shift, axis_shift);
+                for (int64_t pair = 0; pair < model->n_pairs; pair++)
+                    add_pair_frame_terms(model, s, pair, target, step, node_shift, axis_shift, out, P);
+            }
         }
     }
     ws_release(w, mark);
@@ -187,5 +269,5 @@ void force_partials(Workspace *w, const Model *model, const double *q, const Sta
 
 size_t partials_workspace_doubles(const Model *model) {
     size_t n = (size_t)model->n_nodes, nq = (size_t)model->nq;
-    return kernel_workspace_doubles(model) + 34 * n + 10 * nq + nq * nq + 64; /* with the case's state */
+    return kernel_workspace_doubles(model) + 35 * n + 11 * nq + nq * nq + 64; /* with the case's state */
 }
