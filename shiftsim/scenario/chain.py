@@ -8,7 +8,9 @@ block with numpy: tracked joints' positions, deflections, efforts and wrenches, 
 deflections, bodies' world poses (one forward-kinematics pass per block, the placement applied as one matrix
 product), pin reactions and coordinates. Its steps are :class:`BlockStep` objects: rows of the block's arrays, whose
 dictionaries (joints, frames, bodies, pin reactions) are built only when read; the results store takes their values
-straight from the block (``BlockStep.store_values``).
+straight from the block (``BlockStep.store_values``). The core solves the next blocks on a thread of its own while
+the steps of the blocks before are handed on here (the core lets the GIL go), so what the steps' Python costs overlaps
+the solve; the steps reach the caller in the same order.
 
 A step the block path does not report itself goes through :func:`~.runner.solve_step` from the same states, which
 gives it its messages: a step of any machine whose loops do not close, whose independent loop equations change,
@@ -26,6 +28,7 @@ which); the others run step by step. Both give the same numbers (to round-off; t
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Iterator, NamedTuple, Sequence
@@ -395,9 +398,10 @@ def _machine_columns(m: _MachineBlock) -> tuple[dict[str, np.ndarray], np.ndarra
                                         _to_world(placement.rotation, p - p_reference)], axis=2).reshape(steps, -1)
     if plan.bodies:
         poses = loaded.bodies[:, np.asarray(plan.bodies)]
+        rotations = np.ascontiguousarray(np.moveaxis(poses[:, :, :3, :3], 2, 0)).reshape(3, -1)  # (3, S nB 3)
+        rotations = np.moveaxis((placement.rotation @ rotations).reshape(3, steps, -1, 3), 0, 2)  # one product
         out["bodies"] = np.concatenate([_to_world(placement.rotation, poses[:, :, :3, 3]) + placement.position,
-                                        (placement.rotation @ poses[:, :, :3, :3]).reshape(steps, -1, 9)],
-                                       axis=2).reshape(steps, -1)
+                                        rotations.reshape(steps, -1, 9)], axis=2).reshape(steps, -1)
     force, moment = force[:, plan.pins_at], moment[:, plan.pins_at]
     out["pins"] = np.concatenate([force, moment], axis=2).reshape(steps, -1)
     out["q"], out["q_ref"] = m.q, m.q_reference
@@ -591,28 +595,43 @@ def run_chains(scenario: Scenario, chains: list[tuple[int, ...]], on_step: StepC
         return results
     plans = [_plan(scenario, machine) for machine in scenario.machines]
     position, size = [0] * len(chains), [BLOCK_STEPS] * len(chains)
-    while True:
-        active = [k for k, chain in enumerate(chains) if position[k] < len(chain)][:CHAINS_AT_ONCE]
-        if not active:
-            return results
-        parts = [chains[k][position[k]:position[k] + size[k]] for k in active]
-        for k, part, (machine_blocks, plain) in zip(active, parts,
-                                                    _solve_blocks(plans, parts, table, [states[k] for k in active])):
-            if plain:
-                block = StepBlock(scenario, np.asarray(part[:plain]), table[list(part[:plain])],
-                                  [_cut(m, plain) for m in machine_blocks])
-                for step in block.steps():
-                    hand_on(step)
-                for m in block.machines:
-                    states[k][m.plan.machine.id].advance(m.q[-1].copy(), None)
-            position[k] += plain
-            if plain < len(part):  # this step needs the step path; the chain's next block starts small
-                index = chains[k][position[k]]
-                hand_on(solve_step(scenario, index, table[index], states[k]))
-                position[k] += 1
-                size[k] = 1
-            else:
-                size[k] = min(2 * size[k], BLOCK_STEPS)
+    solved: list[StepBlock | StepResult] = []  # solved, not handed on yet, in order
+    with ThreadPoolExecutor(1, thread_name_prefix="shiftsim-chain") as solver:
+        while True:
+            active = [k for k, chain in enumerate(chains) if position[k] < len(chain)][:CHAINS_AT_ONCE]
+            if not active:
+                _hand_on(solved, hand_on)
+                return results
+            parts = [chains[k][position[k]:position[k] + size[k]] for k in active]
+            solving = solver.submit(_solve_blocks, plans, parts, table, [states[k] for k in active])
+            solved = _hand_on(solved, hand_on)  # while the core solves the next blocks (it lets the GIL go)
+            for k, part, (machine_blocks, plain) in zip(active, parts, solving.result()):
+                if plain:
+                    block = StepBlock(scenario, np.asarray(part[:plain]), table[list(part[:plain])],
+                                      [_cut(m, plain) for m in machine_blocks])
+                    solved.append(block)
+                    for m in block.machines:
+                        states[k][m.plan.machine.id].advance(m.q[-1].copy(), None)
+                position[k] += plain
+                if plain < len(part):  # this step needs the step path; the chain's next block starts small
+                    index = chains[k][position[k]]
+                    solved.append(solve_step(scenario, index, table[index], states[k]))
+                    position[k] += 1
+                    size[k] = 1
+                else:
+                    size[k] = min(2 * size[k], BLOCK_STEPS)
+
+
+def _hand_on(solved: list[StepBlock | StepResult], hand_on: StepCallback) -> list[StepBlock | StepResult]:
+    """Hand on every step of ``solved`` (blocks and steps solved step by step) in order; an empty list for the next
+    ones."""
+    for item in solved:
+        if isinstance(item, StepBlock):
+            for step in item.steps():
+                hand_on(step)
+        else:
+            hand_on(item)
+    return []
 
 
 def attach_blocks(scenario: Scenario, steps: list[StepResult]) -> list[StepResult]:
