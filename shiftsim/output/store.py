@@ -190,6 +190,7 @@ class StoreWriter:
         self._chunks: list[tuple[int, Any, np.ndarray, np.ndarray | None]] = []  # (layout, step numbers, (k, V)
         self._buffered = 0                                                       # values, nulls or None), in order
         self._catalog: Catalog = {}  # the catalog up to the parts written (kept by whoever builds the parts)
+        self._repeated: dict[int, tuple[int, list[pa.Array]] | None] = {}  # likewise: a layout's codes repeated
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="shiftsim-store") if background else None
         self._writing: Future | None = None  # the batch being written on the thread
 
@@ -317,26 +318,27 @@ class StoreWriter:
 
     def _values_table(self, chunks: list, layouts: dict, names: list[list[str]]) -> tuple[pa.Table, Catalog]:
         """The ``values`` table of ``chunks`` (layout number, step numbers (k,), values (k, V), nulls) and the catalog
-        up to them: the name columns dictionary-coded (each distinct name once in ``names``, the writer's, a 32-bit code
-        per value; written as the Parquet dictionary pages they become anyway, read back as strings)."""
-        widths = [values.shape[1] for _, _, values, _ in chunks]
-        steps = np.repeat(np.concatenate([np.asarray(s, np.int64) for _, s, _, _ in chunks]),
-                          np.repeat(widths, [len(s) for _, s, _, _ in chunks]))
-        numbers = np.concatenate([values.reshape(-1) for _, _, values, _ in chunks])
-        nulls = None
-        if any(mask is not None for *_, mask in chunks):
-            nulls = np.concatenate([np.zeros(values.size, bool) if mask is None else mask.reshape(-1)
-                                    for _, _, values, mask in chunks])
-        coded = []
-        for c in range(4):
-            codes = np.concatenate([np.tile(layouts[number][1][c], len(s)) for number, s, _, _ in chunks])
-            coded.append(pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(names[c], pa.string())))
-        entity, quantity, component, unit = coded
-        columns = [pa.array(steps, pa.int64()), entity, quantity, component, pa.array(numbers, pa.float64(), mask=nulls),
-                   unit]
+        up to them: a record batch per chunk (its numbers not copied), the name columns dictionary-coded (each distinct
+        name once in ``names``, the writer's, a 32-bit code per value: a layout's codes repeated for its k steps, kept
+        from part to part while the layout is in use; written as the Parquet dictionary pages they become anyway,
+        read back as strings)."""
+        dictionaries = [pa.array(column, pa.string()) for column in names]
+        repeated = {number: self._repeated.get(number) for number in layouts}  # layout -> (steps, 4 code arrays)
+        batches = []
+        for number, steps, values, nulls in chunks:
+            count, width = values.shape
+            if repeated[number] is None or repeated[number][0] < count:
+                repeated[number] = (count, [pa.array(np.tile(codes, count), pa.int32()) for codes in layouts[number][1]])
+            codes = [pa.DictionaryArray.from_arrays(column.slice(0, count * width), dictionary, safe=False)
+                     for column, dictionary in zip(repeated[number][1], dictionaries)]
+            numbers = pa.array(values.reshape(-1), pa.float64(), mask=None if nulls is None else nulls.reshape(-1))
+            batches.append(pa.RecordBatch.from_arrays(
+                [pa.array(np.repeat(np.asarray(steps, np.int64), width)), *codes[:3], numbers, codes[3]],
+                schema=_CODED_VALUES))
+        self._repeated = repeated  # the layouts of this part only: memory does not grow with the layouts of a run
         order = list(dict.fromkeys(number for number, *_ in chunks))  # the layouts as first written
         extend_catalog(self._catalog, ((number, *row) for number in order for row in zip(*layouts[number][0][:3])))
-        return pa.Table.from_arrays(columns, schema=_CODED_VALUES), self._catalog
+        return pa.Table.from_batches(batches, schema=_CODED_VALUES), self._catalog
 
     def _steps_table(self, pieces: list) -> pa.Table:
         """The ``steps`` table of ``pieces`` (lists of rows, or tuples of columns), in order."""
