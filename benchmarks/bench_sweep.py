@@ -15,6 +15,14 @@ unloaded reference, as ``solve`` solves them) in one ``solve_batch`` call per 10
 thread and on every core; starts are the steps' assembled poses (assembled beforehand in Python, about
 1 ms a step, not timed). Above ``--core-sample`` steps the core runs on that many of the steps,
 evenly spaced (its cost per step does not depend on the batch's length past a few hundred).
+
+Every rate is given twice, side by side: per wall second and per CPU second (``time.process_time`` for the core and
+the in-process part, ``wait4`` for a run: the CPU seconds of every thread of its processes). CPU seconds are what a
+loaded machine does not distort; wall seconds are what a user waits for, and a run that puts work on a second core
+(the store's writer thread, the core solving the next block while the last one is handed on) is compared in wall
+time, with the machine quiet (the load average is printed after each run). A share of the core divides like by
+like: a run's steps per wall second by the core's per wall second, per CPU second by the core's per CPU second
+(``--jobs 1`` against the core on one thread, ``--jobs J`` against the core on every thread).
 A run whose peak memory, extrapolated from the growth between the two largest sizes measured before it (most of a
 small run's peak is the process's base, which does not grow with the steps; with one size measured, in proportion to
 it: an overestimate), would pass half of the memory available is skipped and says so. The default sizes measure
@@ -26,11 +34,11 @@ the sweep cut into ``--dask-chains`` chains): CPU seconds and peak memory then i
 (the block path, from each chain's start, as one process solves them) and compared value for value with the run's
 store (largest difference printed; the bench fails on any).
 
-Beside both, in this process: the part of a run that solves and streams, every step solved along its chain and
-streamed into a results store (``ResultsStream``), by the block path (``scenario.chain``: the compiled continuation,
-outputs per block with numpy) and by the step path (``blocks=False``: per step a ``Solution`` and its dictionaries),
-steps per CPU second (``time.process_time``) beside the core's rate on one thread (the ``--stream-steps`` first steps,
-default all up to 30,000).
+Beside both, in this process: the part of a run that solves and streams, as ``shiftsim run --jobs 1`` runs it
+(``scenario.run.run`` with the results folder's output: every step solved along its chain and streamed into the
+store and the run's digest, by the block path: ``scenario.chain``, the compiled continuation, outputs per block with
+numpy) and, up to 3,000 steps, by the step path (``blocks=False``: per step a ``Solution`` and its dictionaries,
+into a store), the ``--stream-steps`` first steps (default all up to 30,000).
 
     python benchmarks/bench_sweep.py [--steps 3000 30000 300000] [--jobs 1 2] [--dask 2] [--dask-chains 20]
                                      [--core-sample 3000] [--plots] [--stream-steps 30000] [--verify 300]
@@ -207,11 +215,23 @@ def core_cases(steps: int, sample: int):
     return model, starts, free, independent_rows(model, starts[0], free), loads, scenario.gravity
 
 
-def core_rate(threads: int | None, cases) -> float:
-    """Steps/s of solve_batch over every step's loaded and reference case."""
+class Rate(NamedTuple):
+    """Steps per wall second and per CPU second."""
+
+    wall: float
+    cpu: float
+
+    def share(self, core: Rate) -> str:
+        """This rate as a share of the core's, like by like."""
+        return f"{self.wall / core.wall:5.1%} of the core's {core.wall:.0f} in wall time, " \
+               f"{self.cpu / core.cpu:5.1%} of its {core.cpu:.0f} per CPU s"
+
+
+def core_rate(threads: int | None, cases) -> Rate:
+    """Steps per wall and per CPU second of solve_batch over every step's loaded and reference case."""
     model, starts, free, rows, loads, gravity = cases
     steps = len(starts)
-    seconds = 0.0
+    seconds = cpu = 0.0
     for first in range(0, steps, BATCH):
         chunk = starts[first:first + BATCH]
         n = len(chunk)
@@ -220,27 +240,35 @@ def core_rate(threads: int | None, cases) -> float:
         batch_loads = applied(model, loads, 2 * n)
         for load in batch_loads:  # the reference half carries no load
             load.force[n:], load.torque[n:] = 0.0, 0.0
-        started = time.perf_counter()
+        started, used = time.perf_counter(), time.process_time()
         result = solve_batch(model, both, free, gravities, batch_loads, rows=rows, threads=threads)
         seconds += time.perf_counter() - started
+        cpu += time.process_time() - used
         assert np.all(result.converged), "a core case did not converge"
-    return steps / seconds
+    return Rate(steps / seconds, steps / cpu)
 
 
-def solve_and_stream(steps: int, blocks: bool) -> float:
-    """Steps per CPU second of solving the stretched scenario's chain and streaming it into a results store."""
+def solve_and_stream(steps: int, blocks: bool) -> Rate:
+    """Steps per wall and per CPU second of solving the stretched scenario's chain and streaming it into a results
+    store (and, by the block path, the run's digest), as a one-process run does."""
+    from shiftsim.analysis.digest import RunDigest
+    from shiftsim.output.partitions import RunOutput
     from shiftsim.output.write import ResultsStream
-    from shiftsim.scenario import build_scenario
+    from shiftsim.scenario import LocalExecutor, build_scenario, run
     from shiftsim.scenario.chain import run_chain
 
     scenario = build_scenario(SCENARIO, stretched(steps, 1, plots=False))
     chain, = scenario.sweep.chains()
     with tempfile.TemporaryDirectory() as folder:
-        started = time.process_time()
+        started, used = time.perf_counter(), time.process_time()
         with ResultsStream(Path(folder), scenario) as stream:
-            run_chain(scenario, chain, stream.add, blocks=blocks)
+            if blocks:
+                run(scenario, LocalExecutor(1), keep_steps=False,
+                    output=RunOutput(scenario, stream, RunDigest(scenario)))
+            else:
+                run_chain(scenario, chain, stream.add, blocks=False)
             stream.writer.close()
-        return steps / (time.process_time() - started)
+        return Rate(steps / (time.perf_counter() - started), steps / (time.process_time() - used))
 
 
 STEP_PATH_STEPS = 3000  # the step path (the old per-step solve, for comparison) is measured up to this many steps
@@ -276,13 +304,14 @@ def main() -> None:
             print(f"{steps} steps: {len(cases[1])} starts assembled in {time.perf_counter() - started:.1f} s "
                   f"(not timed below)", flush=True)
             one, every = core_rate(1, cases), core_rate(None, cases)
-            print(f"  core solve_batch (loaded + reference case per step): {one:9.0f} steps/s on 1 thread, "
-                  f"{every:9.0f} steps/s on {os.cpu_count()}", flush=True)
+            print(f"  core solve_batch (loaded + reference case per step): on 1 thread {one.wall:6.0f} steps/s, "
+                  f"{one.cpu:6.0f} per CPU s; on {os.cpu_count()} {every.wall:6.0f} steps/s, {every.cpu:6.0f} per CPU s",
+                  flush=True)
             if steps <= args.stream_steps:
                 for blocks in (True, False) if steps <= STEP_PATH_STEPS else (True,):
                     rate = solve_and_stream(steps, blocks)
-                    print(f"  solve and stream, {'block' if blocks else 'step'} path: {rate:8.0f} steps per CPU s "
-                          f"({rate / one:5.1%} of the core's {one:.0f} on 1 thread)", flush=True)
+                    print(f"  solve and stream, {'block' if blocks else 'step'} path: {rate.wall:6.0f} steps/s, "
+                          f"{rate.cpu:6.0f} per CPU s ({rate.share(one)} on 1 thread)", flush=True)
             for name, jobs in runs:
                 estimate = extrapolated_peak(peaks[name], steps)
                 if estimate > 0.5 * available_memory():
@@ -296,9 +325,9 @@ def main() -> None:
                 load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
                 checked = "" if run.difference is None else \
                     f"; {run.compared} re-solved values, largest difference {run.difference:.3g}"
-                print(f"  shiftsim run {name}: {run.seconds:7.1f} s, {steps / run.seconds:8.0f} steps/s "
-                      f"({steps / run.seconds / core:5.1%} of the core's {core:.0f}), {run.cpu:7.1f} CPU s "
-                      f"({steps / run.cpu:.0f} steps per CPU s), peak memory {run.peak / 1e9:.2f} GB, "
+                rate = Rate(steps / run.seconds, steps / run.cpu)
+                print(f"  shiftsim run {name}: {run.seconds:7.1f} s, {run.cpu:7.1f} CPU s: {rate.wall:6.0f} steps/s, "
+                      f"{rate.cpu:6.0f} per CPU s ({rate.share(core)}), peak memory {run.peak / 1e9:.2f} GB, "
                       f"{run.written / 1e6:.0f} MB written (store {run.store / 1e6:.0f} MB){checked}; "
                       f"load average {load}", flush=True)
                 if run.difference:

@@ -328,18 +328,12 @@ class RunDigest:
     def add(self, step: StepResult) -> None:
         """Reduce one more step. A step of the block path (:class:`~shiftsim.scenario.chain.BlockStep`) is reduced
         with the other steps of its block added next to it, from the block's arrays (no per-step dictionaries)."""
-        self.count += 1
         if isinstance(step, BlockStep):
-            if step.block is not self._block:
-                self._reduce_block()
-                self._block = step.block
-                self.joints.update(step.block.tracked_joints)
-            self._rows.append(step.row)
             if step.collisions:
                 self._collisions(step)
-            if len(self._rows) == len(step.block):  # the whole block (each of its steps is added once)
-                self._reduce_block()
+            self.add_rows(step.block, step.row, step.row + 1)
             return
+        self.count += 1
         self._reduce_block()  # the steps before this one first: peaks keep the order entities first appear in
         self.joints.update(step.joints)
         if step.failures:
@@ -362,6 +356,18 @@ class RunDigest:
             self._pin_reaction(name, row, step.index)
         if step.collisions:
             self._collisions(step)
+
+    def add_rows(self, block: StepBlock, start: int, stop: int) -> None:
+        """Reduce rows ``start`` to ``stop - 1`` of ``block`` (steps of the block path), with the other rows of the
+        block added next to them, from the block's arrays."""
+        self.count += stop - start
+        if block is not self._block:
+            self._reduce_block()
+            self._block = block
+            self.joints.update(block.tracked_joints)
+        self._rows.extend(range(start, stop))
+        if len(self._rows) == len(block):  # the whole block (each of its steps is added once)
+            self._reduce_block()
 
     def _reduced(self) -> RunDigest:
         """This digest with the block-path steps added so far reduced."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.digest import RunDigest, step_text
+from ..scenario.chain import BlockRows, block_runs
 from ..scenario.definition import Scenario
 from ..scenario.executors import PartResult
 from ..scenario.runner import StepResult
@@ -37,11 +38,17 @@ class _Sink:
     def __init__(self, scenario: Scenario, stream: ResultsStream, digest: RunDigest, echo: bool):
         self.scenario, self.stream, self.digest, self.echo = scenario, stream, digest, echo
 
-    def add(self, step: StepResult) -> None:
-        self.stream.add(step)
-        self.digest.add(step)
+    def add_steps(self, steps: list[StepResult]) -> None:
+        """A batch of steps, a block's consecutive rows at a time where they are (:func:`block_runs`)."""
+        for item in block_runs(steps):
+            if isinstance(item, BlockRows):
+                self.stream.add_rows(*item)
+                self.digest.add_rows(*item)
+            else:
+                self.stream.add(item)
+                self.digest.add(item)
         if self.echo:
-            print(step_line(self.scenario, step), file=sys.stderr, flush=True)
+            print("\n".join(step_line(self.scenario, step) for step in steps), file=sys.stderr, flush=True)
 
     def close(self) -> None:
         """Nothing to close: the run's own stream is closed when its results are written."""

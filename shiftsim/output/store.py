@@ -118,14 +118,6 @@ def _with_catalog(table: pa.Table, catalog: Catalog) -> pa.Table:
     return table.replace_schema_metadata({CATALOG_KEY: _catalog_text(catalog)})
 
 
-def _coded(names: list[str], take: np.ndarray) -> pa.DictionaryArray:
-    """The column ``names[take]`` (strings), dictionary-coded: each distinct name once, a code per row."""
-    distinct = list(dict.fromkeys(names))
-    code = {name: k for k, name in enumerate(distinct)}
-    codes = np.fromiter((code[name] for name in names), np.int32, len(names))
-    return pa.DictionaryArray.from_arrays(pa.array(codes[take], pa.int32()), pa.array(distinct, pa.string()))
-
-
 def read_catalog(schema: pa.Schema) -> Catalog:
     """The catalog a values part's schema carries (empty for a part without one)."""
     entries = json.loads((schema.metadata or {}).get(CATALOG_KEY, b"[]"))
@@ -157,10 +149,15 @@ class StoreWriter:
     ``status``). ``writer``: this writer's name in its part files (letters, digits, ``_``); writers
     writing into one store at once need different names. ``rows_per_part``: values buffered before
     a part file is written. A writer whose name already has parts in ``folder`` is refused
-    (nothing is overwritten). ``background``: write the part files on a thread of their own (pyarrow and
-    the file system calls let the caller go on solving meanwhile): a batch's parts are then in place at the
-    latest when the next batch is handed over or the writer closes, and at most one batch is being written
+    (nothing is overwritten). ``background``: build and write the part files on a thread of their own (numpy,
+    pyarrow and the file system calls let the caller go on solving meanwhile): a batch's parts are then in place at
+    the latest when the next batch is handed over or the writer closes, and at most one batch is being written
     while the next fills; an error writing them is raised there.
+
+    Steps are held as they were handed over (a step's row, or a block of steps as columns and a (k, V) array of
+    values) and their value names as a *layout* (entity, quantity, component and unit tuples) coded once: each name
+    gets a writer-wide 32-bit code when first seen, each layout its four code arrays, so a part's name columns are
+    the layouts' codes repeated, not names looked up per value.
     """
 
     def __init__(self, folder: str | Path, parameters: Sequence[str], writer: str = "0",
@@ -185,13 +182,15 @@ class StoreWriter:
         if taken:
             raise StoreError(f"{self.folder}: writer {writer!r} already has part files ({taken[0].name} ...); "
                              f"expected a new store or another writer name")
-        self._step_rows: list[Sequence[Any]] = []
-        self._values: list[np.ndarray] = []  # the buffered values in chunks (float64), in order
-        self._nulls: list[np.ndarray | None] = []  # per chunk where its values are null (None: nowhere)
-        self._buffered = 0
-        self._layouts: list[Layout] = []  # distinct names of steps: entity, quantity, component, unit
-        self._segments: list[tuple[int, int, int]] = []  # per buffered step: its number, layout, count of values
-        self._catalog: Catalog = {}
+        self._names: list[dict[str, int]] = [{}, {}, {}, {}]  # entity, quantity, component, unit -> code
+        self._last: tuple[Layout, int] | None = None  # the layout handed over last and its number
+        self._layouts: dict[int, tuple[Layout, tuple[np.ndarray, ...]]] = {}  # the buffer's layouts: number -> names,
+        self._numbered = 0                                                     # codes (4 (V,) int32)
+        self._step_pieces: list[list[Sequence[Any]] | tuple] = []  # rows (a list of steps rows) or columns (a tuple)
+        self._chunks: list[tuple[int, Any, np.ndarray, np.ndarray | None]] = []  # (layout, step numbers, (k, V)
+        self._buffered = 0                                                       # values, nulls or None), in order
+        self._catalog: Catalog = {}  # the catalog up to the parts written (kept by whoever builds the parts)
+        self._repeated: dict[int, tuple[int, list[pa.Array]] | None] = {}  # likewise: a layout's codes repeated
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="shiftsim-store") if background else None
         self._writing: Future | None = None  # the batch being written on the thread
 
@@ -222,76 +221,134 @@ class StoreWriter:
         """One finished step as columns: ``step_row`` as in :meth:`add`, the names of its values ``layout`` (entity,
         quantity, component and unit tuples, one entry per value: pass the same tuple object for every step that has
         them) and ``values`` (V,) float64, null where ``nulls`` (V,) is True."""
-        if self._closed:
-            raise ValueError(f"{self.folder}: the store writer is closed")
+        self._check_open()
         if len(step_row) != self._width:
             raise ValueError(f"a steps row has {len(self._steps_schema)} columns "
                              f"({', '.join(self._steps_schema.names)}), got {list(step_row)}")
         if len(values) != len(layout[0]):
             raise ValueError(f"step {step_row[0]}: {len(values)} values for {len(layout[0])} names")
-        if not self._layouts or (layout is not self._layouts[-1] and layout != self._layouts[-1]):
-            self._layouts.append(layout)
-        else:  # the same names: kept as this object, which the next steps pass (compared by identity, not by names)
-            self._layouts[-1] = layout
-        held = len(self._values)
+        number = self._number(layout)
+        values = np.asarray(values, dtype=float).reshape(1, -1)
+        rows = self._step_pieces[-1] if self._step_pieces and isinstance(self._step_pieces[-1], list) else None
+        held = len(self._chunks), len(self._step_pieces), len(rows) if rows is not None else 0
         try:  # all of the step or none of it, even when a signal's exception lands in between
-            self._values.append(np.asarray(values, dtype=float))
-            self._nulls.append(nulls)
-            self._segments.append((step_row[0], len(self._layouts) - 1, len(values)))
-            self._step_rows.append(step_row)
+            self._chunks.append((number, (step_row[0],), values, None if nulls is None else nulls.reshape(1, -1)))
+            if rows is None:
+                self._step_pieces.append([step_row])
+            else:
+                rows.append(step_row)
         except BaseException:
-            del self._values[held:], self._nulls[held:]
-            del self._segments[len(self._step_rows):]
+            self._undo(*held, rows)
             raise
-        self._buffered += len(values)
+        self._held(values.size)
+
+    def add_steps(self, columns: Sequence[np.ndarray], layout: Layout, values: np.ndarray) -> None:
+        """k finished steps whose values have the same names, as columns: ``columns`` the steps table's columns
+        (``step``, the parameters, ``status``, ``iterations``, ``stability``, ``residual``, ``stable``), each (k,);
+        ``layout`` as in :meth:`add_values`; ``values`` (k, V) float64, none null. The arrays are kept as they are
+        until the part is written (pass arrays that do not change)."""
+        self._check_open()
+        if len(columns) != self._width:
+            raise ValueError(f"a steps table has {self._width} columns ({', '.join(self._steps_schema.names)}), "
+                             f"got {len(columns)}")
+        steps = len(columns[0])
+        if any(len(column) != steps for column in columns) or values.shape != (steps, len(layout[0])):
+            raise ValueError(f"{steps} steps of {len(layout[0])} values: got columns of lengths "
+                             f"{[len(column) for column in columns]} and values of shape {values.shape}")
+        number = self._number(layout)
+        held = len(self._chunks), len(self._step_pieces), 0
+        try:  # all of the steps or none of them
+            self._chunks.append((number, columns[0], values, None))
+            self._step_pieces.append(tuple(columns))
+        except BaseException:
+            self._undo(*held, None)
+            raise
+        self._held(values.size)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"{self.folder}: the store writer is closed")
+
+    def _number(self, layout: Layout) -> int:
+        """The buffer's number of ``layout`` (the last one handed over, when these are its names: compared by
+        identity first), its names coded when it is new."""
+        if self._last is not None and (layout is self._last[0] or layout == self._last[0]):
+            number = self._last[1]
+        else:
+            number, self._numbered = self._numbered, self._numbered + 1
+            codes = tuple(np.fromiter((names.setdefault(name, len(names)) for name in column), np.int32, len(column))
+                          for names, column in zip(self._names, layout))
+            self._layouts[number] = (layout, codes)
+        self._last = (layout, number)
+        return number
+
+    def _undo(self, chunks: int, pieces: int, rows_held: int, rows: list | None) -> None:
+        """Back to a buffer of ``chunks`` chunks and ``pieces`` steps pieces (``rows``, the last, of ``rows_held``
+        rows): what a step half handed over added is removed."""
+        del self._chunks[chunks:], self._step_pieces[pieces:]
+        if rows is not None:
+            del rows[rows_held:]
+
+    def _held(self, count: int) -> None:
+        self._buffered += count
         if self._buffered >= self.rows_per_part:
             self.flush()
 
-    def _values_table(self) -> tuple[pa.Table, Catalog]:
-        """The buffered values as a ``values`` table and the catalog up to them: each step's names taken from its
-        layout, the name columns dictionary-coded (each distinct name once, a 32-bit code per value; written as the
-        Parquet dictionary pages they become anyway, read back as strings)."""
-        used = sorted({layout for _, layout, _ in self._segments})
-        offsets, names, start = {}, [[] for _ in range(4)], 0
-        for layout in used:
-            offsets[layout] = start
-            for column, items in zip(names, self._layouts[layout]):
-                column.extend(items)
-            start += len(self._layouts[layout][0])
-        ranges = {layout: np.arange(offsets[layout], offsets[layout] + len(self._layouts[layout][0]))
-                  for layout in used}
-        take = np.concatenate([ranges[layout] for _, layout, _ in self._segments]) if self._segments else \
-            np.zeros(0, int)
-        steps = np.repeat([step for step, _, _ in self._segments], [count for _, _, count in self._segments])
-        values = np.concatenate(self._values) if self._values else np.zeros(0)
-        nulls = None
-        if any(mask is not None for mask in self._nulls):
-            nulls = np.concatenate([np.zeros(len(v), bool) if mask is None else mask
-                                    for v, mask in zip(self._values, self._nulls)])
-        entity, quantity, component, unit = (_coded(column, take) for column in names)
-        columns = [pa.array(steps, pa.int64()), entity, quantity, component, pa.array(values, pa.float64(), mask=nulls),
-                   unit]
-        catalog_rows = ((offsets[layout], *row) for layout in used
-                        for row in zip(*self._layouts[layout][:3]))
-        extend_catalog(self._catalog, catalog_rows)
-        return pa.Table.from_arrays(columns, schema=_CODED_VALUES), self._catalog
-
     def flush(self) -> None:
         """Write the buffered steps as one part per table (values first), then empty the buffer (in the background:
-        hand them to the writing thread once it has written the batch before)."""
-        if not self._step_rows:
+        hand them to the writing thread once it has written the batch before; the tables are built there)."""
+        if not self._chunks:
             return
-        values, catalog = self._values_table()
-        batch = (self._parts, values, _catalog_text(catalog),
-                 columns_table(list(zip(*self._step_rows)), self._steps_schema))
+        used = {number for number, *_ in self._chunks}
+        batch = (self._parts, self._chunks, {n: self._layouts[n] for n in used}, [list(n) for n in self._names],
+                 self._step_pieces)
         self._written()
         if self._thread is None:  # emptied once written: an interrupt in between leaves the batch to close()
-            self._write_batch(*batch)
+            self._build_and_write(*batch)
         else:
-            self._writing = self._thread.submit(self._write_batch, *batch)
+            self._writing = self._thread.submit(self._build_and_write, *batch)
         self._parts += 1
-        self._step_rows, self._values, self._nulls, self._segments, self._buffered = [], [], [], [], 0
-        self._layouts = self._layouts[-1:]
+        self._chunks, self._step_pieces, self._buffered = [], [], 0
+        self._layouts = {} if self._last is None else {self._last[1]: self._layouts[self._last[1]]}
+
+    def _build_and_write(self, part: int, chunks: list, layouts: dict, names: list[list[str]], pieces: list) -> None:
+        """Build a batch's two tables from its chunks and write them (see :meth:`_values_table`)."""
+        values, catalog = self._values_table(chunks, layouts, names)
+        self._write_batch(part, values, _catalog_text(catalog), self._steps_table(pieces))
+
+    def _values_table(self, chunks: list, layouts: dict, names: list[list[str]]) -> tuple[pa.Table, Catalog]:
+        """The ``values`` table of ``chunks`` (layout number, step numbers (k,), values (k, V), nulls) and the catalog
+        up to them: a record batch per chunk (its numbers not copied), the name columns dictionary-coded (each distinct
+        name once in ``names``, the writer's, a 32-bit code per value: a layout's codes repeated for its k steps, kept
+        from part to part while the layout is in use; written as the Parquet dictionary pages they become anyway,
+        read back as strings)."""
+        dictionaries = [pa.array(column, pa.string()) for column in names]
+        repeated = {number: self._repeated.get(number) for number in layouts}  # layout -> (steps, 4 code arrays)
+        batches = []
+        for number, steps, values, nulls in chunks:
+            count, width = values.shape
+            if repeated[number] is None or repeated[number][0] < count:
+                repeated[number] = (count, [pa.array(np.tile(codes, count), pa.int32()) for codes in layouts[number][1]])
+            codes = [pa.DictionaryArray.from_arrays(column.slice(0, count * width), dictionary, safe=False)
+                     for column, dictionary in zip(repeated[number][1], dictionaries)]
+            numbers = pa.array(values.reshape(-1), pa.float64(), mask=None if nulls is None else nulls.reshape(-1))
+            batches.append(pa.RecordBatch.from_arrays(
+                [pa.array(np.repeat(np.asarray(steps, np.int64), width)), *codes[:3], numbers, codes[3]],
+                schema=_CODED_VALUES))
+        self._repeated = repeated  # the layouts of this part only: memory does not grow with the layouts of a run
+        order = list(dict.fromkeys(number for number, *_ in chunks))  # the layouts as first written
+        extend_catalog(self._catalog, ((number, *row) for number in order for row in zip(*layouts[number][0][:3])))
+        return pa.Table.from_batches(batches, schema=_CODED_VALUES), self._catalog
+
+    def _steps_table(self, pieces: list) -> pa.Table:
+        """The ``steps`` table of ``pieces`` (lists of rows, or tuples of columns), in order."""
+        columns = [[] for _ in range(self._width)]
+        for piece in pieces:
+            for column, values in zip(columns, zip(*piece) if isinstance(piece, list) else piece):
+                column.append(values)
+        arrays = [pa.concat_arrays([pa.array(part if isinstance(part, np.ndarray) else list(part), type=field.type)
+                                    for part in parts]) for parts, field in zip(columns, self._steps_schema)]
+        return pa.Table.from_arrays(arrays, schema=self._steps_schema)
 
     def _written(self) -> None:
         """Wait for the batch on the writing thread (none: nothing to wait for); raise what stopped it."""
@@ -304,7 +361,7 @@ class StoreWriter:
         part per table, so the store has its columns whatever ran."""
         if self._closed:
             return
-        if self._parts == 0 and not self._step_rows:
+        if self._parts == 0 and not self._chunks:
             self._write_batch(0, VALUES_SCHEMA.empty_table(), _catalog_text({}), self._steps_schema.empty_table())
         try:
             self.flush()
@@ -317,7 +374,7 @@ class StoreWriter:
     def abandon(self) -> None:
         """Write nothing more: drop what is buffered and wait for the part being written, whatever became of it (a
         store about to be removed; its folder is not written into afterwards)."""
-        self._step_rows, self._values, self._nulls, self._segments, self._buffered = [], [], [], [], 0
+        self._chunks, self._step_pieces, self._buffered = [], [], 0
         if self._thread is not None:
             self._thread.shutdown(wait=True)
         self._writing, self._closed = None, True

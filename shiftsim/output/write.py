@@ -24,7 +24,7 @@ from ..typed import ECHO_LIMIT
 from .provenance import run_metadata
 from .results import RunResults
 from ..scenario.definition import Scenario
-from ..scenario.chain import BlockStep
+from ..scenario.chain import BlockStep, StepBlock
 from ..scenario.runner import StepResult
 from .store import ROWS_PER_PART, Layout, ResultsStore, StoreWriter, remove_parts
 from .writers import (CAPACITY_CSV, OUTPUT_FOLDERS, REPORT_HTML, RESULTS_CSV, RESULTS_JSON, SENSITIVITY_CSV, STEPS_CSV,
@@ -79,6 +79,19 @@ class ResultsStream:
                 self._block, self._layout = step.block, self._layouts[items]
             self.writer.add_values(step_status_row(step, self.parameters), self._layout, values)
         self.added[step.index] = True
+
+    def add_rows(self, block: StepBlock, start: int, stop: int) -> None:
+        """Stream rows ``start`` to ``stop - 1`` of a block of the block path (steps carrying nothing beyond what the
+        block computed: :func:`~shiftsim.scenario.chain.block_runs`) in one go, as columns of the block's arrays."""
+        layout = self._layouts.get(block.items)
+        if layout is None:
+            layout = self._layouts[block.items] = self._block_layout(BlockStep(block, start), block.values[start])
+        rows = slice(start, stop)
+        stability = block.stability[rows]
+        columns = [block.indices[rows], *block.table[rows].T, np.full(stop - start, BlockStep.status),
+                   block.iterations[rows], stability, block.residual[rows], stability == "stable"]
+        self.writer.add_steps(columns, layout, block.values[rows])
+        self.added[block.indices[rows]] = True
 
     def _block_layout(self, step: BlockStep, values: np.ndarray) -> Layout:
         """The names of a block's values, from its first step's rows (which must hold the same numbers)."""

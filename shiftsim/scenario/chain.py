@@ -8,7 +8,9 @@ block with numpy: tracked joints' positions, deflections, efforts and wrenches, 
 deflections, bodies' world poses (one forward-kinematics pass per block, the placement applied as one matrix
 product), pin reactions and coordinates. Its steps are :class:`BlockStep` objects: rows of the block's arrays, whose
 dictionaries (joints, frames, bodies, pin reactions) are built only when read; the results store takes their values
-straight from the block (``BlockStep.store_values``).
+straight from the block (``BlockStep.store_values``). The core solves the next blocks on a thread of its own while
+the steps of the blocks before are handed on here (the core lets the GIL go), so what the steps' Python costs overlaps
+the solve; the steps reach the caller in the same order.
 
 A step the block path does not report itself goes through :func:`~.runner.solve_step` from the same states, which
 gives it its messages: a step of any machine whose loops do not close, whose independent loop equations change,
@@ -26,9 +28,10 @@ which); the others run step by step. Both give the same numbers (to round-off; t
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -91,6 +94,11 @@ class _MachinePlan:
     pins: tuple[tuple[int, str], ...]  # (joint, role) in model order
     revolute: np.ndarray  # (nf,) of the free coordinates
     rigid_in_loops: bool  # a rigid joint some loop passes through (whose share of loop forces the core does not check)
+    joints_at: np.ndarray  # (n,) the joints whose loads a block puts in their frames: the tracked ones, then other pins
+    pins_at: np.ndarray  # (p,) where the pins' joints are in joints_at
+    joint_columns: np.ndarray  # the tracked joints' values among [q, q - q_reference, effort, loads in joint frames
+    #                            (6 per joints_at), loads in world axes (6 per tracked joint)] (_machine_columns)
+    pin_extras: np.ndarray  # the pins' extras among [force sizes (p), moment sizes (p), effort (nq)]
 
 
 def _plan(scenario: Scenario, machine: Machine) -> _MachinePlan:
@@ -113,12 +121,24 @@ def _plan(scenario: Scenario, machine: Machine) -> _MachinePlan:
     pins = tuple((j, "held actuator" if joint.coordinates and set(joint.coordinates) <= held else "loop")
                  for j, joint in enumerate(model.joints)
                  if (joint.coordinates and set(joint.coordinates) <= held) or j in in_loops)
+    joints = tuple(j for j, joint in enumerate(model.joints) if wanted["joints"] is None or joint.name in wanted["joints"])
+    joints_at = [*joints, *(j for j, _ in pins if j not in joints)]
+    nq, loaded = model.nq, 3 * model.nq + 6 * len(joints_at)
+    joint_columns = []
+    for k, j in enumerate(joints):
+        coordinates = list(model.joints[j].coordinates)
+        joint_columns += [*coordinates, *(nq + c for c in coordinates), *(2 * nq + c for c in coordinates),
+                          *range(3 * nq + 6 * k, 3 * nq + 6 * k + 6), *range(loaded + 6 * k, loaded + 6 * k + 6)]
+    pin_extras = []
+    for k, (j, _) in enumerate(pins):
+        pin_extras += [k, len(pins) + k, *(2 * len(pins) + c for c in model.joints[j].coordinates)]
     return _MachinePlan(
-        machine, prescribed, free, template, swept, loads, machine.placement.vector_to_model(scenario.gravity),
-        tuple(j for j, joint in enumerate(model.joints) if wanted["joints"] is None or joint.name in wanted["joints"]),
+        machine, prescribed, free, template, swept, loads, machine.placement.vector_to_model(scenario.gravity), joints,
         tuple(f for f, name in enumerate(model.frame_names) if wanted["frames"] is None or name in wanted["frames"]),
         tuple(b for b, name in enumerate(model.body_names) if b and (wanted["bodies"] is None or name in wanted["bodies"])),
-        pins, model.node_kind[model.coordinate_node[free]] == REVOLUTE, bool(rigid_joints_in_loops(model)))
+        pins, model.node_kind[model.coordinate_node[free]] == REVOLUTE, bool(rigid_joints_in_loops(model)),
+        np.array(joints_at, dtype=np.int64), np.array([joints_at.index(j) for j, _ in pins], dtype=np.int64),
+        np.array(joint_columns, dtype=np.int64), np.array(pin_extras, dtype=np.int64))
 
 
 @dataclass
@@ -200,40 +220,22 @@ class StepBlock:
         extras: list[np.ndarray] = []
         items: list[tuple[str, Machine, int, int, str]] = []
         for m in self.machines:
-            plan, placement = m.plan, m.plan.machine.placement
-            loaded, reference = forward(plan.machine.model, m.q), forward(plan.machine.model, m.q_reference)
-            machine = plan.machine
-            for j in plan.joints:
-                coordinates = list(machine.model.joints[j].coordinates)
-                parts["joints"] += [m.q[:, coordinates], m.q[:, coordinates] - m.q_reference[:, coordinates],
-                                    m.effort[:, coordinates], *_in_joint_frame(m, j),
-                                    placement.vector_to_world(m.wrench[:, j, :3]),
-                                    placement.vector_to_world(m.wrench[:, j, 3:])]
-                items.append(("joint", machine, j, len(coordinates), ""))
-            for f in plan.frames:
-                p, p_reference = loaded.frames[:, f, :3, 3], reference.frames[:, f, :3, 3]
-                parts["frames"] += [placement.point_to_world(p), placement.vector_to_world(p - p_reference)]
-                items.append(("frame", machine, f, 0, ""))
-            for b in plan.bodies:
-                rotation = placement.rotation @ loaded.bodies[:, b, :3, :3]
-                parts["bodies"] += [placement.point_to_world(loaded.bodies[:, b, :3, 3]), rotation.reshape(-1, 9)]
-                items.append(("body", machine, b, 0, ""))
-            for j, role in plan.pins:
-                force, moment = _in_joint_frame(m, j)
-                parts["pins"] += [force, moment]
-                coordinates = list(machine.model.joints[j].coordinates)
-                extras += [np.linalg.norm(force, axis=1)[:, None], np.linalg.norm(moment, axis=1)[:, None],
-                           m.effort[:, coordinates]]
-                items.append(("pin", machine, j, len(coordinates), role))
-            parts["q"].append(m.q)
-            parts["q_ref"].append(m.q_reference)
+            plan, machine = m.plan, m.plan.machine
+            groups, more = _machine_columns(m)
+            for group, values in groups.items():
+                parts[group].append(values)
+            extras.append(more)
+            items += [("joint", machine, j, len(machine.model.joints[j].coordinates), "") for j in plan.joints]
+            items += [("frame", machine, f, 0, "") for f in plan.frames]
+            items += [("body", machine, b, 0, "") for b in plan.bodies]
+            items += [("pin", machine, j, len(machine.model.joints[j].coordinates), role) for j, role in plan.pins]
         values = np.concatenate([column for group in ("joints", "frames", "bodies", "pins", "q", "q_ref")
                                  for column in parts[group]], axis=1)
         order = ("joint", "frame", "body", "pin")
         items.sort(key=lambda item: order.index(item[0]))  # as the values: each kind over every machine (a stable sort)
         for m in self.machines:
             m.wrench = m.rotation = m.effort = None  # in values and extras now
-        return values, np.concatenate(extras, axis=1) if extras else np.zeros((len(self), 0)), items
+        return values, np.concatenate(extras, axis=1), items
 
     @cached_property
     def items(self) -> tuple[tuple[str, str, int, int, str], ...]:
@@ -358,11 +360,53 @@ class BlockDigestArrays:
     pin_moments: np.ndarray
 
 
-def _in_joint_frame(m: _MachineBlock, j: int) -> tuple[np.ndarray, np.ndarray]:
-    """Joint j's force and moment (S, 3) over the block in its child-side joint frame: R^T f, R^T m."""
-    rotation_t = np.swapaxes(m.rotation[:, j], 1, 2)
-    return (np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, :3]),
-            np.einsum("sij,sj->si", rotation_t, m.wrench[:, j, 3:]))
+def _in_joint_frame(m: _MachineBlock, joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ``joints``' (n,) forces and moments (S, n, 3) over the block, each in its child-side joint frame: R^T f,
+    R^T m."""
+    rotation_t = np.swapaxes(m.rotation[:, joints], -1, -2)
+    return (np.einsum("snij,snj->sni", rotation_t, m.wrench[:, joints, :3]),
+            np.einsum("snij,snj->sni", rotation_t, m.wrench[:, joints, 3:]))
+
+
+def _to_world(rotation: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` (S, n, 3) in the axes ``rotation`` (3, 3) maps to world axes, one matrix product over all S n
+    vectors, (S, n, 3)."""
+    shape = vectors.shape
+    return (np.ascontiguousarray(vectors).reshape(-1, 3) @ rotation.T).reshape(shape)
+
+
+def _machine_columns(m: _MachineBlock) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """A machine's part of a block's values, by group (joints, frames, bodies, pins, q, q_ref), each (S, w), and of
+    its extras (S, e), in the order :meth:`StepBlock._columns` documents: each kind's arrays computed for all its items
+    at once (one forward-kinematics pass of q for the frames and bodies, one of q_reference for the frames), then
+    taken in item order."""
+    plan, placement = m.plan, m.plan.machine.placement
+    model, steps = plan.machine.model, len(m.q)
+    out = {}
+    force, moment = _in_joint_frame(m, plan.joints_at)
+    tracked = plan.joints_at[:len(plan.joints)]  # the tracked joints come first among those with loads computed
+    world = _to_world(placement.rotation, m.wrench[:, tracked].reshape(steps, -1, 3))  # per joint force, moment
+    source = np.concatenate([m.q, m.q - m.q_reference, m.effort, np.concatenate([force, moment], axis=2).reshape(steps, -1),
+                             world.reshape(steps, -1)], axis=1)
+    out["joints"] = source[:, plan.joint_columns]
+    loaded = forward(model, m.q, bodies=bool(plan.bodies), frames=bool(plan.frames))
+    if plan.frames:
+        frames = np.asarray(plan.frames)
+        p = loaded.frames[:, frames][..., :3, 3]
+        p_reference = forward(model, m.q_reference, bodies=False).frames[:, frames][..., :3, 3]
+        out["frames"] = np.concatenate([_to_world(placement.rotation, p) + placement.position,
+                                        _to_world(placement.rotation, p - p_reference)], axis=2).reshape(steps, -1)
+    if plan.bodies:
+        poses = loaded.bodies[:, np.asarray(plan.bodies)]
+        rotations = np.ascontiguousarray(np.moveaxis(poses[:, :, :3, :3], 2, 0)).reshape(3, -1)  # (3, S nB 3)
+        rotations = np.moveaxis((placement.rotation @ rotations).reshape(3, steps, -1, 3), 0, 2)  # one product
+        out["bodies"] = np.concatenate([_to_world(placement.rotation, poses[:, :, :3, 3]) + placement.position,
+                                        rotations.reshape(steps, -1, 9)], axis=2).reshape(steps, -1)
+    force, moment = force[:, plan.pins_at], moment[:, plan.pins_at]
+    out["pins"] = np.concatenate([force, moment], axis=2).reshape(steps, -1)
+    out["q"], out["q_ref"] = m.q, m.q_reference
+    sizes = [np.linalg.norm(force, axis=2), np.linalg.norm(moment, axis=2)]
+    return out, np.concatenate([*sizes, m.effort], axis=1)[:, plan.pin_extras]
 
 
 class _kept:
@@ -445,6 +489,35 @@ class BlockStep(StepResult):
     pin_reactions = property(lambda self: self.block.reports(self.row, "pin"))
 
 
+class BlockRows(NamedTuple):
+    """Rows ``start`` to ``stop - 1`` of ``block``: consecutive steps of the block path, handed on together."""
+
+    block: StepBlock
+    start: int
+    stop: int
+
+
+def block_runs(steps: Sequence[StepResult]) -> Iterator[BlockRows | StepResult]:
+    """``steps`` in their order: each run of consecutive rows of one block that carry nothing beyond what the block
+    computed (no collisions checked after solving) as one :class:`BlockRows`, every other step as itself."""
+    block, start, stop = None, 0, 0
+    for step in steps:
+        if isinstance(step, BlockStep) and step.collisions is None:
+            if step.block is block and step.row == stop:
+                stop += 1
+                continue
+            if block is not None:
+                yield BlockRows(block, start, stop)
+            block, start, stop = step.block, step.row, step.row + 1
+            continue
+        if block is not None:
+            yield BlockRows(block, start, stop)
+            block = None
+        yield step
+    if block is not None:
+        yield BlockRows(block, start, stop)
+
+
 def _machine_id(block: _MachineBlock) -> str:
     """The id of a machine's block's machine (its plan, or the id it travels with between processes)."""
     return block.plan if isinstance(block.plan, str) else block.plan.machine.id
@@ -522,28 +595,43 @@ def run_chains(scenario: Scenario, chains: list[tuple[int, ...]], on_step: StepC
         return results
     plans = [_plan(scenario, machine) for machine in scenario.machines]
     position, size = [0] * len(chains), [BLOCK_STEPS] * len(chains)
-    while True:
-        active = [k for k, chain in enumerate(chains) if position[k] < len(chain)][:CHAINS_AT_ONCE]
-        if not active:
-            return results
-        parts = [chains[k][position[k]:position[k] + size[k]] for k in active]
-        for k, part, (machine_blocks, plain) in zip(active, parts,
-                                                    _solve_blocks(plans, parts, table, [states[k] for k in active])):
-            if plain:
-                block = StepBlock(scenario, np.asarray(part[:plain]), table[list(part[:plain])],
-                                  [_cut(m, plain) for m in machine_blocks])
-                for step in block.steps():
-                    hand_on(step)
-                for m in block.machines:
-                    states[k][m.plan.machine.id].advance(m.q[-1].copy(), None)
-            position[k] += plain
-            if plain < len(part):  # this step needs the step path; the chain's next block starts small
-                index = chains[k][position[k]]
-                hand_on(solve_step(scenario, index, table[index], states[k]))
-                position[k] += 1
-                size[k] = 1
-            else:
-                size[k] = min(2 * size[k], BLOCK_STEPS)
+    solved: list[StepBlock | StepResult] = []  # solved, not handed on yet, in order
+    with ThreadPoolExecutor(1, thread_name_prefix="shiftsim-chain") as solver:
+        while True:
+            active = [k for k, chain in enumerate(chains) if position[k] < len(chain)][:CHAINS_AT_ONCE]
+            if not active:
+                _hand_on(solved, hand_on)
+                return results
+            parts = [chains[k][position[k]:position[k] + size[k]] for k in active]
+            solving = solver.submit(_solve_blocks, plans, parts, table, [states[k] for k in active])
+            solved = _hand_on(solved, hand_on)  # while the core solves the next blocks (it lets the GIL go)
+            for k, part, (machine_blocks, plain) in zip(active, parts, solving.result()):
+                if plain:
+                    block = StepBlock(scenario, np.asarray(part[:plain]), table[list(part[:plain])],
+                                      [_cut(m, plain) for m in machine_blocks])
+                    solved.append(block)
+                    for m in block.machines:
+                        states[k][m.plan.machine.id].advance(m.q[-1].copy(), None)
+                position[k] += plain
+                if plain < len(part):  # this step needs the step path; the chain's next block starts small
+                    index = chains[k][position[k]]
+                    solved.append(solve_step(scenario, index, table[index], states[k]))
+                    position[k] += 1
+                    size[k] = 1
+                else:
+                    size[k] = min(2 * size[k], BLOCK_STEPS)
+
+
+def _hand_on(solved: list[StepBlock | StepResult], hand_on: StepCallback) -> list[StepBlock | StepResult]:
+    """Hand on every step of ``solved`` (blocks and steps solved step by step) in order; an empty list for the next
+    ones."""
+    for item in solved:
+        if isinstance(item, StepBlock):
+            for step in item.steps():
+                hand_on(step)
+        else:
+            hand_on(item)
+    return []
 
 
 def attach_blocks(scenario: Scenario, steps: list[StepResult]) -> list[StepResult]:

@@ -72,10 +72,10 @@ STOP_POLL_S = 1.0  # s between a Dask task's looks at the run's stop flag (a cal
 
 
 class StepSink(Protocol):
-    """Where a part's steps go: ``add`` each (in step order within a chain), ``close`` once at the end, returning
-    what the run collects (picklable; None for a sink in the run's own process)."""
+    """Where a part's steps go: ``add_steps`` a batch at a time (in step order within a chain), ``close`` once at the
+    end, returning what the run collects (picklable; None for a sink in the run's own process)."""
 
-    def add(self, step: StepResult) -> None: ...
+    def add_steps(self, steps: list[StepResult]) -> None: ...
 
     def close(self) -> Any: ...
 
@@ -163,19 +163,16 @@ class _Part:
                 if unchecked:
                     result.warnings += [w for w in attach_collisions(self.scenario, unchecked)
                                         if w not in result.warnings]
-            failed = 0
-            for step in steps:
-                result.solved += 1
-                if not step.converged:
-                    result.failed.append(step.index)
-                    failed += 1
-                if self.keep:
-                    result.kept.append(step)
-                if self.sink is not None:
-                    self.sink.add(step)
+            failed = [step.index for step in steps if not step.converged]
+            result.solved += len(steps)
+            result.failed += failed
+            if self.keep:
+                result.kept += steps
+            if self.sink is not None and steps:
+                self.sink.add_steps(steps)
         self.handed = time.monotonic()
         if self.progress is not None and steps:
-            self.progress(len(steps), failed)
+            self.progress(len(steps), len(failed))
 
     def close(self, stopped: bool = False) -> PartResult:
         """Hand on what is held, close the sink; the part's result."""

@@ -90,8 +90,9 @@ class _Callback:
 
     on_step: StepCallback
 
-    def add(self, step: StepResult) -> None:
-        self.on_step(step)
+    def add_steps(self, steps: list[StepResult]) -> None:
+        for step in steps:
+            self.on_step(step)
 
     def close(self) -> None:
         return None

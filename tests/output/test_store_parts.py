@@ -6,6 +6,7 @@ oracle: the rows themselves)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -100,3 +101,47 @@ def test_an_abandoned_background_writer_leaves_nothing_half_written(tmp_path):
     assert not any(name.endswith(".partial") for name in before)
     store = open_store(tmp_path / "store")
     assert store.step_table().column("step").to_pylist() == list(range(6))  # the two batches, not the buffer
+
+
+def test_steps_handed_over_as_columns_read_back_as_fed_among_single_steps(tmp_path):
+    """Blocks of steps as columns (``add_steps``: a (k, V) array of values, the steps table's columns) between single
+    steps, two layouts, parts cut in the middle of the buffer, on the writer's thread: every row reads back as fed (the
+    oracle: the rows themselves), the steps table too, and the catalog names each layout's components in order."""
+    rng = np.random.default_rng(11)
+    layout_a = (("a",) * 4, ("force", "force", "force", "angle"), ("x", "y", "z", ""), ("N", "N", "N", "rad"))
+    layout_b = (("b", "b"), ("length", "length"), ("0", "1"), ("m", "m"))
+    fed, steps_fed, step = [], [], 0
+    with StoreWriter(tmp_path / "store", ["load"], rows_per_part=12, background=True) as writer:
+        for count, layout in ((5, layout_a), (1, layout_b), (7, layout_a), (3, layout_b), (1, layout_a)):
+            values = rng.normal(size=(count, len(layout[0])))
+            numbers = np.arange(step, step + count)
+            rows = [numbers, 0.5 * numbers, np.full(count, "converged"), np.full(count, 4), np.full(count, "stable"),
+                    rng.random(count), np.ones(count, bool)]
+            if count == 1:
+                writer.add_values([int(numbers[0]), 0.5 * numbers[0], "converged", 4, "stable", float(rows[5][0]), True],
+                                  layout, values[0])
+            else:
+                writer.add_steps(rows, layout, values)
+            fed += [(int(s), *names, float(v)) for s, row in zip(numbers, values) for *names, v in zip(*layout, row)]
+            steps_fed += [(int(s), 0.5 * s, "converged", 4, "stable", float(r), True) for s, r in zip(numbers, rows[5])]
+            step += count
+    assert len(list((tmp_path / "store" / "values").glob("part-*.parquet"))) > 2
+    store = open_store(tmp_path / "store")
+    table = store.select()
+    assert list(zip(*(table.column(name).to_pylist() for name in ("step", "entity", "quantity", "component", "unit",
+                                                                  "value")))) == fed
+    assert [tuple(row.values()) for row in store.step_table().to_pylist()] == steps_fed
+    assert store.catalog() == {("a", "force"): ["x", "y", "z"], ("a", "angle"): [""], ("b", "length"): ["0", "1"]}
+
+
+def test_columns_that_do_not_fit_are_refused_with_what_was_expected(tmp_path):
+    layout = (("a", "a"), ("q", "q"), ("0", "1"), ("m", "m"))
+    columns = [np.arange(3), np.zeros(3), np.full(3, "converged"), np.ones(3), np.full(3, "stable"), np.zeros(3),
+               np.ones(3, bool)]
+    with StoreWriter(tmp_path / "store", ["load"]) as writer:
+        with pytest.raises(ValueError, match="has 7 columns .*got 6"):
+            writer.add_steps(columns[:6], layout, np.zeros((3, 2)))
+        with pytest.raises(ValueError, match=r"3 steps of 2 values: got columns of lengths \[3, 3, 3, 3, 3, 3, 3\] "
+                                             r"and values of shape \(3, 3\)"):
+            writer.add_steps(columns, layout, np.zeros((3, 3)))
+        assert writer.buffered == 0

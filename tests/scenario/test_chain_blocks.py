@@ -19,7 +19,9 @@ from shiftsim.loads import indeterminate_directions, statically_open
 from shiftsim.output.store import ResultsStore
 from shiftsim.output.write import ResultsStream
 from shiftsim.scenario import load_scenario
-from shiftsim.scenario.chain import BlockStep, attach_blocks, block_path_problem, run_chain, run_chains
+from shiftsim.analysis.digest import RunDigest, result_lines
+from shiftsim.scenario.chain import (BlockRows, BlockStep, attach_blocks, block_path_problem, block_runs, run_chain,
+                                     run_chains)
 from shiftsim.model import compile_model
 from shiftsim.kinematics import closure_jacobian, state
 from shiftsim.statics import free_coordinates, solve, solve_chain
@@ -220,3 +222,38 @@ def test_a_block_travels_between_processes_without_its_scenario(tmp_path):
         assert ours.block.scenario is scenario
         np.testing.assert_array_equal(ours.store_values(), theirs.store_values())
         assert ours.as_dict() == theirs.as_dict()
+
+
+def test_a_part_streams_runs_of_a_blocks_rows_as_the_store_takes_them_one_by_one(tmp_path):
+    """A sink takes a part's batch of steps: ``block_runs`` groups consecutive rows of one block (never across blocks,
+    gaps, or a step carrying collisions), and the store fed those runs at once (``ResultsStream.add_rows``, the
+    digest likewise) holds what the same steps fed one at a time hold, value for value."""
+    document = json.loads((SCENARIOS / "excavator_lift.json").read_text())
+    for machine in document["machines"]:
+        machine["model"] = str((SCENARIOS / machine["model"]).resolve())
+        machine["hold"] = [*machine["hold"], "arm:boom_cyl_oil"]
+    document["sweep"]["parameters"]["ex1:arm:boom_cyl"] = [1.9, 2.0, 2.05, 40.0, 2.1, 2.15, 2.2]
+    scenario = load_scenario(write_scenario(tmp_path, document))
+    steps = run_chain(scenario, scenario.sweep.chains()[0])
+    assert [type(step).__name__ for step in steps] == ["BlockStep"] * 3 + ["StepResult"] + ["BlockStep"] * 3
+    steps[5].collisions = []  # as if checked after solving: it goes on its own
+    runs = list(block_runs(steps))
+    assert [(run.start, run.stop) if isinstance(run, BlockRows) else run.index for run in runs] == \
+        [(0, 3), 3, (0, 1), 5, (1, 2)]  # after a step-path step blocks start at one step and double
+    assert runs[0].block is steps[0].block and runs[2].block is steps[4].block and runs[4].block is steps[6].block
+    assert list(block_runs(steps[1:3] + steps[0:1])) == [BlockRows(steps[0].block, 1, 3),
+                                                         BlockRows(steps[0].block, 0, 1)]  # only rows that follow
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    together = ResultsStream(tmp_path / "a", scenario)
+    for run in runs:
+        together.add_rows(*run) if isinstance(run, BlockRows) else together.add(run)
+    together.writer.close()
+    one_by_one = _store(scenario, steps, tmp_path / "b")
+    a, b = ResultsStore(together.staging), one_by_one
+    assert a.step_table().equals(b.step_table()) and a.select().equals(b.select()) and a.catalog() == b.catalog()
+    assert together.added.all()
+    digest = RunDigest(scenario)
+    for run in runs:
+        digest.add_rows(*run) if isinstance(run, BlockRows) else digest.add(run)
+    assert result_lines(scenario, digest) == result_lines(scenario, RunDigest.of(scenario, steps))
+    assert digest.count == len(steps)

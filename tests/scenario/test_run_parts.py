@@ -57,13 +57,14 @@ class _Census:
 def _counted_sink(monkeypatch, census: _Census) -> list[_Census]:
     """Every step a sink takes (in this process) is counted by the census in the list returned (swap it to count
     into another)."""
-    add, counting = partitions._Sink.add, [census]
+    add_steps, counting = partitions._Sink.add_steps, [census]
 
-    def counted(self, step):
-        add(self, step)
-        counting[0].tick()
+    def counted(self, steps):
+        add_steps(self, steps)
+        for _ in steps:
+            counting[0].tick()
 
-    monkeypatch.setattr(partitions._Sink, "add", counted)
+    monkeypatch.setattr(partitions._Sink, "add_steps", counted)
     return counting
 
 
