@@ -7,7 +7,8 @@ move carries one end of it, a seat that carries contacts), against independent a
   differences of that root;
 * the spatial pair-spring model of ``helpers.sensitivity.pair_mounts`` (mounts on pins, a law along a turning axis,
   a loaded hook, a held joint): every frame parameter against Richardson central differences of tight re-solves of
-  the spec edited, for joint values, frame positions (the moved frames' own included) and the held joint's effort;
+  the spec edited, for joint values, frame positions (the moved frames' own included), the joints' wrenches in world
+  and joint axes (the pair springs across their cuts pull harder and elsewhere) and the held joint's effort;
 * the four-bar with a strut on its coupler: every frame for the joint values, the closing pin's multipliers and
   frame positions against re-solves;
 * forward and adjoint modes agree to 1e-10;
@@ -116,7 +117,7 @@ MOUNT_LOADS = [Load("l2:hook", force=(30.0, -10.0, -80.0), torque=(2.0, 1.0, -3.
 @pytest.mark.parametrize("hold", [[], ["j1"]], ids=["free", "j1 held"])
 def test_pair_spring_mounts_and_the_pins_that_stretch_them_against_re_solves(hold):
     spec = pair_mounts()
-    of = ["joint", "l2:tip.x", "l2:tip.z", "l0:mount.y", "l0:rail.z", "l2:hook.x", "l1:tip.y",
+    of = ["joint", "l2:tip.x", "l2:tip.z", "l0:mount.y", "l0:rail.z", "l2:hook.x", "l1:tip.y", "wrench", "wrench_joint",
           *(["j1.effort"] if hold else [])]
     exact = sensitivity(compile_model(spec), of=of, wrt=["frame"], hold=hold, loads=MOUNT_LOADS, options=TIGHT)
     assert not any(exact.reasons) and len(exact.parameters) == 33

@@ -178,6 +178,7 @@ static double point_shift(const Model *model, int64_t frame, const int64_t *moti
                           const Loads *loads, const Force *f) {
     double shift = subtree_shift(model, frame, motion_start, motion, f->node);
     if (f->from == FROM_LOAD && loads->frame[f->index] == frame) shift += 1.0;
+    if (f->from == FROM_PAIR && model->pair_frame_c[f->index] == frame) shift += 1.0; /* its point: frame c's origin */
     if (f->from == FROM_CLOSURE)
         for (int64_t e = motion_start[frame]; e < motion_start[frame + 1]; e++) {
             const int64_t *m = motion + 4 * e;
@@ -355,9 +356,23 @@ static void joint_wrench(Workspace *w, const Model *model, const State *s, const
             for (int64_t i = 0; i < count; i++) {
                 const Force *f = forces + i;
                 if (kind == PARAMETER_FRAME) { /* (p_shift - o_shift) x f */
-                    double shift = point_shift(model, target, motion_start, motion, loads, f) - origin_shift, turn[3];
+                    double at = point_shift(model, target, motion_start, motion, loads, f), turn[3];
                     cross3(step, f->force, turn);
-                    for (int row = 0; row < 3; row++) dm[row] += shift * turn[row];
+                    for (int row = 0; row < 3; row++) dm[row] += (at - origin_shift) * turn[row];
+                    if (f->from == FROM_PAIR) { /* the spring's ends part by (t_c - t_a) step: its force changes */
+                        int64_t frame_a = model->pair_frame_a[f->index];
+                        double t_a = subtree_shift(model, target, motion_start, motion, model->frame_node[frame_a])
+                                     + (frame_a == target ? 1.0 : 0.0);
+                        double apart[3], unturned[3] = {0.0, 0.0, 0.0}, change[3], lever[3], moment[3];
+                        PairLine line;
+                        pair_line(model, s, f->index, &line);
+                        for (int row = 0; row < 3; row++)
+                            apart[row] = (at - t_a) * step[row], lever[row] = f->point[row] - o[row];
+                        pair_force_change(&line, apart, unturned, change);
+                        for (int row = 0; row < 3; row++) change[row] *= f->side;
+                        cross3(lever, change, moment);
+                        for (int row = 0; row < 3; row++) df[row] += change[row], dm[row] += moment[row];
+                    }
                 } else if (f->from == FROM_LOAD && f->index == target) { /* per unit of a component or the factor */
                     double r[9], unit_f[3] = {0.0, 0.0, 0.0}, unit_t[3] = {0.0, 0.0, 0.0}, lever[3], turn[3];
                     frame_pose(model, s, loads->frame[target], r, lever);
