@@ -18,11 +18,12 @@ import pytest
 from helpers.scenario import beam_scenario, folder_bytes, write_scenario
 
 import shiftsim
+from shiftsim.output.store import open_store
 from shiftsim.output.writers import PAUSE_ENV, STAGING_PREFIX
 from shiftsim.scenario.schema import load_schema
 
 HANG_LIMIT_S = 120  # only catches hangs; nothing below depends on how fast a step is
-STEPS = 3000  # far more than are solved before the signal arrives
+STEPS = 3000  # far more than are solved before the signal arrives (and than results.json lists: JSON_STEP_LIMIT)
 
 
 def _start(args: list, env: dict | None = None) -> subprocess.Popen:
@@ -58,10 +59,12 @@ def test_a_signal_while_solving_writes_the_solved_steps_marked_partial(tmp_path,
     name = signal.Signals(signum).name
     results = json.loads((folder / "results.json").read_text())
     jsonschema.Draft202012Validator(load_schema("results")).validate(results)
-    solved = len(results["steps"])
+    kept = sorted(open_store(folder).step_table().column("step").to_pylist())
+    solved = len(kept)  # over JSON_STEP_LIMIT planned: the steps are in the store, results.json has the summary
     assert results["partial"] is True and results["interrupted"] == name and results["steps_planned"] == STEPS
+    assert "steps" not in results and results["summary"]["steps"] == solved
     assert 5 <= solved < STEPS
-    assert [s["index"] for s in results["steps"]] == list(range(solved))  # one chain: a prefix of the sweep
+    assert kept == list(range(solved))  # one chain: a prefix of the sweep
     steps_csv = list(csv.reader(io.StringIO((folder / "steps.csv").read_text())))
     assert len(steps_csv) == solved + 1
     assert f"stopped by {name} after {solved} of {STEPS} steps" in err and str(folder) in err
@@ -188,8 +191,8 @@ def test_a_parallel_run_stops_with_its_workers_and_keeps_finished_chains(tmp_pat
     _, err = process.communicate(timeout=HANG_LIMIT_S)
     assert process.returncode == 128 + signum, err
     results = json.loads((folder / "results.json").read_text())
-    assert results["partial"] and 60 <= len(results["steps"]) < STEPS
-    solved = {step["index"] for step in results["steps"]}
+    solved = set(open_store(folder).step_table().column("step").to_pylist())  # results.json: the summary only
+    assert results["partial"] and 60 <= len(solved) < STEPS and results["summary"]["steps"] == len(solved)
     for start in range(0, STEPS, 50):  # of each chain, the steps from its start (finished chains whole)
         kept = [i for i in range(start, start + 50) if i in solved]
         assert kept == list(range(start, start + len(kept)))
