@@ -194,7 +194,7 @@ def test_a_plot_that_fails_does_not_lose_the_results(tmp_path, monkeypatch, caps
     from shiftsim.cli import main
     from shiftsim.plots import registry as plots
 
-    def broken(scenario, steps, size, dpi):
+    def broken(scenario, steps, size, dpi, ranking):
         raise ValueError("drawing failed\non two lines")
 
     monkeypatch.setitem(plots.PLOTS, "efforts", dataclasses.replace(plots.PLOTS["efforts"], draw=broken))
