@@ -171,7 +171,7 @@ class StepBlock:
         self.scenario, self.indices, self.table, self.machines = scenario, indices, table, machines
         self.iterations = sum(m.iterations for m in machines)
         self.residual = np.max([m.residual for m in machines], axis=0)
-        rank = np.max([[STABILITY.index(v) for v in m.stability] for m in machines], axis=0)
+        rank = np.max([_verdict_ranks(m.stability) for m in machines], axis=0)
         self.stability = np.array(STABILITY)[rank]
 
     def __len__(self) -> int:
@@ -358,6 +358,17 @@ class BlockDigestArrays:
     pins: list[tuple[str, str]]
     pin_forces: np.ndarray
     pin_moments: np.ndarray
+
+
+def _verdict_ranks(verdicts: np.ndarray) -> np.ndarray:
+    """The rank (S,) in :data:`~shiftsim.statics.STABILITY` of each of ``verdicts`` (S,) (the block's steps' verdicts,
+    each one of them)."""
+    ranks = np.full(len(verdicts), -1)
+    for rank, verdict in enumerate(STABILITY):
+        ranks[verdicts == verdict] = rank
+    if (ranks < 0).any():
+        raise ValueError(f"verdicts {sorted(set(verdicts[ranks < 0].tolist()))}: expected one of {STABILITY}")
+    return ranks
 
 
 def _in_joint_frame(m: _MachineBlock, joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
