@@ -20,11 +20,11 @@ from shiftsim.output.store import ResultsStore
 from shiftsim.output.write import ResultsStream
 from shiftsim.scenario import load_scenario
 from shiftsim.analysis.digest import RunDigest, result_lines
-from shiftsim.scenario.chain import (BlockRows, BlockStep, attach_blocks, block_path_problem, block_runs, run_chain,
-                                     run_chains)
+from shiftsim.scenario.chain import (BlockRows, BlockStep, _verdict_ranks, attach_blocks, block_path_problem,
+                                     block_runs, run_chain, run_chains)
 from shiftsim.model import compile_model
 from shiftsim.kinematics import closure_jacobian, state
-from shiftsim.statics import free_coordinates, solve, solve_chain
+from shiftsim.statics import STABILITY, free_coordinates, solve, solve_chain
 
 BLOCK_SCENARIOS = ("cantilever_tip_load", "excavator_lift", "four_bar_drive", "mira_slider", "two_excavators")
 STEP_SCENARIOS = {"excavator_capacity": "stands on the ground", "mdx_heave": "a time sweep",
@@ -257,3 +257,12 @@ def test_a_part_streams_runs_of_a_blocks_rows_as_the_store_takes_them_one_by_one
         digest.add_rows(*run) if isinstance(run, BlockRows) else digest.add(run)
     assert result_lines(scenario, digest) == result_lines(scenario, RunDigest.of(scenario, steps))
     assert digest.count == len(steps)
+
+
+def test_a_blocks_verdict_ranks_are_their_places_in_the_stability_order():
+    """The ranks a block takes its steps' worst verdict by: each verdict's place in STABILITY (the oracle: list.index
+    per verdict), an unknown verdict refused with the valid ones named."""
+    verdicts = np.array([STABILITY[k] for k in np.random.default_rng(4).integers(0, len(STABILITY), 200)])
+    assert _verdict_ranks(verdicts).tolist() == [STABILITY.index(v) for v in verdicts]
+    with pytest.raises(ValueError, match=r"verdicts \['wobbly'\]: expected one of \('stable'"):
+        _verdict_ranks(np.array(["stable", "wobbly"]))
