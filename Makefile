@@ -26,12 +26,18 @@ $(DEMO_STAMP): pyproject.toml $(wildcard shiftsim/core/src/*) | $(BIN)/python
 	$(BYTECODE)
 	touch $(DEMO_STAMP)
 
+# the suite on every core (pytest-xdist; `make test TEST_WORKERS=0` runs it in one process). loadgroup keeps the
+# tests of an `xdist_group` on one worker, where they share a module's expensive fixture; the rest go to whichever
+# worker is free. One file alone runs serially as before: `.venv/bin/python -m pytest tests/X/test_Y.py`.
+TEST_WORKERS ?= auto
+PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PARALLEL)
 
 # everything but the tests marked slow (over about half a second each): a check in about a minute while working
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest $(PARALLEL) -m "not slow"
 
 # The compiled core built with every warning an error and the address and undefined-behaviour sanitizers, in its
 # own folder (a copy of the package; the editable install is left alone), and the core's tests run against it.

@@ -174,7 +174,8 @@ def _drive(browser, view, two: dict, row: int, last: int) -> None:
     view.factor_input.value = 1.0  # draw the solved pose: node positions are results.json's numbers
     browser.open(view.url)
     browser.wait_for("document.querySelector('[role=slider]') !== null", "the step slider")
-    assert view.clients, "the page did not connect to the viewer's websocket"
+    # the connect callback runs on viser's side after the page may already show the slider: wait for it
+    browser.wait_until(lambda: view.clients, "the page to connect to the viewer's websocket")
     browser.wait_until(lambda: _drawn(browser.screenshot()) > 0.1, "the scene on the page (pixels off the background)")
     before = browser.settled_screenshot()
     assert len(np.unique((before * 255).astype(int).reshape(-1, 3), axis=0)) > 50
