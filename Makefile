@@ -26,11 +26,11 @@ $(DEMO_STAMP): pyproject.toml $(wildcard shiftsim/core/src/*) | $(BIN)/python
 	$(BYTECODE)
 	touch $(DEMO_STAMP)
 
-# the suite on every core (pytest-xdist; `make test TEST_WORKERS=0` runs it in one process). loadgroup keeps the
-# tests of an `xdist_group` on one worker, where they share a module's expensive fixture; the rest go to whichever
-# worker is free. One file alone runs serially as before: `.venv/bin/python -m pytest tests/X/test_Y.py`.
+# the suite on every core (pytest-xdist; `make test TEST_WORKERS=0` runs it in one process). worksteal gives each
+# worker a contiguous share of the tests in file order, so a module's fixtures are mostly built once, and an idle
+# worker takes the far end of another's share. One file alone still runs serially: `.venv/bin/python -m pytest FILE`.
 TEST_WORKERS ?= auto
-PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+PARALLEL := -n $(TEST_WORKERS) --dist worksteal
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PARALLEL)
