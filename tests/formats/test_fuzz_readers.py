@@ -36,7 +36,9 @@ MFK = sorted((ROOT / "models/mfk").glob("*.json"))
 MDX = sorted((ROOT / "models/mdx").glob("*.json"))
 CLARATY = sorted((ROOT / "models/claraty").glob("*.xml"))
 MIRABUF = sorted((ROOT / "tests/data/mirabuf").glob("*.mira"))
-WALL_LIMIT_S = 20  # one check of a mutated model; a hang is far beyond it
+CPU_LIMIT_S = 20  # CPU s of one check of a mutated model; a runaway loop is far beyond it
+WALL_LIMIT_S = 300  # s: a check waiting on nothing is caught too, however loaded the machine (CPU s do not grow
+# with load, wall seconds do: 20 wall s were overrun by ordinary checks at load 10 on 2 cores)
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
@@ -146,13 +148,15 @@ class _Hang(Exception):
 
 
 def _alarm(signum, frame):
-    raise _Hang(f"check took more than {WALL_LIMIT_S} s")
+    raise _Hang(f"check took more than {CPU_LIMIT_S} CPU s" if signum == signal.SIGPROF else
+                f"check took more than {WALL_LIMIT_S} s")
 
 
 def check_in_process(path: Path) -> int:
     """Exit code of ``shiftsim check path``; any exception other than the CLI's own handling fails the test."""
     before = path.read_bytes()
-    previous = signal.signal(signal.SIGALRM, _alarm)
+    previous = {number: signal.signal(number, _alarm) for number in (signal.SIGALRM, signal.SIGPROF)}
+    signal.setitimer(signal.ITIMER_PROF, CPU_LIMIT_S)  # this process's CPU time, every thread's
     signal.alarm(WALL_LIMIT_S)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err, \
@@ -161,7 +165,9 @@ def check_in_process(path: Path) -> int:
             code = main(["check", str(path)])
     finally:
         signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     assert code in (0, 1, 2), err.getvalue()
     assert path.read_bytes() == before
     return code
