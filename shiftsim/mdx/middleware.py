@@ -298,6 +298,9 @@ class Middleware:
                 if reply is not None:
                     writer.write(encode_line(reply))
                     await writer.drain()
+                # a line already buffered is read without suspending: let a stop, the watchers and the effector
+                # run between a flooding client's lines
+                await asyncio.sleep(0)
         except ConnectionError:
             pass
         finally:
