@@ -21,7 +21,7 @@ GROUND_FIELDS = (
     "contact_node", "contact_local", "contact_normal", "contact_tangential", "contact_friction", "contact_anchor",
     "contact_projector",
     "tyre_node", "tyre_radius", "tyre_stiffness", "tyre_tangential", "tyre_friction", "tyre_axis",
-    "tyre_friction_point", "tyre_anchor", "tyre_projector",
+    "tyre_friction_point", "tyre_anchor", "tyre_projector", "contact_frame",
 )
 """The ground field's arrays, in the order the core takes them (src/fields.h has the shapes and units)."""
 _SHAPES = {"placement_rotation": (3, 3), "placement_translation": (3,), "level": (1,), "grid_x": (-1,),
@@ -42,10 +42,12 @@ check_names("GROUND_PARAMETERS", GROUND_PARAMETERS)
 def field(n_nodes: int, arrays: dict[str, np.ndarray]):
     """The core's capsule of a ground field for a model of ``n_nodes`` nodes. ``arrays``: by the names of
     :data:`GROUND_FIELDS`; contacts' and tyres' arrays left out are empty (a field of contacts only, or of tyres
-    only). Sizes, grid order and node indices are checked by the core (ValueError naming the array)."""
+    only), and ``contact_frame`` left out is -1 for every contact (none stands at a frame of its own). Sizes, grid
+    order and node indices are checked by the core (ValueError naming the array)."""
     given = []
+    arrays = {"contact_frame": np.full(len(arrays.get("contact_node", ())), -1)} | dict(arrays)
     for name in GROUND_FIELDS:
-        integer = name.endswith("_node")
+        integer = name.endswith(("_node", "_frame"))
         if name in arrays:
             value = np.asarray(arrays[name], dtype=np.int64 if integer else float)
         else:

@@ -189,7 +189,7 @@ def contact_points(model: Model, entries: list[Any], where: str, problems: Probl
                 problems.add(at, error.problems[0].what, error.problems[0].expected)
                 continue
             local = model.frame_offset[frame][:3, 3]
-            points.append(ContactPoint(model.frame_names[frame], int(model.frame_node[frame]), local.copy()))
+            points.append(ContactPoint(model.frame_names[frame], int(model.frame_node[frame]), local.copy(), frame))
             continue
         points.extend(_box_corners(model, entry.get("box", ""), f"{at}.box", problems))
     names = [p.name for p in points]

@@ -38,11 +38,13 @@ from .terrain import Ground
 
 @dataclass(frozen=True)
 class ContactPoint:
-    """A named point fixed to a node: ``local`` in the node's body coordinates (m)."""
+    """A named point fixed to a node: ``local`` in the node's body coordinates (m); ``frame`` the model frame it
+    stands at (-1: none of its own, a box corner), which a frame parameter of that frame moves it with."""
 
     name: str
     node: int
     local: np.ndarray
+    frame: int = -1
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class ContactField:
         self.anchors = np.asarray(anchors, float)
         self.projector = tangent_projectors(ground, self.anchors)
         self.nodes = np.array([c.node for c in contacts], dtype=int)
+        self.frames = np.array([c.frame for c in contacts], dtype=int)
         self.local = np.array([c.local for c in contacts], float).reshape(-1, 3)
         self._capsules: dict[int, object] = {}
 
@@ -105,7 +108,8 @@ class ContactField:
         n = len(self.contacts)
         return {"contact_node": self.nodes, "contact_local": self.local, "contact_normal": self.normal,
                 "contact_tangential": self.tangential, "contact_friction": np.full(n, float(self.ground.friction)),
-                "contact_anchor": self.anchors.reshape(n, 3), "contact_projector": self.projector}
+                "contact_anchor": self.anchors.reshape(n, 3), "contact_projector": self.projector,
+                "contact_frame": self.frames}
 
     def core_field(self, n_nodes: int):
         """The core's capsule of this field for a model of ``n_nodes`` nodes (built once)."""

@@ -15,6 +15,8 @@ allocation leaves nothing behind.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from helpers.core import fails_cleanly_at_every_allocation
@@ -31,6 +33,8 @@ from shiftsim.ground.tyres import read_tyres
 from shiftsim.kinematics import state
 from shiftsim.model import compile_model
 from shiftsim.sensitivity.parameters import Parameter, catalogue, force_partials_batch
+from shiftsim.spec import FrameSpec
+from shiftsim.statics import Load
 
 GRID = (np.array([-5.0, 0.0, 5.0]), np.array([-5.0, 0.0, 4.0]),
         np.array([[0.01, 0.03, -0.02], [0.0, 0.005, 0.02], [0.03, -0.01, 0.04]]))
@@ -63,7 +67,7 @@ def setting(tangential: float | None, model=None):
     q[:, 2] = -0.03
     q[:, 3] = [0.0, 0.025 if tangential is None else 0.05, 0.1]
     q[:2, 6] = 0.1  # the front-left suspension: its wheel clear of the ground
-    return model, {name: np.array(value, dtype=np.int64 if name.endswith("_node") else float)
+    return model, {name: np.array(value, dtype=np.int64 if name.endswith(("_node", "_frame")) else float)
                    for name, value in arrays.items()}, q
 
 
@@ -147,6 +151,7 @@ def with_wheel_skid(model, arrays):
     out["contact_anchor"] = np.vstack([arrays["contact_anchor"],
                                        s.rotation[0, wheel] @ [0.0, 0.0, -0.3] + s.position[0, wheel]])
     out["contact_projector"] = np.concatenate([arrays["contact_projector"], arrays["contact_projector"][:1]])
+    out["contact_frame"] = np.append(arrays["contact_frame"], -1)
     return out
 
 
@@ -176,6 +181,63 @@ def test_frames_that_carry_tyres_and_contacts_against_differences_of_the_core_s_
 
     for j, p in enumerate(params):
         reference = richardson(lambda step: moved(step, p.name), 1e-4)  # the slip lengths are centimetres
+        mine = np.concatenate([force[..., j], contact[..., j].reshape(len(q), -1), tyre[..., j].reshape(len(q), -1)],
+                              axis=1)
+        scale = float(np.max(np.abs(reference)))
+        assert scale > 1.0 and np.max(np.abs(mine - reference)) <= 1e-7 * scale, (p.name, mine - reference)
+
+
+def with_pad_frame(model):
+    """The car with a frame ``pad`` on its chassis where :func:`setting`'s front skid stands (a frame that a load on
+    it makes a parameter; no joint attaches to it)."""
+    chassis = model.frame_node[model.frame_index("car:chassis:origin")]
+    s = state(model, np.zeros((1, model.nq)))
+    local = s.rotation[0, chassis].T @ (np.array([0.3, 0.4, 0.01]) - s.position[0, chassis])
+    bodies = [dataclasses.replace(b, frames={**b.frames, "pad": FrameSpec("pad", translation=local)})
+              if b.name == "car:chassis" else b for b in model.spec.bodies]
+    return compile_model(dataclasses.replace(model.spec, bodies=bodies))
+
+
+def standing_at(model, arrays, frame: str):
+    """The field's arrays with the front skid standing at ``frame``: its local point that frame's offset on its
+    node, its frame index recorded (its anchor and projector kept)."""
+    index = model.frame_index(frame)
+    out = {name: value.copy() for name, value in arrays.items()}
+    out["contact_local"][0] = model.frame_offset[index][:3, 3]
+    out["contact_frame"][0] = index
+    return out
+
+
+@pytest.mark.parametrize("tangential", [None, 1e5], ids=["stick stiffness follows", "stick stiffness given"])
+def test_a_contact_standing_at_the_moved_frame_against_differences_of_the_core_s_own_forces(tangential):
+    """The front skid stands at a frame of its own on the chassis (``car:chassis:pad``, loaded, so a parameter):
+    moving the frame moves the skid and nothing else. Its columns (the ground's generalized force, every contact
+    and tyre force) against Richardson differences of the core's ground terms on the car compiled again with the
+    frame moved in its spec and the skid's local point re-read from the moved frame (gravity zero: the ground's
+    terms alone). The old columns (the skid left where it stood) are zero: the check fails on them."""
+    model, arrays, q = setting(tangential, with_pad_frame(car()))
+    frame = "car:chassis:pad"
+    moved_arrays = standing_at(model, arrays, frame)
+    np.testing.assert_allclose(moved_arrays["contact_local"], arrays["contact_local"], atol=1e-15)
+    _, g = evaluated(model, moved_arrays, q)
+    assert g.contact_touching[:, 0].all() and g.contact_slipping[:, 0].any() and not g.contact_slipping[:, 0].all()
+    loads = (Load(frame, force=(0.0, 0.0, -100.0)),)
+    params = [p for p in catalogue(model, loads) if p.kind == "frame" and p.name.startswith(frame + ".")]
+    assert len(params) == 3
+    n_c, n_t = len(arrays["contact_node"]), len(arrays["tyre_node"])
+    rows = core_ground.parameter_rows(core_ground.field(model.n_nodes, moved_arrays), n_c, n_t, [None] * len(params))
+    force, _, contact, tyre = force_partials_batch(model, q, np.zeros((len(q), 0)), np.zeros(3), (), params,
+                                                   ground=rows)
+
+    def moved(step, name):
+        spec, _ = edited(model.spec, [], name, step)
+        edited_model = compile_model(spec)
+        q_force, g = evaluated(edited_model, standing_at(edited_model, arrays, frame), q)
+        return np.concatenate([q_force.reshape(len(q), -1), g.contact_force.reshape(len(q), -1),
+                               g.tyre_force.reshape(len(q), -1)], axis=1)
+
+    for j, p in enumerate(params):
+        reference = richardson(lambda step: moved(step, p.name), 1e-4)
         mine = np.concatenate([force[..., j], contact[..., j].reshape(len(q), -1), tyre[..., j].reshape(len(q), -1)],
                               axis=1)
         scale = float(np.max(np.abs(reference)))

@@ -452,7 +452,7 @@ static bool is_valid_ground(const GroundCapsule *c) {
         return PyErr_Format(PyExc_ValueError, "ground arrays grid_x, grid_y: %lld and %lld lines, expected none (a level "
                             "plane) or at least 2 each", (long long)nx, (long long)ny), false;
     int64_t counts[GROUND_FIELDS] = {9, 3, 1, nx, ny, nx * ny, nc, 3 * nc, nc, nc, nc, 3 * nc, 9 * nc,
-                                     nt, nt, nt, nt, nt, 3 * nt, 3 * nt, 3 * nt, 9 * nt};
+                                     nt, nt, nt, nt, nt, 3 * nt, 3 * nt, 3 * nt, 9 * nt, nc};
     char what[64];
     for (int i = 0; i < GROUND_FIELDS; i++) {
         snprintf(what, sizeof what, "ground array %s", ground_field_names[i]);

@@ -39,14 +39,15 @@
  * where nx > 0; per contact (C): node, local point (C, 3) in node coordinates, normal and tangential stiffness (N/m),
  * friction coefficient, anchor (C, 3) world, tangent projector (C, 3, 3); per tyre (T): wheel node, unloaded radius
  * (m), radial and tangential stiffness (N/m), friction coefficient, spin axis (T, 3) and friction point (T, 3) in
- * node coordinates, anchor (T, 3) world, tangent projector (T, 3, 3). */
+ * node coordinates, anchor (T, 3) world, tangent projector (T, 3, 3); per contact (C) the model frame it stands at (-1: a
+ * point of no frame of its own, a box corner): a frame parameter of that frame moves the contact with it. */
 #define SHIFTSIM_GROUND_FIELDS(X)                                                                                       \
     X(placement_rotation, double) X(placement_translation, double) X(level, double) X(grid_x, double)                 \
     X(grid_y, double) X(grid_z, double) X(contact_node, int64_t) X(contact_local, double) X(contact_normal, double)   \
     X(contact_tangential, double) X(contact_friction, double) X(contact_anchor, double) X(contact_projector, double)  \
     X(tyre_node, int64_t) X(tyre_radius, double) X(tyre_stiffness, double) X(tyre_tangential, double)                \
     X(tyre_friction, double) X(tyre_axis, double) X(tyre_friction_point, double) X(tyre_anchor, double)              \
-    X(tyre_projector, double)
+    X(tyre_projector, double) X(contact_frame, int64_t)
 
 /* A solved case's row of result flags (solve_case): X(name). */
 #define SHIFTSIM_RESULT_FLAGS(X)                                                                                        \

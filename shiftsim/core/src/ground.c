@@ -430,21 +430,23 @@ static void add_lever_column(const Model *model, const State *s, const GroundFie
     }
 }
 
-/* A frame parameter's column (its frame moved by ``step`` on its node, model frame; node_shift, axis_shift its
- * frame_shifts): each contact and tyre its move carries is translated by shift step at a fixed configuration, so its
+/* A frame parameter's column (``frame`` moved by ``step`` on its node, model frame; node_shift, axis_shift its
+ * frame_shifts): each contact and tyre its move carries (a contact at the frame itself by one more: it stands at the
+ * frame) is translated by shift step at a fixed configuration, so its
  * force changes through the law's own derivative (d force / d point; a tyre's in its centre and friction point, the
  * spin axis does not turn) and acts at the moved point. law (C + T, 90): per item its world force and derivative
  * (contact: 3 and 9; tyre: 9 and 81). Adds d Q / d p into column[k * stride] and writes the world forces' partials
  * (world_contact + 3 i P: contact i's 3 rows, world_tyre + 9 t P: tyre t's 9 rows, at stride P; either NULL). */
 static void add_frame_column(const Model *model, const State *s, const GroundField *g, const double *x,
-                             const double *law, const double *step, const double *node_shift,
+                             const double *law, int64_t frame, const double *step, const double *node_shift,
                              const double *axis_shift, int64_t *chain, double *column, int64_t P,
                              double *world_contact, double *world_tyre) {
     int64_t C = g->n_contacts, T = g->n_tyres;
     for (int64_t item = 0; item < C + T; item++) {
         bool tyre = item >= C;
         int64_t node = tyre ? g->tyre_node[item - C] : g->contact_node[item];
-        double shift = node_shift[node], moved[3], world_step[3], df[9] = {0.0};
+        double shift = node_shift[node] + (!tyre && g->contact_frame[item] == frame ? 1.0 : 0.0);
+        double moved[3], world_step[3], df[9] = {0.0};
         for (int row = 0; row < 3; row++) moved[row] = shift * step[row];
         to_world(g, moved, 0, world_step);
         const double *force = law + 90 * item, *deriv = force + (tyre ? 9 : 3);
@@ -468,8 +470,8 @@ static void add_frame_column(const Model *model, const State *s, const GroundFie
  * members[start .. start + count) (contact i numbered i, tyre t n_contacts + t): d Q / d p added into force (nq, P)
  * and, not NULL, d (contact force) / d p (C, 3, P) and d (tyre force on its centre, spin axis and friction point) /
  * d p (T, 9, P), world axes, written (zero in the other columns). For each row (PARAMETER_FRAME, frame, axis, 0) the
- * contacts and tyres the frame's move carries (motion_start, motion: partials.c): their forces' change and lever
- * added (add_frame_column). Rows of other kinds are left alone. */
+ * contacts and tyres the frame's move carries (motion_start, motion: partials.c) and the contacts standing at the frame
+ * (contact_frame): their forces' change and lever added (add_frame_column). Rows of other kinds are left alone. */
 void ground_partials(Workspace *w, const Model *model, const State *s, const GroundField *g, int64_t n_parameters,
                      const int64_t *parameters, const int64_t *members, const int64_t *motion_start,
                      const int64_t *motion, double *force, double *contact_partials, double *tyre_partials) {
@@ -505,7 +507,7 @@ void ground_partials(Workspace *w, const Model *model, const State *s, const Gro
             double step[3];
             for (int r = 0; r < 3; r++) step[r] = s->rotation[9 * model->frame_node[row[1]] + 3 * r + row[2]];
             frame_shifts(model, row[1], motion_start, motion, node_shift, axis_shift);
-            add_frame_column(model, s, g, x, law, step, node_shift, axis_shift, chain, force + column, P,
+            add_frame_column(model, s, g, x, law, row[1], step, node_shift, axis_shift, chain, force + column, P,
                              contact_partials ? contact_partials + column : NULL,
                              tyre_partials ? tyre_partials + column : NULL);
             continue;
