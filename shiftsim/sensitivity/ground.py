@@ -303,13 +303,15 @@ def output_value(gs: GroundState, o: GroundOutput) -> float:
 
 def point_partials(gs: GroundState, model: Model, s: State, parameters: list[Parameter]) -> np.ndarray:
     """d(carried points)/dp (C + T, 3, P), world axes, at a fixed configuration (``s``, batch of one): a frame
-    parameter whose move carries a contact or a tyre translates the contact's point, and a tyre's centre (its
-    contact point follows through d point / d centre); :meth:`GroundState.carried`'s order."""
+    parameter whose move carries a contact or a tyre translates the contact's point (a contact standing at the
+    frame itself by one more), and a tyre's centre (its contact point follows through d point / d centre);
+    :meth:`GroundState.carried`'s order."""
     contacts, tyres = parts(gs.field)
     rotation = (contacts or tyres).rotation  # world <- model
     out = []
     if contacts is not None:
-        out.append(np.einsum("ij,cjp->cip", rotation, point_shifts(model, s, parameters, contacts.nodes)))
+        moved = point_shifts(model, s, parameters, contacts.nodes, contacts.frames)
+        out.append(np.einsum("ij,cjp->cip", rotation, moved))
     if tyres is not None:
         centre = np.einsum("ij,tjp->tip", rotation, point_shifts(model, s, parameters, tyres.nodes))
         out.append(np.einsum("tij,tjp->tip", gs.tyre_point_jacobian[:, :, :3], centre))

@@ -119,18 +119,21 @@ def _frame_motions(model: Model) -> dict[int, FrameMotion]:
             for f in sorted(set(points) | set(subtrees)) if f not in origins}
 
 
-def point_shifts(model: Model, s: State, parameters: list[Parameter], nodes: np.ndarray) -> np.ndarray:
+def point_shifts(model: Model, s: State, parameters: list[Parameter], nodes: np.ndarray,
+                 frames: np.ndarray | None = None) -> np.ndarray:
     """d(point)/dp (n, 3, P), model axes, of points fixed to ``nodes`` (n,) at the configuration of ``s`` (batch of
     one): a frame parameter translates the subtrees its frame's motion carries by R e_axis per metre (R the rotation
-    of the frame's node); the other parameters move no point."""
+    of the frame's node), and a point standing at the frame itself (``frames`` (n,): each point's frame, -1 none) by
+    one more; the other parameters move no point."""
     nodes = np.asarray(nodes, dtype=int)
+    frames = np.full(len(nodes), -1) if frames is None else np.asarray(frames, dtype=int)
     out = np.zeros((len(nodes), 3, len(parameters)))
     motions = frame_motions(model)
     for column, p in enumerate(parameters):
-        if p.kind != "frame" or p.target not in motions:
+        if p.kind != "frame":
             continue
-        shift = sum((sign * model.subtree[root, nodes] for root, sign, _ in motions[p.target].subtrees),
-                    np.zeros(len(nodes)))
+        subtrees = motions[p.target].subtrees if p.target in motions else ()
+        shift = sum((sign * model.subtree[root, nodes] for root, sign, _ in subtrees), (frames == p.target) * 1.0)
         out[:, :, column] = np.outer(shift, s.rotation[0, model.frame_node[p.target], :, p.component])
     return out
 

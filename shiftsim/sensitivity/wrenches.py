@@ -9,7 +9,7 @@ closure wrenches, pair springs with one frame inside, the ground's forces). The 
 a x F_a of its spin axis' term (as the joint loads count them, :meth:`shiftsim.ground.tyres.TyreField.point_forces`),
 their rates in q through the laws' stiffness and their partials in the ground's parameters (both the core's,
 src/ground.c; :func:`shiftsim.sensitivity.ground.equilibrium_partials`), handed to ``output_partials`` as point-force
-records.
+records; a contact standing at a moved frame adds its own move's lever as a couple (:func:`_stand_at_frames`).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def ground_forces(eq: Equilibrium, parameters: list[Parameter], world_partials: 
             forces[i, 3:6] = rotation.T @ gs.forces[i]
             rate[i, :, :3] = gs.point_jacobian[i] @ gs.stiffness[i].T @ rotation
             partial[i, :3] = rotation.T @ contact_p[i]
+    _stand_at_frames(eq, parameters, contacts, node, forces, partial)
     if n_t:
         centre, axis, spot = (v[0] for v in tyres._vectors(eq.state))
     for t in range(n_t):
@@ -66,3 +67,18 @@ def ground_forces(eq: Equilibrium, parameters: list[Parameter], world_partials: 
         partial[at, :3], partial[friction, :3] = rotation.T @ tyre_p[t, :3], rotation.T @ tyre_p[t, 6:]
         partial[at, 3:] = np.cross(axis[t], (rotation.T @ tyre_p[t, 3:6]).T).T
     return node, forces, rate, partial
+
+
+def _stand_at_frames(eq: Equilibrium, parameters: list[Parameter], contacts, node: np.ndarray, forces: np.ndarray,
+                     partial: np.ndarray) -> None:
+    """A frame parameter moves a touching contact that stands at its frame by R e_axis per metre on top of what its
+    node's subtree does (which the core counts): that move of the force's point is the couple (R e_axis) x f, added to
+    the record's torque partial (G, 6, P), model axes (R the rotation of the frame's node)."""
+    if contacts is None:
+        return
+    for column, p in enumerate(parameters):
+        if p.kind != "frame":
+            continue
+        step = eq.state.rotation[0, eq.model.frame_node[p.target], :, p.component]
+        for i in np.flatnonzero((contacts.frames == p.target) & (node[:len(contacts.frames)] >= 0)):
+            partial[i, 3:, column] += np.cross(step, forces[i, 3:6])

@@ -168,6 +168,15 @@ def test_frames_that_carry_tyres_and_contacts_against_differences_of_the_core_s_
     assert g.contact_touching[:, 2].all() and g.tyre_slipping.any() and (g.tyre_touching & ~g.tyre_slipping).any()
     params = [p for p in catalogue(model) if p.kind == "frame"]
     assert {p.name.split(":")[-1].split(".")[0] for p in params} == {"seat_fl", "seat_fr", "seat_rl", "seat_rr"}
+    frame_columns_match_edited_specs(model, lambda _: arrays, q, params)
+
+
+def frame_columns_match_edited_specs(model, arrays_of, q, params):
+    """The frame parameters' ``params`` columns of the ground's generalized force and their partials of the world
+    contact and tyre forces against Richardson differences of the core's ground terms on the model compiled again
+    with the frame moved in its spec, the field's arrays ``arrays_of(model)`` (gravity zero: the ground's terms
+    alone)."""
+    arrays = arrays_of(model)
     n_c, n_t = len(arrays["contact_node"]), len(arrays["tyre_node"])
     rows = core_ground.parameter_rows(core_ground.field(model.n_nodes, arrays), n_c, n_t, [None] * len(params))
     force, _, contact, tyre = force_partials_batch(model, q, np.zeros((len(q), 0)), np.zeros(3), (), params,
@@ -175,7 +184,8 @@ def test_frames_that_carry_tyres_and_contacts_against_differences_of_the_core_s_
 
     def moved(step, name):
         spec, _ = edited(model.spec, [], name, step)
-        q_force, g = evaluated(compile_model(spec), arrays, q)
+        edited_model = compile_model(spec)
+        q_force, g = evaluated(edited_model, arrays_of(edited_model), q)
         return np.concatenate([q_force.reshape(len(q), -1), g.contact_force.reshape(len(q), -1),
                                g.tyre_force.reshape(len(q), -1)], axis=1)
 
@@ -224,24 +234,7 @@ def test_a_contact_standing_at_the_moved_frame_against_differences_of_the_core_s
     loads = (Load(frame, force=(0.0, 0.0, -100.0)),)
     params = [p for p in catalogue(model, loads) if p.kind == "frame" and p.name.startswith(frame + ".")]
     assert len(params) == 3
-    n_c, n_t = len(arrays["contact_node"]), len(arrays["tyre_node"])
-    rows = core_ground.parameter_rows(core_ground.field(model.n_nodes, moved_arrays), n_c, n_t, [None] * len(params))
-    force, _, contact, tyre = force_partials_batch(model, q, np.zeros((len(q), 0)), np.zeros(3), (), params,
-                                                   ground=rows)
-
-    def moved(step, name):
-        spec, _ = edited(model.spec, [], name, step)
-        edited_model = compile_model(spec)
-        q_force, g = evaluated(edited_model, standing_at(edited_model, arrays, frame), q)
-        return np.concatenate([q_force.reshape(len(q), -1), g.contact_force.reshape(len(q), -1),
-                               g.tyre_force.reshape(len(q), -1)], axis=1)
-
-    for j, p in enumerate(params):
-        reference = richardson(lambda step: moved(step, p.name), 1e-4)
-        mine = np.concatenate([force[..., j], contact[..., j].reshape(len(q), -1), tyre[..., j].reshape(len(q), -1)],
-                              axis=1)
-        scale = float(np.max(np.abs(reference)))
-        assert scale > 1.0 and np.max(np.abs(mine - reference)) <= 1e-7 * scale, (p.name, mine - reference)
+    frame_columns_match_edited_specs(model, lambda edited_model: standing_at(edited_model, arrays, frame), q, params)
 
 
 def test_slip_is_not_taken_for_stick_nor_the_stick_stiffness_left_behind():

@@ -13,7 +13,10 @@ move carries one end of it, a seat that carries contacts), against independent a
   frame positions against re-solves;
 * forward and adjoint modes agree to 1e-10;
 * a frame that carries contacts: the rigid lifter's front pads on an outrigger welded to the box, whose seat's
-  position moves the tipping load as the closed form about the moved tipping edge says.
+  position moves the tipping load as the closed form about the moved tipping edge says;
+* contacts that stand at the moved frame (a loaded pad, a contact at the outrigger's seat): every such frame's
+  position against Richardson differences of tight re-solves of the edited spec with the contacts re-read from the
+  moved frames, for the pads' forces, centre of pressure, margin, joint values and wrenches.
 
 (The car's suspension seats, which move a wheel with its tyre or contacts, are checked in
 test_sensitivity_tyres.py and test_sensitivity_wrench_ground.py.)
@@ -30,15 +33,17 @@ from helpers.ground import OPTIONS, free_of, lift_points, machine, standing
 from helpers.sensitivity import TIGHT, edited, pair_mounts, richardson
 from scipy.optimize import brentq
 
+from shiftsim.ground.contacts import ContactField
 from shiftsim.ground.rating import capacity
 from shiftsim.ground.terrain import Ground
+from shiftsim.kinematics import state
 from shiftsim.loading import load_model
 from shiftsim.model import compile_model
 from shiftsim.sensitivity import sensitivity
 from shiftsim.sensitivity.chart import Chart, chart_sensitivities
 from shiftsim.sensitivity.parameters import catalogue
 from shiftsim.spec import FIXED, BodySpec, FrameRef, FrameSpec, JointSpec, ModelSpec, RestraintSpec
-from shiftsim.statics import Load, solve
+from shiftsim.statics import Load, SolverOptions, solve
 
 MODELS = Path(__file__).resolve().parents[2] / "models" / "shift"
 HEAD, TIP, COM = np.array([1.5, 0.0, 0.3]), np.array([4.0, 0.0, 0.0]), np.array([2.0, 0.0, 0.1])
@@ -211,3 +216,77 @@ def test_a_loop_with_a_strut_on_its_coupler_against_re_solves():
         scale = float(np.max(np.abs(reference[determined])))
         assert scale > 1e-3, name
         assert np.max(np.abs(exact.derivative[determined, j] - reference[determined])) <= 1e-6 * scale, name
+
+
+# ---------------------------------------------------------------------- contacts that stand at the moved frame
+STANDING_AT = ("outrigger:c0", "outrigger:c1", "box:c2", "box:c3", "box:outrigger_seat")
+STANDING_HOLD = ["slew", "lift"]
+STANDING_TIGHT = SolverOptions(force_tolerance=1e-12, closure_tolerance=1e-14)  # the pads' round-off: not 1e-14
+STANDING_WRT = ["box:c2.x", "box:c2.y", "box:c2.z", "box:outrigger_seat.x", "box:outrigger_seat.y",
+                "box:outrigger_seat.z"]
+
+
+def standing_field(spec, ground: Ground, anchors=None):
+    """The floating model of ``spec`` and its contact field on STANDING_AT, the contacts read from its frames (a
+    frame moved in the spec moves the contact standing at it), settled, or anchored at ``anchors`` when given."""
+    stand, q = standing(compile_model(spec), ground, contacts=STANDING_AT)
+    field = stand.field(q)
+    if anchors is not None:
+        field = ContactField(field.contacts, ground, field.rotation, field.translation, field.normal,
+                             field.tangential, anchors)
+    return stand.model, field, q
+
+
+def standing_solve(model, field, loads, q_start):
+    found = solve(model, hold=STANDING_HOLD, loads=loads, q_start=q_start, fields=(field,), options=STANDING_TIGHT)
+    assert found.converged
+    return found
+
+
+@pytest.mark.parametrize("sideways", [0.0, 2500.0], ids=["sticking", "some slipping"])
+def test_contacts_standing_at_the_moved_frame_against_re_solves(sideways):
+    """The outrigged box (slew and lift held) on its four pads and a fifth contact at the outrigger's seat (10 MN/m,
+    friction 0.3), 3 kN down and ``sideways`` N along x at the hook and 2 kN down on the pad ``box:c2``: the pad
+    (a loaded contact frame) and the seat (a pin frame that carries two pads and has a contact of its own) move the
+    contacts standing at them. Every one of their parameters against Richardson differences of tight re-solves of
+    the edited spec with the contacts re-read from the moved frames (the anchors kept), for the pads' forces, the
+    centre of pressure, the margin, the joint values and the tree joints' wrenches (the floating base's carries
+    every pad, the outrigger weld's its two). Forward and adjoint modes agree to 1e-10."""
+    spec, ground = outrigged(), Ground(stiffness=1e7, friction=0.3)
+    model, field, q = standing_field(spec, ground)
+    loads = [Load("mast:hook", force=(sideways, 0.0, -3000.0)), Load("box:c2", force=(0.0, 0.0, -2000.0))]
+    solution = standing_solve(model, field, loads, q)
+    slipping = field.evaluate(state(model, solution.q[None])).slipping[0]
+    assert slipping.any() == bool(sideways)
+    exact, adjoint = (sensitivity(solution, of=["reaction", "cop", "margin", "joint", "wrench"], wrt=STANDING_WRT,
+                                  hold=STANDING_HOLD, loads=loads, ground=field, mode=mode)
+                      for mode in ("forward", "adjoint"))
+    assert not any(exact.reasons) and list(exact.parameters) == STANDING_WRT
+    assert np.max(np.abs(exact.derivative - adjoint.derivative)) <= 1e-10 * np.max(np.abs(exact.derivative))
+
+    def resolved_at(name, h):
+        edited_spec, edited_loads = edited(spec, loads, name, h)
+        moved_model, moved, _ = standing_field(edited_spec, ground, field.anchors)
+        found = standing_solve(moved_model, moved, edited_loads, solution.q)
+        return sensitivity(found, of=list(exact.outputs), wrt=["gravity.z"], hold=STANDING_HOLD, loads=edited_loads,
+                           ground=moved).values
+
+    def kind(output: str) -> str:
+        head, _, tail = output.rpartition(".")
+        if head in STANDING_AT:
+            return "reaction"
+        if output.startswith(("cop.", "margin")):
+            return "cop and margin"
+        return "wrench" if tail in ("fx", "fy", "fz", "mx", "my", "mz") else "joint"
+
+    kinds = {}
+    for i, output in enumerate(exact.outputs):
+        kinds.setdefault(kind(output), []).append(i)
+    assert set(kinds) == {"reaction", "cop and margin", "wrench", "joint"}
+    for j, name in enumerate(STANDING_WRT):
+        # a micrometre: the stick range is ~0.1 mm, and a slipping pad's direction turns fast (the error falls as h^4)
+        reference = richardson(lambda h: resolved_at(name, h), 1e-6)
+        for kind, rows in kinds.items():
+            scale = max(float(np.max(np.abs(reference[rows]))), 1e-9)
+            assert np.max(np.abs(exact.derivative[rows, j] - reference[rows])) <= 1e-6 * scale, (name, kind)
+        assert np.max(np.abs(reference[kinds["reaction"]])) > 10.0, name  # every such move shifts the pads' forces
