@@ -251,13 +251,14 @@ def test_a_stopped_parallel_run_keeps_every_step_its_workers_solved(tmp_path, si
 
 @pytest.mark.slow
 def test_a_stopped_dask_run_keeps_what_its_tasks_solved(tmp_path):
-    """A Dask run (a TCP cluster of worker threads in this process) of two 10,000-step chains, stopped by SIGTERM
+    """A Dask run (a TCP cluster of worker threads in this process) of two 100,000-step chains (long enough that the
+    block path cannot finish them between the first part file and the signal), stopped by SIGTERM
     while its tasks solve: the tasks see the run's stop flag, end their chains and hand back their parts; the
     results.json summary counts exactly the steps the store holds, each chain a prefix from its start."""
     from dask.distributed import LocalCluster
 
-    document = beam_scenario(sweep={"parameters": {"load:tip": {"from": 0, "to": 1, "steps": 20_000}},
-                                    "segment": 10_000})
+    document = beam_scenario(sweep={"parameters": {"load:tip": {"from": 0, "to": 1, "steps": 200_000}},
+                                    "segment": 100_000})
     folder = tmp_path / "out"
     with LocalCluster(n_workers=1, processes=False, threads_per_worker=2, protocol="tcp",
                       dashboard_address=None) as cluster:
@@ -272,9 +273,9 @@ def test_a_stopped_dask_run_keeps_what_its_tasks_solved(tmp_path):
     assert process.returncode == 143, err
     summary = json.loads((folder / "results.json").read_text())["summary"]
     stored = sorted(open_store(folder).step_table().column("step").to_pylist())
-    assert 0 < summary["steps"] == len(stored) < 20_000
-    for start in (0, 10_000):
-        mine = [index for index in stored if start <= index < start + 10_000]
+    assert 0 < summary["steps"] == len(stored) < 200_000
+    for start in (0, 100_000):
+        mine = [index for index in stored if start <= index < start + 100_000]
         assert mine == list(range(start, start + len(mine)))
 
 
