@@ -23,7 +23,7 @@ from shiftsim.output.writers import PAUSE_ENV, STAGING_PREFIX
 from shiftsim.scenario.schema import load_schema
 
 HANG_LIMIT_S = 120  # only catches hangs; nothing below depends on how fast a step is
-STEPS = 3000  # far more than are solved before the signal arrives (and than results.json lists: JSON_STEP_LIMIT)
+STEPS = 30_000  # far more than are solved before the signal arrives (and than results.json lists: JSON_STEP_LIMIT)
 
 
 def _start(args: list, env: dict | None = None) -> subprocess.Popen:
