@@ -84,12 +84,15 @@ def main() -> int:
         missed, failed = [], []
         for label, command, target in rows:
             wall, cpu, code = best_times(command, args.repeat)
-            status = "ok" if code == 0 else f"FAILED (exit {code})"
-            print(f"{label:<52} {wall:7.3f} {cpu:7.3f} {'' if target is None else f'{target:.1f}':>7}  {status}")
             if code:
+                status = f"FAILED (exit {code})"
                 failed.append(label)
             elif target is not None and wall >= target:
+                status = "over target"
                 missed.append(label)
+            else:
+                status = "ok"
+            print(f"{label:<52} {wall:7.3f} {cpu:7.3f} {'' if target is None else f'{target:.1f}':>7}  {status}")
     print(f"targets (wall): {'met' if not missed and not failed else 'NOT met'}"
           f"{'; over: ' + ', '.join(missed) if missed else ''}{'; failed: ' + ', '.join(failed) if failed else ''}")
     return 1 if failed else 0
