@@ -43,6 +43,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from .arrow_arrays import arrow_array, numpy_array
 from .store import Key, ResultsStore, rows_tables
 
 ROTATION_COMPONENTS = ["xx", "xy", "xz", "yx", "yy", "yz", "zx", "zy", "zz"]
@@ -73,14 +74,13 @@ class StepTable:
     @classmethod
     def from_store(cls, store: ResultsStore) -> StepTable:
         table = store.step_table()
-        residual = table.column("residual").to_numpy(zero_copy_only=False).astype(float)  # null -> nan
-        return cls(index=table.column("step").to_numpy().astype(int),
-                   values={name: table.column(name).to_numpy(zero_copy_only=False).astype(float)
-                           for name in store.parameters},
+        residual = numpy_array(table.column("residual")).astype(float)  # null -> nan
+        return cls(index=numpy_array(table.column("step")).astype(int),
+                   values={name: numpy_array(table.column(name)).astype(float) for name in store.parameters},
                    status=np.array(table.column("status").to_pylist(), dtype=str),
-                   iterations=table.column("iterations").to_numpy().astype(int),
+                   iterations=numpy_array(table.column("iterations")).astype(int),
                    residual=residual,
-                   stable=table.column("stable").to_numpy(zero_copy_only=False).astype(bool),
+                   stable=numpy_array(table.column("stable")).astype(bool),
                    stability=np.array(table.column("stability").to_pylist(), dtype=str))
 
 
@@ -175,6 +175,7 @@ class RunResults:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        texts = pa.string()
         catalog = self.store.catalog()
         entities = sorted({entity for entity, _ in keys})
         quantities = sorted({quantity for _, quantity in keys})
@@ -183,21 +184,20 @@ class RunResults:
         lookup = np.full((len(entities), len(quantities)), -1)
         for k, (entity, quantity) in enumerate(keys):
             lookup[entities.index(entity), quantities.index(quantity)] = k
-        row_entity = pc.index_in(table.column("entity"), value_set=pa.array(entities, pa.string())).to_numpy()
-        row_quantity = pc.index_in(table.column("quantity"), value_set=pa.array(quantities, pa.string())).to_numpy()
+        row_entity = numpy_array(pc.index_in(table.column("entity"), value_set=arrow_array(entities, texts)))
+        row_quantity = numpy_array(pc.index_in(table.column("quantity"), value_set=arrow_array(quantities, texts)))
         code = lookup[row_entity, row_quantity]
         order = np.argsort(code, kind="stable")  # rows grouped by key, in step order within each
         bounds = np.searchsorted(code[order], np.arange(len(keys) + 1))
-        step = table.column("step").to_numpy()
+        step = numpy_array(table.column("step"))
         component = table.column("component")
-        value = table.column("value").to_numpy(zero_copy_only=False).astype(float)  # null -> nan
+        value = numpy_array(table.column("value")).astype(float)  # null -> nan
         for k, key in enumerate(keys):
             rows = order[bounds[k]:bounds[k + 1]]
             components = catalog[key]
-            column = pc.index_in(component.take(pa.array(rows)), value_set=pa.array(components, pa.string()))
+            column = pc.index_in(component.take(arrow_array(rows, pa.int64())), value_set=arrow_array(components, texts))
             array = np.full((len(self.steps), len(components)), np.nan)
-            array[np.searchsorted(self.steps.index, step[rows]), column.to_numpy(zero_copy_only=False).astype(int)] = \
-                value[rows]
+            array[np.searchsorted(self.steps.index, step[rows]), numpy_array(column).astype(int)] = value[rows]
             if components == [""]:
                 array = array[:, 0]
             elif components == ROTATION_COMPONENTS:

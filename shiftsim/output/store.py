@@ -43,15 +43,16 @@ import json
 import os
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..errors import InputError, Problem, ShiftsimError
+from .arrow_arrays import arrow_array, numpy_array
 
 STEPS, VALUES = "steps", "values"
 VALUE_COLUMNS = ("step", "entity", "quantity", "component", "value", "unit")
@@ -125,9 +126,14 @@ def read_catalog(schema: pa.Schema) -> Catalog:
 
 
 def columns_table(columns: Sequence[Sequence[Any]], schema: pa.Schema) -> pa.Table:
-    """A table of ``schema`` from its columns (Python values; None for null)."""
-    return pa.Table.from_arrays([pa.array(list(column), type=field.type) for column, field in zip(columns, schema)],
+    """A table of ``schema`` from its columns (Python values, None for null; or numpy arrays)."""
+    return pa.Table.from_arrays([arrow_array(column, field.type) for column, field in zip(columns, schema)],
                                 schema=schema)
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table of ``schema`` without rows."""
+    return pa.Table.from_batches([], schema=schema)
 
 
 def rows_tables(parameters: Sequence[str], step_rows: Iterable[Sequence[Any]],
@@ -322,18 +328,19 @@ class StoreWriter:
         name once in ``names``, the writer's, a 32-bit code per value: a layout's codes repeated for its k steps, kept
         from part to part while the layout is in use; written as the Parquet dictionary pages they become anyway,
         read back as strings)."""
-        dictionaries = [pa.array(column, pa.string()) for column in names]
+        dictionaries = [arrow_array(column, pa.string()) for column in names]
         repeated = {number: self._repeated.get(number) for number in layouts}  # layout -> (steps, 4 code arrays)
         batches = []
         for number, steps, values, nulls in chunks:
             count, width = values.shape
             if repeated[number] is None or repeated[number][0] < count:
-                repeated[number] = (count, [pa.array(np.tile(codes, count), pa.int32()) for codes in layouts[number][1]])
+                repeated[number] = (count, [arrow_array(np.tile(codes, count), pa.int32())
+                                            for codes in layouts[number][1]])
             codes = [pa.DictionaryArray.from_arrays(column.slice(0, count * width), dictionary, safe=False)
                      for column, dictionary in zip(repeated[number][1], dictionaries)]
-            numbers = pa.array(values.reshape(-1), pa.float64(), mask=None if nulls is None else nulls.reshape(-1))
+            numbers = arrow_array(values.reshape(-1), pa.float64(), None if nulls is None else nulls.reshape(-1))
             batches.append(pa.RecordBatch.from_arrays(
-                [pa.array(np.repeat(np.asarray(steps, np.int64), width)), *codes[:3], numbers, codes[3]],
+                [arrow_array(np.repeat(np.asarray(steps, np.int64), width), pa.int64()), *codes[:3], numbers, codes[3]],
                 schema=_CODED_VALUES))
         self._repeated = repeated  # the layouts of this part only: memory does not grow with the layouts of a run
         order = list(dict.fromkeys(number for number, *_ in chunks))  # the layouts as first written
@@ -346,8 +353,8 @@ class StoreWriter:
         for piece in pieces:
             for column, values in zip(columns, zip(*piece) if isinstance(piece, list) else piece):
                 column.append(values)
-        arrays = [pa.concat_arrays([pa.array(part if isinstance(part, np.ndarray) else list(part), type=field.type)
-                                    for part in parts]) for parts, field in zip(columns, self._steps_schema)]
+        arrays = [pa.concat_arrays([arrow_array(part, field.type) for part in parts])
+                  for parts, field in zip(columns, self._steps_schema)]
         return pa.Table.from_arrays(arrays, schema=self._steps_schema)
 
     def _written(self) -> None:
@@ -362,7 +369,7 @@ class StoreWriter:
         if self._closed:
             return
         if self._parts == 0 and not self._chunks:
-            self._write_batch(0, VALUES_SCHEMA.empty_table(), _catalog_text({}), self._steps_schema.empty_table())
+            self._write_batch(0, empty_table(VALUES_SCHEMA), _catalog_text({}), empty_table(self._steps_schema))
         try:
             self.flush()
             self._written()
@@ -426,9 +433,10 @@ def remove_parts(folder: str | Path, writer: str) -> None:
 class ResultsStore:
     """A results store opened lazily: the part files are listed and their schemas read, no values.
 
-    ``steps`` and ``values`` are the two :class:`pyarrow.dataset.Dataset` objects, for queries of
-    your own (``store.values.to_table(filter=...)``, ``store.values.to_batches()``). ``folder`` is
-    None for a store held in memory (:meth:`from_tables`).
+    Reading goes through the part files themselves (:mod:`pyarrow.parquet`, a row group at a time). ``steps`` and
+    ``values`` are the two tables as :class:`pyarrow.dataset.Dataset` objects, for queries of your own
+    (``store.values.to_table(filter=...)``, ``store.values.to_batches()``; :mod:`pyarrow.dataset` is imported when
+    one is first asked for). ``folder`` is None for a store held in memory (:meth:`from_tables`).
     """
 
     def __init__(self, folder: str | Path):
@@ -441,16 +449,18 @@ class ResultsStore:
                                       + " or ".join(f"{t}/ or {t}.parquet" for t in missing),
                                       "steps and values Parquet datasets (folders of parts, or single files) "
                                       "written by shiftsim")])
+        self._files = {table: _part_files(source) for table, source in sources.items()}
+        self._tables: dict[str, pa.Table] | None = None
         try:
-            self.steps = ds.dataset(sources[STEPS], format="parquet")
-            self.values = ds.dataset(sources[VALUES], format="parquet")
-            catalog: Catalog = {}
-            for path in self.values.files:
-                catalog.update({key: components for key, components in read_catalog(pq.read_schema(path)).items()
-                                if key not in catalog})
+            schemas = {table: [pq.read_schema(path) for path in files] for table, files in self._files.items()}
         except (pa.ArrowInvalid, OSError, ValueError) as error:
             raise InputError([Problem(str(self.folder), "", f"a part file cannot be read: {error}",
                                       "Parquet part files written by shiftsim")]) from None
+        self._schemas = {table: _dataset_schema(found) for table, found in schemas.items()}
+        catalog: Catalog = {}
+        for schema in schemas[VALUES]:
+            catalog.update({key: components for key, components in read_catalog(schema).items()
+                            if key not in catalog})
         self._catalog = catalog
         self._check_columns()
 
@@ -459,10 +469,29 @@ class ResultsStore:
         """A store over two tables in memory (:func:`rows_tables`), read as a store on disk is."""
         store = cls.__new__(cls)
         store.folder = None
-        store.steps, store.values = ds.dataset(steps), ds.dataset(values)
+        store._files = {STEPS: [], VALUES: []}
+        store._tables = {STEPS: steps, VALUES: values}
+        store._schemas = {STEPS: steps.schema, VALUES: values.schema}
         store._catalog = read_catalog(values.schema)
         store._check_columns()
         return store
+
+    @cached_property
+    def steps(self) -> Any:
+        """The ``steps`` table as a :class:`pyarrow.dataset.Dataset`."""
+        return self._dataset(STEPS)
+
+    @cached_property
+    def values(self) -> Any:
+        """The ``values`` table as a :class:`pyarrow.dataset.Dataset`."""
+        return self._dataset(VALUES)
+
+    def _dataset(self, table: str) -> Any:
+        import pyarrow.dataset as ds
+
+        if self._tables is not None:
+            return ds.dataset(self._tables[table])
+        return ds.dataset(self._files[table], schema=self._schemas[table], format="parquet")
 
     def held(self) -> ResultsStore:
         """This store read whole into memory (:meth:`from_tables`, the catalog kept): its part files may go after."""
@@ -472,46 +501,133 @@ class ResultsStore:
         def where(table: str) -> str:
             return str(self.folder / table) if self.folder is not None else table
 
-        if self.values.schema.names != list(VALUE_COLUMNS):
-            raise InputError([Problem(where(VALUES), "columns", f"are {self.values.schema.names}",
+        if self._schemas[VALUES].names != list(VALUE_COLUMNS):
+            raise InputError([Problem(where(VALUES), "columns", f"are {self._schemas[VALUES].names}",
                                       f"{list(VALUE_COLUMNS)}")])
-        if self.steps.schema.names[-len(STATUS_COLUMNS):] != list(STATUS_COLUMNS):
-            raise InputError([Problem(where(STEPS), "columns", f"are {self.steps.schema.names}",
+        if self._schemas[STEPS].names[-len(STATUS_COLUMNS):] != list(STATUS_COLUMNS):
+            raise InputError([Problem(where(STEPS), "columns", f"are {self._schemas[STEPS].names}",
                                       f"step, the swept parameters, {', '.join(STATUS_COLUMNS)}")])
 
     @property
     def parameters(self) -> list[str]:
         """The swept parameters' names, from the steps table's columns."""
-        return self.steps.schema.names[1:-len(STATUS_COLUMNS)]
+        return self._schemas[STEPS].names[1:-len(STATUS_COLUMNS)]
 
     def catalog(self) -> Catalog:
         """Every (entity, quantity) the store holds, with its components in order, first written first (read from
         the part files' footers when the store was opened)."""
         return {key: list(components) for key, components in self._catalog.items()}
 
+    def count_values(self) -> int:
+        """The rows of the ``values`` table (from the part files' footers)."""
+        if self._tables is not None:
+            return self._tables[VALUES].num_rows
+        return sum(pq.read_metadata(path).num_rows for path in self._files[VALUES])
+
     def step_table(self) -> pa.Table:
         """Every step's row, ordered by step."""
-        return self.steps.to_table().sort_by("step")
+        return _by_step(self._scan(STEPS, None, {}))
 
     def select(self, entity: str | Sequence[str] | None = None, quantity: str | Sequence[str] | None = None,
                component: str | Sequence[str] | None = None, steps: Sequence[int] | None = None,
-               columns: Sequence[str] | None = None) -> pa.Table:
+               columns: Sequence[str] | None = None, coded: bool = False) -> pa.Table:
         """The values rows matching every given selector (one name or several; ``None``: all),
-        ordered by step and, within a step, as they were written. ``columns``: those only."""
-        condition = None
-        for name, wanted in (("entity", entity), ("quantity", quantity), ("component", component), ("step", steps)):
-            if wanted is None:
-                continue
-            wanted = [wanted] if isinstance(wanted, str) else list(wanted)
-            term = ds.field(name).isin(wanted)
-            condition = term if condition is None else condition & term
+        ordered by step and, within a step, as they were written. ``columns``: those only. ``coded``: the name
+        columns as Arrow dictionaries (each name decoded once per row group; a store in memory gives them as held)."""
+        wanted = {name: [chosen] if isinstance(chosen, str) else chosen
+                  for name, chosen in (("entity", entity), ("quantity", quantity), ("component", component),
+                                       ("step", steps)) if chosen is not None}
         wanted_columns = None if columns is None else list(dict.fromkeys(["step", *columns]))
-        table = self.values.to_table(columns=wanted_columns, filter=condition).sort_by("step")  # a stable sort
+        table = _by_step(self._scan(VALUES, wanted_columns, wanted, coded))
         return table if columns is None else table.select(list(columns))
+
+    def _scan(self, table: str, columns: list[str] | None, wanted: dict[str, Any], coded: bool = False) -> pa.Table:
+        """The rows of ``table`` whose columns hold one of the ``wanted`` values (column name -> values), in the order
+        stored, with ``columns`` (None: all), read a row group at a time; row groups whose ``step`` statistics leave
+        out every wanted step are skipped."""
+        schema = self._schemas[table]
+        read = None if columns is None else list(dict.fromkeys([*columns, *wanted]))
+        sets = {name: arrow_array(np.asarray(values, np.int64) if name == "step" else list(values),
+                                  schema.field(name).type) for name, values in wanted.items()}
+        if self._tables is not None:
+            pieces = [self._tables[table]]
+        else:
+            steps = np.unique(np.asarray(wanted["step"], np.int64)) if "step" in wanted else None
+            dictionaries = [name for name in NAME_COLUMNS if coded and name in (read or schema.names)]
+            pieces = []
+            for path in self._files[table]:
+                with pq.ParquetFile(path, read_dictionary=dictionaries) as part:
+                    for group in _row_groups(part, steps):
+                        pieces.append(_as_schema(part.read_row_group(group, columns=read), schema))
+        found = [piece if not sets else piece.filter(_matches(piece, sets)) for piece in pieces]
+        found = [piece if columns is None else piece.select(columns) for piece in found]
+        if not found:
+            return empty_table(schema if columns is None else pa.schema([schema.field(name) for name in columns]))
+        return pa.concat_tables(found) if len(found) > 1 else found[0]
 
     def entities(self) -> list[str]:
         """Every entity with values, sorted (from the catalog)."""
         return sorted({entity for entity, _ in self._catalog})
+
+
+NAME_COLUMNS = ("entity", "quantity", "component", "unit")
+
+
+def _part_files(source: Path) -> list[Path]:
+    """A table's part files: ``source`` itself, or the files in the folder ``source`` by name, those whose names start
+    with ``.`` or ``_`` left out (parts being written), as Parquet dataset readers list them."""
+    if not source.is_dir():
+        return [source]
+    return sorted(path for path in source.iterdir() if path.is_file() and not path.name.startswith((".", "_")))
+
+
+def _dataset_schema(schemas: list[pa.Schema]) -> pa.Schema:
+    """A table's schema: its first part's (as a Parquet dataset takes it), the store's catalog left out."""
+    return schemas[0].remove_metadata() if schemas else pa.schema([])
+
+
+def _as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` (a part's rows) with the fields of ``schema`` (the table's: a part may differ in nullability, or have
+    no Arrow schema), its name columns kept dictionary-coded where they were read so."""
+    fields = [schema.field(name) for name in table.column_names]
+    fields = [field.with_type(column.type) if pa.types.is_dictionary(column.type) else field
+              for field, column in zip(fields, table.columns)]
+    return table.cast(pa.schema(fields))
+
+
+def _by_step(table: pa.Table) -> pa.Table:
+    """``table`` ordered by its ``step`` column, rows of one step in their order (a stable sort; none needed for the
+    rows of one writer, written in step order)."""
+    step = numpy_array(table.column("step"))
+    return table if bool(np.all(step[1:] >= step[:-1])) else table.sort_by("step")
+
+
+def _row_groups(part: pq.ParquetFile, steps: np.ndarray | None) -> list[int]:
+    """The row groups of ``part`` that may hold one of ``steps`` (sorted; None: every row group), by their ``step``
+    column's statistics (a row group without them is read)."""
+    groups = range(part.metadata.num_row_groups)
+    if steps is None:
+        return list(groups)
+    column = part.schema_arrow.get_field_index("step")
+    kept = []
+    for group in groups:
+        statistics = part.metadata.row_group(group).column(column).statistics
+        if statistics is None or not statistics.has_min_max:
+            kept.append(group)
+        elif np.searchsorted(steps, statistics.min) < np.searchsorted(steps, statistics.max, side="right"):
+            kept.append(group)
+    return kept
+
+
+def _matches(table: pa.Table, sets: dict[str, pa.Array]) -> pa.Array:
+    """The rows of ``table`` whose every column named in ``sets`` holds one of its values (a null matches none)."""
+    import pyarrow.compute as pc
+
+    mask = None
+    for name, values in sets.items():
+        term = pc.is_in(table.column(name), value_set=values)
+        mask = term if mask is None else pc.and_(mask, term)
+    return mask
 
 
 def open_store(folder: str | Path) -> ResultsStore:
@@ -519,5 +635,5 @@ def open_store(folder: str | Path) -> ResultsStore:
     return ResultsStore(folder)
 
 
-__all__ = ["Catalog", "ResultsStore", "StoreError", "StoreWriter", "VALUE_COLUMNS", "columns_table", "open_store",
-           "read_catalog", "remove_parts", "rows_tables", "steps_schema"]
+__all__ = ["Catalog", "ResultsStore", "StoreError", "StoreWriter", "VALUE_COLUMNS", "columns_table", "empty_table",
+           "open_store", "read_catalog", "remove_parts", "rows_tables", "steps_schema"]

@@ -353,27 +353,26 @@ def write_store_csvs(store: Any, document: dict[str, Any], results_csv: Path, st
     step), the store's own quantities (:data:`STORE_ONLY`) left out, angles in the document's ``angle_unit``.
     ``document`` gives the parameters, their units and the angle unit (a summary document will do).
     A range's rows are formatted a column at a time (:func:`_csv_lines`), its names read as dictionaries."""
-    import pyarrow.dataset as ds
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .arrow_arrays import arrow_array, numpy_array
 
     steps = store.step_table()
     with open(steps_csv, "w", newline="", encoding="utf-8") as stream:
         csv.writer(stream, lineterminator="\n").writerows(
             csv_cells(row) for row in step_rows(_steps_document(document, steps.to_pylist())))
-    numbers = steps.column("step").to_numpy()
-    per_step = max(1, store.values.count_rows() // max(1, len(numbers)))
+    numbers = numpy_array(steps.column("step"))
+    per_step = max(1, store.count_values() // max(1, len(numbers)))
     chunk = max(1, CSV_BATCH_VALUES // per_step)
-    values = store.values
-    if isinstance(values, ds.FileSystemDataset):  # each name decoded once per part, not once per row
-        values = ds.dataset(values.files, format=ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
-            dictionary_columns=["entity", "quantity", "component", "unit"])), filesystem=values.filesystem)
     angle_unit = document.get("angle_unit", "rad")
-    wanted = ~ds.field("quantity").isin(list(STORE_ONLY))
+    store_only = arrow_array(STORE_ONLY, pa.string())
     with open(results_csv, "wb") as stream:
         stream.write(",".join(CSV_HEADER).encode() + b"\n")
-        for start in range(0, len(numbers), chunk):
-            first, last = int(numbers[start]), int(numbers[min(start + chunk, len(numbers)) - 1])
-            condition = wanted & (ds.field("step") >= first) & (ds.field("step") <= last)
-            stream.write(_csv_lines(values.to_table(filter=condition).sort_by("step"), angle_unit))  # a stable sort
+        for start in range(0, len(numbers), chunk):  # each name decoded once per row group, not once per row
+            table = store.select(steps=numbers[start:start + chunk], coded=True)
+            table = table.filter(pc.invert(pc.is_in(table.column("quantity"), value_set=store_only)))
+            stream.write(_csv_lines(table, angle_unit))
 
 
 def _csv_lines(table: Any, angle_unit: str) -> bytes:
@@ -384,25 +383,28 @@ def _csv_lines(table: Any, angle_unit: str) -> bytes:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from .arrow_arrays import arrow_array, arrow_scalar, numpy_array
+
     table = table.unify_dictionaries()
     radians = _per_name(table.column("unit"), lambda unit: unit == "rad", pa.bool_())
     flags = _per_name(table.column("quantity"), lambda quantity: quantity in FLAGS, pa.bool_())
-    radians, flags = (np.asarray(column.to_numpy(zero_copy_only=False), bool) for column in (radians, flags))
+    radians, flags = (numpy_array(column, null=False).astype(bool) for column in (radians, flags))
     value = table.column("value")
-    nulls = value.is_null().to_numpy(zero_copy_only=False)
-    numbers = value.to_numpy(zero_copy_only=False).astype(float)  # null -> nan (written as nothing)
+    nulls = numpy_array(value.is_null())
+    numbers = numpy_array(value).astype(float)  # null -> nan (written as nothing)
     numbers[radians] *= angle_factor(angle_unit)
     flagged = flags & ~radians & ~nulls
-    texts = pc.replace_with_mask(float_texts(numbers), pa.array(flagged),
-                                 pa.array([str(int(v)) for v in numbers[flagged].tolist()], pa.string()))
+    texts = pc.replace_with_mask(float_texts(numbers), arrow_array(flagged, pa.bool_()),
+                                 arrow_array([str(int(v)) for v in numbers[flagged].tolist()], pa.string()))
     unit_cell = _csv_text_cells()
     cells = [pc.cast(table.column("step"), pa.string()),
              *(_per_name(table.column(name), _csv_text_cells(), pa.string()) for name in ("entity", "quantity",
                                                                                        "component")),
-             pc.if_else(pa.array(nulls), pa.scalar(None, pa.string()), texts),
+             pc.if_else(arrow_array(nulls, pa.bool_()), arrow_scalar(None, pa.string()), texts),
              _per_name(table.column("unit"), lambda unit: unit_cell(angle_unit_of(unit, angle_unit)) + "\n",
                        pa.string())]
-    lines = pc.binary_join_element_wise(*cells, ",", null_handling="replace", null_replacement="").combine_chunks()
+    lines = pc.binary_join_element_wise(*cells, arrow_scalar(",", pa.string()), null_handling="replace",
+                                        null_replacement="").combine_chunks()
     if not len(lines):
         return b""
     _, offsets, data = lines.buffers()  # the lines' UTF-8 bytes, one after the other, from offsets[0] to offsets[n]
@@ -415,9 +417,11 @@ def _per_name(column: Any, function: Any, kind: Any) -> Any:
     ``kind``, calling it once per distinct text (a null cell gives null)."""
     import pyarrow as pa
 
+    from .arrow_arrays import arrow_array
+
     if not pa.types.is_dictionary(column.type):
         column = column.dictionary_encode()
-    return pa.chunked_array([pa.array([function(text) for text in chunk.dictionary.to_pylist()], kind).take(
+    return pa.chunked_array([arrow_array([function(text) for text in chunk.dictionary.to_pylist()], kind).take(
         chunk.indices) for chunk in column.chunks], kind)
 
 
@@ -452,18 +456,23 @@ def float_texts(numbers: np.ndarray) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    texts = pc.cast(pa.array(numbers, pa.float64()), pa.string())
+    from .arrow_arrays import arrow_array, arrow_scalar, numpy_array
+
+    flags, text = pa.bool_(), pa.string()
+    texts = pc.cast(arrow_array(numbers, pa.float64()), text)
     magnitude = np.abs(numbers)
-    exponent = pc.match_substring(texts, "e").to_numpy(zero_copy_only=False)
+    exponent = numpy_array(pc.match_substring(texts, "e")).astype(bool)
     with np.errstate(invalid="ignore"):  # NaN and infinities are not positional
         positional = (magnitude >= FLOAT_POSITIONAL[0]) & (magnitude < FLOAT_POSITIONAL[1])
         whole = positional & ~exponent & (numbers == np.trunc(numbers))
-    texts = pc.if_else(pa.array(whole), pc.binary_join_element_wise(texts, ".0", ""), texts)
+    texts = pc.if_else(arrow_array(whole, flags), pc.binary_join_element_wise(
+        texts, arrow_scalar(".0", text), arrow_scalar("", text)), texts)
     zero = numbers == 0.0
-    texts = pc.if_else(pa.array(zero), pc.if_else(pa.array(np.signbit(numbers)), "-0.0", "0.0"), texts)
+    texts = pc.if_else(arrow_array(zero, flags), pc.if_else(arrow_array(np.signbit(numbers), flags),
+                                                           arrow_scalar("-0.0", text), arrow_scalar("0.0", text)), texts)
     others = ~positional & ~zero | exponent
-    return pc.replace_with_mask(texts, pa.array(others),
-                                pa.array(list(map(float.__repr__, numbers[others].tolist())), pa.string()))
+    return pc.replace_with_mask(texts, arrow_array(others, flags),
+                                arrow_array(list(map(float.__repr__, numbers[others].tolist())), text))
 
 
 def _steps_document(document: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
