@@ -50,6 +50,10 @@ def arrow_scalar(value: Any, kind: pa.DataType) -> pa.Scalar:
 
 def _texts(values: Sequence[Any] | np.ndarray, nulls: np.ndarray | None) -> pa.Array:
     """A string array of ``values`` (str, or None for null; or a numpy str array)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "U" and nulls is None:
+        ascii_texts = _ascii_texts(values.reshape(-1))
+        if ascii_texts is not None:
+            return ascii_texts
     values = values.tolist() if isinstance(values, np.ndarray) else list(values)
     missing = np.fromiter((value is None for value in values), bool, len(values))
     if nulls is not None:
@@ -62,6 +66,25 @@ def _texts(values: Sequence[Any] | np.ndarray, nulls: np.ndarray | None) -> pa.A
     validity, null_count = _validity(missing, len(encoded))
     return pa.Array.from_buffers(pa.string(), len(encoded), [validity, pa.py_buffer(offsets.astype(np.int32)),
                                                              pa.py_buffer(b"".join(encoded))], null_count=null_count)
+
+
+def _ascii_texts(values: np.ndarray) -> pa.Array | None:
+    """A string array of the numpy str array ``values`` (n,) when every character is ASCII (its code points are then
+    its UTF-8 bytes: taken without a loop over the texts); None otherwise."""
+    width = values.dtype.itemsize // 4  # UTF-32 code points per text, shorter texts padded with zeros
+    points = values.view(np.uint32).reshape(len(values), width)
+    if points.size and points.max() >= 128:
+        return None
+    used = points != 0
+    lengths = np.where(used.any(axis=1), width - np.argmax(used[:, ::-1], axis=1), 0) if width else np.zeros(len(values),
+                                                                                                           int)
+    offsets = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] > _OFFSET_LIMIT:
+        return None
+    data = points[np.arange(width) < lengths[:, None]].astype(np.uint8)
+    return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                            pa.py_buffer(data)])
 
 
 def _validity(nulls: np.ndarray | None, length: int) -> tuple[pa.Buffer | None, int]:

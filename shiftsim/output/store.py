@@ -67,12 +67,18 @@ _CODED_VALUES = pa.schema([  # a values part as StoreWriter hands it to Parquet:
     pa.field("value", pa.float64()), pa.field("unit", pa.dictionary(pa.int32(), pa.string()), nullable=False)])
 ROWS_PER_PART = 262_144  # values held before a part is written (about 30 MB of Python objects)
 ROWS_PER_GROUP = 65_536  # a part's row groups: the unit a filtered read skips or reads
-VALUES_WRITING = {  # a values part: the step and name columns dictionary-coded (the names arrive coded, see
-    # StoreWriter._values_table), the numbers plain; no compression (the codes are bit-packed runs already, the
-    # numbers do not compress); statistics of the step column only (selections by step skip row groups by them);
-    # no Arrow schema in the footer, so the name columns read back as the strings they are
-    "use_dictionary": ["step", "entity", "quantity", "component", "unit"], "compression": "none",
+NAME_COLUMNS = ("entity", "quantity", "component", "unit")
+VALUES_WRITING = {  # a values part: the name columns dictionary-coded (they arrive coded, see
+    # StoreWriter._values_table), the step column plain and Snappy-compressed (a step's number repeated for each of its
+    # values: compressed to about a dictionary's size for less work than dictionary-coding it), the numbers plain and
+    # uncompressed (compressing them costs more than all the rest); statistics of the step column only (selections by
+    # step skip row groups by them); no Arrow schema in the footer, so the name columns read back as the strings they
+    # are
+    "use_dictionary": list(NAME_COLUMNS), "compression": {"step": "snappy", "value": "none",
+                                                          **{name: "snappy" for name in NAME_COLUMNS}},
     "write_statistics": ["step"], "store_schema": False}
+STEPS_WRITING = {  # a steps part: the texts (status, stability) dictionary-coded, the numbers plain; Snappy
+    "use_dictionary": ["status", "stability"], "compression": "snappy", "write_statistics": ["step"]}
 WRITER_NAME = re.compile(r"[A-Za-z0-9_]+")
 CATALOG_KEY = b"shiftsim.catalog"
 Key = tuple[str, str]  # (entity, quantity)
@@ -348,14 +354,14 @@ class StoreWriter:
         return pa.Table.from_batches(batches, schema=_CODED_VALUES), self._catalog
 
     def _steps_table(self, pieces: list) -> pa.Table:
-        """The ``steps`` table of ``pieces`` (lists of rows, or tuples of columns), in order."""
-        columns = [[] for _ in range(self._width)]
+        """The ``steps`` table of ``pieces`` (lists of rows, or tuples of columns), in order: each column's pieces
+        joined in numpy (Python values with a None among them as objects), then made one Arrow array."""
+        columns: list[list[np.ndarray]] = [[] for _ in range(self._width)]
         for piece in pieces:
             for column, values in zip(columns, zip(*piece) if isinstance(piece, list) else piece):
-                column.append(values)
-        arrays = [pa.concat_arrays([arrow_array(part, field.type) for part in parts])
-                  for parts, field in zip(columns, self._steps_schema)]
-        return pa.Table.from_arrays(arrays, schema=self._steps_schema)
+                column.append(np.asarray(values))
+        return pa.Table.from_arrays([arrow_array(np.concatenate(parts), field.type)
+                                     for parts, field in zip(columns, self._steps_schema)], schema=self._steps_schema)
 
     def _written(self) -> None:
         """Wait for the batch on the writing thread (none: nothing to wait for); raise what stopped it."""
@@ -398,7 +404,7 @@ class StoreWriter:
         staged = self.folder / table_name / f".{name}.partial"
         try:
             if catalog is None:
-                pq.write_table(table, staged, row_group_size=ROWS_PER_GROUP, write_statistics=["step"])
+                pq.write_table(table, staged, row_group_size=ROWS_PER_GROUP, **STEPS_WRITING)
             else:
                 with pq.ParquetWriter(staged, table.schema, **VALUES_WRITING) as writer:
                     writer.write_table(table, row_group_size=ROWS_PER_GROUP)
@@ -570,9 +576,6 @@ class ResultsStore:
         return sorted({entity for entity, _ in self._catalog})
 
 
-NAME_COLUMNS = ("entity", "quantity", "component", "unit")
-
-
 def _part_files(source: Path) -> list[Path]:
     """A table's part files: ``source`` itself, or the files in the folder ``source`` by name, those whose names start
     with ``.`` or ``_`` left out (parts being written), as Parquet dataset readers list them."""
@@ -592,7 +595,8 @@ def _as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
     fields = [schema.field(name) for name in table.column_names]
     fields = [field.with_type(column.type) if pa.types.is_dictionary(column.type) else field
               for field, column in zip(fields, table.columns)]
-    return table.cast(pa.schema(fields))
+    target = pa.schema(fields)
+    return table.replace_schema_metadata() if table.schema.remove_metadata().equals(target) else table.cast(target)
 
 
 def _by_step(table: pa.Table) -> pa.Table:

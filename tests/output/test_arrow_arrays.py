@@ -54,6 +54,11 @@ def test_texts_equal_pyarrows_utf8_nulls_and_numpy_str():
     assert built.equals(pa.array(texts, pa.string())) and built.null_count == 2
     words = np.array(["stable", "unstable", "stable", "unknown"])
     assert arrow_array(words, pa.string()).equals(pa.array(words.tolist(), pa.string()))
+    for texts in (np.array(["", "a\x00b", "", "converged"]), np.array(["Grad °", "x"]), np.array(["", ""]),
+                  np.array([], str)):  # ASCII (taken as code points), not ASCII (encoded), empty texts, none
+        built = arrow_array(texts, pa.string())
+        built.validate(full=True)
+        assert built.equals(pa.array(texts.tolist(), pa.string()))
     mask = np.array([False, True, False, False])
     assert arrow_array(words, pa.string(), mask).to_pylist() == ["stable", None, "stable", "unknown"]
     assert arrow_array((), pa.string()).equals(pa.array([], pa.string()))

@@ -49,6 +49,10 @@ def test_values_parts_read_back_as_plain_strings_with_their_catalog(tmp_path):
                    for name in ("entity", "quantity", "component", "unit"))
         assert not any("DICTIONARY" in e for e in encodings["value"])
         assert columns.column(4).compression == "UNCOMPRESSED"
+        # the step column plain and compressed (not dictionary-coded), with statistics: its rows' first and last step
+        assert not any("DICTIONARY" in e for e in encodings["step"]) and columns.column(0).compression == "SNAPPY"
+        steps = pq.ParquetFile(part).read_row_group(0, columns=["step"]).column("step").to_pylist()
+        assert (columns.column(0).statistics.min, columns.column(0).statistics.max) == (steps[0], steps[-1])
         layout = pq.ParquetFile(part).schema  # only the numbers may be null: no definition levels for the others
         assert [layout.column(k).max_definition_level for k in range(6)] == [0, 0, 0, 0, 1, 0]
     table = ds.dataset(tmp_path / "store" / "values", format="parquet").to_table().sort_by("step")
