@@ -32,9 +32,11 @@ run keeps every step it finished. Several writers (processes, Dask workers) may 
 store at once, each under its own ``writer`` name.
 
 Reading (:class:`ResultsStore`): opening lists the part files and reads their schemas, no values;
-:meth:`ResultsStore.select` filters by entity, quantity, component and step while it scans, batch by
-batch, so memory holds the selection, not the store; a selection of steps skips whole row groups by
-their step statistics (rows are written in step order), the other selectors read their columns.
+:meth:`ResultsStore.select` filters by entity, quantity, component and step while it reads the part files
+(:mod:`pyarrow.parquet`), a row group at a time, so memory holds the selection, not the store; a selection of steps
+skips whole row groups by their step statistics (rows are written in step order), the other selectors read their
+columns. Neither writing nor reading goes through :mod:`pyarrow.dataset` or pyarrow's own conversions to and from
+numpy and Python (both import pandas): :mod:`shiftsim.output.arrow_arrays` builds and reads the arrays.
 """
 
 from __future__ import annotations
