@@ -307,11 +307,13 @@ class LocalExecutor:
                     heard[:] = now
 
         names: dict[Future, str] = {}
+        pending: set[Future] = set()  # those submitted so far: a signal may arrive while the chains are submitted
         try:
             for position, chain in enumerate(chains):
                 name = part_name(position)
-                names[pool.submit(_run_chain_in_worker, chain, name, route.remote, route.keep, handoff.name)] = name
-            pending = set(names)
+                future = pool.submit(_run_chain_in_worker, chain, name, route.remote, route.keep, handoff.name)
+                names[future] = name
+                pending.add(future)
             while pending:
                 done, pending = wait(pending, timeout=PROGRESS_S, return_when=FIRST_COMPLETED)
                 report()
