@@ -17,7 +17,6 @@ from ..output.writers import CSV_STEP_LIMIT, check_folder, default_folder, keeps
 from ..plots.registry import chosen_plots
 from ..progress import progress
 from ..scenario import DaskExecutor, LocalExecutor, load_scenario, run as run_scenario
-from ..scenario.capacity_analysis import unexpected_invalid
 from ..scenario.run import check_fits
 from ._common import scenario_parser
 
@@ -107,6 +106,16 @@ def run(args: argparse.Namespace) -> int:
             return stop.exit_code
 
 
+def _unexpected_invalid(capacity: dict | None) -> list[int]:
+    """:func:`~shiftsim.scenario.capacity_analysis.unexpected_invalid` of a run's capacity document (its module imported
+    only for a run that has one)."""
+    if capacity is None:
+        return []
+    from ..scenario.capacity_analysis import unexpected_invalid
+
+    return unexpected_invalid(capacity)
+
+
 def _run(args: argparse.Namespace, started: float) -> int:
     """The run; SIGINT/SIGTERM (``Interrupted``) while solving writes the steps solved so far."""
     executor, how = _executor(args)  # options first: a bad --scheduler is refused before any work
@@ -163,7 +172,7 @@ def _run(args: argparse.Namespace, started: float) -> int:
         if not args.quiet:
             print(f"  PARTIAL: stopped by {stop.name} after {ran.solved} of {total} steps")
         return stop.exit_code
-    invalid = unexpected_invalid(ran.capacity)  # a capacity point that failed its checks is no rating
+    invalid = _unexpected_invalid(ran.capacity)  # a capacity point that failed its checks is no rating
     if invalid and not args.quiet:
         print("  INVALID capacity " + ("analysis: " + ran.capacity["error"] if invalid == [-1] else
                                        f"at step(s) {', '.join(map(str, invalid))} (not in analysis.capacity."
