@@ -149,9 +149,10 @@ class _BlockLayout:
     """Where a block's numbers are in its rows, the same for every block of a run's machines (their plans, in order):
     per machine its columns of each group of :attr:`StepBlock.values` (joints, frames, bodies, pins, q, q_ref: each
     group over every machine, machine after machine) and of :attr:`StepBlock.extras` (``spans``); ``width`` and
-    ``extra_width`` the rows' lengths; ``items``, ``offsets`` and ``digest`` as :attr:`StepBlock.items`,
-    :meth:`StepBlock._offsets` and :meth:`StepBlock.digest_arrays` need them. Built once per run (and per set of plans
-    a process attaches blocks to), not per block."""
+    ``extra_width`` the rows' lengths; ``items`` and ``offsets`` as :attr:`StepBlock.items` and
+    :attr:`StepBlock._offsets` give them; the tracked ``joints``, ``effort_labels``, ``frames`` and ``pins`` (scenario
+    names) and the ``digest_*`` columns :meth:`StepBlock.digest_arrays` reads. Built once per run (and per set of
+    plans a process attaches blocks to), not per block."""
 
     def __init__(self, plans: Sequence[_MachinePlan]):
         def count(machine: Machine, joint: int) -> int:
