@@ -311,6 +311,7 @@ class RunDigest:
         self.least: dict[str, tuple[float, int, list[str]]] = {}  # pair a - b -> least distance, its step, shapes
         self._block: StepBlock | None = None  # the block of the block-path steps added but not reduced yet
         self._rows: list[int] = []  # their rows in it
+        self._kinds_at: dict[tuple, dict[str, tuple[list[int], list[str]]]] = {}  # _effort_columns, by labels
 
     # the peaks of block-path steps are reduced a block at a time, from its arrays, when next read
     deflection = property(lambda self: self._reduced()._deflection)
@@ -384,20 +385,32 @@ class RunDigest:
         arrays, index = block.digest_arrays(rows), block.indices[rows].astype(np.int64)
         steps = _BlockRows(block, rows)
         _block_peaks(arrays.frames, lengths(arrays.deflections), steps, index, self._deflection)
-        for kind in (FORCE, TORQUE):
-            columns = [k for k, (joint, i) in enumerate(arrays.effort_labels) if self.kinds[joint][i] == kind]
-            labels = [joint if len(self.kinds[joint]) == 1 else f"{joint}[{i}]"
-                      for joint, i in (arrays.effort_labels[k] for k in columns)]
+        for kind, (columns, labels) in self._effort_columns(arrays.effort_labels).items():
             _block_peaks(labels, arrays.efforts[:, columns], steps, index, self._efforts[kind])
         _block_peaks(arrays.joints, lengths(arrays.joint_forces), steps, index, self._pins)
-        for p, (name, role) in enumerate(arrays.pins):
-            peak = self._pin_reactions.setdefault(name, {"role": role, "force": -1.0, "moment": -1.0,
-                                                         "force_step": None, "moment_step": None, "determinate": True})
-            for what, values in (("force", arrays.pin_forces[:, p]), ("moment", arrays.pin_moments[:, p])):
-                top = values.max()
-                first = int(index[values == top].min())
+        peaks = [self._pin_reactions.setdefault(name, {"role": role, "force": -1.0, "moment": -1.0, "force_step": None,
+                                                       "moment_step": None, "determinate": True})
+                 for name, role in arrays.pins]
+        for what, values in (("force", arrays.pin_forces), ("moment", arrays.pin_moments)):
+            if not peaks:
+                break
+            tops = values.max(axis=0)
+            firsts = np.where(values == tops, index[:, None], np.iinfo(np.int64).max).min(axis=0)
+            for peak, top, first in zip(peaks, tops.tolist(), firsts.tolist()):
                 if top > peak[what] or top == peak[what] and first < peak[what + "_step"]:
-                    peak[what], peak[what + "_step"] = float(top), first
+                    peak[what], peak[what + "_step"] = top, first
+
+    def _effort_columns(self, labels: list[tuple[str, int]]) -> dict[str, tuple[list[int], list[str]]]:
+        """Per kind (force, torque) the columns of a block's efforts (labelled ``labels``: joint, coordinate within
+        it) that are of that kind, and their entities' names; worked out once per set of labels."""
+        key = tuple(labels)
+        if key not in self._kinds_at:
+            self._kinds_at[key] = {}
+            for kind in (FORCE, TORQUE):
+                columns = [k for k, (joint, i) in enumerate(labels) if self.kinds[joint][i] == kind]
+                self._kinds_at[key][kind] = (columns, [joint if len(self.kinds[joint]) == 1 else f"{joint}[{i}]"
+                                                       for joint, i in (labels[k] for k in columns)])
+        return self._kinds_at[key]
 
     def _actuators(self, machine_id: str, record: dict[str, Any], step: StepResult) -> None:
         held = self.actuators.setdefault(machine_id, {"solved": 0, "outside": 0, "first_outside": None, "peak": None})

@@ -35,7 +35,7 @@ from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
-from ..kinematics import forward
+from ..kinematics import Poses, forward
 from ..loads import rigid_joints_in_loops, statically_open
 from ..model import REVOLUTE
 from ..solution import _large_motion, loop_joints
@@ -91,6 +91,7 @@ class _MachinePlan:
     joints: tuple[int, ...]
     frames: tuple[int, ...]
     bodies: tuple[int, ...]
+    bodies_at: slice | np.ndarray  # the bodies as an index into a pose array's body axis (a slice when consecutive)
     pins: tuple[tuple[int, str], ...]  # (joint, role) in model order
     revolute: np.ndarray  # (nf,) of the free coordinates
     rigid_in_loops: bool  # a rigid joint some loop passes through (whose share of loop forces the core does not check)
@@ -132,13 +133,92 @@ def _plan(scenario: Scenario, machine: Machine) -> _MachinePlan:
     pin_extras = []
     for k, (j, _) in enumerate(pins):
         pin_extras += [k, len(pins) + k, *(2 * len(pins) + c for c in model.joints[j].coordinates)]
+    bodies = tuple(b for b, name in enumerate(model.body_names)
+                   if b and (wanted["bodies"] is None or name in wanted["bodies"]))
+    consecutive = bodies == tuple(range(bodies[0], bodies[-1] + 1)) if bodies else True
     return _MachinePlan(
         machine, prescribed, free, template, swept, loads, machine.placement.vector_to_model(scenario.gravity), joints,
         tuple(f for f, name in enumerate(model.frame_names) if wanted["frames"] is None or name in wanted["frames"]),
-        tuple(b for b, name in enumerate(model.body_names) if b and (wanted["bodies"] is None or name in wanted["bodies"])),
+        bodies, slice(bodies[0], bodies[-1] + 1) if bodies and consecutive else np.array(bodies, dtype=np.int64),
         pins, model.node_kind[model.coordinate_node[free]] == REVOLUTE, bool(rigid_joints_in_loops(model)),
         np.array(joints_at, dtype=np.int64), np.array([joints_at.index(j) for j, _ in pins], dtype=np.int64),
         np.array(joint_columns, dtype=np.int64), np.array(pin_extras, dtype=np.int64))
+
+
+class _BlockLayout:
+    """Where a block's numbers are in its rows, the same for every block of a run's machines (their plans, in order):
+    per machine its columns of each group of :attr:`StepBlock.values` (joints, frames, bodies, pins, q, q_ref: each
+    group over every machine, machine after machine) and of :attr:`StepBlock.extras` (``spans``); ``width`` and
+    ``extra_width`` the rows' lengths; ``items`` and ``offsets`` as :attr:`StepBlock.items` and
+    :attr:`StepBlock._offsets` give them; the tracked ``joints``, ``effort_labels``, ``frames`` and ``pins`` (scenario
+    names) and the ``digest_*`` columns :meth:`StepBlock.digest_arrays` reads. Built once per run (and per set of
+    plans a process attaches blocks to), not per block."""
+
+    def __init__(self, plans: Sequence[_MachinePlan]):
+        def count(machine: Machine, joint: int) -> int:
+            return len(machine.model.joints[joint].coordinates)
+
+        widths = {  # per group, per plan: its columns of values
+            "joints": [sum(3 * count(p.machine, j) + 12 for j in p.joints) for p in plans],
+            "frames": [6 * len(p.frames) for p in plans], "bodies": [12 * len(p.bodies) for p in plans],
+            "pins": [6 * len(p.pins) for p in plans], "q": [p.machine.model.nq for p in plans],
+            "q_ref": [p.machine.model.nq for p in plans]}
+        starts: dict[str, list[slice]] = {}
+        at = 0
+        for group, group_widths in widths.items():
+            starts[group] = []
+            for width in group_widths:
+                starts[group].append(slice(at, at + width))
+                at += width
+        self.width = at
+        extra = [sum(2 + count(p.machine, j) for j, _ in p.pins) for p in plans]
+        edges = np.cumsum([0, *extra])
+        self.extra_width = int(edges[-1])
+        self.spans = tuple(_MachineSpans(*(starts[group][k] for group in widths), slice(int(edges[k]), int(edges[k + 1])))
+                           for k in range(len(plans)))
+        kinds = (("joint", lambda p: [(j, count(p.machine, j), "") for j in p.joints], lambda c: 3 * c + 12),
+                 ("frame", lambda p: [(f, 0, "") for f in p.frames], lambda c: 6),
+                 ("body", lambda p: [(b, 0, "") for b in p.bodies], lambda c: 12),
+                 ("pin", lambda p: [(j, count(p.machine, j), role) for j, role in p.pins], lambda c: 6))
+        self.offsets: dict[str, list[tuple[Machine, int, int, str, int, int]]] = {}
+        items = []
+        at = extra_at = 0
+        for kind, of, width in kinds:  # each kind over every machine, machine after machine: as the values
+            self.offsets[kind] = []
+            for plan in plans:
+                for index, coordinates, role in of(plan):
+                    self.offsets[kind].append((plan.machine, index, coordinates, role, at, extra_at))
+                    items.append((kind, plan.machine.id, index, coordinates, role))
+                    at += width(coordinates)
+                    extra_at += 2 + coordinates if kind == "pin" else 0
+        self.items = tuple(items)
+        joints = [(machine.name(machine.model.joints[index].name), coordinates, at)
+                  for machine, index, coordinates, _, at, _ in self.offsets["joint"]]
+        self.joints = [name for name, _, _ in joints]
+        self.effort_labels = [(name, k) for name, coordinates, _ in joints for k in range(coordinates)]
+        self.frames = [machine.name(machine.model.frame_names[index]) for machine, index, *_ in self.offsets["frame"]]
+        self.pins = [(machine.name(machine.model.joints[index].name), role)
+                     for machine, index, _, role, _, _ in self.offsets["pin"]]
+        # the digest's columns of values (efforts, joint forces, frames' deflections) and of extras (pin sizes)
+        efforts = [at + 2 * coordinates + k for _, coordinates, at in joints for k in range(coordinates)]
+        forces = [at + 3 * coordinates + 6 + i for _, coordinates, at in joints for i in range(3)]
+        deflections = [at + 3 + i for *_, at, _ in self.offsets["frame"] for i in range(3)]
+        self.digest_values = np.array([*efforts, *forces, *deflections], dtype=np.int64)
+        self.digest_splits = (len(efforts), len(efforts) + len(forces))
+        pin_columns = [extra for *_, extra in self.offsets["pin"]]
+        self.digest_extras = np.array([*pin_columns, *(column + 1 for column in pin_columns)], dtype=np.int64)
+
+
+class _MachineSpans(NamedTuple):
+    """One machine's columns in a block's rows: of each group of values, and of the extras."""
+
+    joints: slice
+    frames: slice
+    bodies: slice
+    pins: slice
+    q: slice
+    q_ref: slice
+    extras: slice
 
 
 @dataclass
@@ -160,15 +240,17 @@ class _MachineBlock:
 class StepBlock:
     """Consecutive plain steps of one chain, every machine solved by the block path (see the module docstring).
 
-    ``indices`` (S,) the steps' indices; ``table`` (S, P) their swept values; per machine a :class:`_MachineBlock`.
+    ``indices`` (S,) the steps' indices; ``table`` (S, P) their swept values; per machine a :class:`_MachineBlock`;
+    ``layout`` where the numbers are in a row (:class:`_BlockLayout`, shared by the run's blocks).
     ``values`` (S, V): every number the store holds for a step, in its row order (joints' position, deflection,
     effort, wrench_joint, wrench_world; frames' position and deflection; bodies' position and rotation; pin forces and
     moments; coordinates and reference coordinates: machine after machine within each), SI units; a step's names
     are those of :meth:`BlockStep.as_dict`'s store rows (the stream takes them once per block).
     """
 
-    def __init__(self, scenario: Scenario, indices: np.ndarray, table: np.ndarray, machines: list[_MachineBlock]):
-        self.scenario, self.indices, self.table, self.machines = scenario, indices, table, machines
+    def __init__(self, scenario: Scenario, indices: np.ndarray, table: np.ndarray, machines: list[_MachineBlock],
+                 layout: _BlockLayout):
+        self.scenario, self.indices, self.table, self.machines, self.layout = scenario, indices, table, machines, layout
         self.iterations = sum(m.iterations for m in machines)
         self.residual = np.max([m.residual for m in machines], axis=0)
         rank = np.max([_verdict_ranks(m.stability) for m in machines], axis=0)
@@ -178,21 +260,19 @@ class StepBlock:
         return len(self.indices)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the scenario and the machines' plans (compiled models): a block sent back from a worker
-        process is :meth:`attach`-ed to the receiving process's scenario."""
-        state = {key: value for key, value in self.__dict__.items() if key not in ("scenario", "_columns", "_offsets")}
+        """Pickled without the scenario, the layout and the machines' plans (compiled models): a block sent back from a
+        worker process is :meth:`attach`-ed to the receiving process's scenario."""
+        state = {key: value for key, value in self.__dict__.items() if key not in ("scenario", "layout")}
         state["machines"] = [replace(m, plan=m.plan.machine.id) for m in self.machines]
-        if "_columns" in self.__dict__:  # computed (the joint loads let go): travels with machine ids for machines
-            values, extras, items = self._columns
-            state["_columns"] = (values, extras, [(kind, machine.id, *rest) for kind, machine, *rest in items])
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, scenario=None)
+        self.__dict__.update(state, scenario=None, layout=None)
 
-    def attach(self, scenario: Scenario, plans: dict[str, _MachinePlan]) -> None:
-        """Give a block that arrived from another process this process's ``scenario`` and plans (by machine id,
-        filled as needed)."""
+    def attach(self, scenario: Scenario, plans: dict[str, _MachinePlan],
+               layouts: dict[tuple[str, ...], _BlockLayout]) -> None:
+        """Give a block that arrived from another process this process's ``scenario``, plans (by machine id) and
+        layout (by the machines' ids), filling ``plans`` and ``layouts`` as needed."""
         if self.scenario is not None:
             return
         by_id = {machine.id: machine for machine in scenario.machines}
@@ -200,48 +280,34 @@ class StepBlock:
             if m.plan not in plans:
                 plans[m.plan] = _plan(scenario, by_id[m.plan])
             m.plan = plans[m.plan]
-        if "_columns" in self.__dict__:
-            values, extras, items = self._columns
-            self._columns = (values, extras, [(kind, by_id[machine], *rest) for kind, machine, *rest in items])
-        self.scenario = scenario
+        ids = tuple(m.plan.machine.id for m in self.machines)
+        if ids not in layouts:
+            layouts[ids] = _BlockLayout([m.plan for m in self.machines])
+        self.layout, self.scenario = layouts[ids], scenario
 
     def steps(self) -> list[BlockStep]:
         """The block's steps, in order (their dictionaries are built when read)."""
         return [BlockStep(self, row) for row in range(len(self))]
 
     @cached_property
-    def _columns(self) -> tuple[np.ndarray, np.ndarray, list[tuple[str, Machine, int, int, str]]]:
-        """The block's numbers: ``values`` (S, V) as the store holds them (see the class docstring), ``extras``
-        (S, E) what results.json adds (per pin reaction its force and moment sizes and its efforts), and where each
-        item is: (kind, machine, model index, its coordinates' count, its pin role), in the order of the values.
-        Computed once (one forward-kinematics pass per machine over the block for q and for q_reference); the joint
-        loads' arrays are let go then (the block keeps only these numbers and the coordinates)."""
-        parts: dict[str, list[np.ndarray]] = {"joints": [], "frames": [], "bodies": [], "pins": [], "q": [], "q_ref": []}
-        extras: list[np.ndarray] = []
-        items: list[tuple[str, Machine, int, int, str]] = []
-        for m in self.machines:
-            plan, machine = m.plan, m.plan.machine
-            groups, more = _machine_columns(m)
-            for group, values in groups.items():
-                parts[group].append(values)
-            extras.append(more)
-            items += [("joint", machine, j, len(machine.model.joints[j].coordinates), "") for j in plan.joints]
-            items += [("frame", machine, f, 0, "") for f in plan.frames]
-            items += [("body", machine, b, 0, "") for b in plan.bodies]
-            items += [("pin", machine, j, len(machine.model.joints[j].coordinates), role) for j, role in plan.pins]
-        values = np.concatenate([column for group in ("joints", "frames", "bodies", "pins", "q", "q_ref")
-                                 for column in parts[group]], axis=1)
-        order = ("joint", "frame", "body", "pin")
-        items.sort(key=lambda item: order.index(item[0]))  # as the values: each kind over every machine (a stable sort)
-        for m in self.machines:
+    def _columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """The block's numbers: ``values`` (S, V) as the store holds them (see the class docstring) and ``extras``
+        (S, E) what results.json adds (per pin reaction its force and moment sizes and its efforts), where the layout
+        puts them. Computed once (one forward-kinematics pass per machine over the block for q and, with tracked frames,
+        for q_reference), written in place; the joint loads' arrays are let go then (the block keeps only these numbers
+        and the coordinates)."""
+        steps, layout = len(self), self.layout
+        values, extras = np.empty((steps, layout.width)), np.empty((steps, layout.extra_width))
+        for m, spans in zip(self.machines, layout.spans):
+            _machine_columns(m, spans, values, extras)
             m.wrench = m.rotation = m.effort = None  # in values and extras now
-        return values, np.concatenate(extras, axis=1), items
+        return values, extras
 
-    @cached_property
+    @property
     def items(self) -> tuple[tuple[str, str, int, int, str], ...]:
         """What a row of :attr:`values` holds, item by item in its order: (kind, machine id, model index, coordinates'
         count, pin role); blocks with the same items name their values alike."""
-        return tuple((kind, machine.id, index, count, role) for kind, machine, index, count, role in self._columns[2])
+        return self.layout.items
 
     @property
     def values(self) -> np.ndarray:
@@ -254,57 +320,36 @@ class StepBlock:
         sizes and its efforts), in the order of :meth:`entries`' ``more``."""
         return self._columns[1]
 
-    @cached_property
+    @property
     def _offsets(self) -> dict[str, list[tuple[Machine, int, int, str, int, int]]]:
         """Per kind (joint, frame, body, pin) its items with where their numbers start in a row of values and of
         extras: (machine, model index, coordinates' count, pin role, first value column, first extra column)."""
-        widths = {"joint": lambda count: 3 * count + 12, "frame": lambda count: 6, "body": lambda count: 12,
-                  "pin": lambda count: 6}
-        offsets: dict[str, list[tuple[Machine, int, int, str, int, int]]] = {kind: [] for kind in widths}
-        at = extra = 0
-        for kind, machine, index, count, role in self._columns[2]:
-            offsets[kind].append((machine, index, count, role, at, extra))
-            at += widths[kind](count)
-            extra += 2 + count if kind == "pin" else 0
-        return offsets
-
-    @cached_property
-    def _digest_columns(self) -> dict[str, Any]:
-        """Where the numbers a run's digest reduces are in a row of values and of extras (see :meth:`digest_arrays`)."""
-        offsets = self._offsets
-        joints = [(machine.name(machine.model.joints[index].name), count, at)
-                  for machine, index, count, _, at, _ in offsets["joint"]]
-        return {
-            "joints": [name for name, _, _ in joints],
-            "efforts": [(name, k) for name, count, _ in joints for k in range(count)],
-            "effort_columns": np.array([at + 2 * count + k for _, count, at in joints for k in range(count)], int),
-            "force_columns": np.array([[at + 3 * count + 6 + i for i in range(3)] for _, count, at in joints],
-                                      int).reshape(-1, 3),
-            "frames": [machine.name(machine.model.frame_names[index]) for machine, index, *_ in offsets["frame"]],
-            "deflection_columns": np.array([[at + 3 + i for i in range(3)] for *_, at, _ in offsets["frame"]],
-                                           int).reshape(-1, 3),
-            "pins": [(machine.name(machine.model.joints[index].name), role)
-                     for machine, index, _, role, _, _ in offsets["pin"]],
-            "pin_columns": np.array([extra for *_, extra in offsets["pin"]], int)}
+        return self.layout.offsets
 
     @property
     def tracked_joints(self) -> list[str]:
         """The tracked joints' scenario names (those of every step's ``joints``)."""
-        return self._digest_columns["joints"]
+        return self.layout.joints
 
     def digest_arrays(self, rows: np.ndarray) -> BlockDigestArrays:
         """What a run's digest reduces (:class:`~shiftsim.analysis.digest.RunDigest`) at the block's ``rows`` (k,), as
-        arrays: the same numbers as the steps' ``joints``, ``frames`` and ``pin_reactions`` dictionaries hold."""
-        where, values, extras = self._digest_columns, self._columns[0][rows], self._columns[1][rows]
-        pins = where["pin_columns"]
-        return BlockDigestArrays(where["joints"], where["efforts"], values[:, where["effort_columns"]],
-                                 values[:, where["force_columns"]], where["frames"],
-                                 values[:, where["deflection_columns"]], where["pins"], extras[:, pins],
-                                 extras[:, pins + 1])
+        arrays: the same numbers as the steps' ``joints``, ``frames`` and ``pin_reactions`` dictionaries hold (only
+        the columns they are in are read)."""
+        layout, (values, extras) = self.layout, self._columns
+        every = len(rows) == len(self) and bool((rows == np.arange(len(self))).all())
+        numbers, sizes = values[:, layout.digest_values], extras[:, layout.digest_extras]
+        if not every:
+            numbers, sizes = numbers[rows], sizes[rows]
+        efforts, forces, deflections = np.split(numbers, layout.digest_splits, axis=1)
+        pin_forces, pin_moments = np.split(sizes, 2, axis=1)
+        return BlockDigestArrays(layout.joints, layout.effort_labels, efforts,
+                                 forces.reshape(len(rows), len(layout.joints), 3), layout.frames,
+                                 deflections.reshape(len(rows), len(layout.frames), 3), layout.pins, pin_forces,
+                                 pin_moments)
 
     def reports(self, row: int, kind: str) -> dict[str, dict[str, Any]]:
         """Step ``row``'s ``kind`` (joint, frame, body, pin) entries as results.json has them, by scenario name."""
-        values, extras, _ = self._columns
+        values, extras = self._columns
         return self.entries(kind, values[row].tolist(), extras[row].tolist())
 
     def entries(self, kind: str, numbers: Sequence[Any], more: Sequence[Any]) -> dict[str, dict[str, Any]]:
@@ -371,12 +416,11 @@ def _verdict_ranks(verdicts: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def _in_joint_frame(m: _MachineBlock, joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The ``joints``' (n,) forces and moments (S, n, 3) over the block, each in its child-side joint frame: R^T f,
-    R^T m."""
-    rotation_t = np.swapaxes(m.rotation[:, joints], -1, -2)
-    return (np.einsum("snij,snj->sni", rotation_t, m.wrench[:, joints, :3]),
-            np.einsum("snij,snj->sni", rotation_t, m.wrench[:, joints, 3:]))
+def _in_joint_frames(m: _MachineBlock) -> np.ndarray:
+    """Every joint's force and moment (S, J, 6) over the block, each in its child-side joint frame: R^T f, R^T m."""
+    rotation_t = np.swapaxes(m.rotation, -1, -2)
+    return np.concatenate([np.einsum("snij,snj->sni", rotation_t, m.wrench[..., :3]),
+                           np.einsum("snij,snj->sni", rotation_t, m.wrench[..., 3:])], axis=2)
 
 
 def _to_world(rotation: np.ndarray, vectors: np.ndarray) -> np.ndarray:
@@ -386,38 +430,42 @@ def _to_world(rotation: np.ndarray, vectors: np.ndarray) -> np.ndarray:
     return (np.ascontiguousarray(vectors).reshape(-1, 3) @ rotation.T).reshape(shape)
 
 
-def _machine_columns(m: _MachineBlock) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """A machine's part of a block's values, by group (joints, frames, bodies, pins, q, q_ref), each (S, w), and of
-    its extras (S, e), in the order :meth:`StepBlock._columns` documents: each kind's arrays computed for all its items
-    at once (one forward-kinematics pass of q for the frames and bodies, one of q_reference for the frames), then
-    taken in item order."""
+def _machine_columns(m: _MachineBlock, spans: _MachineSpans, values: np.ndarray, extras: np.ndarray) -> None:
+    """Write a machine's part of a block's ``values`` (S, V) and ``extras`` (S, E) into the columns ``spans`` says,
+    in the order :class:`StepBlock` documents: each kind's arrays computed for all its items at once (one
+    forward-kinematics pass of q for the frames and bodies, one of q_reference for the frames), then put in place."""
     plan, placement = m.plan, m.plan.machine.placement
     model, steps = plan.machine.model, len(m.q)
-    out = {}
-    force, moment = _in_joint_frame(m, plan.joints_at)
+    loads = _in_joint_frames(m)[:, plan.joints_at]  # (S, n, 6)
     tracked = plan.joints_at[:len(plan.joints)]  # the tracked joints come first among those with loads computed
     world = _to_world(placement.rotation, m.wrench[:, tracked].reshape(steps, -1, 3))  # per joint force, moment
-    source = np.concatenate([m.q, m.q - m.q_reference, m.effort, np.concatenate([force, moment], axis=2).reshape(steps, -1),
-                             world.reshape(steps, -1)], axis=1)
-    out["joints"] = source[:, plan.joint_columns]
-    loaded = forward(model, m.q, bodies=bool(plan.bodies), frames=bool(plan.frames))
+    source = np.concatenate([m.q, m.q - m.q_reference, m.effort, loads.reshape(steps, -1), world.reshape(steps, -1)],
+                            axis=1)
+    np.take(source, plan.joint_columns, axis=1, out=values[:, spans.joints])
+    if plan.frames or plan.bodies:
+        poses = Poses(np.empty((steps, len(model.body_names) if plan.bodies else 0, 4, 4)),
+                      np.empty((steps, len(model.frame_names) if plan.frames else 0, 4, 4)))
+        loaded = forward(model, m.q, bodies=bool(plan.bodies), frames=bool(plan.frames), out=poses)  # on this thread
     if plan.frames:
         frames = np.asarray(plan.frames)
+        reference = Poses(poses.bodies[:, :0], np.empty_like(poses.frames))
         p = loaded.frames[:, frames][..., :3, 3]
-        p_reference = forward(model, m.q_reference, bodies=False).frames[:, frames][..., :3, 3]
-        out["frames"] = np.concatenate([_to_world(placement.rotation, p) + placement.position,
-                                        _to_world(placement.rotation, p - p_reference)], axis=2).reshape(steps, -1)
+        p_reference = forward(model, m.q_reference, bodies=False, out=reference).frames[:, frames][..., :3, 3]
+        out = values[:, spans.frames].reshape(steps, len(frames), 6)  # a view: the columns split per frame
+        np.add(_to_world(placement.rotation, p), placement.position, out=out[..., :3])
+        out[..., 3:] = _to_world(placement.rotation, p - p_reference)
     if plan.bodies:
-        poses = loaded.bodies[:, np.asarray(plan.bodies)]
+        poses = loaded.bodies[:, plan.bodies_at]
         rotations = np.ascontiguousarray(np.moveaxis(poses[:, :, :3, :3], 2, 0)).reshape(3, -1)  # (3, S nB 3)
-        rotations = np.moveaxis((placement.rotation @ rotations).reshape(3, steps, -1, 3), 0, 2)  # one product
-        out["bodies"] = np.concatenate([_to_world(placement.rotation, poses[:, :, :3, 3]) + placement.position,
-                                        rotations.reshape(steps, -1, 9)], axis=2).reshape(steps, -1)
-    force, moment = force[:, plan.pins_at], moment[:, plan.pins_at]
-    out["pins"] = np.concatenate([force, moment], axis=2).reshape(steps, -1)
-    out["q"], out["q_ref"] = m.q, m.q_reference
-    sizes = [np.linalg.norm(force, axis=2), np.linalg.norm(moment, axis=2)]
-    return out, np.concatenate([*sizes, m.effort], axis=1)[:, plan.pin_extras]
+        out = values[:, spans.bodies].reshape(steps, len(plan.bodies), 12)  # a view, as the frames'
+        np.add(_to_world(placement.rotation, poses[:, :, :3, 3]), placement.position, out=out[..., :3])
+        world_rotations = (placement.rotation @ rotations).reshape(3, steps, -1, 3)  # one product
+        out[..., 3:].reshape(steps, len(plan.bodies), 3, 3)[...] = np.moveaxis(world_rotations, 0, 2)
+    pins = loads[:, plan.pins_at]
+    values[:, spans.pins] = pins.reshape(steps, -1)
+    values[:, spans.q], values[:, spans.q_ref] = m.q, m.q_reference
+    sizes = [np.linalg.norm(pins[..., :3], axis=2), np.linalg.norm(pins[..., 3:], axis=2)]
+    np.take(np.concatenate([*sizes, m.effort], axis=1), plan.pin_extras, axis=1, out=extras[:, spans.extras])
 
 
 class _kept:
@@ -605,6 +653,7 @@ def run_chains(scenario: Scenario, chains: list[tuple[int, ...]], on_step: StepC
                 hand_on(solve_step(scenario, index, table[index], chain_states))
         return results
     plans = [_plan(scenario, machine) for machine in scenario.machines]
+    layout = _BlockLayout(plans)
     position, size = [0] * len(chains), [BLOCK_STEPS] * len(chains)
     solved: list[StepBlock | StepResult] = []  # solved, not handed on yet, in order
     with ThreadPoolExecutor(1, thread_name_prefix="shiftsim-chain") as solver:
@@ -619,7 +668,7 @@ def run_chains(scenario: Scenario, chains: list[tuple[int, ...]], on_step: StepC
             for k, part, (machine_blocks, plain) in zip(active, parts, solving.result()):
                 if plain:
                     block = StepBlock(scenario, np.asarray(part[:plain]), table[list(part[:plain])],
-                                      [_cut(m, plain) for m in machine_blocks])
+                                      [_cut(m, plain) for m in machine_blocks], layout)
                     solved.append(block)
                     for m in block.machines:
                         states[k][m.plan.machine.id].advance(m.q[-1].copy(), None)
@@ -649,9 +698,10 @@ def attach_blocks(scenario: Scenario, steps: list[StepResult]) -> list[StepResul
     """``steps`` (from another process), their blocks attached to this process's ``scenario``
     (:meth:`StepBlock.attach`); returned for chaining."""
     plans: dict[str, _MachinePlan] = {}
+    layouts: dict[tuple[str, ...], _BlockLayout] = {}
     for step in steps:
         if isinstance(step, BlockStep):
-            step.block.attach(scenario, plans)
+            step.block.attach(scenario, plans, layouts)
     return steps
 
 

@@ -15,13 +15,10 @@ from typing import Any, Callable, Protocol
 
 from ..interrupts import Interrupted, signals_deferred
 from ..solve_memory import check_solve_memory
-from .capacity_analysis import analysis_spec, chart_analysis
 from .definition import Scenario
 from .chain import attach_blocks
 from .executors import Executor, LocalExecutor, PartResult, Route, SinkFactory, StepSink
 from .runner import StepCallback, StepResult
-from .sensitivity_analysis import run_analysis as run_sensitivity
-from .sensitivity_analysis import sensitivity_spec
 from .sweep import check_size
 
 WarningCallback = Callable[[str], None]
@@ -137,13 +134,44 @@ class _Tally:
         return sorted(self.kept, key=lambda step: step.index)
 
 
+def _analysis_specs(scenario: Scenario) -> tuple[Any, Any]:
+    """The scenario's ``analysis.capacity`` and ``analysis.sensitivity`` read and checked (ScenarioError naming the
+    place; None for a section it does not have): their modules are imported only for a scenario that has them."""
+    sections = (scenario.document if isinstance(scenario.document, dict) else {}).get("analysis") or {}
+    capacity = sensitivity = None
+    if sections.get("capacity") is not None:
+        from .capacity_analysis import analysis_spec
+
+        capacity = analysis_spec(scenario)
+    if sections.get("sensitivity") is not None:
+        from .sensitivity_analysis import sensitivity_spec
+
+        sensitivity = sensitivity_spec(scenario)
+    return capacity, sensitivity
+
+
+def _analyses(scenario: Scenario, steps: list[StepResult], capacity: Any,
+              sensitivity: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The run's ``capacity`` document and ``sensitivity`` section from its steps (None each without the analysis):
+    :func:`~.capacity_analysis.chart_analysis`, :func:`~.sensitivity_analysis.run_analysis`."""
+    document = chart = section = None
+    if capacity is not None:
+        from .capacity_analysis import chart_analysis
+
+        document, chart = chart_analysis(scenario)
+    if sensitivity is not None:
+        from .sensitivity_analysis import run_analysis
+
+        section = run_analysis(scenario, steps, chart)
+    return document, section
+
+
 def execute(scenario: Scenario, executor: Executor, on_step: StepCallback | None = None,
             on_warning: WarningCallback | None = None) -> list[StepResult]:
     """Solve every step of the scenario (chains on the executor, each step's collisions checked when the scenario
     has a ``collision`` section); results sorted by step index. A bad ``analysis.capacity`` or
     ``analysis.sensitivity`` is refused before any step is solved."""
-    analysis_spec(scenario)
-    sensitivity_spec(scenario)
+    _analysis_specs(scenario)
     tally = _Tally(scenario, True, on_step, on_warning, None)
     executor.run(scenario, scenario.sweep.chains(), tally.route(None))
     return tally.steps()
@@ -166,18 +194,16 @@ def run(scenario: Scenario, executor: Executor, on_step: StepCallback | None = N
     if output is not None and on_step is not None:
         raise ValueError("a run takes its steps to an output or to on_step, not both")
     check_fits(scenario, executor)
-    keep_steps = keep_steps or sensitivity_spec(scenario) is not None
-    analysis_spec(scenario)  # refused before any step is solved, as by execute
-    sensitivity_spec(scenario)
+    capacity, sensitivity = _analysis_specs(scenario)  # refused before any step is solved, as by execute
+    keep_steps = keep_steps or sensitivity is not None
     tally = _Tally(scenario, keep_steps, on_step, on_warning, output)
     try:
         executor.run(scenario, scenario.sweep.chains(), tally.route(progress))
     except Interrupted as stop:
         return Run(scenario, tally.steps(), None, stop, solved=tally.solved, failed=tuple(sorted(tally.failed)))
     steps = tally.steps()
-    document, chart = chart_analysis(scenario)
-    return Run(scenario, steps, document, sensitivity=run_sensitivity(scenario, steps, chart), solved=tally.solved,
-               failed=tuple(sorted(tally.failed)))
+    document, section = _analyses(scenario, steps, capacity, sensitivity)
+    return Run(scenario, steps, document, sensitivity=section, solved=tally.solved, failed=tuple(sorted(tally.failed)))
 
 
 __all__ = ["Output", "Run", "WarningCallback", "check_fits", "execute", "run"]

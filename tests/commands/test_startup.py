@@ -217,14 +217,16 @@ def one_step_lift(folder: Path) -> Path:
 def test_a_one_step_run_without_plots_loads_no_scipy_matplotlib_or_asyncio(tmp_path):
     """A 1-step ``shiftsim run`` of the excavator lift with no plots solves, writes its tables and report, and never
     imports scipy (its placement does not turn; ground, collision, loop-load and sensitivity helpers import scipy where
-    they use it), matplotlib, asyncio (only a Dask run needs it), nor the MFK and Mdx readers (a Shift model)."""
+    they use it), matplotlib, asyncio (only a Dask run needs it), the MFK and Mdx readers (a Shift model), nor the
+    capacity and sensitivity analyses (the scenario asks for neither)."""
     scenario = one_step_lift(tmp_path)
     code, modules = modules_after("run", str(scenario), "-o", str(tmp_path / "out"), "-q")
     assert code == 0
     assert {"results.json", "results.csv", "report.html"} <= {p.name for p in (tmp_path / "out").iterdir()}
     assert loaded(modules, "shiftsim.statics") and loaded(modules, "pyarrow")  # it did solve and write the store
     assert not [name for name in ("scipy", "matplotlib", "asyncio", "dask", "lupa", "shiftsim.formats.mfk",
-                                  "shiftsim.mdx") if loaded(modules, name)]
+                                  "shiftsim.mdx", "shiftsim.scenario.capacity_analysis",
+                                  "shiftsim.scenario.sensitivity_analysis") if loaded(modules, name)]
 
 
 @pytest.mark.parametrize("name", ["scenario", "results"])

@@ -91,6 +91,26 @@ def test_the_block_path_writes_the_step_paths_store_on_every_shipped_scenario_it
         _assert_same_record(ours.as_dict(), theirs.as_dict(), f"step {theirs.index}")
 
 
+def test_a_tracked_subset_of_bodies_frames_and_joints_of_rotated_machines_by_blocks_equals_step_by_step(tmp_path):
+    """Two excavators placed turned (rotation not the identity), each reporting some of its bodies (not consecutive
+    in the model: ex1's boom and tracks, ex2's body and bucket), frames and joints: the block path writes the step
+    path's store and step objects, and only the tracked items."""
+    document = json.loads(shortened_scenario("two_excavators", 4, tmp_path).read_text())
+    document["track"] = {"bodies": ["ex1:c1:boom", "ex1:c1:tracks", "ex2:c1:body", "ex2:c0:bucket"],
+                         "frames": ["ex1:c0:bucket:bucket_r", "ex2:c1:boom:origin", "ex2:c1:tracks:base_fl"],
+                         "joints": ["ex1:c1:tracks.rz", "ex2:c1:boom.ry", "ex2:c0:bucket.ry"]}
+    scenario = load_scenario(write_scenario(tmp_path, document))
+    chain = scenario.sweep.chains()[0]
+    blocks, steps = run_chain(scenario, chain), run_chain(scenario, chain, blocks=False)
+    assert all(isinstance(step, BlockStep) for step in blocks)
+    assert [list(blocks[0].bodies), list(blocks[0].frames), list(blocks[0].joints)] == [
+        document["track"]["bodies"], document["track"]["frames"], document["track"]["joints"]]
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    _assert_same_store(_store(scenario, blocks, tmp_path / "a"), _store(scenario, steps, tmp_path / "b"))
+    for ours, theirs in zip(blocks, steps):
+        _assert_same_record(ours.as_dict(), theirs.as_dict(), f"step {theirs.index}")
+
+
 @pytest.mark.parametrize("name, reason", sorted(STEP_SCENARIOS.items()))
 def test_scenarios_the_block_path_cannot_do_say_why_and_run_step_by_step(name, reason):
     scenario = load_scenario(SCENARIOS / f"{name}.json")
