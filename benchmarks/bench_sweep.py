@@ -28,6 +28,10 @@ small run's peak is the process's base, which does not grow with the steps; with
 it: an overestimate), would pass half of the memory available is skipped and says so. The default sizes measure
 30,000 steps between 3,000 and 300,000 for this.
 
+``--threads-here`` adds, beside each ``--jobs J`` above 1, ``--jobs 1`` on the same J chains: one process, whose
+block path hands the chains' blocks to the core together, on the core's threads (against the core on every thread):
+what ``--jobs J``'s processes are measured against.
+
 ``--dask N`` also runs each size on a local Dask cluster of N worker processes (one thread each; ``--executor dask``,
 the sweep cut into ``--dask-chains`` chains): CPU seconds and peak memory then include the workers'.
 ``--verify K``: after each run, the first K steps of (at most) three of its chains are solved again in this process
@@ -42,6 +46,7 @@ into a store), the ``--stream-steps`` first steps (default all up to 30,000).
 
     python benchmarks/bench_sweep.py [--steps 3000 30000 300000] [--jobs 1 2] [--dask 2] [--dask-chains 20]
                                      [--core-sample 3000] [--plots] [--stream-steps 30000] [--verify 300]
+                                     [--threads-here]
 """
 
 from __future__ import annotations
@@ -287,9 +292,16 @@ def main() -> None:
                         help="solve and stream in this process at most this many steps")
     parser.add_argument("--verify", type=int, default=0, metavar="K",
                         help="re-solve the first K steps of up to three chains of each run and compare with its store")
+    parser.add_argument("--threads-here", action="store_true",
+                        help="beside each --jobs J > 1, --jobs 1 on the same J chains (one process, the chains "
+                             "together on the core's threads)")
     args = parser.parse_args()
-    runs = [(f"--jobs {jobs}", jobs) for jobs in args.jobs] + ([(f"Dask, {args.dask} workers", None)] if args.dask else [])
-    peaks: dict[str, list[tuple[int, int]]] = {name: [] for name, _ in runs}  # run -> [(steps, peak bytes)]
+    runs = [(f"--jobs {jobs}" + (f" ({jobs} chains in {jobs} processes)" if jobs > 1 else ""), jobs, jobs)
+            for jobs in args.jobs]  # (what ran, jobs, chains)
+    runs += [(f"--jobs 1 ({jobs} chains in one process, on the core's threads)", 1, jobs)
+             for jobs in args.jobs if jobs > 1 and args.threads_here]
+    runs += [(f"Dask, {args.dask} workers ({args.dask_chains} chains)", None, args.dask_chains)] if args.dask else []
+    peaks: dict[str, list[tuple[int, int]]] = {name: [] for name, _, _ in runs}  # run -> [(steps, peak bytes)]
     cluster = client = None
     if args.dask:
         from dask.distributed import Client, LocalCluster
@@ -312,16 +324,15 @@ def main() -> None:
                     rate = solve_and_stream(steps, blocks)
                     print(f"  solve and stream, {'block' if blocks else 'step'} path: {rate.wall:6.0f} steps/s, "
                           f"{rate.cpu:6.0f} per CPU s ({rate.share(one)} on 1 thread)", flush=True)
-            for name, jobs in runs:
+            for name, jobs, chains in runs:
                 estimate = extrapolated_peak(peaks[name], steps)
                 if estimate > 0.5 * available_memory():
                     print(f"  shiftsim run {name}: skipped, its peak memory would be about {estimate / 1e9:.1f} GB "
                           f"(extrapolated) and {available_memory() / 1e9:.1f} GB are available", flush=True)
                     continue
-                run = end_to_end(steps, jobs or 1, args.plots, client, None if jobs else args.dask_chains,
-                                 args.verify)
+                run = end_to_end(steps, jobs or 1, args.plots, client if jobs is None else None, chains, args.verify)
                 peaks[name].append((steps, run.peak))
-                core = one if jobs == 1 else every
+                core = one if chains == 1 else every
                 load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
                 checked = "" if run.difference is None else \
                     f"; {run.compared} re-solved values, largest difference {run.difference:.3g}"

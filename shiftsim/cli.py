@@ -78,6 +78,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    from .threads import blas_starts_with_one_thread
+
+    blas_starts_with_one_thread()  # before the command's modules load numpy
     command = next((a for a in argv if not a.startswith("-")), "")  # the top level has only flags before it
     try:  # Ctrl-C while the command's modules are imported: exit 130 like during the command, no traceback
         args = build_parser(command).parse_args(argv)

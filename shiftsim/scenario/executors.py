@@ -24,9 +24,12 @@ and end their part after the step in hand, so every step solved is kept; a part 
 :data:`STOP_WAIT_S` is let go and what it wrote removed (``Route.discard``).
 
 * :class:`LocalExecutor` with ``jobs == 1`` runs in this process; with more it
-  uses a ``concurrent.futures.ProcessPoolExecutor``. Each worker process builds
-  the scenario once from the same file path and parsed document (compiled models
-  are not sent between processes: some hold closures plain pickle refuses).
+  uses a ``concurrent.futures.ProcessPoolExecutor``. A worker forked from this
+  process (the ``fork`` start method, Linux's default) inherits the built
+  scenario; one started afresh (``spawn``, ``forkserver``) builds it once from
+  the same file path and parsed document (compiled models are not sent between
+  processes: some hold closures plain pickle refuses), and holds BLAS to one
+  thread as a forked worker inherits it (:func:`~shiftsim.threads.single_blas_thread`).
   Workers die with the process that started them, whatever ends it (SIGKILL
   included): see :func:`_die_with_parent`. A worker hands its part's result
   back through a file in a temporary folder, the pool's pipe carrying only the
@@ -66,7 +69,7 @@ from .definition import Scenario, build_scenario
 
 COLLISION_BATCH = 256  # solved steps a part hands on at once (their collisions checked in one pybullet batch)
 HAND_ON_S = 0.5  # s: a part hands on what it holds at least this often (slow steps show progress)
-PROGRESS_S = 0.5  # s between looks at the workers' step counts
+PROGRESS_S = 0.5  # s between looks at the workers' step counts (when progress is shown)
 STOP_WAIT_S = 30.0  # s a stopped run waits for its workers to end their parts
 STOP_POLL_S = 1.0  # s between a Dask task's looks at the run's stop flag (a call to the scheduler)
 
@@ -208,12 +211,26 @@ PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 PARENT_POLL_S = 0.5
 
 
-def _start_worker(parent: int, path: Path, document: Any, stop: Any, counts: Any) -> None:
+def _for_workers(scenario: Scenario, start_method: str) -> Scenario | tuple[Path, Any]:
+    """What a worker started by ``start_method`` is given to have the run's scenario: the built scenario when it is
+    forked (it inherits this process's memory: nothing is pickled or built again), else the scenario's file path and
+    parsed document to build it from (compiled models are not pickled: some hold closures plain pickle refuses)."""
+    return scenario if start_method == "fork" else (scenario.source, scenario.document)
+
+
+def _start_worker(parent: int, scenario: Scenario | tuple[Path, Any], stop: Any, counts: Any) -> None:
     """Process-pool initializer: die with ``parent``; Ctrl-C (which reaches the workers too) asks for a stop like
-    the parent does (the part in hand ends with its steps kept); build the scenario this worker solves chains of."""
+    the parent does (the part in hand ends with its steps kept); the scenario this worker solves chains of
+    (:func:`_for_workers`: inherited, or built here with BLAS held to one thread, as a forked worker inherits it).
+    ``stop``: the run's stop flag (a shared byte, 1: stop); ``counts``: its shared step counts."""
     _die_with_parent(parent)
-    signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
-    _worker.update(scenario=build_scenario(path, document), stop=stop, counts=counts)
+    signal.signal(signal.SIGINT, lambda signum, frame: setattr(stop, "value", 1))
+    if not isinstance(scenario, Scenario):
+        from ..threads import hold_blas_to_one_thread
+
+        hold_blas_to_one_thread()
+        scenario = build_scenario(*scenario)
+    _worker.update(scenario=scenario, stop=stop, counts=counts)
 
 
 def _die_with_parent(parent: int) -> None:
@@ -253,7 +270,8 @@ def _run_chain_in_worker(chain: tuple[int, ...], name: str, remote: SinkFactory 
     signal cannot leave half written (a worker dying in the middle of a long message leaves the pool's reader
     waiting for the rest for ever)."""
     assert _worker, "worker started without a scenario"
-    result = _solve_part(_worker["scenario"], chain, name, remote, keep, _worker["stop"].is_set, _count)
+    flag = _worker["stop"]
+    result = _solve_part(_worker["scenario"], chain, name, remote, keep, lambda: flag.value != 0, _count)
     handle, path = tempfile.mkstemp(dir=handoff, suffix=".pickle")
     with os.fdopen(handle, "wb") as file:
         pickle.dump(result, file, protocol=pickle.HIGHEST_PROTOCOL)
@@ -282,20 +300,23 @@ def _run_here(scenario: Scenario, chains: list[tuple[int, ...]], route: Route) -
 
 @dataclass(frozen=True)
 class LocalExecutor:
-    """``jobs`` processes on this machine (1: no extra process)."""
+    """``jobs`` processes on this machine (1: no extra process), started by ``start_method`` (``fork``, ``spawn``,
+    ``forkserver``; None: the platform's default, :func:`multiprocessing.get_context`)."""
 
     jobs: int = 1
+    start_method: str | None = None
 
     def run(self, scenario: Scenario, chains: list[tuple[int, ...]], route: Route) -> None:
         if self.jobs == 1 or len(chains) == 1:  # the block path runs the chains together on the core's threads
             _run_here(scenario, chains, route)
             return
-        context = multiprocessing.get_context()
-        stop, counts = context.Event(), context.Array("q", 2)
+        context = multiprocessing.get_context(self.start_method)
+        stop, counts = context.Value("b", 0, lock=False), context.Array("q", 2)  # stop: read after every step
         handoff = tempfile.TemporaryDirectory(prefix="shiftsim-chains-")
         pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(chains)), mp_context=context,
                                    initializer=_start_worker,
-                                   initargs=(os.getpid(), scenario.source, scenario.document, stop, counts))
+                                   initargs=(os.getpid(), _for_workers(scenario, context.get_start_method()), stop,
+                                             counts))
         heard = [0, 0]
 
         def report() -> None:
@@ -314,14 +335,15 @@ class LocalExecutor:
                 future = pool.submit(_run_chain_in_worker, chain, name, route.remote, route.keep, handoff.name)
                 names[future] = name
                 pending.add(future)
+            look = PROGRESS_S if route.progress is not None else None  # nobody to tell: sleep until a part ends
             while pending:
-                done, pending = wait(pending, timeout=PROGRESS_S, return_when=FIRST_COMPLETED)
+                done, pending = wait(pending, timeout=look, return_when=FIRST_COMPLETED)
                 report()
                 for future in done:
                     route.collect(_handed_back(future.result()))
         except Interrupted:
             with signals_deferred():  # a second signal waits for the workers' last steps (at most STOP_WAIT_S)
-                stop.set()
+                stop.value = 1
                 for future in pending:
                     future.cancel()  # those not started
                 ended, late = wait(pending, timeout=STOP_WAIT_S)

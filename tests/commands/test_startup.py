@@ -56,7 +56,7 @@ def test_help_imports_no_command_numpy_or_scipy():
     code, modules = modules_after("--help")
     assert code == 0
     shiftsim_modules = {m for m in modules if m.split(".")[0] == "shiftsim"}
-    assert shiftsim_modules == {"shiftsim", "shiftsim.cli", "shiftsim.errors"}
+    assert shiftsim_modules == {"shiftsim", "shiftsim.cli", "shiftsim.errors", "shiftsim.threads"}
     assert not [name for name in ("numpy", "scipy", *HEAVY) if loaded(modules, name)]
 
 
