@@ -9,14 +9,12 @@ import signal
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import pytest
 from helpers.scenario import beam_scenario
 
 from shiftsim.interrupts import Interrupted
 from shiftsim.scenario import LocalExecutor, build_scenario, run
 
 
-@pytest.mark.slow
 def test_a_signal_while_the_chains_are_submitted_stops_the_run_with_what_was_solved(monkeypatch):
     sweep = {"parameters": {"load:tip": {"from": 0.0, "to": 1.0, "steps": 600}}, "segment": 20}
     scenario = build_scenario(Path("<scenario>"), beam_scenario(sweep=sweep, outputs={"plots": []}))
