@@ -7,8 +7,8 @@ while solving), results.json (with every step up to 10,000 steps, else the summa
 tables (up to 10,000 steps) and the report; ``--plots`` adds the shipped four plots (their cost
 grows with the steps: the convergence chart draws one bar per step). Reported: wall time (process
 start, solving and writing), steps/s, CPU seconds of the run (its processes, ``wait4``: what a
-loaded machine does not distort), the peak resident memory of its largest process, the size of what
-it wrote (the store's part files included).
+loaded machine does not distort), the peak resident memory of its largest process (its own: see
+:func:`launched`), the size of what it wrote (the store's part files included).
 
 Beside it, the core's rate for the same steps: every step's two cases (the loaded equilibrium and its
 unloaded reference, as ``solve`` solves them) in one ``solve_batch`` call per 10,000 steps, on one
@@ -134,6 +134,26 @@ def _worker_usage() -> tuple[float, int]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
 
+LAUNCHER = """
+import json, os, subprocess, sys, time
+started = time.perf_counter()
+process = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(process.pid, 0)
+print(json.dumps([time.perf_counter() - started, os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime,
+                  usage.ru_maxrss * 1024]))
+"""
+
+
+def launched(argv: list[str]) -> tuple[float, int, float, int]:
+    """Run ``argv`` and wait for it: wall seconds, exit code, CPU seconds (``wait4``: its processes) and peak resident
+    bytes of its largest process. Started by a small fresh interpreter: a process's peak counts the memory of the
+    process that started it (Linux records the resident size of the memory it leaves at ``exec``), so a child of this
+    process (which grows to hundreds of MB re-solving steps for ``--verify``) would report at least this one's size."""
+    done = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, *argv], stdout=subprocess.PIPE, text=True, check=True)
+    seconds, code, cpu, peak = json.loads(done.stdout)
+    return seconds, code, cpu, peak
+
+
 def end_to_end(steps: int, jobs: int, plots: bool, dask: Any = None, chains: int | None = None,
                verify: int = 0) -> Run:
     """``shiftsim run`` of the stretched scenario in a fresh process, with ``jobs`` local processes or on the Dask
@@ -147,15 +167,10 @@ def end_to_end(steps: int, jobs: int, plots: bool, dask: Any = None, chains: int
         where = ["--jobs", str(jobs)] if dask is None else ["--executor", "dask", "--scheduler",
                                                              dask.scheduler.address]
         before = dask.run(_worker_usage) if dask is not None else {}
-        started = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-m", "shiftsim", "run", str(scenario), "-o", str(output),
-                                    *where, "-q"])
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
-        if process.returncode != 0:
-            raise SystemExit(f"shiftsim run of {steps} steps, {' '.join(where)} exited {process.returncode}")
-        cpu, peak = usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+        seconds, code, cpu, peak = launched([sys.executable, "-m", "shiftsim", "run", str(scenario), "-o", str(output),
+                                             *where, "-q"])
+        if code != 0:
+            raise SystemExit(f"shiftsim run of {steps} steps, {' '.join(where)} exited {code}")
         if dask is not None:
             after = dask.run(_worker_usage)
             cpu += sum(after[w][0] - before.get(w, (0.0, 0))[0] for w in after)

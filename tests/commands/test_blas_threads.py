@@ -33,7 +33,8 @@ if sys.argv[1] == "limited":
     blas_starts_with_one_thread()
 import numpy
 from threadpoolctl import threadpool_info
-print(json.dumps([len(os.listdir("/proc/self/task")), [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]]))
+blas = [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+print(json.dumps([len(os.listdir("/proc/self/task")), blas]))
 """
 
 
