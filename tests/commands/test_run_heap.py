@@ -44,5 +44,7 @@ def _faults_per_block(mode: str) -> float:
 
 @pytest.mark.slow
 def test_a_blocks_freed_arrays_are_reused_without_page_faults_where_glibcs_defaults_fault_most_pages():
-    assert _faults_per_block("default") > PAGES / 2
+    default = _faults_per_block("default")
+    if default <= PAGES / 2:  # e.g. transparent huge pages always on: one fault maps 2 MB
+        pytest.skip(f"glibc's defaults fault {default:.0f} of {PAGES} pages a block here: no faulting in to remove")
     assert _faults_per_block("kept") < PAGES / 20
