@@ -75,9 +75,11 @@ def _ascii_texts(values: np.ndarray) -> pa.Array | None:
     points = values.view(np.uint32).reshape(len(values), width)
     if points.size and points.max() >= 128:
         return None
-    used = points != 0
-    lengths = np.where(used.any(axis=1), width - np.argmax(used[:, ::-1], axis=1), 0) if width else np.zeros(len(values),
-                                                                                                           int)
+    used = points != 0  # (n, width); a text's length: one past its last used code point
+    if width:
+        lengths = np.where(used.any(axis=1), width - np.argmax(used[:, ::-1], axis=1), 0)
+    else:
+        lengths = np.zeros(len(values), np.int64)
     offsets = np.zeros(len(values) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     if offsets[-1] > _OFFSET_LIMIT:
